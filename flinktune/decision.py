@@ -1,0 +1,96 @@
+"""What a policy decides and the evaluated state it decides from.
+
+A :class:`Decision` is one of keep, reconfigure (to one configuration) or profile (a batch of
+short profiling runs), always with a ``reason`` a person can read and the ``inputs`` that led to
+it (JSON-serialisable), so the state store can explain every change later.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from flinktune.config_space import Configuration
+
+__all__ = ["Action", "Decision", "JobState"]
+
+
+class Action(str, Enum):
+    KEEP = "keep"
+    RECONFIGURE = "reconfigure"
+    PROFILE = "profile"
+
+
+@dataclass(frozen=True)
+class JobState:
+    """The evaluated state of one job at decision time (the output of collect + evaluate).
+
+    Rates are records/s, latencies ms, ``lag`` records. ``window_s`` is how much history the
+    summary covers; ``fresh`` is False when the newest sample is older than allowed.
+    """
+
+    job: str
+    ts: float
+    config: Configuration
+    running: bool
+    input_rate: float
+    throughput: float
+    lag: float
+    lag_growth: float
+    latency_p95_ms: float
+    cpu_used: float
+    memory_used_mb: float
+    busy_ratio: float
+    backpressure_ratio: float
+    window_s: int
+    fresh: bool = True
+    problems: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "config"}
+        d["config"] = self.config.to_dict()
+        d["problems"] = list(self.problems)
+        return d
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A policy's choice with its reason.
+
+    ``target`` is set for reconfigure, ``profile_configs`` for profile. ``inputs`` holds what the
+    policy looked at (planned rate, predicted latency, probabilities) for the audit trail.
+    """
+
+    action: Action
+    reason: str
+    policy: str
+    target: Configuration | None = None
+    profile_configs: tuple[Configuration, ...] = ()
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.reason.strip():
+            raise ValueError("a decision needs a reason a person can read")
+        if self.action is Action.RECONFIGURE and self.target is None:
+            raise ValueError("a reconfigure decision needs a target configuration")
+        if self.action is Action.PROFILE and not self.profile_configs:
+            raise ValueError("a profile decision needs at least one profiling configuration")
+
+    @classmethod
+    def keep(cls, policy: str, reason: str, **inputs: Any) -> "Decision":
+        return cls(Action.KEEP, reason, policy, inputs=dict(inputs))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action.value,
+            "reason": self.reason,
+            "policy": self.policy,
+            "target": self.target.to_dict() if self.target else None,
+            "profile_configs": [c.to_dict() for c in self.profile_configs],
+            "inputs": self.inputs,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, default=float)

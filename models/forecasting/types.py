@@ -1,0 +1,50 @@
+"""The shape of a quantile forecast, shared by every forecaster and its consumers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["QuantileForecast", "DEFAULT_QUANTILES"]
+
+DEFAULT_QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
+
+
+@dataclass(frozen=True)
+class QuantileForecast:
+    """A forecast of the next ``len(mean)`` bins of ``bin_s`` seconds each.
+
+    ``start`` is the start of the first bin (UTC). ``quantiles[q]`` and ``mean`` hold one value per
+    bin: the forecast mean rate over that bin (records/s). Quantile arrays are non-decreasing in q.
+    """
+
+    start: pd.Timestamp
+    bin_s: int
+    mean: np.ndarray
+    quantiles: dict[float, np.ndarray] = field(default_factory=dict)
+    model: str = ""
+
+    def __post_init__(self) -> None:
+        n = len(self.mean)
+        for q, arr in self.quantiles.items():
+            if len(arr) != n:
+                raise ValueError(f"quantile {q} has {len(arr)} bins, mean has {n}")
+
+    @property
+    def horizon_s(self) -> int:
+        return self.bin_s * len(self.mean)
+
+    def peak(self, q: float | None = None) -> float:
+        """Highest bin value of the mean (``q=None``) or of quantile ``q``."""
+        arr = self.mean if q is None else self.quantiles[q]
+        return float(np.max(arr))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per bin: ``bin_start``, ``mean`` and ``q<level>`` columns."""
+        idx = pd.date_range(self.start, periods=len(self.mean), freq=f"{self.bin_s}s")
+        data = {"bin_start": idx, "mean": self.mean}
+        for q, arr in sorted(self.quantiles.items()):
+            data[f"q{q:g}"] = arr
+        return pd.DataFrame(data)

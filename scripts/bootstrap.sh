@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Create or reuse the project's virtual environment and install what is missing.
+# torch 2.13.0 (CPU) goes in first: anything that needs torch would otherwise pull CUDA builds.
+# Re-runs are cheap: a stamp of pyproject.toml's hash skips the install when nothing changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${FLINKTUNE_VENV:-.venv}
+PY=${PYTHON:-python3}
+
+if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)'; then
+  echo "bootstrap: flinktune needs Python 3.11 (found $("$PY" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2
+  exit 2
+fi
+if ! command -v java >/dev/null 2>&1; then
+  echo "bootstrap: Java (JDK 17) is missing; Spark needs it (apt-get install openjdk-17-jdk-headless)" >&2
+  exit 2
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "bootstrap: creating virtual environment $VENV"
+  "$PY" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip wheel setuptools
+fi
+
+stamp="$VENV/.flinktune-install-stamp"
+want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VENV/bin/python" -c 'import flinktune, torch' 2>/dev/null; then
+  exit 0
+fi
+
+start=$(date +%s)
+if ! "$VENV/bin/python" -c 'import torch, sys; sys.exit(0 if torch.__version__.startswith("2.13.0") else 1)' 2>/dev/null; then
+  echo "bootstrap: installing torch 2.13.0 (CPU build)"
+  "$VENV/bin/pip" install -q "torch==2.13.0"
+fi
+echo "bootstrap: installing flinktune and its pinned dependencies (first time: about 2 minutes)"
+"$VENV/bin/pip" install -q -e ".[test]"
+echo "$want" > "$stamp"
+echo "bootstrap: environment ready in $(( $(date +%s) - start )) s"
