@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from flinktune.metric_schema import RAW_COLUMNS, validate_frame
+from flinktune.metric_schema import RAW_COLUMNS, empty_frame, validate_frame
 
 __all__ = ["Lake"]
 
@@ -64,17 +64,24 @@ class Lake:
             written.append(self._atomic_parquet(part.drop(columns=["job"]).reset_index(drop=True), d / name))
         return written
 
-    def read_raw(self, job: str, start_ms: int | None = None, end_ms: int | None = None) -> pd.DataFrame:
-        """Raw samples of one job in [start_ms, end_ms) with pandas (small reads, tests, the twin)."""
+    def read_raw(
+        self, job: str, start_ms: int | None = None, end_ms: int | None = None, *, metrics: list[str] | None = None
+    ) -> pd.DataFrame:
+        """Raw samples of one job in [start_ms, end_ms) with pyarrow (small reads: tests, the twin, decisions).
+
+        Only the hour partitions that overlap the range are opened; ``metrics`` narrows the rows read.
+        """
         base = self.raw_job_dir(job)
         files = sorted(base.glob("date=*/hour=*/*.parquet")) if base.exists() else []
+        lo = None if start_ms is None else (start_ms // 3_600_000) * 3_600_000
         frames = []
         for f in files:
-            t = pq.read_table(f).to_pandas()
-            frames.append(t)
+            hour_start = int(pd.Timestamp(f"{f.parent.parent.name[5:]} {f.parent.name[5:]}:00", tz="UTC").value // 10**6)
+            if (lo is not None and hour_start < lo) or (end_ms is not None and hour_start >= end_ms):
+                continue
+            filters = [("metric", "in", list(metrics))] if metrics else None
+            frames.append(pq.read_table(f, filters=filters).to_pandas())
         if not frames:
-            from flinktune.metric_schema import empty_frame
-
             return empty_frame()
         out = pd.concat(frames, ignore_index=True)
         out.insert(0, "job", job)

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     )
     spark_master: str = Field("local[2]", description="Spark master URL (local[N], spark://..., k8s://...).")
     spark_shuffle_partitions: int = Field(4, ge=1, description="spark.sql.shuffle.partitions for the ETL.")
+    latency_target_ms: float = Field(
+        1000.0, gt=0, description="Default p95 end-to-end latency target of a job, milliseconds."
+    )
     recovery_limit_s: float = Field(180.0, gt=0, description="Recovery-time limit after a failure, seconds.")
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="Probability the constraints must hold for a pick.")
     decision_interval_s: int = Field(600, ge=60, description="Seconds between decisions.")

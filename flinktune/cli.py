@@ -1,0 +1,147 @@
+"""The ``flinktune`` command line.
+
+``flinktune demo`` runs the whole pipeline on the embedded default (twin, local Spark, SQLite
+MLflow, in-process Airflow) and prints the report's path; ``flinktune decide`` and
+``flinktune report`` run single steps against an existing state directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+__all__ = ["app"]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Keep Flink jobs near their cheapest safe configuration.")
+
+DEMO_MARKER = ".flinktune-demo"
+
+
+class Workload(str, Enum):
+    ysb = "ysb"
+    tsw = "tsw"
+
+
+class PolicyName(str, Enum):
+    static = "static"
+    demeter = "demeter"
+    flinktune = "flinktune"
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code=2)
+
+
+def _fresh_demo_dir(var_dir: Path) -> None:
+    """Start the demo from a clean folder, but never delete a folder the demo did not create."""
+    if var_dir.exists() and any(var_dir.iterdir()):
+        if not (var_dir / DEMO_MARKER).exists():
+            _fail(f"{var_dir} exists and was not created by the demo; choose another --var-dir or remove it yourself")
+        shutil.rmtree(var_dir)
+    var_dir.mkdir(parents=True, exist_ok=True)
+    (var_dir / DEMO_MARKER).write_text("created by `flinktune demo`; deleted and recreated on the next demo run\n")
+
+
+@app.command()
+def demo(
+    workload: Workload = typer.Option(Workload.ysb, help="Built-in trace shape for the twin (ignored with --trace-file)."),
+    trace_file: Optional[Path] = typer.Option(None, help="CSV trace (timestamp,value or timestamp|value) instead of a built-in one."),
+    history_hours: float = typer.Option(6.0, min=1.0, max=24.0, help="Hours of history the models learn from."),
+    tuned_hours: float = typer.Option(4.0, min=0.5, max=24.0, help="Hours the tuner then runs the job for."),
+    policy: PolicyName = typer.Option(PolicyName.flinktune, help="Policy that decides during the tuned hours."),
+    seed: int = typer.Option(7, help="Seed of the trace, the twin's noise and failures."),
+    job: str = typer.Option("demo", help="Job name (lower-case letters, digits and dashes)."),
+    var_dir: Path = typer.Option(Path("var/demo"), help="State folder of the demo (recreated on every run)."),
+) -> None:
+    """Run the whole pipeline on the twin and print the report's path."""
+    import re
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", job):
+        _fail(f"--job {job!r} is not a valid job name (lower-case letters, digits and dashes, at most 63)")
+    if trace_file is not None:
+        from flinktune.twin.workload import TraceError, load_trace_csv
+
+        try:
+            trace = load_trace_csv(trace_file)
+        except (TraceError, OSError) as exc:
+            _fail(str(exc))
+        need = (history_hours + tuned_hours) * 3600 + 600
+        have = (trace.index[-1] - trace.index[0]).total_seconds()
+        if have < need:
+            _fail(f"{trace_file}: trace covers {have / 3600:.1f} h but the demo needs {need / 3600:.1f} h (history + tuned + 10 min)")
+        trace_file = trace_file.resolve()
+
+    var_dir = var_dir.resolve()
+    _fresh_demo_dir(var_dir)
+    from flinktune.orchestration.runner import run_pipeline
+
+    t0 = time.monotonic()
+    ticks = max(1, int(round(tuned_hours * 3600 / 600)))
+    conf_common = {"job": job}
+    steps = [
+        ("flinktune_ingest", {**conf_common, "workload": workload.value, "hours": history_hours, "seed": seed,
+                              "trace_file": str(trace_file) if trace_file else "", "total_hours": history_hours + tuned_hours + 1}),
+        ("flinktune_train", conf_common),
+        ("flinktune_decide", {**conf_common, "policy": policy.value, "dry_run": False, "ticks": ticks}),
+        ("flinktune_report", conf_common),
+    ]
+    env = {"FLINKTUNE_VAR_DIR": str(var_dir)}
+    try:
+        run_pipeline(steps, var_dir=var_dir, env=env)
+    except Exception as exc:
+        _fail(str(exc))
+    reports = sorted(Path(var_dir, "reports").glob("*/report.md"), key=lambda p: p.stat().st_mtime)
+    if not reports:
+        _fail(f"the pipeline finished but wrote no report under {var_dir / 'reports'}")
+    summary = json.loads((reports[-1].parent / "summary.json").read_text())
+    typer.echo(
+        f"demo finished in {time.monotonic() - t0:.0f} s: {summary['reconfigurations']} reconfigurations, "
+        f"CPU {summary['cpu_vs_static']:.2f} x and memory {summary['memory_vs_static']:.2f} x static max"
+    )
+    typer.echo(f"report: {reports[-1]}")
+
+
+@app.command()
+def decide(
+    job: str = typer.Option(..., help="Job name."),
+    ticks: int = typer.Option(1, min=1, max=500, help="Decision intervals to run (the twin advances one interval per tick)."),
+    policy: PolicyName = typer.Option(PolicyName.flinktune),
+    dry_run: bool = typer.Option(False, help="Decide and record, but change nothing."),
+) -> None:
+    """Run the decision task for a job (state from FLINKTUNE_* settings)."""
+    from jobs.decide import run
+
+    try:
+        typer.echo(json.dumps(run(job=job, ticks=ticks, policy=policy.value, dry_run=dry_run), indent=2))
+    except (FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def report(job: str = typer.Option(..., help="Job name.")) -> None:
+    """Write the report of a job and print its path."""
+    from jobs.report import run
+
+    try:
+        typer.echo(run(job=job)["report"])
+    except (FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+
+
+def main() -> None:  # pragma: no cover - console entry
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

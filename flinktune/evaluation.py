@@ -1,0 +1,130 @@
+"""Evaluate: turn raw samples of the last window into a :class:`JobState` a policy can read.
+
+Input is a raw-schema frame (see ``metric_schema``). Rates are averaged over the window, lag is
+the last value, lag growth the least-squares slope (records/s). Latency p95 is the mean of the
+per-second p95 over the window's last minute (the policy reacts to what the job does now, not to
+an hour-old average). A state is marked not fresh when the newest sample is older than
+``max_staleness_s``, and ``problems`` lists everything that makes it unfit to act on (missing
+metrics, NaN, a job that is not running), so the guard can hold and say why.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from flinktune.config_space import Configuration
+from flinktune.decision import JobState
+
+__all__ = ["evaluate", "rate_series", "REQUIRED_METRICS", "SOURCE_PREFIX"]
+
+#: Metrics a state cannot be evaluated without.
+REQUIRED_METRICS = ("workloadRate", "numRecordsOutPerSecond", "pendingRecords", "latencyP95Ms", "jobRunning")
+#: Flink names source vertices "Source: <name>"; their output is the job's throughput.
+SOURCE_PREFIX = "Source"
+
+
+def _job_metric(df: pd.DataFrame, metric: str) -> pd.Series:
+    """Per-second series of a job-level metric (summed over subtasks when per subtask)."""
+    sel = df[df["metric"] == metric]
+    if sel.empty:
+        return pd.Series(dtype="float64")
+    return sel.groupby("ts_ms")["value"].sum().sort_index()
+
+
+def _throughput(df: pd.DataFrame) -> pd.Series:
+    sel = df[(df["metric"] == "numRecordsOutPerSecond") & df["vertex"].str.startswith(SOURCE_PREFIX)]
+    if sel.empty:  # a source without the Flink prefix: take the first vertex seen
+        sel = df[df["metric"] == "numRecordsOutPerSecond"]
+        if sel.empty:
+            return pd.Series(dtype="float64")
+        sel = sel[sel["vertex"] == sel["vertex"].iloc[0]]
+    return sel[sel["subtask"] < 0].groupby("ts_ms")["value"].sum() if (sel["subtask"] < 0).any() else sel.groupby("ts_ms")["value"].sum()
+
+
+def _ratio(df: pd.DataFrame, metric: str) -> float:
+    """Worst vertex's mean fraction of time spent in ``metric`` (ms per second / 1000)."""
+    sel = df[df["metric"] == metric]
+    if sel.empty:
+        return float("nan")
+    per_vertex = sel.groupby(["vertex", "subtask"])["value"].mean().groupby(level=0).max()
+    return float(np.clip(per_vertex.max() / 1000.0, 0.0, 1.0))
+
+
+def _slope(s: pd.Series) -> float:
+    if len(s) < 2:
+        return 0.0
+    t = (s.index.to_numpy(dtype="float64") - s.index[0]) / 1000.0
+    v = s.to_numpy(dtype="float64")
+    if np.ptp(t) == 0:
+        return 0.0
+    return float(np.polyfit(t, v, 1)[0])
+
+
+def evaluate(
+    job: str,
+    samples: pd.DataFrame,
+    config: Configuration,
+    now: float,
+    *,
+    window_s: int,
+    max_staleness_s: float = 120.0,
+) -> JobState:
+    """Summarise ``samples`` (raw schema, the last ``window_s`` seconds) into a :class:`JobState`."""
+    problems: list[str] = []
+    df = samples[samples["job"] == job] if "job" in samples else samples
+    present = set(df["metric"].unique()) if not df.empty else set()
+    missing = [m for m in REQUIRED_METRICS if m not in present]
+    if missing:
+        problems.append(f"missing metrics {missing} in the last {window_s} s")
+    values = df["value"].to_numpy(dtype="float64") if not df.empty else np.array([])
+    if values.size and not np.isfinite(values).all():
+        bad = df.loc[~np.isfinite(values), "metric"].unique().tolist()
+        problems.append(f"non-finite samples in {bad[:5]}")
+        df = df[np.isfinite(values)]
+
+    newest = float(df["ts_ms"].max()) / 1000.0 if not df.empty else float("-inf")
+    fresh = (now - newest) <= max_staleness_s
+    if not fresh:
+        age = "no samples" if newest == float("-inf") else f"newest sample is {now - newest:.0f} s old"
+        problems.append(f"stale data: {age} (limit {max_staleness_s:.0f} s)")
+
+    rate = _job_metric(df, "workloadRate")
+    thr = _throughput(df)
+    lag = _job_metric(df, "pendingRecords")
+    p95 = _job_metric(df, "latencyP95Ms")
+    running = _job_metric(df, "jobRunning")
+    last_minute_ms = (newest - 60.0) * 1000.0
+    is_running = bool(len(running)) and float(running.iloc[-1]) >= 0.5
+    if len(running) and not is_running:
+        problems.append("job is not running")
+
+    def mean(s: pd.Series) -> float:
+        return float(s.mean()) if len(s) else float("nan")
+
+    return JobState(
+        job=job,
+        ts=now,
+        config=config,
+        running=is_running,
+        input_rate=mean(rate),
+        throughput=mean(thr),
+        lag=float(lag.iloc[-1]) if len(lag) else float("nan"),
+        lag_growth=_slope(lag),
+        latency_p95_ms=mean(p95[p95.index >= last_minute_ms]) if len(p95) else float("nan"),
+        cpu_used=mean(_job_metric(df, "cpuLoad")),
+        memory_used_mb=mean(_job_metric(df, "heapUsedMb")),
+        busy_ratio=_ratio(df, "busyTimeMsPerSecond"),
+        backpressure_ratio=_ratio(df, "backPressuredTimeMsPerSecond"),
+        window_s=window_s,
+        fresh=fresh,
+        problems=tuple(problems),
+    )
+
+
+def rate_series(samples: pd.DataFrame, job: str) -> pd.Series:
+    """The input-rate series (tz-aware UTC DatetimeIndex, rec/s) from raw samples."""
+    s = _job_metric(samples[samples["job"] == job] if "job" in samples else samples, "workloadRate")
+    s.index = pd.to_datetime(s.index, unit="ms", utc=True)
+    s.name = "rate"
+    return s

@@ -1,0 +1,134 @@
+"""The guard: the safety review between a policy's plan and the realizer.
+
+Rules, in order (the first that applies wins, and its reason says so):
+
+1. hold on an unfit state: stale, missing or non-finite metrics, or a job that is not running;
+2. roll back: the last change was followed by missed service goals (latency p95 over target or
+   lag growing) within ``rollback_window_s`` while the configuration before it met them;
+3. bounds and quotas: a target outside the configuration space or over the CPU / memory quota
+   is refused;
+4. stabilization: no change within ``stabilization_s`` of the previous one (metrics after a
+   restart are not yet trustworthy; Flink's own meters are ~60 s moving averages);
+5. at most one scale-down per ``scale_down_window_s``; scale-ups are never delayed by it.
+
+The guard remembers recent changes; rebuild it from the state store with :meth:`Guard.from_history`
+so that cooldowns survive restarts of the decision task.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.decision import Action, Decision, JobState
+
+__all__ = ["GuardRules", "SafetyGuard", "is_scale_down"]
+
+
+@dataclass(frozen=True)
+class GuardRules:
+    """Thresholds of the guard (seconds, cores, MB)."""
+
+    stabilization_s: float = 300.0
+    scale_down_window_s: float = 1800.0
+    rollback_window_s: float = 900.0
+    quota_cpu: float | None = None
+    quota_memory_mb: float | None = None
+    lag_growth_tolerance: float = 50.0  # records/s of lag growth still considered "keeping up"
+
+
+def is_scale_down(current: Configuration, target: Configuration) -> bool:
+    """True when the target reserves less CPU or memory, or runs fewer subtasks, than the current one."""
+    return (
+        target.total_cpu < current.total_cpu
+        or target.total_memory_mb < current.total_memory_mb
+        or target.parallelism < current.parallelism
+    )
+
+
+@dataclass
+class _Change:
+    ts: float
+    before: Configuration
+    after: Configuration
+    scale_down: bool
+    goals_met_before: bool
+
+
+@dataclass
+class SafetyGuard:
+    """Stateful guard for one job. ``space`` bounds targets; goals decide rollbacks."""
+
+    space: ConfigSpace
+    latency_target_ms: float
+    rules: GuardRules = field(default_factory=GuardRules)
+    changes: list[_Change] = field(default_factory=list)
+
+    def goals_met(self, state: JobState) -> bool:
+        return state.latency_p95_ms <= self.latency_target_ms and state.lag_growth <= self.rules.lag_growth_tolerance
+
+    def review(self, decision: Decision, state: JobState, now: float) -> Decision:
+        inputs = dict(decision.inputs, proposed=decision.action.value, proposed_reason=decision.reason)
+        if state.problems:
+            return Decision.keep("guard", f"hold: {'; '.join(state.problems)}; no change until the data is fit to act on", **inputs)
+
+        last = self.changes[-1] if self.changes else None
+        if last and now - last.ts <= self.rules.rollback_window_s and last.goals_met_before and not self.goals_met(state) \
+                and state.config == last.after and now - last.ts >= self.rules.stabilization_s:
+            return Decision(
+                Action.RECONFIGURE,
+                f"rollback: after the change at t={last.ts:.0f} to {last.after.describe()} the job missed its goals "
+                f"(p95 {state.latency_p95_ms:.0f} ms vs target {self.latency_target_ms:.0f} ms, lag growth "
+                f"{state.lag_growth:.0f} rec/s); returning to {last.before.describe()}, which met them",
+                "guard",
+                target=last.before,
+                inputs=dict(inputs, rollback_of=last.after.to_dict()),
+            )
+
+        if decision.action is not Action.RECONFIGURE or decision.target is None:
+            return decision
+        target = decision.target
+        if target == state.config:
+            return Decision.keep(decision.policy, f"{decision.reason} (already in force: nothing to do)", **decision.inputs)
+        base = target.with_(vertex_parallelism={})
+        if not self.space.contains(base):
+            return Decision.keep("guard", f"refused: {target.describe()} is outside the configuration space; keeping the current configuration", **inputs)
+        if self.rules.quota_cpu is not None and target.total_cpu > self.rules.quota_cpu:
+            return Decision.keep("guard", f"refused: {target.describe()} needs {target.total_cpu:g} cores, over the quota of {self.rules.quota_cpu:g}", **inputs)
+        if self.rules.quota_memory_mb is not None and target.total_memory_mb > self.rules.quota_memory_mb:
+            return Decision.keep("guard", f"refused: {target.describe()} needs {target.total_memory_mb} MB, over the quota of {self.rules.quota_memory_mb:g} MB", **inputs)
+        if last and now - last.ts < self.rules.stabilization_s:
+            wait = self.rules.stabilization_s - (now - last.ts)
+            return Decision.keep("guard", f"stabilizing: the last change was {now - last.ts:.0f} s ago; wait {wait:.0f} s more before {decision.reason}", **inputs)
+        down = is_scale_down(state.config, target)
+        if down:
+            recent = [c for c in self.changes if c.scale_down and now - c.ts < self.rules.scale_down_window_s]
+            if recent:
+                return Decision.keep(
+                    "guard",
+                    f"scale-down deferred: one already happened {now - recent[-1].ts:.0f} s ago (at most one per "
+                    f"{self.rules.scale_down_window_s:.0f} s); proposed was: {decision.reason}",
+                    **inputs,
+                )
+        return decision
+
+    def record(self, now: float, state: JobState, applied: Configuration) -> None:
+        """Remember a change that was carried out (call after the realizer succeeded)."""
+        if applied != state.config:
+            self.changes.append(_Change(now, state.config, applied, is_scale_down(state.config, applied), self.goals_met(state)))
+            self.changes = self.changes[-50:]
+
+    def restore(self, decisions: pd.DataFrame) -> "SafetyGuard":
+        """Rebuild the change memory from stored decisions (columns of ``store.DECISION_COLUMNS``)."""
+        for row in decisions.itertuples(index=False):
+            if not int(row.changed) or not row.target:
+                continue
+            state = json.loads(row.state)
+            before = Configuration.from_dict(state["config"], where=f"decision {row.id}")
+            after = Configuration.from_dict(json.loads(row.target), where=f"decision {row.id}")
+            met = state["latency_p95_ms"] <= self.latency_target_ms and state["lag_growth"] <= self.rules.lag_growth_tolerance
+            self.changes.append(_Change(float(row.ts), before, after, is_scale_down(before, after), met))
+        return self

@@ -1,0 +1,163 @@
+"""The decision task: load the champion models and run the decision loop for one job.
+
+On the embedded default the cluster is the twin: each tick lets the persisted twin run one
+decision interval on its trace (its metrics land in the raw lake), then makes one decision with
+:class:`flinktune.loop.DecisionLoop` and applies it to the twin. A profile decision runs the
+profiling jobs on the twin at the planned rate and retrains the surrogate before the next tick,
+as the profiling and surrogate-retraining DAGs do in production.
+
+``python -m jobs.decide --job demo --ticks 6 --policy flinktune`` prints a JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from flinktune.clock import ManualClock
+from flinktune.config_space import Configuration, default_space
+from flinktune.decision import JobState
+from flinktune.evaluation import rate_series
+from flinktune.guard import SafetyGuard
+from flinktune.lake import Lake
+from flinktune.lake_source import LakeMetricsSource
+from flinktune.loop import DecisionLoop
+from flinktune.policies import POLICY_NAMES, make_policy
+from flinktune.settings import Settings, load_settings
+from flinktune.stages import PolicyContext
+from flinktune.store import SqliteStateStore
+from flinktune.twin.adapters import TwinRealizer
+from flinktune.twin.simulator import TwinJob
+
+__all__ = ["run", "main", "FORECAST_HISTORY_S"]
+
+log = logging.getLogger(__name__)
+
+#: How much input-rate history the forecaster sees at predict time.
+FORECAST_HISTORY_S = 6 * 3600
+
+
+def _load_champion(name: str) -> Any | None:
+    from models.registry import load_champion
+
+    try:
+        return load_champion(name)
+    except Exception as exc:  # a missing champion is a hold, not a crash: the guard says why
+        log.warning("no champion %s: %s", name, exc)
+        return None
+
+
+def _profiled_max_rate(settings: Settings, job: str) -> float:
+    base = Lake(settings.lake_dir).curated_dir("profiling_observations") / f"job={job}"
+    files = sorted(base.rglob("*.parquet")) if base.exists() else []
+    if not files:
+        return 0.0
+    rates = np.concatenate([pq.read_table(f, columns=["input_rate"]).column(0).to_numpy() for f in files])
+    return float(np.nanmax(rates)) if rates.size else 0.0
+
+
+def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = False, settings: Settings | None = None) -> dict:
+    if policy not in POLICY_NAMES:
+        raise ValueError(f"unknown policy {policy!r}; known policies: {', '.join(POLICY_NAMES)}")
+    if ticks < 1:
+        raise ValueError(f"ticks must be >= 1, got {ticks}")
+    settings = settings or load_settings()
+    from models.registry import configure
+
+    configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
+    twin_dir = Path(settings.twin_dir) / job
+    twin_path, trace_path = twin_dir / "twin.json", twin_dir / "trace.parquet"
+    if not twin_path.exists() or not trace_path.exists():
+        raise FileNotFoundError(f"no twin for job {job!r} under {twin_dir}; run jobs.simulate first")
+    twin = TwinJob.load(twin_path)
+    trace = pd.read_parquet(trace_path)["rate"]
+    space = default_space()
+    lake = Lake(settings.lake_dir)
+    store = SqliteStateStore(settings.state_db)
+    clock = ManualClock(twin.now)
+    guard = SafetyGuard(space, settings.latency_target_ms).restore(store.decisions(job))
+    models: dict[str, Any] = {
+        "forecaster": _load_champion(f"flinktune-forecaster-{job}"),
+        "surrogate": _load_champion(f"flinktune-surrogate-{job}"),
+        "profiled_max_rate": _profiled_max_rate(settings, job),
+    }
+
+    def context(state: JobState) -> PolicyContext:
+        forecast = None
+        if models["forecaster"] is not None:
+            now_ms = int(clock.now() * 1000)
+            hist = lake.read_raw(job, now_ms - FORECAST_HISTORY_S * 1000, now_ms + 1, metrics=["workloadRate"])
+            forecast = models["forecaster"].predict(rate_series(hist, job), settings.forecast_horizon_s)
+        models["last_forecast"] = forecast
+        return PolicyContext(
+            latency_target_ms=settings.latency_target_ms,
+            recovery_limit_s=settings.recovery_limit_s,
+            forecast=forecast,
+            surrogate=models["surrogate"],
+            extras={"profiled_max_rate": models["profiled_max_rate"]},
+        )
+
+    def profiler(configs: list[Configuration], rate: float) -> None:
+        from jobs import profile as profile_job
+        from jobs import train_surrogate
+
+        profile_job.run(job=job, configs=[c.to_dict() for c in configs], rates=[rate], settings=settings)
+        train_surrogate.run(job=job, settings=settings)
+        models["surrogate"] = _load_champion(f"flinktune-surrogate-{job}")
+        models["profiled_max_rate"] = _profiled_max_rate(settings, job)
+
+    loop = DecisionLoop(
+        job=job,
+        source=LakeMetricsSource(lake),
+        realizer=TwinRealizer(twin, job=job),
+        policy=make_policy(policy, space, confidence=settings.confidence),
+        guard=guard,
+        store=store,
+        clock=clock,
+        context=context,
+        profiler=profiler,
+        window_s=settings.decision_interval_s,
+        dry_run=dry_run,
+    )
+    interval = settings.decision_interval_s
+    summaries = []
+    for i in range(ticks):
+        start = pd.Timestamp(twin.now, unit="s", tz="UTC")
+        rates = trace[(trace.index >= start) & (trace.index < start + pd.Timedelta(seconds=interval))]
+        if len(rates) < interval:
+            raise ValueError(
+                f"the twin's trace for job {job!r} ends at {trace.index[-1]}: not enough left for tick {i + 1} of {ticks} "
+                f"({len(rates)} of {interval} s); simulate a longer trace"
+            )
+        lake.write_raw(twin.run(rates.to_numpy()))
+        clock.set(twin.now)
+        outcome = loop.step()
+        fc = models.pop("last_forecast", None)
+        if fc is not None and outcome.decision.inputs.get("planned_rate") is not None:
+            store.record_forecast(job, clock.now(), fc.model, float(outcome.decision.inputs["planned_rate"]), fc.to_frame())
+        summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
+                          "changed": bool(outcome.result and outcome.result.changed)})
+        print(f"[decide {i + 1}/{ticks}] {outcome.line()}", flush=True)
+    twin.save(twin_path)
+    return {"job": job, "policy": policy, "decisions": summaries, "end_ms": int(twin.now * 1000)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m jobs.decide", description=__doc__)
+    p.add_argument("--job", required=True)
+    p.add_argument("--ticks", type=int, default=1)
+    p.add_argument("--policy", choices=POLICY_NAMES, default="flinktune")
+    p.add_argument("--dry-run", action="store_true")
+    a = p.parse_args(argv)
+    print(json.dumps(run(job=a.job, ticks=a.ticks, policy=a.policy, dry_run=a.dry_run)))
+
+
+if __name__ == "__main__":
+    main()

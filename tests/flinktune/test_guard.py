@@ -1,0 +1,71 @@
+from flinktune.config_space import Configuration, default_space
+from flinktune.decision import Action, Decision, JobState
+from flinktune.guard import GuardRules, SafetyGuard, is_scale_down
+from flinktune.store import MemoryStateStore
+from flinktune.stages import RealizeResult
+
+SPACE = default_space()
+MAX = SPACE.maximum
+SMALL = Configuration(12, 2, 2.0, 2048, 10)
+
+
+def state(config=MAX, p95=200.0, lag_growth=0.0, problems=()):
+    return JobState("j", 0.0, config, True, 30000, 30000, 0, lag_growth, p95, 4, 4000, 0.5, 0.0, 600, True, tuple(problems))
+
+
+def reconf(target, reason="cheaper"):
+    return Decision(Action.RECONFIGURE, reason, "test", target=target)
+
+
+def guard(**rules):
+    return SafetyGuard(SPACE, latency_target_ms=1000.0, rules=GuardRules(**rules))
+
+
+def test_hold_on_unfit_data_says_why():
+    d = guard().review(reconf(SMALL), state(problems=["stale data: newest sample is 900 s old"]), now=0)
+    assert d.action is Action.KEEP and "hold" in d.reason and "900 s old" in d.reason
+
+
+def test_refuses_targets_outside_space_and_over_quota():
+    g = guard(quota_cpu=10)
+    d = g.review(reconf(Configuration(10, 1, 1.0, 1024, 10)), state(), now=0)
+    assert d.action is Action.KEEP and "outside the configuration space" in d.reason
+    d = g.review(reconf(Configuration(24, 2, 1.0, 1024, 10)), state(), now=0)
+    assert d.action is Action.KEEP and "quota" in d.reason
+
+
+def test_stabilization_then_one_scale_down_per_window():
+    g = guard(stabilization_s=300, scale_down_window_s=1800)
+    st = state()
+    assert g.review(reconf(SMALL), st, now=1000).action is Action.RECONFIGURE
+    g.record(1000, st, SMALL)
+    smaller = Configuration(8, 2, 2.0, 2048, 10)
+    d = g.review(reconf(smaller), state(SMALL), now=1100)
+    assert d.action is Action.KEEP and "stabilizing" in d.reason
+    d = g.review(reconf(smaller), state(SMALL), now=1400)
+    assert d.action is Action.KEEP and "scale-down deferred" in d.reason
+    # a scale-up is not held by the scale-down window
+    assert g.review(reconf(MAX), state(SMALL), now=1400).action is Action.RECONFIGURE
+    assert g.review(reconf(smaller), state(SMALL), now=2900).action is Action.RECONFIGURE
+
+
+def test_rollback_when_goals_missed_after_a_change():
+    g = guard(stabilization_s=300, rollback_window_s=900)
+    g.record(0, state(MAX, p95=300), SMALL)
+    d = g.review(Decision.keep("test", "fine"), state(SMALL, p95=5000), now=400)
+    assert d.action is Action.RECONFIGURE and d.target == MAX and d.reason.startswith("rollback")
+    # goals met: no rollback
+    assert g.review(Decision.keep("test", "fine"), state(SMALL, p95=300), now=400).action is Action.KEEP
+
+
+def test_restore_from_store_keeps_cooldowns_across_restarts():
+    store = MemoryStateStore()
+    store.record_decision("j", 1000, state(), reconf(SMALL), RealizeResult(True, "redeploy", 40))
+    g = guard(stabilization_s=300).restore(store.decisions("j"))
+    d = g.review(reconf(Configuration(8, 2, 2.0, 2048, 10)), state(SMALL), now=1100)
+    assert "stabilizing" in d.reason
+
+
+def test_is_scale_down():
+    assert is_scale_down(MAX, SMALL)
+    assert not is_scale_down(SMALL, MAX)
