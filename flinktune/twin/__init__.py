@@ -1,0 +1,28 @@
+"""The twin: a simulated Flink job on Kubernetes, fast enough to replay 18 h in about a second.
+
+Start with :class:`TwinJob` (simulator), :class:`ClusterProfile` (its parameters),
+:func:`generate_trace` / :func:`load_trace_csv` (input rates) and :func:`profile_configs`
+(profiling observations). See DESIGN.md section 6.
+"""
+
+from flinktune.twin.dataflow import DataflowSpec, VertexSpec, builtin_dataflow, load_dataflow
+from flinktune.twin.profile import ClusterProfile, ProfileError
+from flinktune.twin.profiling import initial_design, profile_configs
+from flinktune.twin.simulator import TwinJob
+from flinktune.twin.workload import TraceError, generate_trace, inject_bursts, load_trace_csv
+
+__all__ = [
+    "ClusterProfile",
+    "ProfileError",
+    "DataflowSpec",
+    "VertexSpec",
+    "builtin_dataflow",
+    "load_dataflow",
+    "TwinJob",
+    "TraceError",
+    "generate_trace",
+    "inject_bursts",
+    "load_trace_csv",
+    "profile_configs",
+    "initial_design",
+]

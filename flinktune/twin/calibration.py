@@ -1,0 +1,200 @@
+"""Calibrate a cluster profile from profiling observations (the core of ``flinktune twin calibrate``).
+
+Use :func:`calibrate` with a ``PROFILING_COLUMNS``-like table (real or simulated runs) and a
+starting profile: it fits a few identifiable parameters by least squares on the twin's analytic
+steady state (:func:`flinktune.twin.mechanics.steady_state`) and reports, on held-out runs, the
+throughput MAPE, the recovery MAPE and the latency-class accuracy (a latency is "bad" when it is
+at least :data:`BAD_LATENCY_FACTOR` times the lowest latency seen at that rate, Demeter's
+boundary). :func:`evaluate` gives the same scores for any profile.
+
+Residuals, one set per run: relative error of throughput and CPU used (CPU pins the per-record
+cost even below saturation), log error of latency and recovery time (both heavy tailed).
+Parameters are fitted in log space within bounds; ``cost_scale`` scales every vertex's cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from flinktune.config_space import KNOBS, Configuration
+from flinktune.twin.mechanics import RECOVERY_CAP_S, steady_state
+from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.profiling import overload_horizon_s
+
+__all__ = ["FIT_PARAMS", "BAD_LATENCY_FACTOR", "CalibrationError", "CalibrationResult", "calibrate", "evaluate", "apply_params"]
+
+#: Parameters fitted by default and their (low, high) bounds.
+FIT_PARAMS: dict[str, tuple[float, float]] = {
+    "cost_scale": (0.2, 5.0),
+    "extra_core_efficiency": (0.05, 1.0),
+    "queue_ms": (1.0, 1000.0),
+    "base_latency_ms": (1.0, 2000.0),
+    "failure_detection_s": (1.0, 300.0),
+    "gc_slowdown": (0.01, 20.0),
+}
+#: A latency at least this many times the lowest at the same rate is "bad" (4 ** atanh(0.5)).
+BAD_LATENCY_FACTOR = 2.14
+_SCORES = ("throughput_mape", "recovery_mape", "latency_class_accuracy")
+_NEEDED = (*KNOBS, "input_rate", "throughput", "latency_ms", "recovery_s", "cpu_used")
+
+
+class CalibrationError(ValueError):
+    """The observations cannot be used; the message names the column or row."""
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """The calibrated profile, the fitted values and the scores on training and held-out runs."""
+
+    profile: ClusterProfile
+    params: dict[str, float]
+    train: dict[str, float]
+    holdout: dict[str, float]
+    n_train: int
+    n_holdout: int
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        fitted = ", ".join(f"{k}={v:.4g}" for k, v in self.params.items())
+        h = self.holdout
+        return (
+            f"fitted {fitted} on {self.n_train} runs; held-out ({self.n_holdout} runs): throughput MAPE "
+            f"{h['throughput_mape']:.1%}, recovery MAPE {h['recovery_mape']:.1%}, latency-class accuracy {h['latency_class_accuracy']:.1%}"
+        )
+
+
+def apply_params(profile: ClusterProfile, params: dict[str, float]) -> ClusterProfile:
+    """A copy of ``profile`` with fitted values; ``cost_scale`` multiplies every vertex's ``cost_us``."""
+    changes = {k: float(v) for k, v in params.items() if k != "cost_scale"}
+    if "cost_scale" in params:
+        flow = profile.dataflow
+        vertices = tuple(v.model_copy(update={"cost_us": v.cost_us * float(params["cost_scale"])}) for v in flow.vertices)
+        changes["dataflow"] = flow.model_copy(update={"vertices": vertices}).model_dump()
+    return profile.with_(**changes)
+
+
+def _check(obs: pd.DataFrame) -> pd.DataFrame:
+    missing = [c for c in _NEEDED if c not in obs.columns]
+    if missing:
+        raise CalibrationError(f"observations: missing column(s) {missing}")
+    if len(obs) < 3:
+        raise CalibrationError(f"observations: need at least 3 runs, got {len(obs)}")
+    num = obs[list(_NEEDED)].apply(pd.to_numeric, errors="coerce")
+    bad = num.isna() | ~np.isfinite(num) | (num < 0)
+    if bad.any().any():
+        col = bad.any()[bad.any()].index[0]
+        row = int(np.flatnonzero(bad[col].to_numpy())[0])
+        raise CalibrationError(f"observations: column {col!r} row {row} is missing, negative or not a number")
+    return num.reset_index(drop=True)
+
+
+def _predict(profile: ClusterProfile, obs: pd.DataFrame, horizon_s: float) -> dict[str, np.ndarray]:
+    out = {k: np.empty(len(obs)) for k in ("throughput", "latency_ms", "recovery_s", "cpu_used")}
+    keys = obs[list(KNOBS)].astype(float).apply(tuple, axis=1)
+    for key, idx in keys.groupby(keys).groups.items():
+        cfg = Configuration.from_dict(dict(zip(KNOBS, key)))
+        pos = np.asarray(obs.index.get_indexer(idx))
+        ss = steady_state(profile, cfg, obs["input_rate"].to_numpy()[pos], horizon_s=horizon_s)
+        for k in out:
+            out[k][pos] = ss[k]
+    return out
+
+
+def _rate_groups(rates: np.ndarray, tol: float = 0.03) -> np.ndarray:
+    # Runs at the same nominal rate differ by generator jitter: group rates within tol of a group's first.
+    group = np.empty(rates.size, dtype=np.int64)
+    g, first = -1, 0.0
+    for i in np.argsort(rates):
+        if g < 0 or rates[i] > first * (1 + tol):
+            g, first = g + 1, rates[i]
+        group[i] = g
+    return group
+
+
+def _latency_classes(lat: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    lowest = pd.Series(lat).groupby(groups).transform("min").to_numpy()
+    return lat >= BAD_LATENCY_FACTOR * lowest
+
+
+def evaluate(profile: ClusterProfile, observations: pd.DataFrame, *, duration_s: int = 300) -> dict[str, float]:
+    """Scores of ``profile`` on observations: throughput and recovery MAPE, latency-class accuracy.
+
+    ``duration_s`` is the profiling runs' measured length (sets the overload horizon).
+    """
+    obs = _check(observations)
+    pred = _predict(profile, obs, overload_horizon_s(duration_s))
+    thr = obs["throughput"].to_numpy()
+    rec = np.minimum(obs["recovery_s"].to_numpy(), RECOVERY_CAP_S)
+    groups = _rate_groups(obs["input_rate"].to_numpy())
+    classes_obs = _latency_classes(obs["latency_ms"].to_numpy(), groups)
+    classes_pred = _latency_classes(pred["latency_ms"], groups)
+    return {
+        "throughput_mape": float(np.mean(np.abs(pred["throughput"] - thr) / np.maximum(thr, 1e-9))),
+        "recovery_mape": float(np.mean(np.abs(pred["recovery_s"] - rec) / np.maximum(rec, 1e-9))),
+        "latency_class_accuracy": float(np.mean(classes_obs == classes_pred)),
+    }
+
+
+def calibrate(
+    observations: pd.DataFrame,
+    base: ClusterProfile,
+    *,
+    params: Sequence[str] | None = None,
+    holdout: float = 0.25,
+    seed: int = 0,
+    duration_s: int = 300,
+) -> CalibrationResult:
+    """Fit ``params`` (default :data:`FIT_PARAMS`) of ``base`` to the observations' training split.
+
+    ``holdout`` is the share of runs kept out of the fit and scored; ``duration_s`` the profiling
+    runs' length (as given to ``profile_configs``).
+    """
+    names = list(params or FIT_PARAMS)
+    unknown = [p for p in names if p not in FIT_PARAMS]
+    if unknown:
+        raise CalibrationError(f"cannot fit parameter(s) {unknown}; fittable: {sorted(FIT_PARAMS)}")
+    obs = _check(observations)
+    if not 0 <= holdout < 1:
+        raise CalibrationError(f"holdout must be in [0, 1), got {holdout}")
+    rng = np.random.default_rng(seed)
+    n_test = int(round(holdout * len(obs)))
+    perm = rng.permutation(len(obs))
+    test, train = obs.iloc[perm[:n_test]].reset_index(drop=True), obs.iloc[perm[n_test:]].reset_index(drop=True)
+    start = {p: (1.0 if p == "cost_scale" else float(getattr(base, p))) for p in names}
+    lo = np.log([FIT_PARAMS[p][0] for p in names])
+    hi = np.log([FIT_PARAMS[p][1] for p in names])
+    x0 = np.clip(np.log([max(start[p], 1e-9) for p in names]), lo + 1e-9, hi - 1e-9)
+    y_thr, y_cpu = train["throughput"].to_numpy(), train["cpu_used"].to_numpy()
+    y_lat = np.log(np.maximum(train["latency_ms"].to_numpy(), 1e-3))
+    rec = np.minimum(train["recovery_s"].to_numpy(), RECOVERY_CAP_S)
+    y_rec = np.log(np.maximum(rec, 1.0))
+
+    horizon = overload_horizon_s(duration_s)
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        prof = apply_params(base, dict(zip(names, np.exp(x))))
+        p = _predict(prof, train, horizon)
+        return np.concatenate([
+            (p["throughput"] - y_thr) / np.maximum(y_thr, 1e-9),
+            (p["cpu_used"] - y_cpu) / np.maximum(y_cpu, 1e-9),
+            np.log(np.maximum(p["latency_ms"], 1e-3)) - y_lat,
+            np.log(np.maximum(np.minimum(p["recovery_s"], RECOVERY_CAP_S), 1.0)) - y_rec,
+        ])  # fmt: skip
+
+    fit = least_squares(residuals, x0, bounds=(lo, hi), x_scale=1.0, diff_step=1e-3, max_nfev=200)
+    fitted = {p: float(v) for p, v in zip(names, np.exp(fit.x))}
+    profile = apply_params(base, fitted)
+    return CalibrationResult(
+        profile=profile,
+        params=fitted,
+        train=evaluate(profile, train, duration_s=duration_s),
+        holdout=evaluate(profile, test, duration_s=duration_s) if n_test >= 3 else dict.fromkeys(_SCORES, float("nan")),
+        n_train=len(train),
+        n_holdout=n_test,
+        extra={"cost": float(fit.cost), "nfev": int(fit.nfev), "status": int(fit.status)},
+    )

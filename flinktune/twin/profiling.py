@@ -1,0 +1,147 @@
+"""Profiling runs on the twin: short jobs at a constant rate, measured the way an operator would.
+
+Use :func:`profile_configs` to produce the ``profiling_observations`` table (``PROFILING_COLUMNS``)
+for a set of configurations and rates (every configuration at every rate), and
+:func:`initial_design` for a space-filling first batch of candidates (it always includes the
+static-max configuration). Demeter's protocol, which this follows: warm up, measure throughput,
+p95 latency, CPU and memory over a window, then inject one failure just before a checkpoint is
+due and time the recovery until the lag is back at its pre-failure level and stays there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from flinktune.config_space import ConfigSpace, Configuration
+from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.twin.mechanics import RECOVERY_CAP_S
+from flinktune.twin.noise import normal
+from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.simulator import DEFAULT_START_TS, TwinJob
+
+__all__ = ["profile_configs", "profile_run", "recovery_time", "initial_design", "overload_horizon_s", "RATE_NOISE", "STABLE_S"]
+
+#: Relative per-second jitter of the profiling load generator.
+RATE_NOISE = 0.02
+#: Seconds the lag must stay at its pre-failure level for the job to count as recovered.
+STABLE_S = 30
+_PRE_WINDOW_S = 60
+
+
+def _warmup_s(duration_s: int) -> int:
+    return min(60, duration_s // 5)
+
+
+def overload_horizon_s(duration_s: int) -> float:
+    """The ``horizon_s`` of ``steady_state`` matching a run's measurement window when overloaded.
+
+    Lag grows from the start of the run; the window [warm-up, duration) sees it at its mean age
+    (warm-up + duration) / 2, which is the steady state's horizon / 2.
+    """
+    return float(_warmup_s(duration_s) + duration_s)
+
+
+def recovery_time(lag: np.ndarray, fail_index: int, rate: float, *, cap_s: float = RECOVERY_CAP_S, stable_s: int = STABLE_S) -> float:
+    """Seconds from the failure (at ``fail_index`` of a per-second lag series) until lag is back.
+
+    "Back" means at most the pre-failure maximum (over the previous minute) plus half a second of
+    input, for ``stable_s`` consecutive seconds; the recovery time is when that stretch starts.
+    Returns ``cap_s`` when it never happens within the series or the cap.
+    """
+    pre = lag[max(0, fail_index - _PRE_WINDOW_S) : fail_index]
+    threshold = (pre.max() if pre.size else 0.0) + 0.5 * rate
+    after = lag[fail_index + 1 :] <= threshold
+    if after.size < stable_s:
+        return float(cap_s)
+    runs = np.convolve(after.astype(np.int32), np.ones(stable_s, dtype=np.int32), mode="valid")
+    hits = np.flatnonzero(runs == stable_s)
+    if hits.size == 0:
+        return float(cap_s)
+    return float(min(hits[0] + 1, cap_s))
+
+
+def _run_id(job: str, cfg: Configuration, rate: float, seed: int, duration_s: int) -> str:
+    key = f"{job}|{sorted(cfg.to_dict().items())}|{rate:.3f}|{seed}|{duration_s}"
+    return hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+def profile_run(
+    profile: ClusterProfile, config: Configuration, rate: float, *, duration_s: int = 300, seed: int = 0, job: str = "profiling",
+    start_ts: int = DEFAULT_START_TS,
+) -> dict[str, object]:  # fmt: skip
+    """One profiling run; returns one ``PROFILING_COLUMNS`` row as a dict."""
+    if duration_s < 60:
+        raise ValueError(f"duration_s must be >= 60 s to warm up and measure, got {duration_s}")
+    if not rate >= 0:
+        raise ValueError(f"profiling rate must be >= 0, got {rate!r}")
+    run_id = _run_id(job, config, rate, seed, duration_s)
+    run_seed = int(run_id[:8], 16)
+    twin = TwinJob(profile, config, job=job, seed=run_seed, start_ts=start_ts)
+    warm = _warmup_s(duration_s)
+    ts = start_ts + np.arange(duration_s)
+    offered = rate * np.clip(1.0 + RATE_NOISE * normal(run_seed, "workload", ts), 0.0, None)
+    twin.run(offered, emit=False)
+    fail_at = twin.inject_failure()
+    tail = fail_at - twin.now + int(RECOVERY_CAP_S) + STABLE_S + 1
+    ts2 = twin.now + np.arange(tail)
+    twin.run(rate * np.clip(1.0 + RATE_NOISE * normal(run_seed, "workload", ts2), 0.0, None), emit=False)
+    h = twin.history()
+    window = h.iloc[warm:duration_s]
+    lag = h["lag"].to_numpy()
+    return {
+        "job": job,
+        "run_id": run_id,
+        "ts_ms": int(start_ts) * 1000,
+        **{k: getattr(config, k) for k in ("parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s")},
+        "input_rate": float(window["rate"].mean()),
+        "throughput": float(window["throughput"].mean()),
+        "latency_ms": float(window["latency_p95_ms"].mean()),
+        "recovery_s": recovery_time(lag, fail_at - start_ts, rate),
+        "cpu_used": float(window["cpu_used"].mean()),
+        "memory_used_mb": float(window["memory_used_mb"].mean()),
+    }
+
+
+def profile_configs(
+    profile: ClusterProfile,
+    configs: Iterable[Configuration],
+    rates: Iterable[float],
+    *,
+    duration_s: int = 300,
+    seed: int = 0,
+    job: str = "profiling",
+    start_ts: int = DEFAULT_START_TS,
+) -> pd.DataFrame:
+    """Profile every configuration at every rate; one row per run, columns ``PROFILING_COLUMNS``."""
+    configs, rates = list(configs), [float(r) for r in rates]
+    if not configs or not rates:
+        raise ValueError(f"profiling needs at least one configuration and one rate (got {len(configs)} and {len(rates)})")
+    rows = [
+        profile_run(profile, cfg, rate, duration_s=duration_s, seed=seed, job=job, start_ts=start_ts) for cfg in configs for rate in rates
+    ]
+    df = pd.DataFrame(rows, columns=list(PROFILING_COLUMNS))
+    return df.astype({"job": "string", "run_id": "string", "ts_ms": "int64", "parallelism": "int64", "task_slots": "int64",
+                      "cpu": "float64", "memory_mb": "int64", "checkpoint_interval_s": "int64"})  # fmt: skip
+
+
+def initial_design(space: ConfigSpace, n: int, seed: int) -> list[Configuration]:
+    """``n`` candidates spread over the space (greedy max-min distance on normalised knobs), max first."""
+    if n < 1:
+        raise ValueError(f"initial design size must be >= 1, got {n}")
+    cands: Sequence[Configuration] = space.candidates()
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(cands))
+    cands = [cands[i] for i in order]
+    X = np.array([space.normalise(c) for c in cands])
+    first = cands.index(space.maximum) if space.maximum in cands else 0
+    chosen = [first]
+    dist = np.linalg.norm(X - X[first], axis=1)
+    while len(chosen) < min(n, len(cands)):
+        nxt = int(np.argmax(dist))
+        chosen.append(nxt)
+        dist = np.minimum(dist, np.linalg.norm(X - X[nxt], axis=1))
+    return [cands[i] for i in chosen]
