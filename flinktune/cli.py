@@ -137,6 +137,57 @@ def report(job: str = typer.Option(..., help="Job name.")) -> None:
         _fail(str(exc))
 
 
+twin_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The twin: calibrate it from observations, predict with it.")
+app.add_typer(twin_app, name="twin")
+
+
+@twin_app.command("calibrate")
+def twin_calibrate(
+    observations: Path = typer.Option(..., exists=True, dir_okay=False, help="CSV of profiling runs (parallelism, task_slots, cpu, memory_mb, checkpoint_interval_s, input_rate, throughput, latency_ms, recovery_s)."),
+    out: Path = typer.Option(..., help="Where to write the calibrated cluster profile (YAML)."),
+    profile: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, help="Starting profile (default: the built-in one)."),
+    workload: Workload = typer.Option(Workload.ysb, help="Built-in job shape of the starting profile (without --profile)."),
+    holdout: float = typer.Option(0.25, min=0.0, max=0.9, help="Share of runs held out to score the fit."),
+    seed: int = typer.Option(0, help="Seed of the held-out split."),
+    duration_s: int = typer.Option(300, min=30, help="Length of the profiling runs, seconds."),
+) -> None:
+    """Fit the twin's parameters to profiling observations and report the held-out error."""
+    from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
+    from flinktune.twin.profile import ClusterProfile, ProfileError
+
+    try:
+        base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
+        result = calibrate(read_observations(str(observations)), base, holdout=holdout, seed=seed, duration_s=duration_s)
+        result.profile.to_yaml(out)
+    except (CalibrationError, ProfileError) as exc:
+        _fail(str(exc))
+    typer.echo(result.summary())
+    typer.echo(json.dumps({"profile": str(out), "params": result.params, "train": result.train, "holdout": result.holdout}, default=float))
+
+
+@twin_app.command("predict")
+def twin_predict(
+    table: Path = typer.Option(..., "--input", exists=True, dir_okay=False, help="CSV of configurations and rates (knob columns + input_rate)."),
+    profile: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, help="Cluster profile (default: the built-in one)."),
+    workload: Workload = typer.Option(Workload.ysb, help="Built-in job shape (without --profile)."),
+    out: Optional[Path] = typer.Option(None, help="Write the predictions here (CSV) instead of printing them."),
+) -> None:
+    """Predict throughput, p95 latency, recovery time and CPU for each row."""
+    from flinktune.twin.calibration import CalibrationError, predict_table, read_observations
+    from flinktune.twin.profile import ClusterProfile, ProfileError
+
+    try:
+        prof = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
+        pred = predict_table(prof, read_observations(str(table)))
+    except (CalibrationError, ProfileError) as exc:
+        _fail(str(exc))
+    if out:
+        pred.to_csv(out, index=False)
+        typer.echo(str(out))
+    else:
+        typer.echo(pred.to_csv(index=False))
+
+
 def main() -> None:  # pragma: no cover - console entry
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -26,7 +26,10 @@ from flinktune.twin.mechanics import RECOVERY_CAP_S, steady_state
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import overload_horizon_s
 
-__all__ = ["FIT_PARAMS", "BAD_LATENCY_FACTOR", "CalibrationError", "CalibrationResult", "calibrate", "evaluate", "apply_params"]
+__all__ = [
+    "FIT_PARAMS", "BAD_LATENCY_FACTOR", "CalibrationError", "CalibrationResult", "calibrate", "evaluate",
+    "apply_params", "predict_table", "read_observations",
+]
 
 #: Parameters fitted by default and their (low, high) bounds.
 FIT_PARAMS: dict[str, tuple[float, float]] = {
@@ -40,7 +43,10 @@ FIT_PARAMS: dict[str, tuple[float, float]] = {
 #: A latency at least this many times the lowest at the same rate is "bad" (4 ** atanh(0.5)).
 BAD_LATENCY_FACTOR = 2.14
 _SCORES = ("throughput_mape", "recovery_mape", "latency_class_accuracy")
-_NEEDED = (*KNOBS, "input_rate", "throughput", "latency_ms", "recovery_s", "cpu_used")
+_NEEDED = (*KNOBS, "input_rate", "throughput", "latency_ms", "recovery_s")
+#: Columns that may be empty per row: recovery is only measured when a failure was injected, and
+#: CPU used is not in every observation table (it is fitted only where present).
+_MAY_BE_EMPTY = ("recovery_s", "cpu_used")
 
 
 class CalibrationError(ValueError):
@@ -84,13 +90,27 @@ def _check(obs: pd.DataFrame) -> pd.DataFrame:
         raise CalibrationError(f"observations: missing column(s) {missing}")
     if len(obs) < 3:
         raise CalibrationError(f"observations: need at least 3 runs, got {len(obs)}")
-    num = obs[list(_NEEDED)].apply(pd.to_numeric, errors="coerce")
-    bad = num.isna() | ~np.isfinite(num) | (num < 0)
-    if bad.any().any():
-        col = bad.any()[bad.any()].index[0]
-        row = int(np.flatnonzero(bad[col].to_numpy())[0])
-        raise CalibrationError(f"observations: column {col!r} row {row} is missing, negative or not a number")
+    cols = list(_NEEDED) + (["cpu_used"] if "cpu_used" in obs.columns else [])
+    num = obs[cols].apply(pd.to_numeric, errors="coerce")
+    for col in cols:
+        values = num[col]
+        bad = ~np.isfinite(values) | (values < 0)
+        if col in _MAY_BE_EMPTY:
+            # empty is allowed, but text that is not a number, infinities and negatives are not
+            bad = (values.isna() & obs[col].notna() & (obs[col].astype(str).str.strip() != "")) | np.isinf(values) | (values < 0)
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise CalibrationError(f"observations: column {col!r} row {row} is missing, negative or not a number ({obs[col].iloc[row]!r})")
+    if "cpu_used" not in num.columns:
+        num["cpu_used"] = np.nan
     return num.reset_index(drop=True)
+
+
+def _mape(pred: np.ndarray, obs: np.ndarray) -> float:
+    ok = np.isfinite(obs)
+    if not ok.any():
+        return float("nan")
+    return float(np.mean(np.abs(pred[ok] - obs[ok]) / np.maximum(obs[ok], 1e-9)))
 
 
 def _predict(profile: ClusterProfile, obs: pd.DataFrame, horizon_s: float) -> dict[str, np.ndarray]:
@@ -134,8 +154,8 @@ def evaluate(profile: ClusterProfile, observations: pd.DataFrame, *, duration_s:
     classes_obs = _latency_classes(obs["latency_ms"].to_numpy(), groups)
     classes_pred = _latency_classes(pred["latency_ms"], groups)
     return {
-        "throughput_mape": float(np.mean(np.abs(pred["throughput"] - thr) / np.maximum(thr, 1e-9))),
-        "recovery_mape": float(np.mean(np.abs(pred["recovery_s"] - rec) / np.maximum(rec, 1e-9))),
+        "throughput_mape": _mape(pred["throughput"], thr),
+        "recovery_mape": _mape(pred["recovery_s"], rec),
         "latency_class_accuracy": float(np.mean(classes_obs == classes_pred)),
     }
 
@@ -176,14 +196,16 @@ def calibrate(
 
     horizon = overload_horizon_s(duration_s)
 
+    has_cpu, has_rec = np.isfinite(y_cpu), np.isfinite(y_rec)
+
     def residuals(x: np.ndarray) -> np.ndarray:
         prof = apply_params(base, dict(zip(names, np.exp(x))))
         p = _predict(prof, train, horizon)
         return np.concatenate([
             (p["throughput"] - y_thr) / np.maximum(y_thr, 1e-9),
-            (p["cpu_used"] - y_cpu) / np.maximum(y_cpu, 1e-9),
+            ((p["cpu_used"] - y_cpu) / np.maximum(y_cpu, 1e-9))[has_cpu],
             np.log(np.maximum(p["latency_ms"], 1e-3)) - y_lat,
-            np.log(np.maximum(np.minimum(p["recovery_s"], RECOVERY_CAP_S), 1.0)) - y_rec,
+            (np.log(np.maximum(np.minimum(p["recovery_s"], RECOVERY_CAP_S), 1.0)) - y_rec)[has_rec],
         ])  # fmt: skip
 
     fit = least_squares(residuals, x0, bounds=(lo, hi), x_scale=1.0, diff_step=1e-3, max_nfev=200)
@@ -198,3 +220,48 @@ def calibrate(
         n_holdout=n_test,
         extra={"cost": float(fit.cost), "nfev": int(fit.nfev), "status": int(fit.status)},
     )
+
+
+def read_observations(path: str) -> pd.DataFrame:
+    """Read an observations CSV (``,`` or ``|`` separated); errors name the file."""
+    try:
+        with open(path) as fh:
+            head = fh.readline()
+        df = pd.read_csv(path, sep="|" if head.count("|") > head.count(",") else ",")
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise CalibrationError(f"{path}: cannot read observations: {exc}") from None
+    try:
+        _check_knobs(df)
+    except CalibrationError as exc:
+        raise CalibrationError(f"{path}: {exc}") from None
+    return df
+
+
+def _check_knobs(df: pd.DataFrame) -> None:
+    missing = [c for c in (*KNOBS, "input_rate") if c not in df.columns]
+    if missing:
+        raise CalibrationError(f"missing column(s) {missing}; present: {list(df.columns)}")
+
+
+def predict_table(profile: ClusterProfile, table: pd.DataFrame, *, duration_s: int = 300) -> pd.DataFrame:
+    """Predict throughput, p95 latency, recovery time and CPU used for rows of knobs + ``input_rate``.
+
+    Returns the knob and rate columns with ``throughput``, ``latency_ms``, ``recovery_s`` and
+    ``cpu_used`` filled from the twin's steady state (what ``flinktune twin predict`` prints).
+    """
+    _check_knobs(table)
+    rows = table[[*KNOBS, "input_rate"]].apply(pd.to_numeric, errors="coerce")
+    bad = rows.isna().any(axis=1) | (rows < 0).any(axis=1)
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise CalibrationError(f"row {i}: knobs and input_rate must be non-negative numbers, got {table.iloc[i].to_dict()}")
+    for i, r in rows.iterrows():
+        try:
+            Configuration.from_dict({k: r[k] for k in KNOBS}, where=f"row {i}")
+        except ValueError as exc:
+            raise CalibrationError(str(exc)) from None
+    pred = _predict(profile, rows.reset_index(drop=True), overload_horizon_s(duration_s))
+    out = rows.reset_index(drop=True).copy()
+    for k in ("throughput", "latency_ms", "recovery_s", "cpu_used"):
+        out[k] = pred[k]
+    return out

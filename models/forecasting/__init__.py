@@ -1,0 +1,35 @@
+"""Workload forecasting: predict the input rate of the next bins with quantiles.
+
+``DartsQuantileForecaster`` (TiDE, darts) is the production model, ``SeasonalNaiveForecaster`` the
+baseline, ``planned_rate`` turns a forecast into the rate to plan for. Names are imported lazily so
+that importing this package (e.g. from an Airflow DAG file) does not pull in torch and darts.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "DartsQuantileForecaster",
+    "SeasonalNaiveForecaster",
+    "ForecastInputError",
+    "QuantileForecast",
+    "planned_rate",
+    "prepare_rate_series",
+]
+
+_HOME = {
+    "DartsQuantileForecaster": "models.forecasting.darts_forecaster",
+    "SeasonalNaiveForecaster": "models.forecasting.seasonal_naive",
+    "ForecastInputError": "models.forecasting.types",
+    "QuantileForecast": "models.forecasting.types",
+    "planned_rate": "models.forecasting.planning",
+    "prepare_rate_series": "models.forecasting.series_prep",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(_HOME[name]), name)
+    raise AttributeError(f"module 'models.forecasting' has no attribute {name!r}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["QuantileForecast", "DEFAULT_QUANTILES"]
+__all__ = ["QuantileForecast", "DEFAULT_QUANTILES", "ForecastInputError"]
 
 DEFAULT_QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
 
@@ -48,3 +48,11 @@ class QuantileForecast:
         for q, arr in sorted(self.quantiles.items()):
             data[f"q{q:g}"] = arr
         return pd.DataFrame(data)
+
+
+class ForecastInputError(ValueError):
+    """A rate series cannot be used to fit or to forecast; the message says what and where.
+
+    Raised for: a non-series or non-numeric input, a missing or non-UTC-convertible DatetimeIndex,
+    negative or infinite rates, gaps longer than the repair limit, and too-short histories.
+    """

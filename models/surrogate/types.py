@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-__all__ = ["OUTCOMES", "LOG_OUTCOMES", "SurrogatePrediction"]
+__all__ = ["OUTCOMES", "LOG_OUTCOMES", "SurrogatePrediction", "SurrogateInputError", "SurrogateDataWarning"]
 
 #: Outcomes a surrogate models, in column order of ``Y`` and of predictions.
 OUTCOMES: tuple[str, ...] = ("latency_ms", "cpu_used", "memory_used_mb", "recovery_s")
@@ -49,3 +49,15 @@ class SurrogatePrediction:
     def std_of(self, outcome: str) -> np.ndarray:
         """Predictive standard deviation in model space."""
         return self.std[:, self._col(outcome)]
+
+
+class SurrogateInputError(ValueError):
+    """Training or query data a surrogate cannot use; the message names the array, row, column or outcome.
+
+    Raised for: wrong shapes, knobs outside [0, 1], negative or non-finite rates, and fewer than
+    3 distinct usable points for an outcome.
+    """
+
+
+class SurrogateDataWarning(UserWarning):
+    """Training rows were dropped or repaired (NaN, non-finite, negative); the message counts them."""

@@ -1,0 +1,147 @@
+"""Train the configuration surrogate of one job on its profiling observations; register and promote it.
+
+Reads ``<lake>/curated/profiling_observations/job=<job>/**.parquet`` (``PROFILING_COLUMNS`` of
+``flinktune.metric_schema``; the knobs, ``input_rate`` and the four outcomes are used),
+maps each row's knobs to [0, 1] with ``ConfigSpace().normalise`` and fits a :class:`GPSurrogate`
+on (knobs, ``input_rate``) -> (latency, CPU, memory, recovery). Rows whose knobs are missing are
+dropped and counted; a knob value no configuration can have raises, naming the file and row.
+
+Metrics: leave-one-out RMSE and 95 % interval coverage per outcome (model space), the number of
+observations and distinct points, fit time. Promotion: the profiling table only grows, so a
+version trained on *more observations* replaces the champion (metric ``observations``, higher is
+better) provided its leave-one-out errors are finite; a refit on the same data changes nothing.
+The GPs are small and exact, so they train on CPU whatever ``settings.device`` says.
+
+``python -m jobs.train_surrogate --job demo`` prints a one-line JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from flinktune.config_space import KNOBS, ConfigError, ConfigSpace, Configuration
+from flinktune.lake import Lake
+from flinktune.settings import Settings, load_settings
+
+__all__ = ["run", "main", "read_observations", "observations_to_arrays", "PROMOTION_METRIC"]
+
+DATASET = "profiling_observations"
+PROMOTION_METRIC = "observations"
+
+
+def read_observations(lake: Lake, job: str) -> pd.DataFrame:
+    """All profiling observations of ``job``, with ``_file`` and ``_row`` naming where each row came from.
+
+    Raises FileNotFoundError (no files) or ValueError (no rows, missing columns) naming the path.
+    """
+    from models.surrogate.types import OUTCOMES
+
+    base = lake.curated_dir(DATASET) / f"job={job}"
+    files = sorted(base.rglob("*.parquet")) if base.exists() else []
+    if not files:
+        raise FileNotFoundError(f"dataset {DATASET} has no parquet files for job {job!r} under {base}; run jobs.profile first")
+    needed = [*KNOBS, "input_rate", *OUTCOMES]
+    frames = []
+    for f in files:
+        names = pq.read_schema(f).names
+        missing = [c for c in needed if c not in names]
+        if missing:
+            raise ValueError(f"dataset {DATASET}: file {f} lacks column(s) {missing}")
+        part = pq.read_table(f, columns=needed).to_pandas()
+        part["_file"] = str(f)
+        part["_row"] = np.arange(len(part))
+        frames.append(part)
+    df = pd.concat(frames, ignore_index=True)
+    if df.empty:
+        raise ValueError(f"dataset {DATASET} for job {job!r} under {base} has no rows")
+    return df
+
+
+def observations_to_arrays(df: pd.DataFrame, space: ConfigSpace) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(X normalised knobs, rates, Y outcomes, rows dropped for missing knobs) from observation rows."""
+    from models.surrogate.types import OUTCOMES
+
+    complete = df[list(KNOBS)].notna().all(axis=1).to_numpy()
+    kept = df.loc[complete]
+    rows = []
+    for pos, rec in enumerate(kept[list(KNOBS)].to_dict("records")):
+        where = (f"dataset {DATASET}, file {kept['_file'].iloc[pos]}, row {kept['_row'].iloc[pos]}"
+                 if "_file" in kept else f"dataset {DATASET}, row {pos}")
+        x = space.normalise(Configuration.from_dict(rec, where=where))
+        for k, v, (lo, hi) in zip(KNOBS, x, space.bounds()):
+            if not -1e-9 <= v <= 1 + 1e-9:
+                raise ConfigError(f"{where}: {k}={rec[k]!r} is outside the configuration space's range [{lo:g}, {hi:g}]")
+        rows.append(x)
+    X = np.asarray(rows, dtype="float64").reshape(-1, len(KNOBS))
+    return X, kept["input_rate"].to_numpy("float64"), kept[list(OUTCOMES)].to_numpy("float64"), int((~complete).sum())
+
+
+def run(*, job: str, settings: Settings | None = None, seed: int = 0) -> dict:
+    """Fit, evaluate (leave-one-out), register ``flinktune-surrogate-<job>``, promote when it has more data."""
+    from models import registry
+    from models.surrogate.gp import GPSurrogate
+    from models.surrogate.pyfunc import SurrogatePyfunc
+    from models.surrogate.types import SurrogateDataWarning, SurrogateInputError
+
+    settings = settings or load_settings()
+    space = ConfigSpace()
+    df = read_observations(Lake(settings.lake_dir), job)
+    X, rates, Y, no_knobs = observations_to_arrays(df, space)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SurrogateDataWarning)
+        try:
+            model = GPSurrogate(device="cpu", seed=seed).fit(X, rates, Y)
+        except SurrogateInputError as exc:
+            raise SurrogateInputError(f"dataset {DATASET} job={job}: {exc}") from None
+    fit_s = time.perf_counter() - t0
+    metrics: dict[str, float] = {
+        "observations": float(len(df)),
+        "rows_without_knobs": float(no_knobs),
+        "fit_seconds": fit_s,
+        **{k: v for k, v in model.fit_info.items()},
+    }
+    for outcome, (y, mean, std) in model.loo().items():
+        metrics[f"loo_rmse.{outcome}"] = float(np.sqrt(np.mean((y - mean) ** 2)))
+        metrics[f"loo_coverage95.{outcome}"] = float(np.mean(np.abs(y - mean) <= 1.96 * std))
+    finite = all(np.isfinite(v) for v in metrics.values())
+    name = f"flinktune-surrogate-{job}"
+    registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
+    with tempfile.TemporaryDirectory(prefix="flinktune-surrogate-") as tmp:
+        path = model.save(Path(tmp) / "surrogate.pt")
+        version = registry.log_and_register(
+            name,
+            SurrogatePyfunc(list(KNOBS), space.bounds()),
+            params={"job": job, "model": model.name, "outcomes": list(model.outcomes), "seed": seed,
+                    "rate_scale": model.rate_scale, "warnings": " | ".join(str(w.message) for w in caught)[:500]},
+            metrics={k: v for k, v in metrics.items() if np.isfinite(v)},
+            artifacts={"model": str(path)},
+            experiment=name,
+            pip_requirements=["mlflow==3.17.2", "botorch==0.18.1", "torch==2.13.0"],
+        )
+    promoted = finite and registry.promote_if_better(name, version, PROMOTION_METRIC, margin=0.0, lower_is_better=False)
+    return {"model_name": name, "version": version, "promoted": bool(promoted),
+            "champion": registry.champion_version(name), "metrics": metrics}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.train_surrogate", description=__doc__.splitlines()[0])
+    parser.add_argument("--job", required=True, help="job name (curated profiling_observations partition job=<job>)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    print(json.dumps(run(job=args.job, seed=args.seed), sort_keys=True, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

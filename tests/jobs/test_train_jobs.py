@@ -1,0 +1,143 @@
+"""jobs.train_forecaster and jobs.train_surrogate on small synthetic curated data in a tmp lake."""
+
+import json
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from flinktune.config_space import ConfigError, ConfigSpace
+from flinktune.lake import Lake
+from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.settings import Settings
+from jobs import train_forecaster, train_surrogate
+from models import registry
+from models.forecasting.darts_forecaster import DartsQuantileForecaster
+from models.surrogate.gp import GPSurrogate
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings(var_dir=tmp_path / "var", device="cpu")
+
+
+def _write(path, frame):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+
+
+def _features(hours=7.0, seed=0):
+    n = int(hours * 60)
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    return pd.DataFrame({
+        "job": "demo",
+        "window_start": pd.date_range("2024-03-01", periods=n, freq="60s", tz="UTC"),
+        "input_rate": 30_000 + 15_000 * np.sin(2 * np.pi * t / 90) + rng.normal(0, 1_000, n),
+        "throughput": 30_000.0,
+    })
+
+
+def _observations(n, seed):
+    rng = np.random.default_rng(seed)
+    cands = ConfigSpace().candidates()
+    picks = [cands[i] for i in rng.choice(len(cands), n, replace=False)]
+    rate = rng.uniform(10_000, 60_000, n)
+    p = np.array([c.parallelism for c in picks], dtype=float)
+    cpu = np.array([c.total_cpu for c in picks])
+    frame = pd.DataFrame([c.to_dict() for c in picks])
+    frame["job"], frame["run_id"], frame["ts_ms"] = "demo", [f"r{seed}-{i}" for i in range(n)], 1_700_000_000_000 + np.arange(n)
+    frame["input_rate"], frame["throughput"] = rate, rate
+    frame["latency_ms"] = 30 * np.exp(rate / (4_000 * p))
+    frame["recovery_s"] = 20 + frame["checkpoint_interval_s"] * rate / 30_000
+    frame["cpu_used"] = np.minimum(cpu, rate / 20_000)
+    frame["memory_used_mb"] = 0.6 * frame["memory_mb"] * np.ceil(p / frame["task_slots"])
+    return frame[list(PROFILING_COLUMNS)]
+
+
+def test_train_forecaster_registers_a_champion_that_forecasts(settings):
+    base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
+    feats = _features()
+    _write(base / "date=2024-03-01" / "part-0.parquet", feats.drop(columns=["job"]))
+    summary = train_forecaster.run(job="demo", settings=settings, n_epochs=3)
+    json.dumps(summary)  # XCom-ready
+    assert summary["model_name"] == "flinktune-forecaster-demo"
+    assert summary["version"] == "1" and summary["promoted"] and summary["champion"] == "1"
+    m = summary["metrics"]
+    assert m["backtest_origins"] == 8 and m["train_bins"] == 420
+    assert np.isfinite(m["peak_mae"]) and m["peak_mae_ratio"] == pytest.approx(m["peak_mae"] / m["naive_peak_mae"])
+    assert 0 <= m["p90_peak_coverage"] <= 1
+    champion = registry.load_champion("flinktune-forecaster-demo")
+    assert isinstance(champion, DartsQuantileForecaster)
+    history = pd.Series(feats["input_rate"].to_numpy(), index=pd.DatetimeIndex(feats["window_start"]))
+    fc = champion.predict(history, 600)
+    assert len(fc.mean) == 10 and fc.start == history.index[-1] + pd.Timedelta(minutes=1)
+    pf = mlflow.pyfunc.load_model("models:/flinktune-forecaster-demo@champion")
+    frame = pd.DataFrame({"ts": feats["window_start"].astype("int64") // 10**6, "value": feats["input_rate"]})
+    out = pf.predict(frame.tail(120), params={"horizon_s": 300})
+    assert len(out) == 5 and {"bin_start", "mean", "q0.5", "q0.9", "q0.99"} <= set(out.columns)
+    np.testing.assert_allclose(out["q0.9"].to_numpy(), champion.predict(history, 300).quantiles[0.9], rtol=1e-5)
+    client = mlflow.MlflowClient()
+    run_id = client.get_model_version("flinktune-forecaster-demo", "1").run_id
+    assert [a.path for a in client.list_artifacts(run_id, "plots")] == ["plots/backtest.png"]
+
+
+def test_train_forecaster_input_errors_name_the_path(settings):
+    base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
+    with pytest.raises(FileNotFoundError, match=f"features_1m has no parquet files for job 'demo' under {base}"):
+        train_forecaster.run(job="demo", settings=settings)
+    _write(base / "date=2024-03-01" / "part-0.parquet", _features().iloc[:0].drop(columns=["job"]))
+    with pytest.raises(ValueError, match=f"under {base} has no rows"):
+        train_forecaster.run(job="demo", settings=settings)
+    bad = base / "date=2024-03-01" / "part-0.parquet"
+    _write(bad, _features().drop(columns=["job", "input_rate"]))
+    with pytest.raises(ValueError, match=rf"file {bad} lacks column\(s\) \['input_rate'\]"):
+        train_forecaster.run(job="demo", settings=settings)
+    _write(bad, _features(hours=1.5).drop(columns=["job"]))
+    with pytest.raises(ValueError, match="job=demo input_rate: 90 bins of 60s is too short"):
+        train_forecaster.run(job="demo", settings=settings)
+
+
+def test_train_surrogate_promotes_only_with_more_observations(settings, monkeypatch, capsys):
+    base = Lake(settings.lake_dir).curated_dir("profiling_observations") / "job=demo"
+    _write(base / "part-0.parquet", _observations(30, seed=1))
+    first = train_surrogate.run(job="demo", settings=settings)
+    assert (first["version"], first["promoted"], first["champion"]) == ("1", True, "1")
+    assert first["metrics"]["observations"] == 30
+    assert first["metrics"]["loo_rmse.latency_ms"] < 0.5  # log space: within ~1.6x
+    again = train_surrogate.run(job="demo", settings=settings)
+    assert (again["version"], again["promoted"], again["champion"]) == ("2", False, "1")
+    _write(base / "part-1.parquet", _observations(10, seed=2))
+    monkeypatch.setenv("FLINKTUNE_VAR_DIR", str(settings.var_dir))
+    monkeypatch.setenv("FLINKTUNE_DEVICE", "cpu")
+    assert train_surrogate.main(["--job", "demo"]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (printed["version"], printed["promoted"], printed["champion"]) == ("3", True, "3")
+    champion = registry.load_champion("flinktune-surrogate-demo")
+    assert isinstance(champion, GPSurrogate) and champion.fit_info["latency_ms.points"] == 40
+    space = ConfigSpace()
+    X = np.array([space.normalise(c) for c in space.candidates()])
+    pred = champion.predict(X, 40_000)
+    p16 = np.array([c.parallelism for c in space.candidates()])
+    assert np.median(pred.median("latency_ms")[p16 == 24]) < np.median(pred.median("latency_ms")[p16 == 8])
+
+
+def test_train_surrogate_input_errors_name_file_and_row(settings):
+    base = Lake(settings.lake_dir).curated_dir("profiling_observations") / "job=demo"
+    with pytest.raises(FileNotFoundError, match=f"under {base}"):
+        train_surrogate.run(job="demo", settings=settings)
+    obs = _observations(10, seed=3)
+    obs.loc[4, "parallelism"] = 64
+    _write(base / "part-0.parquet", obs)
+    with pytest.raises(ConfigError, match=r"part-0.parquet, row 4: parallelism=64 is outside the configuration space's range \[8, 24\]"):
+        train_surrogate.run(job="demo", settings=settings)
+    obs.loc[4, "parallelism"] = 0
+    _write(base / "part-0.parquet", obs)
+    with pytest.raises(ConfigError, match=r"part-0.parquet, row 4: configuration field 'parallelism'"):
+        train_surrogate.run(job="demo", settings=settings)
+    _write(base / "part-0.parquet", _observations(2, seed=3))
+    with pytest.raises(ValueError, match=r"profiling_observations job=demo: outcome 'latency_ms': 2 distinct"):
+        train_surrogate.run(job="demo", settings=settings)

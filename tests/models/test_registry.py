@@ -1,0 +1,98 @@
+"""models.registry against a real MLflow on SQLite in a tmp dir: register, promote, load, pyfunc predict."""
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from models import registry
+from models.surrogate.gp import GPSurrogate
+from models.surrogate.pyfunc import SurrogatePyfunc
+from models.surrogate.types import OUTCOMES, SurrogateInputError
+
+
+@pytest.fixture(scope="module")
+def mlflow_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("mlflow")
+    registry.configure(f"sqlite:///{home / 'mlflow.db'}", home / "artifacts")
+    return home
+
+
+@pytest.fixture(scope="module")
+def surrogate_file(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    X = rng.random((12, 2))
+    rates = rng.uniform(100, 1000, 12)
+    Y = np.column_stack([10 + 50 * X[:, 0] + rates / 100, 1 + X[:, 1], 512 + 100 * X[:, 0], 30 + 10 * X[:, 1]])
+    model = GPSurrogate().fit(X, rates, Y)
+    return model, model.save(tmp_path_factory.mktemp("s") / "s.pt")
+
+
+def _register(name, surrogate_file, metrics, **kw):
+    _, path = surrogate_file
+    wrapper = SurrogatePyfunc(["a", "b"], [(0.0, 1.0), (10.0, 20.0)])
+    return registry.log_and_register(name, wrapper, params={"n": 12}, metrics=metrics,
+                                     artifacts={"model": str(path)}, experiment=name, **kw)
+
+
+def test_register_promote_and_load_champion(mlflow_home, surrogate_file):
+    name = "unit-surrogate"
+    assert registry.champion_version(name) is None
+    v1 = _register(name, surrogate_file, {"loss": 1.0})
+    assert v1 == "1"
+    assert registry.promote_if_better(name, v1, "loss", margin=0.1) is True  # first becomes champion
+    assert registry.champion_version(name) == "1"
+    v2 = _register(name, surrogate_file, {"loss": 0.95})
+    assert registry.promote_if_better(name, v2, "loss", margin=0.1) is False  # better, not by the margin
+    assert registry.champion_version(name) == "1"
+    v3 = _register(name, surrogate_file, {"loss": 0.5})
+    assert registry.promote_if_better(name, v3, "loss", margin=0.1) is True
+    assert registry.champion_version(name) == "3"
+    assert registry.promote_if_better(name, v3, "loss") is False  # already champion
+    client = mlflow.MlflowClient()
+    assert client.get_model_version(name, "2").tags["promotion"].startswith("kept champion: loss 0.95 vs champion v1 1")
+    # higher-is-better metrics compare the other way round
+    v4 = _register(name, surrogate_file, {"loss": 0.1, "observations": 30.0})
+    assert registry.promote_if_better(name, v4, "loss", margin=0.0, lower_is_better=False) is False
+    # the artifacts went under <root>/<experiment>, not the working directory
+    exp = client.get_experiment_by_name(name)
+    assert exp.artifact_location == (mlflow_home / "artifacts" / name).resolve().as_uri()
+    assert any((mlflow_home / "artifacts" / name).iterdir())
+
+    model, _ = surrogate_file
+    champion = registry.load_champion(name)
+    assert isinstance(champion, GPSurrogate)
+    X = np.array([[0.2, 0.7], [0.9, 0.1]])
+    np.testing.assert_allclose(champion.predict(X, 500).mean, model.predict(X, 500).mean)
+
+
+def test_pyfunc_predict_scales_raw_knobs(mlflow_home, surrogate_file):
+    name = "unit-surrogate-pyfunc"
+    v = _register(name, surrogate_file, {"loss": 1.0})
+    registry.promote_if_better(name, v, "loss")
+    pf = mlflow.pyfunc.load_model(f"models:/{name}@champion")
+    frame = pd.DataFrame({"a": [0.2, 0.9, 0.2], "b": [17.0, 11.0, 17.0], "rate": [500.0, 500.0, 800.0]})
+    out = pf.predict(frame)
+    assert list(out.columns) == [f"{o}_{k}" for o in OUTCOMES for k in ("mean", "std", "median")]
+    model, _ = surrogate_file
+    direct = model.predict(np.array([[0.2, 0.7], [0.9, 0.1]]), 500.0)
+    np.testing.assert_allclose(out[["latency_ms_mean", "cpu_used_mean", "memory_used_mb_mean", "recovery_s_mean"]].to_numpy()[:2], direct.mean)
+    np.testing.assert_allclose(out["latency_ms_median"].to_numpy()[:2], direct.median("latency_ms"))
+    assert out["latency_ms_mean"].iloc[2] != pytest.approx(out["latency_ms_mean"].iloc[0])
+    with pytest.raises(SurrogateInputError, match=r"missing column\(s\) \['rate'\]"):
+        pf.predict(frame.drop(columns=["rate"]))
+
+
+def test_errors_name_the_model_version_and_metric(mlflow_home, surrogate_file):
+    name = "unit-surrogate-errors"
+    with pytest.raises(registry.RegistryError, match="'unit-surrogate-errors' has no @champion"):
+        registry.load_champion(name)
+    with pytest.raises(registry.RegistryError, match=r"non-finite metric\(s\) \['loss'\]"):
+        _register(name, surrogate_file, {"loss": float("nan")})
+    v = _register(name, surrogate_file, {"loss": 1.0})
+    with pytest.raises(registry.RegistryError, match=f"version {v}: its run has no metric 'rmse'"):
+        registry.promote_if_better(name, v, "rmse")
+    with pytest.raises(registry.RegistryError, match="has no version '99'"):
+        registry.promote_if_better(name, "99", "loss")
+    with pytest.raises(registry.RegistryError, match="does not exist"):
+        _register(name, surrogate_file, {"loss": 1.0}, files={"plot": mlflow_home / "missing.png"})
