@@ -137,6 +137,27 @@ def report(job: str = typer.Option(..., help="Job name.")) -> None:
         _fail(str(exc))
 
 
+@app.command()
+def replay(
+    trace: str = typer.Option("ysb", help="Built-in trace (ysb, tsw) or a CSV trace file."),
+    policies: str = typer.Option("all", help="Comma-separated policy names, or 'all'."),
+    hours: float = typer.Option(18.0, min=0.5, max=48.0, help="Hours of trace to replay."),
+    failures: str = typer.Option("every:45m", help="Failure schedule: none, every:<N>m, random:<N>/h."),
+    seed: int = typer.Option(7, help="Seed of the trace, noise and failures."),
+    out: Path = typer.Option(Path("docs/results"), help="Folder for the table (Markdown, JSON) and plots."),
+    forecaster: str = typer.Option("naive", help="Forecaster of the model-based policies: naive or darts."),
+    workers: int = typer.Option(2, min=1, max=8, help="Policies replayed in parallel processes."),
+) -> None:
+    """Replay every policy on the same trace, seed and failures; write the comparison table."""
+    from flinktune.replay import cli_replay
+
+    try:
+        result = cli_replay(trace, policies, hours, failures, seed, out, forecaster=forecaster, workers=workers)
+    except (FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(json.dumps(result, default=str, indent=2) if not isinstance(result, str) else result)
+
+
 twin_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The twin: calibrate it from observations, predict with it.")
 app.add_typer(twin_app, name="twin")
 

@@ -14,13 +14,41 @@ from typing import Any
 
 from flinktune.config_space import Configuration
 
-__all__ = ["Action", "Decision", "JobState"]
+__all__ = ["Action", "Decision", "JobState", "VertexMetrics"]
 
 
 class Action(str, Enum):
     KEEP = "keep"
     RECONFIGURE = "reconfigure"
     PROFILE = "profile"
+
+
+@dataclass(frozen=True)
+class VertexMetrics:
+    """One job vertex over the evaluation window (DS2 and the operator autoscaler read these).
+
+    Rates are records/s summed over the vertex's subtasks and averaged over the seconds the job
+    ran; ``busy_ratio`` and ``backpressure_ratio`` are fractions of a second (the busiest subtask,
+    the autoscaler's MAX aggregator). ``true_processing_rate`` is DS2's records the vertex would
+    process per second if it were never idle or backpressured: ``records_in_per_s / busy_ratio``
+    (``inf`` when it received nothing).
+    """
+
+    name: str
+    parallelism: int
+    records_in_per_s: float
+    records_out_per_s: float
+    busy_ratio: float
+    backpressure_ratio: float
+    true_processing_rate: float
+
+    @property
+    def selectivity(self) -> float:
+        """Records out per record in (1.0 when nothing came in)."""
+        return self.records_out_per_s / self.records_in_per_s if self.records_in_per_s > 0 else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True)
@@ -47,11 +75,21 @@ class JobState:
     window_s: int
     fresh: bool = True
     problems: tuple[str, ...] = ()
+    #: Per-vertex metrics in topological order (source first); empty when the source has none.
+    vertices: tuple[VertexMetrics, ...] = ()
+
+    def vertex(self, name: str) -> VertexMetrics:
+        """The metrics of vertex ``name``; KeyError lists the known vertices."""
+        for v in self.vertices:
+            if v.name == name:
+                return v
+        raise KeyError(f"job {self.job!r} has no metrics for vertex {name!r}; known: {[v.name for v in self.vertices]}")
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "config"}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("config", "vertices")}
         d["config"] = self.config.to_dict()
         d["problems"] = list(self.problems)
+        d["vertices"] = [v.to_dict() for v in self.vertices]
         return d
 
 

@@ -3,7 +3,9 @@
 Input is a raw-schema frame (see ``metric_schema``). Rates are averaged over the window, lag is
 the last value, lag growth the least-squares slope (records/s). Latency p95 is the mean of the
 per-second p95 over the window's last minute (the policy reacts to what the job does now, not to
-an hour-old average). A state is marked not fresh when the newest sample is older than
+an hour-old average). Per-vertex metrics (records in and out, busy and backpressured time, DS2's
+true processing rate) come from the vertex-level samples, in the order the source lists vertices
+(topological for Flink and the twin). A state is marked not fresh when the newest sample is older than
 ``max_staleness_s``, and ``problems`` lists everything that makes it unfit to act on (missing
 metrics, NaN, a job that is not running), so the guard can hold and say why.
 """
@@ -14,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration
-from flinktune.decision import JobState
+from flinktune.decision import JobState, VertexMetrics
 
-__all__ = ["evaluate", "rate_series", "REQUIRED_METRICS", "SOURCE_PREFIX"]
+__all__ = ["evaluate", "rate_series", "vertex_metrics", "REQUIRED_METRICS", "SOURCE_PREFIX"]
 
 #: Metrics a state cannot be evaluated without.
 REQUIRED_METRICS = ("workloadRate", "numRecordsOutPerSecond", "pendingRecords", "latencyP95Ms", "jobRunning")
@@ -59,6 +61,44 @@ def _slope(s: pd.Series) -> float:
     if np.ptp(t) == 0:
         return 0.0
     return float(np.polyfit(t, v, 1)[0])
+
+
+_VERTEX_METRICS = ("numRecordsInPerSecond", "numRecordsOutPerSecond", "busyTimeMsPerSecond", "backPressuredTimeMsPerSecond")
+
+
+def vertex_metrics(samples: pd.DataFrame, config: Configuration) -> tuple[VertexMetrics, ...]:
+    """Per-vertex window summary (DS2 style) from raw samples; empty when there are none.
+
+    Only seconds in which the vertex did work count (busy > 0): a second of downtime says
+    nothing about how fast the vertex processes. Record rates are summed over subtasks per
+    second; busy and backpressure take the busiest subtask (the operator autoscaler's MAX).
+    """
+    df = samples[samples["metric"].isin(_VERTEX_METRICS) & (samples["vertex"].astype(str) != "")]
+    if df.empty:
+        return ()
+    overrides = config.vertex_overrides()
+    # One pass: per (vertex, metric, second) the sum (record rates) and the max (time ratios).
+    g = df.groupby(["vertex", "metric", "ts_ms"], sort=False, observed=True)["value"].agg(["sum", "max"])
+    out: list[VertexMetrics] = []
+    for name in pd.unique(df["vertex"].astype(str)):
+        v = g.xs(name, level="vertex")
+
+        def per_s(metric: str, how: str) -> pd.Series:
+            return v.xs(metric, level="metric")[how] if metric in v.index.get_level_values("metric") else pd.Series(dtype="float64")
+
+        busy_s = per_s("busyTimeMsPerSecond", "max")
+        working = busy_s.index[busy_s.to_numpy() > 0]
+
+        def mean_over(s: pd.Series) -> float:
+            s = s.reindex(working)
+            return float(s.mean()) if len(s) and s.notna().any() else 0.0
+
+        rin, rout = mean_over(per_s("numRecordsInPerSecond", "sum")), mean_over(per_s("numRecordsOutPerSecond", "sum"))
+        busy = float(np.clip(mean_over(busy_s) / 1000.0, 0.0, 1.0))
+        bp = float(np.clip(mean_over(per_s("backPressuredTimeMsPerSecond", "max")) / 1000.0, 0.0, 1.0))
+        tpr = rin / busy if busy > 0 else float("inf")
+        out.append(VertexMetrics(str(name), int(overrides.get(str(name), config.parallelism)), rin, rout, busy, bp, tpr))
+    return tuple(out)
 
 
 def evaluate(
@@ -119,6 +159,7 @@ def evaluate(
         window_s=window_s,
         fresh=fresh,
         problems=tuple(problems),
+        vertices=vertex_metrics(df, config) if not df.empty else (),
     )
 
 

@@ -40,14 +40,17 @@ class ReportInputs:
     since: pd.Timestamp | None = None
 
 
-def summarise(inputs: ReportInputs) -> dict[str, float]:
-    """Headline figures of the period, resources relative to the static maximum."""
-    f = inputs.features
+def summarise(inputs: ReportInputs, features: pd.DataFrame | None = None) -> dict[str, float]:
+    """Headline figures of a period (default: all features), resources relative to the static maximum."""
+    f = inputs.features if features is None else features
     hours = len(f) / 60.0
     mx = inputs.space.maximum
     reserved_cpu_h = float((f["taskmanagers"] * f["cpu"]).sum() / 60.0)
     reserved_mem_gib_h = float((f["taskmanagers"] * f["memory_mb"]).sum() / 60.0 / 1024.0)
     changes = inputs.decisions[inputs.decisions["changed"] == 1] if len(inputs.decisions) else inputs.decisions
+    if len(changes) and len(f):
+        t0, t1 = f["window_start"].min().timestamp(), f["window_start"].max().timestamp() + 60
+        changes = changes[(changes["ts"] >= t0) & (changes["ts"] <= t1)]
     return {
         "hours": hours,
         "cpu_core_hours": reserved_cpu_h,
@@ -73,9 +76,9 @@ def _plot_rate(inputs: ReportInputs, path: Path) -> None:
         bins = pd.DataFrame(json.loads(row.bins))
         t = pd.to_datetime(bins["bin_start"], unit="ms", utc=True)
         ax.plot(t, bins["mean"], color="tab:red", lw=1.2, label="forecast mean" if i == 0 else None)
-        q = [c for c in bins.columns if c.startswith("q")]
-        if q:
-            ax.fill_between(t, bins[q[0]], bins[q[-1]], color="tab:red", alpha=0.15, label=f"forecast {q[0]}-{q[-1]}" if i == 0 else None)
+        lo, hi = ("q0.1", "q0.9") if {"q0.1", "q0.9"} <= set(bins.columns) else ("q0.5", "q0.99")
+        if {lo, hi} <= set(bins.columns):
+            ax.fill_between(t, bins[lo], bins[hi], color="tab:red", alpha=0.15, label=f"forecast {lo}-{hi}" if i == 0 else None)
     ax.set_ylabel("records / s")
     ax.set_title(f"{inputs.job}: input rate and forecasts")
     ax.legend(loc="upper left", fontsize=8)
@@ -95,6 +98,7 @@ def _plot_config(inputs: ReportInputs, path: Path) -> None:
     axes[1].step(f["window_start"], f["memory_mb"] / 1024.0, where="post", label="GiB per TM")
     axes[1].legend(fontsize=8)
     axes[2].step(f["window_start"], f["checkpoint_interval_s"], where="post", label="checkpoint interval (s)")
+    axes[2].set_ylim(0, max(100, float(f["checkpoint_interval_s"].max()) + 10))
     axes[2].legend(fontsize=8)
     changes = inputs.decisions[inputs.decisions["changed"] == 1] if len(inputs.decisions) else inputs.decisions
     for ts in changes.get("ts", []):
@@ -138,26 +142,49 @@ def _plot_resources(inputs: ReportInputs, path: Path) -> None:
     plt.close(fig)
 
 
+def _tuned_start(inputs: ReportInputs) -> pd.Timestamp | None:
+    """Start of the period the tuner was in charge: one decision interval before its first decision."""
+    d = inputs.decisions
+    if not len(d):
+        return None
+    first = pd.to_datetime(float(d["ts"].min()), unit="s", utc=True)
+    gaps = d["ts"].diff().dropna()
+    interval = float(gaps.median()) if len(gaps) else 600.0
+    return first - pd.Timedelta(seconds=interval)
+
+
 def _markdown(inputs: ReportInputs, summary: dict[str, float]) -> str:
     f = inputs.features
+    start = _tuned_start(inputs)
+    periods = [("whole period", summary)]
+    if start is not None and (f["window_start"] < start).any() and (f["window_start"] >= start).any():
+        periods = [
+            ("before tuning", summarise(inputs, f[f["window_start"] < start])),
+            ("tuned", summarise(inputs, f[f["window_start"] >= start])),
+        ]
+    head = "| measure | " + " | ".join(name for name, _ in periods) + " |"
+    rows = [
+        ("hours", lambda s: f"{s['hours']:.1f}"),
+        ("reserved CPU core-hours", lambda s: f"{s['cpu_core_hours']:.1f} ({s['cpu_vs_static']:.2f} x static max)"),
+        ("reserved memory GiB-hours", lambda s: f"{s['memory_gib_hours']:.1f} ({s['memory_vs_static']:.2f} x static max)"),
+        ("latency p50 (median of minutes)", lambda s: f"{s['latency_p50_ms']:.0f} ms"),
+        ("latency p95 (95th pct of minutes)", lambda s: f"{s['latency_p95_ms']:.0f} ms"),
+        ("minutes with p95 over target", lambda s: f"{s['minutes_over_target']}"),
+        ("mean consumer lag", lambda s: f"{s['mean_lag']:,.0f} records"),
+        ("reconfigurations", lambda s: f"{s['reconfigurations']} ({s['downtime_s']:.0f} s downtime)"),
+    ]
+    table = [head, "|---|" + "---|" * len(periods)]
+    table += ["| " + label + " | " + " | ".join(fmt(s) for _, s in periods) + " |" for label, fmt in rows]
     lines = [
         f"# flinktune report: {inputs.job}",
         "",
         f"Period: {f['window_start'].min()} to {f['window_start'].max()} ({summary['hours']:.1f} h of per-minute features).",
         f"Latency target (p95): {inputs.latency_target_ms:.0f} ms. Reference: static maximum {inputs.space.maximum.describe()}.",
+        f"Profiling rounds: {summary['profiling_rounds']}.",
         "",
         "## Summary",
         "",
-        "| measure | value |",
-        "|---|---|",
-        f"| reserved CPU core-hours | {summary['cpu_core_hours']:.1f} ({summary['cpu_vs_static']:.2f} x static max) |",
-        f"| reserved memory GiB-hours | {summary['memory_gib_hours']:.1f} ({summary['memory_vs_static']:.2f} x static max) |",
-        f"| latency p50 (median of minutes) | {summary['latency_p50_ms']:.0f} ms |",
-        f"| latency p95 (95th pct of minutes) | {summary['latency_p95_ms']:.0f} ms |",
-        f"| minutes with p95 over target | {summary['minutes_over_target']} |",
-        f"| mean consumer lag | {summary['mean_lag']:,.0f} records |",
-        f"| reconfigurations | {summary['reconfigurations']} ({summary['downtime_s']:.0f} s downtime) |",
-        f"| profiling rounds | {summary['profiling_rounds']} |",
+        *table,
         "",
         "![rate and forecast](rate_forecast.png)",
         "",

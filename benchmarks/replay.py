@@ -1,0 +1,35 @@
+"""Replay benchmark: every policy on the built-in 18 h traces, failures every 45 min (DESIGN.md section 7).
+
+``python benchmarks/replay.py [--traces ysb,tsw] [--hours 18] [--seed 7] [--out docs/results]``
+writes ``replay-<trace>.md`` / ``.json`` / plots per trace (see :mod:`flinktune.replay`).
+The same as ``flinktune replay --trace ysb --policies all --hours 18 --failures every:45m --seed 7``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from flinktune.replay import cli_replay
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--traces", default="ysb,tsw")
+    p.add_argument("--policies", default="all")
+    p.add_argument("--hours", type=float, default=18.0)
+    p.add_argument("--failures", default="every:45m")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--forecaster", default="naive", choices=["naive", "darts"])
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--out", default="docs/results")
+    a = p.parse_args(argv)
+    for trace in a.traces.split(","):
+        cmd = (f"python benchmarks/replay.py --traces {trace} --policies {a.policies} --hours {a.hours:g} --failures {a.failures} "
+               f"--seed {a.seed} --forecaster {a.forecaster} --out {a.out}")  # fmt: skip
+        res = cli_replay(trace, a.policies, a.hours, a.failures, a.seed, a.out, forecaster=a.forecaster, workers=a.workers, command=cmd)
+        print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

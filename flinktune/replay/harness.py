@@ -1,0 +1,143 @@
+"""Replay one policy on the twin through the real decision loop (collect, evaluate, plan, guard, realize).
+
+Use :func:`replay_policy` for one policy on one trace; :mod:`flinktune.replay.runner` runs many
+in parallel and writes the tables. Everything happens in-process: the twin is the cluster
+(:class:`TwinMetricsSource`, :class:`TwinRealizer`), a :class:`ManualClock` follows the twin, and
+each policy decides at its own published cadence (:data:`DECISION_INTERVAL_S`) over the samples
+since its previous decision. Same trace, seed and failure schedule for every policy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from flinktune.clock import ManualClock
+from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.decision import JobState
+from flinktune.guard import GuardRules, SafetyGuard
+from flinktune.loop import DecisionLoop
+from flinktune.policies import MODEL_POLICIES, make_policy
+from flinktune.replay.metrics import summarize
+from flinktune.replay.models import ReplayModels, make_forecaster
+from flinktune.stages import PolicyContext
+from flinktune.store import MemoryStateStore
+from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
+from flinktune.twin.oracle import oracle_schedule
+from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.simulator import TwinJob
+from flinktune.twin.workload import generate_trace
+
+__all__ = ["ReplaySettings", "PolicyRun", "replay_policy", "DECISION_INTERVAL_S"]
+
+#: Seconds between decisions per policy: the cadence each system publishes (HPA and the operator
+#: evaluate often and rely on their own windows; Demeter optimises every 10 minutes).
+DECISION_INTERVAL_S: dict[str, int] = {
+    "static": 600, "reactive": 60, "ds2": 60, "autoscaler": 60, "sage": 300, "barre": 300,
+    "demeter": 600, "flinktune": 300, "oracle": 600,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """What every policy of one benchmark shares."""
+
+    workload: str = "ysb"
+    latency_target_ms: float = 1000.0
+    recovery_limit_s: float = 180.0
+    failures: str = "every:45m"
+    seed: int = 7
+    forecast_horizon_s: int = 600
+    forecaster: str = "naive"
+    confidence: float = 0.95
+    guard: GuardRules = field(default_factory=GuardRules)
+
+
+@dataclass
+class PolicyRun:
+    """The outcome of one replay: its summary row, per-minute series for plots, and its decisions."""
+
+    policy: str
+    summary: dict[str, float]
+    minutes: pd.DataFrame
+    decisions: list[dict[str, Any]]
+    wall_s: float
+
+
+def _context_factory(settings: ReplaySettings, models: ReplayModels | None, trace: pd.Series, clock: ManualClock) -> Callable[[JobState], PolicyContext]:
+    start = trace.index[0]
+
+    def context(state: JobState) -> PolicyContext:
+        ctx = PolicyContext(latency_target_ms=settings.latency_target_ms, recovery_limit_s=settings.recovery_limit_s)
+        if models is None:
+            return ctx
+        # The input rate seen so far (the last 6 h), as the metrics source would give it.
+        elapsed = int(clock.now() - start.timestamp())
+        ctx.forecast = models.forecast(trace.iloc[max(0, elapsed - 6 * 3600) : elapsed], settings.forecast_horizon_s)
+        ctx.surrogate = models.surrogate
+        ctx.extras["profiled_max_rate"] = models.profiled_max_rate
+        return ctx
+
+    return context
+
+
+def replay_policy(
+    name: str,
+    trace: pd.Series,
+    profile: ClusterProfile,
+    space: ConfigSpace,
+    settings: ReplaySettings,
+    *,
+    interval_s: int | None = None,
+    policy_options: dict[str, Any] | None = None,
+) -> PolicyRun:
+    """Replay ``trace`` (rec/s, 1 s steps) under policy ``name``; the job starts at static max."""
+    started = time.perf_counter()
+    interval = int(interval_s or DECISION_INTERVAL_S.get(name, 600))
+    options = dict(policy_options or {})
+    start_ts = int(trace.index[0].timestamp())
+    twin = TwinJob(profile, space.maximum, job="replay", seed=settings.seed, start_ts=start_ts, failures=settings.failures,
+                   retain_s=interval + 60)  # fmt: skip
+    models: ReplayModels | None = None
+    if name in MODEL_POLICIES or name == "barre":
+        # Train the forecaster on a preceding day of the same generator with another seed.
+        past = generate_trace(settings.workload, 24.0, settings.seed + 1000, start=trace.index[0] - pd.Timedelta(hours=24)) \
+            if settings.workload in ("ysb", "tsw") else trace  # fmt: skip
+        fc = make_forecaster(settings.forecaster, horizon_s=settings.forecast_horizon_s, seed=settings.seed).fit(past)
+        models = ReplayModels(profile, space, fc, seed=settings.seed)
+        if name in MODEL_POLICIES:  # barre plans from the forecast and measured rates only: no profiling
+            first = float(trace.iloc[: settings.forecast_horizon_s].max())
+            models.bootstrap([0.5 * first, first * 1.1])
+    if name == "oracle":
+        options.setdefault("schedule", oracle_schedule(profile, trace, space, settings.latency_target_ms, settings.recovery_limit_s, interval))
+    policy = make_policy(name, space, confidence=settings.confidence, **options) if name in MODEL_POLICIES or name == "oracle" \
+        else make_policy(name, space, **options)  # fmt: skip
+    clock = ManualClock(start_ts)
+    store = MemoryStateStore()
+    loop = DecisionLoop(
+        job="replay", source=TwinMetricsSource(twin), realizer=TwinRealizer(twin), policy=policy,
+        guard=SafetyGuard(space, settings.latency_target_ms, settings.guard), store=store, clock=clock,
+        context=_context_factory(settings, models, trace, clock),
+        profiler=(lambda configs, rate: models.profile(configs, rate, clock.now())) if models is not None else None,
+        window_s=interval, max_staleness_s=interval,
+    )  # fmt: skip
+    values = trace.to_numpy(dtype=float)
+    decisions: list[dict[str, Any]] = []
+    for lo in range(0, len(values), interval):
+        twin.run(values[lo : lo + interval])
+        clock.set(twin.now)
+        if lo + interval > len(values):
+            break
+        out = loop.step()
+        if out.decision.action.value != "keep" or (out.result and out.result.changed):
+            decisions.append({"ts": clock.now(), "action": out.decision.action.value, "reason": out.decision.reason,
+                              "policy": out.decision.policy, "changed": bool(out.result and out.result.changed),
+                              "mode": out.result.mode if out.result else None})  # fmt: skip
+    hist = twin.history()
+    summary = summarize(hist, twin.reconfigurations, models, settings.recovery_limit_s)
+    minutes = hist.set_index("ts")[["rate", "latency_p95_ms", "lag", "total_cpu", "total_memory_mb"]].resample("1min").mean()
+    return PolicyRun(name, summary, minutes, decisions, time.perf_counter() - started)

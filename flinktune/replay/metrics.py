@@ -1,0 +1,79 @@
+"""The replay benchmark's measures, absolute per run and relative to static (DESIGN.md section 7).
+
+Use :func:`summarize` on a twin's per-second history to get one row of :data:`SUMMARY_COLUMNS`,
+and :func:`relative_table` to divide the cost and latency columns by static's. Definitions:
+
+- CPU core-hours / memory GiB-hours: reserved by the job's TaskManagers, plus every profiling
+  run (its configuration's reservation for as long as it ran);
+- latency p50 / p95 / p99: the run-wide quantile of the per-second p50 / p95 / p99 samples;
+- mean lag: records; recovery: for every failure (scheduled or from memory pressure), seconds
+  until the lag is back to its pre-failure level for 30 s (capped at 600 s): the mean, the
+  worst and the count over the limit;
+- reconfigurations: changes actually carried out; downtime: seconds the job did not run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flinktune.twin.profiling import recovery_time
+
+__all__ = ["summarize", "relative_table", "SUMMARY_COLUMNS", "RELATIVE_COLUMNS"]
+
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "cpu_core_hours", "memory_gib_hours", "profiling_cpu_core_hours", "profiling_memory_gib_hours", "profiling_runs",
+    "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "mean_lag", "failures", "recovery_mean_s", "recovery_max_s",
+    "recoveries_over_limit", "reconfigurations", "downtime_s",
+)  # fmt: skip
+#: Columns reported as a ratio to static's (the others stay absolute).
+RELATIVE_COLUMNS: tuple[str, ...] = ("cpu_core_hours", "memory_gib_hours", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "mean_lag")
+
+
+def _recoveries(hist: pd.DataFrame) -> np.ndarray:
+    restarts = hist["restarts"].to_numpy()
+    lag, rate = hist["lag"].to_numpy(), hist["rate"].to_numpy()
+    idx = np.flatnonzero(np.diff(restarts, prepend=restarts[0] if len(restarts) else 0) > 0)
+    return np.array([recovery_time(lag, int(i), float(rate[i])) for i in idx])
+
+
+def summarize(hist: pd.DataFrame, reconfigurations: list[dict[str, Any]], models: Any | None, recovery_limit_s: float) -> dict[str, float]:
+    """One row of :data:`SUMMARY_COLUMNS` from a twin history (one row per second)."""
+    if hist.empty:
+        raise ValueError("replay summary: the twin history is empty (nothing was run)")
+    prof_cpu = (models.cpu_core_s / 3600.0) if models is not None else 0.0
+    prof_mem = (models.memory_mb_s / 1024.0 / 3600.0) if models is not None else 0.0
+    rec = _recoveries(hist)
+    return {
+        "cpu_core_hours": float(hist["total_cpu"].sum() / 3600.0 + prof_cpu),
+        "memory_gib_hours": float(hist["total_memory_mb"].sum() / 1024.0 / 3600.0 + prof_mem),
+        "profiling_cpu_core_hours": float(prof_cpu),
+        "profiling_memory_gib_hours": float(prof_mem),
+        "profiling_runs": float(models.runs if models is not None else 0),
+        "latency_p50_ms": float(np.quantile(hist["latency_p50_ms"], 0.50)),
+        "latency_p95_ms": float(np.quantile(hist["latency_p95_ms"], 0.95)),
+        "latency_p99_ms": float(np.quantile(hist["latency_p99_ms"], 0.99)),
+        "mean_lag": float(hist["lag"].mean()),
+        "failures": float(rec.size),
+        "recovery_mean_s": float(rec.mean()) if rec.size else 0.0,
+        "recovery_max_s": float(rec.max()) if rec.size else 0.0,
+        "recoveries_over_limit": float((rec > recovery_limit_s).sum()),
+        "reconfigurations": float(sum(1 for r in reconfigurations if r.get("mode") != "noop")),
+        "downtime_s": float((hist["running"] < 0.5).sum()),
+    }
+
+
+def relative_table(summaries: dict[str, dict[str, float]], reference: str = "static") -> pd.DataFrame:
+    """Policies x columns: :data:`RELATIVE_COLUMNS` divided by ``reference``'s, the rest absolute."""
+    if reference not in summaries:
+        raise ValueError(f"relative table: the reference policy {reference!r} was not replayed (have {sorted(summaries)})")
+    ref = summaries[reference]
+    rows = {}
+    for name, s in summaries.items():
+        row = dict(s)
+        for c in RELATIVE_COLUMNS:
+            row[c] = s[c] / ref[c] if ref[c] else float("nan")
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")[list(SUMMARY_COLUMNS)]

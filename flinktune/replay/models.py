@@ -1,0 +1,105 @@
+"""In-process models for replay: a forecaster and a surrogate trained on what the twin produces.
+
+Use :class:`ReplayModels` for the model-based policies (demeter, flinktune) in a replay: the
+forecaster is fitted once on a preceding day of the same trace generator with another seed (so
+it never sees the replayed future), the surrogate on profiling runs of the twin. Every profiling
+run is charged: its configuration's reserved CPU and memory for the seconds it ran (warm-up,
+measurement, and the recovery after its injected failure), which the replay adds to the
+policy's totals, as Demeter's parallel profiling jobs cost real cluster resources.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.stages import Forecaster
+from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.profiling import STABLE_S, initial_design, profile_configs
+
+__all__ = ["ReplayModels", "make_forecaster", "FORECASTERS"]
+
+log = logging.getLogger(__name__)
+
+#: Forecasters a replay can use: ``naive`` (seasonal naive, instant) or ``darts`` (TiDE, small, CPU).
+FORECASTERS: tuple[str, ...] = ("naive", "darts")
+
+
+def make_forecaster(kind: str, *, horizon_s: int, seed: int) -> Forecaster:
+    """A fresh forecaster of ``kind``; ValueError names the known kinds."""
+    if kind == "naive":
+        from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
+
+        return SeasonalNaiveForecaster(default_horizon_s=horizon_s)
+    if kind == "darts":
+        from models.forecasting.darts_forecaster import DartsQuantileForecaster
+
+        # The fast path: a small TiDE, few epochs, one fit per replay.
+        return DartsQuantileForecaster(n_epochs=5, hidden_size=16, num_samples=100, seed=seed, device="cpu")
+    raise ValueError(f"unknown forecaster {kind!r}; known: {', '.join(FORECASTERS)}")
+
+
+@dataclass
+class ReplayModels:
+    """Forecaster + surrogate + profiling ledger for one policy's replay."""
+
+    cluster: ClusterProfile
+    space: ConfigSpace
+    forecaster: Forecaster
+    seed: int = 0
+    profile_duration_s: int = 300
+    observations: pd.DataFrame | None = None
+    surrogate: object | None = None
+    cpu_core_s: float = 0.0
+    memory_mb_s: float = 0.0
+    runs: int = 0
+    log: list[dict] = field(default_factory=list)
+
+    @property
+    def profiled_max_rate(self) -> float:
+        if self.observations is None or self.observations.empty:
+            return 0.0
+        return float(self.observations["input_rate"].max())
+
+    def profile(self, configs: list[Configuration], rate: float, ts: float | None = None) -> pd.DataFrame:
+        """Profile ``configs`` at ``rate`` on the twin, charge them, and refit the surrogate."""
+        obs = profile_configs(self.cluster, configs, [rate], duration_s=self.profile_duration_s, seed=self.seed + self.runs)
+        for cfg, rec in zip(configs, obs["recovery_s"].to_numpy()):
+            seconds = self.profile_duration_s + float(rec) + STABLE_S
+            self.cpu_core_s += cfg.total_cpu * seconds
+            self.memory_mb_s += cfg.total_memory_mb * seconds
+        self.runs += len(configs)
+        self.log.append({"ts": ts, "rate": float(rate), "configs": [c.to_dict() for c in configs]})
+        self.observations = obs if self.observations is None else pd.concat([self.observations, obs], ignore_index=True)
+        self._refit()
+        return obs
+
+    def bootstrap(self, rates: list[float], n_configs: int = 8) -> None:
+        """Demeter's first profiling round: a space-filling design at each of ``rates``."""
+        design = initial_design(self.space, n_configs, self.seed)
+        for r in rates:
+            self.profile(design, r)
+
+    def _refit(self) -> None:
+        from models.surrogate.gp import GPSurrogate
+
+        df = self.observations
+        X = np.array([self.space.normalise(Configuration(int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s)))
+                      for r in df.itertuples(index=False)])
+        Y = df[["latency_ms", "cpu_used", "memory_used_mb", "recovery_s"]].to_numpy(dtype=float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # GP fitting warnings (jitter, optimiser) are not actionable here
+            self.surrogate = GPSurrogate(seed=self.seed).fit(X, df["input_rate"].to_numpy(dtype=float), Y)
+
+    def forecast(self, history: pd.Series, horizon_s: int):
+        """A forecast from the rate history so far (None while it is too short)."""
+        try:
+            return self.forecaster.predict(history, horizon_s)
+        except ValueError as exc:  # ForecastInputError: too little history yet
+            log.debug("no forecast yet: %s", exc)
+            return None

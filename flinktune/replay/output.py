@@ -1,0 +1,109 @@
+"""Write a replay's results: a Markdown table, JSON, and plots, each written atomically.
+
+Use :func:`write_results` after :func:`flinktune.replay.runner.run_replay`. Files in ``out_dir``:
+``replay-<trace>.md`` (the table relative to static and the command that made it),
+``replay-<trace>.json`` (absolute and relative rows, settings, decisions), and
+``replay-<trace>-cost.png`` / ``replay-<trace>-timeline.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from flinktune.replay.harness import PolicyRun
+from flinktune.replay.metrics import relative_table
+
+__all__ = ["write_results", "markdown_table"]
+
+_HEAD = [
+    ("cpu_core_hours", "CPU", "{:.2f}"), ("memory_gib_hours", "memory", "{:.2f}"), ("latency_p50_ms", "p50", "{:.2f}"),
+    ("latency_p95_ms", "p95", "{:.2f}"), ("latency_p99_ms", "p99", "{:.2f}"), ("mean_lag", "mean lag", "{:.2f}"),
+    ("recovery_mean_s", "recovery mean s", "{:.0f}"), ("recoveries_over_limit", "recoveries > limit", "{:.0f}"),
+    ("reconfigurations", "reconfigurations", "{:.0f}"), ("downtime_s", "downtime s", "{:.0f}"),
+    ("profiling_runs", "profiling runs", "{:.0f}"),
+]  # fmt: skip
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """The relative table as Markdown (CPU, memory, latency and lag as ratios to static)."""
+    lines = ["| policy | " + " | ".join(h for _, h, _ in _HEAD) + " |", "|---" * (len(_HEAD) + 1) + "|"]
+    for name, row in table.iterrows():
+        lines.append(f"| {name} | " + " | ".join(fmt.format(row[c]) for c, _, fmt in _HEAD) + " |")
+    return "\n".join(lines)
+
+
+def _plots(runs: dict[str, PolicyRun], table: pd.DataFrame, out: Path, stem: str) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    fig, ax = plt.subplots(figsize=(9, 4))
+    x = range(len(table))
+    ax.bar([i - 0.2 for i in x], table["cpu_core_hours"], width=0.4, label="CPU")
+    ax.bar([i + 0.2 for i in x], table["memory_gib_hours"], width=0.4, label="memory")
+    ax.set_xticks(list(x), list(table.index), rotation=30)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_ylabel("relative to static")
+    ax.legend()
+    fig.tight_layout()
+    paths.append(out / f"{stem}-cost.png")
+    fig.savefig(paths[-1].with_suffix(".tmp.png"), dpi=100)
+    plt.close(fig)
+    fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
+    for name, run in runs.items():
+        m = run.minutes
+        axes[0].plot(m.index, m["total_cpu"], label=name, lw=0.9)
+        axes[1].plot(m.index, m["latency_p95_ms"].clip(upper=5000), lw=0.7)
+    first = next(iter(runs.values())).minutes
+    axes[2].plot(first.index, first["rate"], color="k", lw=0.8)
+    axes[0].set_ylabel("reserved cores")
+    axes[1].set_ylabel("p95 ms (clipped 5 s)")
+    axes[2].set_ylabel("input rec/s")
+    axes[0].legend(ncol=5, fontsize=7)
+    fig.tight_layout()
+    paths.append(out / f"{stem}-timeline.png")
+    fig.savefig(paths[-1].with_suffix(".tmp.png"), dpi=100)
+    plt.close(fig)
+    for p in paths:
+        os.replace(p.with_suffix(".tmp.png"), p)
+    return paths
+
+
+def write_results(runs: dict[str, PolicyRun], out_dir: str | Path, trace_name: str, meta: dict[str, Any], *, plots: bool = True) -> dict[str, Path]:
+    """Write the table, JSON and plots for ``runs`` (must include static); returns the paths by kind."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    table = relative_table({n: r.summary for n, r in runs.items()})
+    stem = f"replay-{trace_name}"
+    md = [f"# Replay: {trace_name}", "", f"Command: `{meta.get('command', '')}`", "",
+          "CPU, memory, latency quantiles and mean lag are relative to static (24 x (1 CPU, 4 GiB)); "
+          "CPU and memory include profiling. Recovery, reconfigurations and downtime are absolute.", "",
+          markdown_table(table), "", f"Settings: `{json.dumps({k: v for k, v in meta.items() if k != 'command'}, default=str)}`", ""]  # fmt: skip
+    paths = {"markdown": out / f"{stem}.md", "json": out / f"{stem}.json"}
+    _atomic_write(paths["markdown"], "\n".join(md).encode())
+    doc = {
+        "meta": meta,
+        "absolute": {n: r.summary for n, r in runs.items()},
+        "relative": json.loads(table.to_json(orient="index")),
+        "wall_s": {n: r.wall_s for n, r in runs.items()},
+        "decisions": {n: r.decisions for n, r in runs.items()},
+    }
+    _atomic_write(paths["json"], json.dumps(doc, indent=1, default=str, allow_nan=True).encode())
+    if plots:
+        cost, timeline = _plots(runs, table, out, stem)
+        paths["cost_plot"], paths["timeline_plot"] = cost, timeline
+    return paths

@@ -1,0 +1,155 @@
+"""The Kubernetes realizer against a local API server that validates every request with the CRD."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from kubernetes import client
+
+from flinktune.clock import ManualClock
+from flinktune.config_space import Configuration
+from flinktune.kubernetes import (
+    CRDValidationError, KubernetesRealizer, config_from_object, deployment_body, dry_run_diff, load_crd_schema, merge_patch,
+    validate_object,
+)  # fmt: skip
+from flinktune.kubernetes.body import OVERRIDES_KEY, config_patch
+
+VIDS = {"source": "aaa1", "lookup": "bbb2", "window": "ccc3", "sink": "ddd4"}
+BASE = Configuration(24, 1, 1.0, 4096, 10)
+SCHEMA = load_crd_schema()
+
+
+class FakeApiServer:
+    """GET/PATCH of one FlinkDeployment; validates each patched object against the CRD (422 if not)."""
+
+    def __init__(self, obj, *, conflicts=0, stable_after=1, fail=False):
+        self.obj, self.conflicts, self.stable_after, self.fail = obj, conflicts, stable_after, fail
+        self.patches, self.rejected, self.gets_since_patch = [], [], 0
+        srv = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                srv.gets_since_patch += 1
+                if srv.gets_since_patch > srv.stable_after and srv.patches:
+                    state = "FAILED" if srv.fail and len(srv.patches) == 1 else "STABLE"
+                    srv.obj["status"] = {"lifecycleState": state, "jobStatus": {"state": "RUNNING"}, "observedGeneration": srv.obj["metadata"]["generation"]}
+                self._send(200, srv.obj)
+
+            def do_PATCH(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if srv.conflicts > 0:
+                    srv.conflicts -= 1
+                    srv.obj["metadata"]["resourceVersion"] = str(int(srv.obj["metadata"]["resourceVersion"]) + 1)
+                    return self._send(409, {"kind": "Status", "code": 409, "reason": "Conflict"})
+                rv = body.get("metadata", {}).get("resourceVersion")
+                if rv is not None and rv != srv.obj["metadata"]["resourceVersion"]:
+                    return self._send(409, {"kind": "Status", "code": 409, "reason": "Conflict"})
+                merged = merge_patch(srv.obj, body)
+                errs = SCHEMA.errors(merged)
+                if errs or "merge-patch" not in self.headers.get("Content-Type", ""):
+                    srv.rejected.append((self.headers.get("Content-Type"), errs))
+                    return self._send(422, {"kind": "Status", "code": 422, "message": "; ".join(errs)})
+                srv.patches.append(body)
+                merged["metadata"]["resourceVersion"] = str(int(srv.obj["metadata"]["resourceVersion"]) + 1)
+                merged["metadata"]["generation"] = srv.obj["metadata"]["generation"] + 1
+                merged["status"] = {"lifecycleState": "UPGRADING"}
+                srv.obj, srv.gets_since_patch = merged, 0
+                self._send(200, merged)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def api(self):
+        cfg = client.Configuration()
+        cfg.host = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        return client.CustomObjectsApi(client.ApiClient(cfg))
+
+
+def running(config=BASE, version="v1_20"):
+    obj = deployment_body("ysb", "flink", config, image="flink:1.20", jar_uri="local:///opt/job.jar", vertex_ids=VIDS, flink_version=version)
+    obj["metadata"].update(resourceVersion="1", generation=1)
+    obj["status"] = {"lifecycleState": "STABLE", "jobStatus": {"state": "RUNNING"}, "observedGeneration": 1}
+    return obj
+
+
+def realizer(server, **kw):
+    return KubernetesRealizer(server.api(), "flink", VIDS, clock=ManualClock(0), sleep=lambda s: None, poll_s=1.0, **kw)
+
+
+def test_body_validates_and_round_trips():
+    obj = running(Configuration(16, 2, 2.0, 2048, 30, vertex_parallelism=(("sink", 4),)))
+    validate_object(obj, SCHEMA)
+    assert config_from_object(obj, VIDS) == Configuration(16, 2, 2.0, 2048, 30, vertex_parallelism=(("sink", 4),))
+
+
+def test_invalid_body_names_path_and_rule():
+    obj = running()
+    obj["spec"]["job"]["upgradeMode"] = "yolo"
+    obj["spec"]["flinkConfiguration"]["taskmanager.numberOfTaskSlots"] = 2
+    with pytest.raises(CRDValidationError) as e:
+        validate_object(obj, SCHEMA)
+    assert "$.spec.job.upgradeMode" in str(e.value) and "enum" in str(e.value)
+    assert "flinkConfiguration.taskmanager.numberOfTaskSlots" in str(e.value) and SCHEMA.source in str(e.value)
+
+
+def test_parallelism_only_change_is_an_in_place_override_patch():
+    with FakeApiServer(running()) as srv:
+        res = realizer(srv).apply("ysb", BASE.with_(parallelism=12, vertex_parallelism={"sink": 2}))
+        assert res.changed and res.mode == "in-place"
+        (patch,) = srv.patches
+        assert set(patch["spec"]) == {"flinkConfiguration"}  # spec.job.parallelism untouched: no redeploy
+        assert patch["spec"]["flinkConfiguration"][OVERRIDES_KEY] == "aaa1:12,bbb2:12,ccc3:12,ddd4:2"
+        assert srv.obj["spec"]["image"] == "flink:1.20"  # fields we do not own survive
+
+
+def test_other_knobs_use_a_savepoint_upgrade_and_old_flink_never_rescales_in_place():
+    with FakeApiServer(running()) as srv:
+        res = realizer(srv).apply("ysb", Configuration(12, 2, 2.0, 2048, 30))
+        assert res.mode == "savepoint" and srv.obj["spec"]["taskManager"]["resource"] == {"cpu": 2.0, "memory": "2048m"}
+        assert srv.obj["spec"]["job"]["upgradeMode"] == "savepoint" and srv.obj["spec"]["job"]["jarURI"] == "local:///opt/job.jar"
+    _, mode = config_patch(running(version="v1_17"), BASE.with_(parallelism=12), VIDS)
+    assert mode == "savepoint"
+
+
+def test_conflict_is_retried_on_a_fresh_read():
+    with FakeApiServer(running(), conflicts=1) as srv:
+        res = realizer(srv).apply("ysb", BASE.with_(parallelism=16))
+        assert res.changed and len(srv.patches) == 1 and not srv.rejected
+        assert srv.patches[0]["metadata"]["resourceVersion"] == "2"  # the re-read version, not the stale one
+
+
+def test_failed_upgrade_is_rolled_back():
+    with FakeApiServer(running(), fail=True) as srv:
+        res = realizer(srv).apply("ysb", Configuration(8, 1, 1.0, 1024, 10))
+        assert not res.changed and res.mode == "rolled-back" and "FAILED" in res.detail
+        assert config_from_object(srv.obj, VIDS) == BASE and len(srv.patches) == 2
+
+
+def test_dry_run_prints_a_diff_and_sends_nothing():
+    with FakeApiServer(running()) as srv:
+        res = realizer(srv, dry_run=True).apply("ysb", Configuration(8, 2, 2.0, 2048, 30))
+        assert res.mode == "dry-run" and not srv.patches
+        assert "-      memory: 4096m" in res.detail and "+      memory: 2048m" in res.detail
+    assert dry_run_diff(running(), {}) == ""
