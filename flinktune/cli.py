@@ -56,7 +56,7 @@ def demo(
     workload: Workload = typer.Option(Workload.ysb, help="Built-in trace shape for the twin (ignored with --trace-file)."),
     trace_file: Optional[Path] = typer.Option(None, help="CSV trace (timestamp,value or timestamp|value) instead of a built-in one."),
     history_hours: float = typer.Option(6.0, min=1.0, max=24.0, help="Hours of history the models learn from."),
-    tuned_hours: float = typer.Option(4.0, min=0.5, max=24.0, help="Hours the tuner then runs the job for."),
+    tuned_hours: float = typer.Option(4.0, min=0.5, max=18.0, help="Hours the tuner then runs the job for."),
     policy: PolicyName = typer.Option(PolicyName.flinktune, help="Policy that decides during the tuned hours."),
     seed: int = typer.Option(7, help="Seed of the trace, the twin's noise and failures."),
     job: str = typer.Option("demo", help="Job name (lower-case letters, digits and dashes)."),
@@ -89,9 +89,11 @@ def demo(
     conf_common = {"job": job}
     steps = [
         ("flinktune_ingest", {**conf_common, "workload": workload.value, "hours": history_hours, "seed": seed,
-                              "trace_file": str(trace_file) if trace_file else "", "total_hours": history_hours + tuned_hours + 1}),
+                              "trace_file": str(trace_file) if trace_file else ""}),
         ("flinktune_train", conf_common),
         ("flinktune_decide", {**conf_common, "policy": policy.value, "dry_run": False, "ticks": ticks}),
+        # the decision task wrote the tuned period's raw metrics: curate them, then report
+        ("flinktune_ingest", {**conf_common, "metrics_source": "lake"}),
         ("flinktune_report", conf_common),
     ]
     env = {"FLINKTUNE_VAR_DIR": str(var_dir)}

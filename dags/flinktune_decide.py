@@ -1,0 +1,56 @@
+"""flinktune_decide: run the decision loop for a job (keep, reconfigure or profile).
+
+Wiring only: the work lives in ``jobs.decide``, imported inside the task.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, task
+
+from flinktune.orchestration.dag_wiring import CHAMPIONS, POLICIES, START_DATE, TAGS, default_args, job_param
+
+DOC = """
+### flinktune_decide
+Every 10 minutes, and whenever a new model champion is registered: for each of `ticks` decision
+intervals, collect metrics, evaluate, plan with `policy`, guard, realize and store the decision.
+With `dry_run` the decisions are stored but never applied to the cluster.
+"""
+
+
+@dag(
+    dag_id="flinktune_decide",
+    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("*/10 * * * *", timezone="UTC"), assets=CHAMPIONS),
+    start_date=START_DATE,
+    catchup=False,
+    max_active_runs=1,
+    tags=[*TAGS, "decide"],
+    doc_md=DOC,
+    default_args=default_args(retries=1),
+    params={
+        "job": job_param(),
+        "policy": Param("flinktune", enum=list(POLICIES), title="Policy", description="Tuning policy that plans."),
+        "dry_run": Param(False, type="boolean", title="Dry run", description="Decide and store, never apply."),
+        "ticks": Param(
+            1, type="integer", minimum=1, maximum=500, title="Ticks",
+            description="Decision intervals to run (each advances the twin by one interval).",
+        ),
+    },
+)
+def flinktune_decide() -> None:
+    @task(execution_timeout=timedelta(minutes=30))
+    def decide(params: dict[str, Any] | None = None) -> dict[str, Any]:
+        from flinktune.settings import load_settings
+        from jobs import decide as job
+
+        return job.run(
+            job=params["job"], ticks=params["ticks"], policy=params["policy"], dry_run=params["dry_run"],
+            settings=load_settings(),
+        )
+
+    decide()
+
+
+flinktune_decide()

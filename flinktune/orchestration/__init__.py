@@ -1,0 +1,13 @@
+"""Running flinktune's Airflow DAGs: a local AIRFLOW_HOME and an in-process ``dag.test()`` runner.
+
+Airflow reads its configuration when it is first imported, so nothing in this package imports
+Airflow at module level except :mod:`flinktune.orchestration.dag_wiring`, which only DAG files use.
+Import what you need from the submodules:
+
+- :mod:`flinktune.orchestration.airflow_home`: ``prepare_airflow_home(var_dir)`` -> env for Airflow.
+- :mod:`flinktune.orchestration.runner`: ``run_dag`` / ``run_pipeline`` (each DAG in a fresh process).
+- :mod:`flinktune.orchestration.in_process`: what that fresh process runs (``dag.test()``).
+- :mod:`flinktune.orchestration.dag_wiring`: assets, typed params and default args shared by ``dags/``.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,65 @@
+"""The pieces the DAG files in ``dags/`` share: assets, typed params and default task arguments.
+
+Use it from DAG files only. It imports the Airflow task SDK (already loaded when Airflow parses a
+DAG file) and nothing else, so the DAG files stay fast to parse. Params are JSON-schema checked by
+Airflow when a run is triggered (UI, API or ``dag.test(run_conf=...)``), so a bad value fails
+before any task starts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from airflow.sdk import Asset, Param
+
+__all__ = [
+    "CHAMPIONS",
+    "FEATURES_1M",
+    "JOB_NAME_PATTERN",
+    "POLICIES",
+    "START_DATE",
+    "TAGS",
+    "default_args",
+    "job_param",
+]
+
+FEATURES_1M = Asset("flinktune://lake/features_1m")
+"""Updated when new curated one-minute features land in the lake (``flinktune_ingest``)."""
+
+CHAMPIONS = Asset("flinktune://models/champions")
+"""Updated when a forecaster or surrogate champion is registered in MLflow (``flinktune_train``)."""
+
+# A Kubernetes-style name: it becomes part of MLflow model names and lake partition paths.
+JOB_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
+
+# Must equal flinktune.policies.POLICY_NAMES (a test checks it); not imported here because the
+# policies pull in scipy, which would blow the DAG parse budget.
+POLICIES: tuple[str, ...] = (
+    "flinktune", "demeter", "static", "reactive", "ds2", "autoscaler", "sage", "barre", "oracle",
+)
+
+START_DATE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+TAGS = ["flinktune"]
+
+
+def job_param(default: str = "demo") -> Param:
+    """The ``job`` param every DAG takes: the Flink job's name, checked against :data:`JOB_NAME_PATTERN`."""
+    return Param(
+        default,
+        type="string",
+        pattern=JOB_NAME_PATTERN,
+        title="Flink job",
+        description="Name of the Flink job to act on: lowercase letters, digits and '-', at most 63 characters.",
+    )
+
+
+def default_args(*, retries: int = 2, retry_delay: timedelta = timedelta(minutes=1)) -> dict[str, Any]:
+    """Task defaults: retries with exponential back-off, owner ``flinktune``."""
+    return {
+        "owner": "flinktune",
+        "retries": retries,
+        "retry_delay": retry_delay,
+        "retry_exponential_backoff": 2.0,  # multiplier: 1, 2, 4 x retry_delay
+        "max_retry_delay": timedelta(minutes=15),
+    }

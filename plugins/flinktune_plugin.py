@@ -1,0 +1,70 @@
+"""Airflow plugin: a read-only HTTP view of flinktune's decisions, served by the Airflow API server.
+
+Mounted at ``/flinktune`` on the API server (``airflow api-server``) when the plugins folder is
+this repository's ``plugins/`` (see :mod:`flinktune.orchestration.airflow_home`):
+
+- ``GET /flinktune/jobs`` -> ``{"jobs": [name, ...]}``: jobs with recorded decisions.
+- ``GET /flinktune/decisions?job=demo&limit=20`` -> ``{"job", "state_db", "decisions": [row, ...]}``,
+  newest last; a row is the state store's ``decisions`` table (action, reason, target, ...).
+
+The state database is ``FLINKTUNE_STATE_DB`` (default ``<FLINKTUNE_VAR_DIR>/state/flinktune.db``),
+read per request. Airflow loads this file in every process (dag.test runs included), so the
+flinktune modules, which pull in pandas, are imported inside the handlers only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Query
+
+from airflow.plugins_manager import AirflowPlugin
+
+__all__ = ["FlinktunePlugin", "create_app"]
+
+JOB_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"  # as the DAGs' job param
+_JSON_COLUMNS = ("target", "profile_configs", "state", "inputs")  # stored as JSON text
+
+
+def create_app(state_db: str | Path | None = None) -> FastAPI:
+    """The FastAPI app; ``state_db`` fixes the database (tests), else settings are read per request."""
+    app = FastAPI(title="flinktune", description="Decisions recorded by flinktune's decision loop (read-only).")
+
+    def _store() -> Any:
+        from flinktune.settings import load_settings
+        from flinktune.store import SqliteStateStore
+
+        path = Path(state_db) if state_db is not None else Path(load_settings().state_db)
+        if not path.is_file():  # SqliteStateStore would create it; a read-only view must not
+            raise HTTPException(status_code=404, detail=f"no flinktune state database at {path}")
+        return SqliteStateStore(path)
+
+    @app.get("/jobs")
+    def jobs() -> dict[str, list[str]]:
+        return {"jobs": _store().jobs()}
+
+    @app.get("/decisions")
+    def decisions(
+        job: str = Query(..., pattern=JOB_NAME_PATTERN, description="Flink job name"),
+        limit: int = Query(20, ge=1, le=500, description="Newest decisions to return"),
+    ) -> dict[str, Any]:
+        store = _store()
+        frame = store.decisions(job, limit=limit)
+        # to_json turns NaN into null and numpy scalars into plain JSON numbers.
+        rows = json.loads(frame.to_json(orient="records"))
+        for row in rows:
+            for column in _JSON_COLUMNS:
+                if isinstance(row.get(column), str):
+                    row[column] = json.loads(row[column])
+        return {"job": job, "state_db": str(store.path), "decisions": rows}
+
+    return app
+
+
+class FlinktunePlugin(AirflowPlugin):
+    """Registers the decisions view with the Airflow 3 API server."""
+
+    name = "flinktune"
+    fastapi_apps = [{"app": create_app(), "url_prefix": "/flinktune", "name": "flinktune decisions"}]

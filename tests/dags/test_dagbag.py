@@ -1,0 +1,177 @@
+"""The real DAG files in dags/: they load, are wired as designed, parse fast and validate params.
+
+Airflow configures logging and reads its config when imported, so everything Airflow-side runs in
+a child process with a prepared AIRFLOW_HOME; the test process never imports Airflow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flinktune.orchestration.airflow_home import DEFAULT_DAGS_FOLDER, airflow_env, prepare_airflow_home
+from flinktune.orchestration.runner import DagParamsError, run_dag
+
+pytestmark = pytest.mark.airflow
+
+DAG_IDS = {"flinktune_ingest", "flinktune_train", "flinktune_decide", "flinktune_report"}
+HEAVY_MODULES = ["jobs", "pyspark", "torch", "mlflow", "darts", "botorch", "great_expectations", "pandas", "scipy"]
+
+# Runs in the child: loads dags/ with Airflow's DagBag, dumps what the tests check as JSON, and
+# resolves each probe (dag_id, param, value) against the DAG's Param.
+INSPECT = r"""
+import json, sys
+from airflow.dag_processing.dagbag import DagBag
+folder, probes = sys.argv[1], json.loads(sys.argv[2])
+bag = DagBag(dag_folder=folder)
+out = {"import_errors": bag.import_errors, "parse_s": {}, "dags": {}, "probes": [],
+       "heavy_loaded": [m for m in json.loads(sys.argv[3]) if m in sys.modules]}
+for stat in bag.dagbag_stats:
+    out["parse_s"][stat.file] = stat.duration.total_seconds()
+for dag in bag.dags.values():
+    out["dags"][dag.dag_id] = {
+        "file": dag.fileloc, "tags": sorted(dag.tags), "doc_md": dag.doc_md or "", "schedule": repr(dag.timetable),
+        "catchup": dag.catchup, "max_active_runs": dag.max_active_runs,
+        "params": {k: p.schema for k, p in dag.params.items()}, "defaults": dag.params.validate(),
+        "tasks": {t.task_id: {
+            "retries": t.retries, "retry_delay_s": t.retry_delay.total_seconds(),
+            "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
+            "outlets": [a.uri for a in t.outlets], "upstream": sorted(t.upstream_task_ids),
+        } for t in dag.tasks},
+    }
+for dag_id, name, value in probes:
+    try:
+        bag.dags[dag_id].params.get_param(name).resolve(value)
+        out["probes"].append(None)
+    except Exception as exc:
+        out["probes"].append(f"{type(exc).__name__}: {exc}")
+print("INSPECT:" + json.dumps(out, default=str))
+"""
+
+BAD_VALUES = [
+    ("flinktune_ingest", "job", "Bad Name!"),
+    ("flinktune_ingest", "job", "-starts-with-dash"),
+    ("flinktune_train", "job", "UPPER"),
+    ("flinktune_report", "job", "x" * 64),
+    ("flinktune_ingest", "hours", 0),
+    ("flinktune_ingest", "hours", 49),
+    ("flinktune_ingest", "seed", -1),
+    ("flinktune_ingest", "metrics_source", "flink"),
+    ("flinktune_decide", "ticks", 0),
+    ("flinktune_decide", "ticks", 501),
+    ("flinktune_decide", "ticks", 2.5),
+    ("flinktune_decide", "ticks", "3"),
+    ("flinktune_decide", "policy", "yolo"),
+    ("flinktune_decide", "dry_run", "yes"),
+]
+GOOD_VALUES = [
+    ("flinktune_ingest", "job", "wordcount-2"),
+    ("flinktune_report", "job", "a" * 63),
+    ("flinktune_ingest", "hours", 6.0),
+    ("flinktune_decide", "ticks", 500),
+    ("flinktune_decide", "policy", "static"),
+    ("flinktune_decide", "dry_run", True),
+]
+
+
+@pytest.fixture(scope="module")
+def real_home_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return prepare_airflow_home(tmp_path_factory.mktemp("real-var"))
+
+
+@pytest.fixture(scope="module")
+def inspected(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    env = {**os.environ, **airflow_env(tmp_path_factory.mktemp("inspect-var"))}
+    probes = json.dumps(BAD_VALUES + GOOD_VALUES)
+    proc = subprocess.run(
+        [sys.executable, "-c", INSPECT, str(DEFAULT_DAGS_FOLDER), probes, json.dumps(HEAVY_MODULES)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("INSPECT:")]
+    assert proc.returncode == 0 and lines, f"inspector failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return json.loads(lines[-1].removeprefix("INSPECT:"))
+
+
+def test_dagbag_loads_every_dag_without_import_errors(inspected: dict) -> None:
+    assert inspected["import_errors"] == {}
+    assert set(inspected["dags"]) == DAG_IDS
+    for dag_id, dag in inspected["dags"].items():
+        assert Path(dag["file"]).name == f"{dag_id}.py", "one DAG per file, named after it"
+
+
+def test_each_file_parses_in_under_a_second_without_heavy_imports(inspected: dict) -> None:
+    assert set(inspected["parse_s"]) == {f"{dag_id}.py" for dag_id in DAG_IDS}
+    slow = {f: s for f, s in inspected["parse_s"].items() if s >= 1.0}
+    assert not slow, f"DAG files must parse in < 1 s: {slow}"
+    assert inspected["heavy_loaded"] == [], "DAG files must import jobs and heavy libraries inside tasks only"
+
+
+def test_every_dag_has_tags_docs_params_and_retrying_tasks_with_timeouts(inspected: dict) -> None:
+    for dag_id, dag in inspected["dags"].items():
+        assert "flinktune" in dag["tags"] and len(dag["tags"]) >= 2, dag_id
+        assert dag_id in dag["doc_md"], f"{dag_id}: doc_md should describe the DAG"
+        assert dag["catchup"] is False and dag["max_active_runs"] == 1, dag_id
+        assert dag["params"]["job"]["pattern"] == "^[a-z0-9][a-z0-9-]{0,62}$", dag_id
+        assert dag["defaults"]["job"] == "demo", dag_id
+        for task_id, task in dag["tasks"].items():
+            assert task["retries"] >= 1 and task["retry_delay_s"] > 0, f"{dag_id}.{task_id}"
+            assert task["timeout_s"] and task["timeout_s"] <= 3600, f"{dag_id}.{task_id} needs an execution_timeout"
+
+
+def test_wiring_schedules_and_assets(inspected: dict) -> None:
+    dags = inspected["dags"]
+    ingest, train, decide = dags["flinktune_ingest"], dags["flinktune_train"], dags["flinktune_decide"]
+    assert ingest["tasks"]["etl_features"]["upstream"] == ["simulate"]
+    assert ingest["tasks"]["etl_features"]["outlets"] == ["flinktune://lake/features_1m"]
+    assert "300" in ingest["schedule"] or "*/5" in ingest["schedule"], ingest["schedule"]
+
+    assert "flinktune://lake/features_1m" in train["schedule"] and "0 0 * * *" in train["schedule"]
+    assert train["tasks"]["train_surrogate"]["upstream"] == ["profile"]
+    assert train["tasks"]["train_forecaster"]["upstream"] == [], "the forecaster trains in parallel"
+    for task_id in ("train_surrogate", "train_forecaster"):
+        assert train["tasks"][task_id]["outlets"] == ["flinktune://models/champions"]
+        assert train["tasks"][task_id]["retries"] >= 2
+
+    assert "flinktune://models/champions" in decide["schedule"] and "*/10 * * * *" in decide["schedule"]
+    assert decide["params"]["ticks"] == {"type": "integer", "minimum": 1, "maximum": 500, "title": "Ticks"}
+
+
+def test_param_schemas_reject_bad_values_and_accept_good_ones(inspected: dict) -> None:
+    results = inspected["probes"]
+    for (dag_id, name, value), error in zip(BAD_VALUES, results[: len(BAD_VALUES)]):
+        assert error and error.startswith("ParamValidationError"), f"{dag_id}.{name}={value!r} was accepted"
+    for (dag_id, name, value), error in zip(GOOD_VALUES, results[len(BAD_VALUES):]):
+        assert error is None, f"{dag_id}.{name}={value!r} was rejected: {error}"
+
+
+def test_policy_enum_matches_the_policy_registry(inspected: dict) -> None:
+    from flinktune.policies import POLICY_NAMES
+
+    enum = inspected["dags"]["flinktune_decide"]["params"]["policy"]["enum"]
+    assert sorted(enum) == sorted(POLICY_NAMES), (
+        "update POLICIES in flinktune/orchestration/dag_wiring.py to match flinktune.policies.POLICY_NAMES"
+    )
+
+
+@pytest.mark.parametrize(
+    ("dag_id", "conf", "expected"),
+    [
+        ("flinktune_ingest", {"job": "Bad Name!"}, "Invalid input for param job"),
+        ("flinktune_decide", {"ticks": 0}, "Invalid input for param ticks: 0 is less than the minimum of 1"),
+        ("flinktune_decide", {"tick": 3}, "unknown param(s) 'tick'"),
+    ],
+)
+def test_dag_test_rejects_bad_params_before_any_task_runs(
+    real_home_env: dict[str, str], dag_id: str, conf: dict, expected: str
+) -> None:
+    # Valid params would start tasks that need the jobs; a rejection must come before any of them.
+    with pytest.raises(DagParamsError) as caught:
+        run_dag(dag_id, conf, real_home_env)
+    assert expected in str(caught.value) and dag_id in str(caught.value)
+    assert caught.value.summary["tasks"] == {} and caught.value.summary["run_id"] is None
+
