@@ -53,7 +53,7 @@ def _configs(configs: Iterable[Configuration | Mapping[str, Any]] | None, seed: 
 
 
 def _write_observations(df: pd.DataFrame, settings: Settings) -> Path:
-    """THE single write of profiling observations (contract validation wraps this function).
+    """The single write of profiling observations, after their data contract passed.
 
     Writes ``df`` (one job) to ``<lake>/curated/profiling_observations/job=<job>/part-<runhash>.parquet``
     through a temporary name and a rename. The ``job`` column becomes the partition directory, as
@@ -64,6 +64,10 @@ def _write_observations(df: pd.DataFrame, settings: Settings) -> Path:
     if len(jobs) != 1:
         raise ValueError(f"{DATASET}: expected observations of exactly one job, got {jobs}")
     runhash = hashlib.sha1("|".join(sorted(df["run_id"].astype(str))).encode()).hexdigest()[:16]
+    # Nothing unvalidated reaches the lake: a failing batch is quarantined and this raises.
+    from flinktune.etl.observations import validate_observations
+
+    validate_observations(df, settings, batch_id=f"{jobs[0]}-{runhash}")
     path = Lake(settings.lake_dir).curated_dir(DATASET) / f"job={jobs[0]}" / f"part-{runhash}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")

@@ -75,3 +75,22 @@ def test_profile_defaults_without_a_twin_and_bad_configs(settings) -> None:
     assert out["rows"] == profile_job.DESIGN_SIZE
     with pytest.raises(ConfigError, match=r"configs\[0\]: unknown key\(s\) \['cores'\]"):
         profile_job.run(job="fresh", configs=[{"cores": 2}], settings=settings)
+
+
+def test_profiling_observations_failing_their_contract_are_quarantined_not_written(settings):
+    import pandas as pd
+    import pytest
+
+    from data_contracts import ContractViolation
+    from jobs.profile import _write_observations
+    from flinktune.lake import Lake
+    from flinktune.metric_schema import PROFILING_COLUMNS
+
+    row = {c: 1.0 for c in PROFILING_COLUMNS}
+    row.update(job="demo", run_id="r1", ts_ms=1_704_067_200_000, parallelism=8, task_slots=1, cpu=1.0, memory_mb=1024,
+               checkpoint_interval_s=10, input_rate=-5.0)
+    df = pd.DataFrame([row, {**row, "run_id": "r2", "input_rate": 1000.0}, {**row, "run_id": "r3", "input_rate": 2000.0}])
+    with pytest.raises(ContractViolation, match="input_rate"):
+        _write_observations(df, settings)
+    assert not list(Lake(settings.lake_dir).curated_dir("profiling_observations").rglob("*.parquet"))
+    assert list(Lake(settings.lake_dir).quarantine_dir("profiling_observations").rglob("report.md"))

@@ -1,0 +1,178 @@
+"""Fast checks GX cannot express, run before GX on pandas or Spark DataFrames.
+
+Use :func:`precheck` (``validate`` does) for:
+
+- ``<col>.exists`` and ``<col>.type``: schema-level, no data pass. Logical types map to pandas
+  dtypes (``double`` = float64/Float64, ``integer`` = any int width, ``timestamp`` = tz-aware
+  datetime64, ...) and to Spark types (DoubleType, IntegerType/LongType, TimestampType, ...). A
+  schema failure stops validation before GX, whose value rules would only crash on it.
+- ``<col>.finite``: NaN and +/-inf in double columns. GX's "between" ignores NaN on pandas and
+  Spark orders NaN above every number, so neither engine reports them reliably. On pandas,
+  float64 NaN is the missing-value marker and counts as null (the not_null rule's business); only
+  infinities fail ``finite`` there. On Spark, NaN and infinities fail it (nulls are nulls).
+- ``uniqueness`` on Spark only, with a hash aggregate (GX's Spark metric sorts the whole batch; see
+  :mod:`data_contracts.compiler`). On pandas GX checks it.
+- ``completeness.per_window``: rows per time window between the batch's first and last window,
+  including empty windows (gaps), which no GX expectation counts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from data_contracts.contract import Contract
+from data_contracts.outcome import Failure
+
+__all__ = ["precheck", "engine_of", "SAMPLE_SIZE"]
+
+#: How many offending values a failure carries.
+SAMPLE_SIZE = 5
+
+_SPARK_TYPES = {
+    "string": ("StringType",),
+    "integer": ("ByteType", "ShortType", "IntegerType", "LongType"),
+    "int32": ("IntegerType",),
+    "int64": ("LongType",),
+    "double": ("DoubleType",),
+    "number": ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType", "DecimalType"),
+    "timestamp": ("TimestampType",),
+    "boolean": ("BooleanType",),
+}
+
+
+def engine_of(df: Any) -> str:
+    """``"pandas"`` or ``"spark"``; TypeError for anything else."""
+    if isinstance(df, pd.DataFrame):
+        return "pandas"
+    if type(df).__module__.startswith("pyspark.sql"):
+        return "spark"
+    raise TypeError(f"expected a pandas or Spark DataFrame, got {type(df).__module__}.{type(df).__name__}")
+
+
+def _pandas_type_ok(dtype: Any, ctype: str) -> bool:
+    api = pd.api.types
+    if ctype == "string":
+        return api.is_string_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype)
+    if ctype == "boolean":
+        return api.is_bool_dtype(dtype)
+    if ctype == "timestamp":
+        return isinstance(dtype, pd.DatetimeTZDtype)
+    if api.is_bool_dtype(dtype):
+        return False
+    if ctype == "integer":
+        return api.is_integer_dtype(dtype)
+    if ctype in ("int32", "int64"):
+        return api.is_integer_dtype(dtype) and str(dtype).lower() == ctype
+    if ctype == "double":
+        return api.is_float_dtype(dtype) and str(dtype).lower() == "float64"
+    if ctype == "number":
+        return api.is_numeric_dtype(dtype)
+    raise AssertionError(ctype)
+
+
+def _schema(df: Any, engine: str) -> dict[str, tuple[str, Any]]:
+    """column -> (type name as the engine prints it, the engine's type object)."""
+    if engine == "pandas":
+        return {str(c): (str(t), t) for c, t in df.dtypes.items()}  # type: ignore[misc]
+    return {f.name: (type(f.dataType).__name__, f.dataType) for f in df.schema.fields}  # type: ignore[misc]
+
+
+def _schema_failures(df: Any, contract: Contract, engine: str) -> list[Failure]:
+    schema = _schema(df, engine)
+    out: list[Failure] = []
+    for c in contract.columns:
+        if c.name not in schema:
+            out.append(Failure(f"{c.name}.exists", c.name, c.severity_of("exists"), (), None, f"column missing; present: {sorted(schema)}"))
+            continue
+        name, dtype = schema[c.name]
+        ok = _pandas_type_ok(dtype, c.type) if engine == "pandas" else name in _SPARK_TYPES[c.type]
+        if not ok:
+            out.append(Failure(f"{c.name}.type", c.name, c.severity_of("type"), (name,), None, f"has type {name}, contract says {c.type}"))
+    return out
+
+
+def _finite_failures(df: Any, contract: Contract, engine: str) -> list[Failure]:
+    cols = [c for c in contract.columns if c.finite]
+    if not cols:
+        return []
+    out: list[Failure] = []
+    if engine == "pandas":
+        for c in cols:
+            s = pd.to_numeric(df[c.name], errors="coerce").astype("float64")
+            bad = s[s.isin([math.inf, -math.inf])]
+            if len(bad):
+                out.append(Failure(f"{c.name}.finite", c.name, c.severity_of("finite"), tuple(float(v) for v in bad.head(SAMPLE_SIZE)), int(len(bad)), "infinite values"))
+        return out
+    from pyspark.sql import functions as F
+
+    def bad(name: str) -> Any:
+        col = F.col(name).cast("double")
+        return F.isnan(col) | col.isin(float("inf"), float("-inf"))
+
+    counts = df.agg(*[F.sum(F.when(bad(c.name), 1).otherwise(0)).alias(c.name) for c in cols]).collect()[0]
+    for c in cols:
+        n = int(counts[c.name] or 0)
+        if n:
+            sample = tuple(float(r[0]) for r in df.filter(bad(c.name)).select(c.name).limit(SAMPLE_SIZE).collect())
+            out.append(Failure(f"{c.name}.finite", c.name, c.severity_of("finite"), sample, n, "NaN or infinite values"))
+    return out
+
+
+def _window_failures(df: Any, contract: Contract, engine: str) -> list[Failure]:
+    col_name = contract.window_column
+    if not col_name:
+        return []
+    ctype = contract.column(col_name).type
+    width = contract.window_s
+    if engine == "pandas":
+        s = df[col_name].dropna()
+        if ctype == "timestamp":
+            idx = (s - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(seconds=width)
+        else:
+            idx = s.astype("int64") // int(width * 1000)
+        counts = {int(k): int(v) for k, v in idx.value_counts().items()}
+    else:
+        from pyspark.sql import functions as F
+
+        col = F.col(col_name)
+        idx = F.floor(F.unix_micros(col) / (width * 1e6)) if ctype == "timestamp" else F.floor(col / (width * 1000))
+        counts = {int(r[0]): int(r[1]) for r in df.filter(col.isNotNull()).groupBy(idx.alias("w")).count().collect()}
+    if not counts:
+        return []
+    first, last = min(counts), max(counts)
+    short = [w for w in range(first, last + 1) if counts.get(w, 0) < contract.window_min_rows]
+    if not short:
+        return []
+    sample = tuple(pd.Timestamp(w * width, unit="s", tz="UTC").isoformat() for w in short[:SAMPLE_SIZE])
+    detail = f"windows of {width:g} s with fewer than {contract.window_min_rows} row(s), of {last - first + 1} between first and last"
+    return [Failure("completeness.per_window", col_name, contract.window_severity, sample, len(short), detail)]
+
+
+def _spark_unique_failures(df: Any, contract: Contract) -> list[Failure]:
+    if not contract.unique_columns:
+        return []
+    from pyspark.sql import functions as F
+
+    keys = list(contract.unique_columns)
+    dup = df.groupBy(*keys).count().filter(F.col("count") > 1)
+    sample = dup.limit(SAMPLE_SIZE).collect()
+    if not sample:
+        return []
+    offending = int(dup.agg(F.sum("count")).collect()[0][0])
+    values = tuple({**{k: r[k] for k in keys}, "rows": int(r["count"])} for r in sample)
+    return [Failure("uniqueness", ",".join(keys), contract.unique_severity, values, offending, "duplicate keys")]
+
+
+def precheck(df: Any, contract: Contract) -> tuple[list[Failure], bool]:
+    """Failures GX cannot find, and whether the schema is sound enough to run GX at all."""
+    engine = engine_of(df)
+    schema = _schema_failures(df, contract, engine)
+    if schema:
+        return schema, False
+    found = _finite_failures(df, contract, engine) + _window_failures(df, contract, engine)
+    if engine == "spark":
+        found += _spark_unique_failures(df, contract)
+    return found, True

@@ -1,0 +1,135 @@
+"""Spark ETL: one job's raw metric samples -> validated curated ``features_1m``.
+
+``python -m jobs.etl_features --job demo [--start-ms N] [--end-ms N]`` prints a one-line JSON
+summary ``{"dataset", "job", "rows", "path", "start_ms", "end_ms", "warnings"}``.
+
+Order of work: read raw (Spark, partition-pruned) -> validate it against ``raw_metrics`` (a
+failing batch goes to ``<lake>/quarantine/raw_metrics/<batch_id>/`` and ContractViolation is
+raised: nothing is transformed) -> transform -> validate the per-minute rows against
+``features_1m`` (quarantine on failure; the curated lake is untouched) -> stage-then-commit the
+affected ``job/date`` partitions (:mod:`flinktune.etl.curated`). The range is widened to whole
+minutes, so partial minutes never overwrite complete ones; rerunning a range rewrites
+byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+from data_contracts import ValidationOutcome, validate
+from flinktune.clock import Clock
+from flinktune.etl.curated import to_features_frame, write_features
+from flinktune.etl.features import NoRawDataError, features_1m, read_raw
+from flinktune.etl.observations import quarantine_root, validate_observations
+from flinktune.etl.spark import spark_session
+from flinktune.lake import Lake
+from flinktune.settings import Settings, load_settings
+
+__all__ = ["run", "main", "validate_observations", "DATASET"]
+
+DATASET = "features_1m"
+_MINUTE_MS = 60_000
+log = logging.getLogger(__name__)
+
+
+def _floor_minute(ms: int | None) -> int | None:
+    return None if ms is None else (ms // _MINUTE_MS) * _MINUTE_MS
+
+
+def _ceil_minute(ms: int | None) -> int | None:
+    return None if ms is None else -((-ms) // _MINUTE_MS) * _MINUTE_MS
+
+
+def _minute_range(raw: Any, start_ms: int | None, end_ms: int | None, where: str) -> tuple[int, int]:
+    """``[start, end)`` widened to whole minutes; open ends come from the data."""
+    from pyspark.sql import functions as F
+
+    lo, hi = raw.agg(F.min("ts_ms"), F.max("ts_ms")).collect()[0]
+    if lo is None:
+        raise NoRawDataError(f"no raw samples in [{start_ms}, {end_ms}) under {where}")
+    start = lo if start_ms is None else start_ms
+    end = hi + 1 if end_ms is None else end_ms
+    return _floor_minute(start), _ceil_minute(end)  # type: ignore[return-value]
+
+
+def run(
+    *,
+    job: str,
+    start_ms: int | None = None,
+    end_ms: int | None = None,
+    settings: Settings | None = None,
+    clock: Clock | None = None,
+) -> dict:
+    """Raw -> curated features for ``job`` in ``[start_ms, end_ms)`` (whole minutes; None = all).
+
+    ``clock`` enables the contracts' freshness rules (left out for simulated time). Raises
+    :class:`data_contracts.ContractViolation` (batch quarantined) or
+    :class:`~flinktune.etl.features.NoRawDataError`.
+    """
+    settings = settings or load_settings()
+    if start_ms is not None and end_ms is not None and end_ms <= start_ms:
+        raise ValueError(f"end_ms {end_ms} must be after start_ms {start_ms}")
+    lake = Lake(settings.lake_dir)  # type: ignore[arg-type]
+    spark = spark_session(settings, "flinktune-etl-features")
+    now = clock.now() if clock is not None else None
+
+    # Whole minutes only: a partial minute must never overwrite a complete one.
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal t0
+        timings[name] = round(time.perf_counter() - t0, 2)
+        t0 = time.perf_counter()
+
+    # Not cached on purpose: every rule reads one or two columns, and a parquet scan of those is
+    # cheaper than building an in-memory cache of all columns (measured: ~8x).
+    raw = read_raw(spark, lake.raw_metrics_dir, job, _floor_minute(start_ms), _ceil_minute(end_ms))
+    start, end = _minute_range(raw, start_ms, end_ms, str(lake.raw_job_dir(job)))
+    lap("read")
+    batch_id = f"{job}-{start}-{end}"
+    raw_outcome = validate(raw, "raw_metrics", batch_id=batch_id, quarantine_root=quarantine_root(settings), now=now)
+    lap("validate_raw")
+    rows = to_features_frame(features_1m(raw).toPandas())
+    lap("transform")
+    cur_outcome = validate(rows, DATASET, batch_id=batch_id, quarantine_root=quarantine_root(settings), now=now)
+    lap("validate_curated")
+    root = lake.curated_dir(DATASET)
+    files = write_features(root, job, rows, start, end)
+    lap("commit")
+    return {
+        "dataset": DATASET,
+        "job": job,
+        "rows": int(len(rows)),
+        "path": str(root / f"job={job}"),
+        "start_ms": int(start),
+        "end_ms": int(end),
+        "files": [str(f) for f in files],
+        "warnings": [f.describe() for f in _warnings(raw_outcome, cur_outcome)],
+        "timings_s": timings,
+    }
+
+
+def _warnings(*outcomes: ValidationOutcome) -> list[Any]:
+    return [f for o in outcomes for f in o.warnings]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.etl_features", description=__doc__.splitlines()[0])
+    parser.add_argument("--job", required=True, help="Flink job name (raw partition job=<job>)")
+    parser.add_argument("--start-ms", type=int, default=None, help="range start, epoch ms UTC (default: first sample)")
+    parser.add_argument("--end-ms", type=int, default=None, help="range end (exclusive), epoch ms UTC (default: after last sample)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    summary = run(job=args.job, start_ms=args.start_ms, end_ms=args.end_ms)
+    print(json.dumps(summary, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,32 @@
+"""Shared fixtures for the whole suite (keep this file minimal).
+
+- ``settings``: a :class:`~flinktune.settings.Settings` whose ``var_dir`` is under ``tmp_path``,
+  so every lake, MLflow store and report of a test is private to it.
+- ``spark``: ONE local SparkSession for the whole test session (startup costs ~10 s; never
+  stop it in a test). Built with :func:`flinktune.etl.spark.spark_session` on ``local[2]``, so
+  tests run with the production settings. Mark tests that use it ``@pytest.mark.spark``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from flinktune.settings import Settings
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings(var_dir=tmp_path / "var", spark_master="local[2]", spark_shuffle_partitions=2)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    from flinktune.etl.spark import spark_session
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    base = Settings(var_dir=tmp_path_factory.mktemp("spark-var"), spark_master="local[2]", spark_shuffle_partitions=2)
+    session = spark_session(base, "flinktune-tests")
+    yield session
+    session.stop()

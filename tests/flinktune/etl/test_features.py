@@ -1,0 +1,94 @@
+"""The raw -> features_1m transform on a tiny hand-built raw batch, checked against hand-computed numbers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from flinktune.etl.features import FEATURE_COLUMNS, features_1m, read_raw
+from flinktune.lake import Lake
+
+pytestmark = pytest.mark.spark
+M0 = 1_699_999_980_000  # a minute boundary (2023-11-14T22:13Z)
+SECONDS = (0, 30, 60, 90)  # two samples in each of two minutes
+
+
+def job_series(metric: str, values) -> list[tuple]:
+    return [("t", metric, "", -1, M0 + s * 1000, v) for s, v in zip(SECONDS, values) if v is not None]
+
+
+def subtask_series(metric: str, per_vertex: dict[str, list[tuple]]) -> list[tuple]:
+    """per_vertex: vertex -> per second, a tuple of per-subtask values."""
+    return [
+        ("t", metric, vertex, i, M0 + s * 1000, v)
+        for vertex, seconds in per_vertex.items()
+        for s, values in zip(SECONDS, seconds)
+        for i, v in enumerate(values)
+    ]
+
+
+def raw_frame() -> pd.DataFrame:
+    rows = []
+    rows += job_series("workloadRate", [100, 200, 300, 500])
+    rows += job_series("pendingRecords", [10, 40, 100, 70])
+    rows += job_series("latencyP50Ms", [10, 12, 5, 6])
+    rows += job_series("latencyP95Ms", [50, 80, 20, 30])
+    rows += job_series("latencyP99Ms", [100, 150, 40, 45])
+    rows += job_series("cpuLoad", [1, 3, 2, 2])
+    rows += job_series("heapUsedMb", [1000, 2000, 1500, 1500])
+    rows += job_series("numRestarts", [2, 3, 1, 2])  # +1, then a reset to 1 (counts 1), then +1
+    rows += job_series("jobRunning", [1, 0, 1, 1])
+    rows += job_series("taskManagers", [4, 5, 5, 6])
+    rows += job_series("taskSlotsTotal", [8, 10, 10, 12])
+    rows += job_series("lastCheckpointDurationMs", [100, 200, 300, 400])
+    rows += job_series("configParallelism", [8, 8, 12, None])
+    rows += job_series("configTaskSlots", [2, None, None, None])  # carried into minute 1
+    rows += job_series("configCpu", [1, 1, 1, 1])
+    rows += job_series("configMemoryMb", [2048] * 4)
+    rows += job_series("configCheckpointIntervalS", [30] * 4)
+    rows += subtask_series("numRecordsInPerSecond", {"src": [(40, 50), (60, 60), (100, 100), (0, 0)], "map": [(80,), (100,), (150,), (300,)]})
+    rows += subtask_series("busyTimeMsPerSecond", {"src": [(200, 400), (900, 900), (1100, 1100), (0, 0)], "map": [(500,), (100,), (0,), (200,)]})
+    rows += subtask_series("backPressuredTimeMsPerSecond", {"src": [(100, 300), (0, 0), (0, 0), (0, 0)], "map": [(0,), (0,), (0,), (0,)]})
+    # Outside the window read below, and another job: both must be ignored.
+    rows += [("t", "workloadRate", "", -1, M0 + 120_000, 9e9), ("other", "workloadRate", "", -1, M0, 9e9)]
+    df = pd.DataFrame(rows, columns=["job", "metric", "vertex", "subtask", "ts_ms", "value"])
+    return df.astype({"subtask": "int32", "value": "float64"})
+
+
+EXPECTED = {
+    # column: (minute 0, minute 1), computed by hand from raw_frame()
+    "input_rate": (150.0, 400.0),
+    "throughput": ((90 + 120) / 2, (200 + 300) / 2),  # max over vertices of summed records in
+    "lag": (25.0, 85.0),
+    "lag_growth": ((40 - 10) / 30, (70 - 100) / 30),
+    "latency_p50_ms": (12.0, 6.0),  # max of per-second quantiles
+    "latency_p95_ms": (80.0, 30.0),
+    "latency_p99_ms": (150.0, 45.0),
+    "cpu_used": (2.0, 2.0),
+    "memory_used_mb": (1500.0, 1500.0),
+    "busy_ratio": ((0.5 + 0.9) / 2, (1.0 + 0.2) / 2),  # per vertex mean, max over vertices, 1.1 clipped to 1
+    "backpressure_ratio": ((0.2 + 0.0) / 2, 0.0),
+    "taskmanagers": (5, 6),
+    "task_slots_total": (10, 12),
+    "parallelism": (8, 12),
+    "task_slots": (2, 2),
+    "cpu": (1.0, 1.0),
+    "memory_mb": (2048, 2048),
+    "checkpoint_interval_s": (30, 30),
+    "checkpoint_duration_ms": (200.0, 400.0),
+    "restarts": (1, 2),
+    "up_fraction": (0.5, 1.0),
+    "samples": (2, 2),
+}
+
+
+def test_features_1m_matches_hand_computed_minutes(spark, tmp_path):
+    lake = Lake(tmp_path / "lake")
+    lake.write_raw(raw_frame())
+    raw = read_raw(spark, lake.raw_metrics_dir, "t", M0, M0 + 120_000)
+    out = features_1m(raw).toPandas()
+    assert list(out.columns) == list(FEATURE_COLUMNS)
+    assert list(out["job"]) == ["t", "t"]
+    assert list(pd.to_datetime(out["window_start"], utc=True)) == [pd.Timestamp(M0, unit="ms", tz="UTC"), pd.Timestamp(M0 + 60_000, unit="ms", tz="UTC")]
+    for column, expected in EXPECTED.items():
+        assert tuple(out[column]) == pytest.approx(expected), column

@@ -1,0 +1,35 @@
+"""validate_observations: the profiling gate quarantines under the settings' lake."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from data_contracts import ContractViolation
+from flinktune.clock import ManualClock
+from flinktune.etl.observations import validate_observations
+from flinktune.metric_schema import PROFILING_COLUMNS
+
+TS = 1_714_521_600_000
+
+
+def runs() -> pd.DataFrame:
+    row = dict(job="demo", run_id="r1", ts_ms=TS, parallelism=8, task_slots=2, cpu=1.0, memory_mb=2048, checkpoint_interval_s=30,
+               input_rate=1e4, throughput=9e3, latency_ms=80.0, recovery_s=60.0, cpu_used=3.0, memory_used_mb=5000.0)  # fmt: skip
+    return pd.DataFrame([row, {**row, "run_id": "r2", "task_slots": 3}])[list(PROFILING_COLUMNS)]
+
+
+def test_good_runs_pass_and_freshness_uses_the_injected_clock(settings):
+    fresh = validate_observations(runs(), settings, "p1", clock=ManualClock(TS / 1000 + 60))
+    assert fresh.passed and fresh.failures == []
+    stale = validate_observations(runs(), settings, "p2", clock=ManualClock(TS / 1000 + 3 * 86_400))
+    assert stale.passed and [f.rule for f in stale.warnings] == ["freshness"]
+
+
+def test_bad_runs_are_quarantined_in_the_lake(settings):
+    bad = runs()
+    bad.loc[1, "memory_mb"] = 100
+    with pytest.raises(ContractViolation, match=r"rule memory_mb\.range.*\[100\]") as err:
+        validate_observations(bad, settings, "p3")
+    assert err.value.quarantine_path == settings.lake_dir / "quarantine" / "profiling_observations" / "p3"
+    assert (err.value.quarantine_path / "report.json").is_file()
