@@ -211,6 +211,53 @@ def twin_predict(
         typer.echo(pred.to_csv(index=False))
 
 
+local_app = typer.Typer(add_completion=False, no_args_is_help=True, help="A standalone Flink cluster on 127.0.0.1 (bundled with apache-flink).")
+app.add_typer(local_app, name="local-flink")
+_LOCAL_STATE = Path("var/localflink/cluster")
+
+
+def _local(call, *args, **kwargs) -> None:
+    from flinktune.localflink import ClusterError, DistributionError
+
+    try:
+        typer.echo(json.dumps(call(*args, **kwargs), indent=2, default=str))
+    except (ClusterError, DistributionError) as exc:
+        _fail(str(exc))
+
+
+@local_app.command("up")
+def local_up(
+    state_dir: Path = typer.Option(_LOCAL_STATE, help="State folder (config, logs, PIDs, checkpoints)."),
+    rest_port: int = typer.Option(8081, min=1024, max=65535),
+    rpc_port: int = typer.Option(6123, min=1024, max=65535),
+    taskmanagers: int = typer.Option(1, min=1, max=8),
+    slots: int = typer.Option(2, min=1, max=8, help="Task slots per TaskManager."),
+    tm_memory_mb: int = typer.Option(1536, min=768, help="Process memory per TaskManager, MB."),
+    flink_home: Optional[Path] = typer.Option(None, help="Flink distribution (default: the one in .venv-flink, see scripts/setup_local_flink.sh)."),
+) -> None:
+    """Start the cluster and wait until its slots are registered."""
+    from flinktune.localflink import cli_up
+
+    _local(cli_up, state_dir, rest_port=rest_port, rpc_port=rpc_port, taskmanagers=taskmanagers, slots=slots,
+           tm_memory_mb=tm_memory_mb, flink_home=flink_home)
+
+
+@local_app.command("down")
+def local_down(state_dir: Path = typer.Option(_LOCAL_STATE)) -> None:
+    """Stop every process of the cluster by PID."""
+    from flinktune.localflink import cli_down
+
+    _local(cli_down, state_dir)
+
+
+@local_app.command("status")
+def local_status(state_dir: Path = typer.Option(_LOCAL_STATE)) -> None:
+    """PIDs, liveness and Flink's overview."""
+    from flinktune.localflink import cli_status
+
+    _local(cli_status, state_dir)
+
+
 def main() -> None:  # pragma: no cover - console entry
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

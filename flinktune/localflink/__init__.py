@@ -1,0 +1,31 @@
+"""A real Flink on this machine: a standalone session cluster on 127.0.0.1 and the parts that drive it.
+
+- ``distribution``: find FLINK_HOME (bundled in the ``apache-flink`` package, in ``.venv-flink``) and Java;
+- ``cluster``: start/stop/status of the JobManager and TaskManagers by PID, state under ``var/localflink``;
+- ``rest`` / ``jobcontrol``: REST calls; submit, stop-with-savepoint, in-place rescale;
+- ``metrics``: a ``MetricsSource`` over REST producing the raw schema;
+- ``realizer``: a ``Realizer`` (in-place rescale or savepoint redeploy, measured downtime);
+- ``failures``: kill a TaskManager by PID, replace it, time the recovery;
+- ``workload``: the rate file the benchmark job follows;
+- ``cli``: the functions behind ``flinktune local-flink up|down|status``.
+"""
+
+from flinktune.localflink.cli import cli_down, cli_status, cli_up
+from flinktune.localflink.cluster import ClusterError, ClusterSpec, LocalFlinkCluster, PortTakenError, free_port
+from flinktune.localflink.distribution import DistributionError, FlinkDistribution, find_distribution
+from flinktune.localflink.failures import RecoveryResult, inject_taskmanager_failure, kill_taskmanager
+from flinktune.localflink.jobcontrol import JobControl, JobControlError, JobSpec
+from flinktune.localflink.metrics import RestMetricsSource
+from flinktune.localflink.realizer import LocalFlinkRealizer
+from flinktune.localflink.rest import FlinkRest, RestError
+from flinktune.localflink.workload import RateFile, rise_and_fall
+
+__all__ = [
+    "cli_up", "cli_down", "cli_status",
+    "ClusterError", "ClusterSpec", "LocalFlinkCluster", "PortTakenError", "free_port",
+    "DistributionError", "FlinkDistribution", "find_distribution",
+    "RecoveryResult", "inject_taskmanager_failure", "kill_taskmanager",
+    "JobControl", "JobControlError", "JobSpec",
+    "RestMetricsSource", "LocalFlinkRealizer", "FlinkRest", "RestError",
+    "RateFile", "rise_and_fall",
+]

@@ -1,0 +1,99 @@
+"""The short form of issue 9's integration test, against a real Flink 2.3 cluster on 127.0.0.1.
+
+One cluster, one job, every step in order (each depends on the previous): start, run the job,
+read metrics through the REST MetricsSource, rescale in place, redeploy from a savepoint with a
+new checkpoint interval, kill a TaskManager and see recovery, stop everything by PID.
+About 2-3 minutes on 2 cores; the long form is benchmarks/local_flink_loop.py.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from flinktune.config_space import Configuration
+from flinktune.evaluation import evaluate
+from flinktune.localflink import (
+    ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile, RestMetricsSource, free_port,
+    inject_taskmanager_failure,
+)
+
+pytestmark = [pytest.mark.flink, pytest.mark.slow]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.fixture
+def cluster(flink_setup, tmp_path):
+    dist, _ = flink_setup
+    c = LocalFlinkCluster(tmp_path / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1,
+                                                             tm_memory_mb=1024, checkpoint_interval_s=10), dist=dist)
+    c.up(timeout_s=120)
+    yield c
+    c.down()
+
+
+def test_cluster_job_metrics_rescale_failure_and_stop(cluster, flink_setup, tmp_path):
+    _, jar = flink_setup
+    rate = RateFile(tmp_path / "rate.txt")
+    rate.set(3000)
+    control = JobControl(cluster.rest, JobSpec(jar=jar, name="short-form", rate_file=rate.path, work=2000, keys=200))
+    start = Configuration(parallelism=1, task_slots=1, cpu=1.0, memory_mb=1024, checkpoint_interval_s=10)
+    realizer = LocalFlinkRealizer(cluster, control, start)
+    realizer.deploy()
+    source = RestMetricsSource(control, config_provider=lambda: realizer.config)
+    source.start(interval_s=1.0)
+    try:
+        time.sleep(12)
+        now = time.time()
+        samples = source.fetch("short-form", int((now - 60) * 1000), int(now * 1000) + 1)
+        assert not samples.empty, f"no samples; polling errors: {source.errors[-3:]}"
+        state = evaluate("short-form", samples, realizer.current("short-form"), now, window_s=60)
+        assert state.problems == (), state.problems
+        assert state.running and state.input_rate == pytest.approx(3000, rel=0.01)
+        assert state.throughput > 0 and np.isfinite(state.latency_p95_ms) and state.latency_p95_ms > 0
+        busy = samples[(samples["metric"] == "busyTimeMsPerSecond") & samples["vertex"].str.startswith("WindowAgg")]
+        assert not busy.empty and set(samples["metric"]) >= {"pendingRecords", "cpuLoad", "numRestarts", "configParallelism"}
+
+        # In place: a second TaskManager, then the adaptive scheduler takes p=2 without a redeploy.
+        up = realizer.apply("short-form", start.with_(parallelism=2))
+        assert up.changed and up.mode == "in-place rescale" and 0 < up.downtime_s < 60
+        jid = control.require_job()
+        assert control.parallelism(jid) == 2 and len(cluster.taskmanagers()) == 2
+
+        # Savepoint redeploy: the checkpoint interval needs a restart from a savepoint.
+        redeploy = realizer.apply("short-form", start.with_(parallelism=2, checkpoint_interval_s=5))
+        assert redeploy.mode == "savepoint redeploy" and 0 < redeploy.downtime_s < 60
+        new_jid = control.require_job()
+        assert new_jid != jid and control.checkpoint_interval_s(new_jid) == 5.0 and control.parallelism(new_jid) == 2
+        restored = cluster.rest.get(f"/jobs/{new_jid}/checkpoints")["latest"]["restored"]
+        assert restored and restored["is_savepoint"]
+
+        # Failure: SIGKILL one TaskManager by PID, a replacement starts, the job recovers.
+        victim = cluster.taskmanagers()[0].pid
+        rec = inject_taskmanager_failure(cluster, control, pid=victim, timeout_s=150)
+        assert rec.killed_pid == victim and not _alive(victim)
+        assert rec.recovered, rec
+        assert rec.detected_s is not None and rec.running_again_s is not None and rec.recovery_s >= rec.running_again_s - 1
+        assert rec.pre_failure_rate > 1000
+    finally:
+        source.stop()
+    pids = [tm.pid for tm in cluster.taskmanagers()] + [cluster.status()["jobmanager_pid"]]
+    stopped = cluster.down()
+    assert sorted(stopped) == sorted(pids)
+    assert not any(_alive(p) for p in pids)
+    assert not cluster.status()["running"]
