@@ -1,12 +1,19 @@
-"""Train the input-rate forecaster of one job, backtest it, register it in MLflow, promote it.
+"""Train the input-rate forecasters of one job, backtest them, register the best, promote it if it wins.
 
 Reads the curated ``features_1m`` dataset (``<lake>/curated/features_1m/job=<job>/**.parquet``,
-columns ``window_start``, ``input_rate``), holds out the latest part of the history, and compares
-the darts model with seasonal naive on it (rolling origins every horizon): the error of the
-forecast peak of each ``forecast_horizon_s`` window (``peak_mae``, max bin mean vs true max bin),
-its ratio to naive's (``peak_mae_ratio``, scale-free, the promotion metric, lower is better), how
-often the p90 peak covers the true peak, and how often the planned rate (max mean x 1.10) fell
-short. The registered model is then refit on the whole history.
+columns ``window_start``, ``input_rate``) and holds out the latest ``holdout_frac`` of it as the
+backtest window (:mod:`models.forecasting.backtest`: an origin every ``stride_bins`` minutes, the
+planning rule chosen on the first third, metrics on the rest). Every candidate (TiDE, Theta,
+seasonal naive, the Demeter ARIMA baseline, ...) is fitted on the data before the window and
+logged to MLflow with its params, metrics and a backtest plot. The best candidate (lowest
+``peak_mae`` among those whose under-forecast rate is at most ``max_under_rate``) is refit on the
+whole history and registered as a new version of ``flinktune-forecaster-<job>``.
+
+Champion/challenger: the current ``@champion`` is backtested on the SAME window (its saved model
+when it was trained before the window starts; otherwise, to avoid scoring it on data it has seen,
+a fresh model with its params fitted on the same training part). The alias moves only when the
+challenger's ``peak_mae`` is below the champion's by more than ``margin`` (relative) and its
+under-forecast rate is acceptable; the decision is written on the version as the tag ``promotion``.
 
 ``python -m jobs.train_forecaster --job demo`` prints a one-line JSON summary.
 """
@@ -29,10 +36,13 @@ import pyarrow.parquet as pq
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
 
-__all__ = ["run", "main", "read_rate_history", "backtest", "PROMOTION_METRIC"]
+__all__ = ["run", "main", "read_rate_history", "build_candidate", "CANDIDATES", "PROMOTION_METRIC"]
 
 DATASET = "features_1m"
-PROMOTION_METRIC = "peak_mae_ratio"
+PROMOTION_METRIC = "peak_mae"
+#: Default candidates. The Demeter baseline ("demeter-arima", ~1-2 min on 2 cores) is opt-in: the benchmark
+#: measures it, and the scheduled retrain stays fast.
+CANDIDATES: tuple[str, ...] = ("tide-quantile", "darts-theta", "seasonal-naive")
 
 
 def read_rate_history(lake: Lake, job: str) -> pd.Series:
@@ -59,129 +69,207 @@ def read_rate_history(lake: Lake, job: str) -> pd.Series:
     return pd.Series(df["input_rate"].astype("float64").to_numpy(), index=pd.DatetimeIndex(ts), name="input_rate").sort_index()
 
 
-def backtest(model: Any, baseline: Any, series: pd.Series, split: pd.Timestamp, horizon_s: int) -> dict[str, float]:
-    """Rolling-origin holdout after ``split``: one origin per horizon window; models are already fitted.
+def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, device: str, seed: int) -> Any:
+    """A fresh forecaster for candidate ``name`` (one of :data:`CANDIDATES`, or ``darts-ets``)."""
+    from models.forecasting.darts_forecaster import DartsQuantileForecaster
+    from models.forecasting.demeter_arima import DemeterArimaForecaster
+    from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
+    from models.forecasting.statistical import StatisticalForecaster
 
-    Series must be in the models' bins. Returns peak errors of ``model`` and ``baseline``, their
-    ratio, the p90 peak coverage and the planned-rate shortfall frequency of ``model``.
-    """
-    from models.forecasting.planning import planned_rate
-
-    bin_s = model.bin_s
-    n = math.ceil(horizon_s / bin_s)
-    times = series.index
-    origins = [i for i in range(int(np.searchsorted(times, split)), len(series) - n + 1, n)]
-    if not origins:
-        raise ValueError(f"backtest: no complete {horizon_s}s window after {split.isoformat()}")
-    err, err_naive, covered, short = [], [], [], []
-    for i in origins:
-        history, truth = series.iloc[:i], series.iloc[i : i + n].to_numpy()
-        fc, fc_naive = model.predict(history, horizon_s), baseline.predict(history, horizon_s)
-        peak = float(truth.max())
-        err.append(abs(fc.peak(None) - peak))
-        err_naive.append(abs(fc_naive.peak(None) - peak))
-        covered.append(peak <= fc.peak(0.9))
-        short.append(peak > planned_rate(fc, "max_mean_x1.10"))
-    mae, mae_naive = float(np.mean(err)), float(np.mean(err_naive))
-    return {
-        "peak_mae": mae,
-        "naive_peak_mae": mae_naive,
-        "peak_mae_ratio": mae / mae_naive if mae_naive > 0 else (0.0 if mae == 0 else float("inf")),
-        "p90_peak_coverage": float(np.mean(covered)),
-        "planned_rate_shortfall": float(np.mean(short)),
-        "backtest_origins": float(len(origins)),
-    }
+    if name == "tide-quantile":
+        return DartsQuantileForecaster(bin_s=bin_s, output_bins=math.ceil(horizon_s / bin_s), n_epochs=n_epochs,
+                                       device=device, seed=seed)
+    if name in ("darts-theta", "darts-ets"):
+        return StatisticalForecaster(kind=name.split("-")[1], bin_s=bin_s, default_horizon_s=horizon_s)
+    if name == "seasonal-naive":
+        return SeasonalNaiveForecaster(bin_s=bin_s, default_horizon_s=horizon_s)
+    if name == "demeter-arima":
+        return DemeterArimaForecaster(input_bin_s=bin_s, bin_s=bin_s, seed=seed)
+    raise ValueError(f"unknown forecaster candidate {name!r}; known: {sorted(CANDIDATES + ('darts-ets',))}")
 
 
-def _plot(series: pd.Series, model: Any, split: pd.Timestamp, horizon_s: int):
+def _plot(result: Any, rule: str):
+    """Truth, forecast mean and planned rate every ``horizon`` (non-overlapping origins) over the window."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from models.forecasting.planning import planned_rate
+
+    window = result.window
+    truth = window.series[window.series.index >= window.origins[0]]
     fig, ax = plt.subplots(figsize=(10, 3.5))
-    ax.plot(series.index, series.to_numpy(), lw=0.8, color="black", label="input rate")
-    n = math.ceil(horizon_s / model.bin_s)
-    start = int(np.searchsorted(series.index, split))
-    for k, i in enumerate(range(start, len(series) - n + 1, n)):
-        fc = model.predict(series.iloc[:i], horizon_s).to_frame()
-        ax.fill_between(fc["bin_start"], fc["q0.1"], fc["q0.9"], color="tab:blue", alpha=0.25, label="p10-p90" if k == 0 else None)
-        ax.plot(fc["bin_start"], fc["q0.5"], color="tab:blue", lw=1, label="p50" if k == 0 else None)
-    ax.axvline(split, color="grey", ls="--", lw=0.8)
+    ax.plot(truth.index, truth.to_numpy(), lw=0.8, color="black", label="input rate")
+    every = max(1, window.horizon_bins // window.stride_bins)
+    for k, fc in enumerate(result.forecasts[::every]):
+        frame = fc.to_frame()
+        ax.plot(frame["bin_start"], frame["mean"], color="tab:blue", lw=1, label="forecast mean" if k == 0 else None)
+        ax.hlines(planned_rate(fc, rule), frame["bin_start"].iloc[0], frame["bin_start"].iloc[-1], color="tab:red",
+                  lw=1, label=f"planned ({rule})" if k == 0 else None)
+    ax.set_title(f"{result.model}: backtest")
     ax.set_ylabel("rec/s")
     ax.legend(loc="upper left")
     fig.tight_layout()
     return fig
 
 
-def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdout_frac: float = 0.2, seed: int = 0) -> dict:
-    """Train, backtest, register ``flinktune-forecaster-<job>`` and promote it when better."""
+def _log_candidate(experiment_id: str, name: str, model: Any, metrics: dict, fig, tags: dict) -> str:
+    import mlflow
+
+    with mlflow.start_run(experiment_id=experiment_id, run_name=name) as run:
+        mlflow.log_params({"candidate": name, **{k: json.dumps(v) if isinstance(v, (list, tuple, dict)) else v
+                                                 for k, v in _params(model).items()}})
+        mlflow.log_metrics({k: float(v) for k, v in metrics.items() if isinstance(v, float) and math.isfinite(v)})
+        mlflow.set_tags({**tags, "planning_rule": metrics["rule"], "role": "candidate"})
+        mlflow.log_figure(fig, "plots/backtest.png")
+    return run.info.run_id
+
+
+def _params(model: Any) -> dict:
+    if hasattr(model, "params"):
+        return model.params()
+    return {"bin_s": model.bin_s, "season_s": model.season_s, "default_horizon_s": model.default_horizon_s}
+
+
+def _champion_on_window(name: str, window: Any, settings: Settings, max_under_rate: float) -> dict | None:
+    """The current champion's metrics on ``window`` (refit from its params when it saw the window)."""
+    from mlflow import MlflowClient
+
     from models import registry
-    from models.forecasting.darts_forecaster import DartsQuantileForecaster
+    from models.forecasting.backtest import run_backtest, summarize
+
+    version = registry.champion_version(name)
+    if version is None:
+        return None
+    champion = registry.load_champion(name)
+    run_id = MlflowClient().get_model_version(name, version).run_id
+    history_end = MlflowClient().get_run(run_id).data.params.get("history_end") if run_id else None
+    refit = history_end is None or pd.Timestamp(history_end) >= window.origins[0]
+    if refit:
+        params = {k: tuple(v) if isinstance(v, list) else v for k, v in champion.params().items()}
+        if "device" in params:
+            params["device"] = settings.device
+        champion = type(champion)(**params)
+    result = run_backtest(champion, window, fit=refit)
+    metrics = summarize(result, max_under_rate=max_under_rate)
+    return {"version": version, "refit": refit, **metrics}
+
+
+def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdout_frac: float = 0.25, seed: int = 0,
+        candidates: tuple[str, ...] = CANDIDATES, margin: float = 0.05, max_under_rate: float = 0.05,
+        stride_bins: int = 1) -> dict:
+    """Backtest ``candidates``, register the best as ``flinktune-forecaster-<job>``, promote it if it wins.
+
+    ``margin`` is relative: the challenger's ``peak_mae`` must be below ``(1 - margin)`` x the
+    champion's on the same window. Returns ``{model_name, version, promoted, champion, best,
+    planning_rule, metrics, champion_metrics, candidates: {name: metrics}}``.
+    """
+    import matplotlib.pyplot as plt
+    from mlflow import MlflowClient
+    from mlflow.models import infer_signature
+
+    from models import registry
+    from models.forecasting.backtest import BacktestWindow, run_backtest, summarize
     from models.forecasting.pyfunc import ForecasterPyfunc
-    from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
     from models.forecasting.series_prep import prepare_rate_series
     from models.forecasting.types import ForecastInputError
 
     if not 0 < holdout_frac < 1:
         raise ValueError(f"holdout_frac must be in (0, 1), got {holdout_frac}")
+    if not 0 <= margin < 1:
+        raise ValueError(f"margin must be in [0, 1), got {margin}")
+    if not candidates:
+        raise ValueError("candidates must name at least one forecaster")
     settings = settings or load_settings()
     horizon_s, bin_s = settings.forecast_horizon_s, settings.forecast_bin_s
     raw = read_rate_history(Lake(settings.lake_dir), job)
     where = f"dataset {DATASET} job={job} input_rate"
-    model = DartsQuantileForecaster(bin_s=bin_s, output_bins=math.ceil(horizon_s / bin_s), n_epochs=n_epochs,
-                                    device=settings.device, seed=seed)
-    series = prepare_rate_series(raw, bin_s=bin_s, max_gap_bins=model.max_gap_bins, min_bins=1, where=where).values
-    n_hold = max(model.output_bins, int(len(series) * holdout_frac))
-    if len(series) - n_hold < model.min_fit_bins:
+    build = dict(bin_s=bin_s, horizon_s=horizon_s, n_epochs=n_epochs, device=settings.device, seed=seed)
+    models = {c: build_candidate(c, **build) for c in candidates}
+    series = prepare_rate_series(raw, bin_s=bin_s, max_gap_bins=5, min_bins=1, where=where).values
+    n_hold = max(3 * math.ceil(horizon_s / bin_s), int(len(series) * holdout_frac))
+    need = max(getattr(m, "min_fit_bins", 0) for m in models.values())
+    if len(series) - n_hold < need:
         raise ForecastInputError(
-            f"{where}: {len(series)} bins of {bin_s}s is too short to train ({model.min_fit_bins} bins) "
+            f"{where}: {len(series)} bins of {bin_s}s is too short to train ({need} bins) "
             f"and hold out {n_hold} bins for the backtest"
         )
-    split = series.index[len(series) - n_hold]
-    t0 = time.perf_counter()
-    model.fit(series.iloc[: len(series) - n_hold])
-    baseline = SeasonalNaiveForecaster(bin_s=bin_s, default_horizon_s=horizon_s).fit(series.iloc[: len(series) - n_hold])
-    metrics = backtest(model, baseline, series, split, horizon_s)
-    fig = _plot(series, model, split, horizon_s)
-    model.fit(series)  # the registered model sees the whole history
-    metrics.update(train_bins=float(len(series)), fit_seconds=time.perf_counter() - t0)
+    window = BacktestWindow(series, series.index[len(series) - n_hold], horizon_s, stride_bins)
     name = f"flinktune-forecaster-{job}"
     registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
-    from mlflow.models import infer_signature
-
-    example = pd.DataFrame({"ts": series.index[-model.input_bins:].asi8 // 10**6, "value": series.iloc[-model.input_bins:].to_numpy()})
+    experiment_id = registry.ensure_experiment(name)
+    tags = {"job": job, "window_start": window.origins[0].isoformat(), "window_end": series.index[-1].isoformat()}
+    results, scores, figs = {}, {}, {}
+    for cand, model in models.items():
+        results[cand] = run_backtest(model, window)
+        scores[cand] = summarize(results[cand], max_under_rate=max_under_rate)
+        figs[cand] = _plot(results[cand], scores[cand]["rule"])
+    registrable = [c for c in candidates if hasattr(models[c], "save")]  # seasonal naive is a yardstick only
+    if not registrable:
+        raise ValueError(f"candidates {list(candidates)}: none can be registered (all lack save)")
+    safe = [c for c in registrable if scores[c]["under_rate"] <= max_under_rate]
+    best = min(safe, key=lambda c: scores[c]["peak_mae"]) if safe else min(registrable, key=lambda c: scores[c]["under_rate"])
+    for cand in candidates:
+        if cand != best:
+            _log_candidate(experiment_id, cand, models[cand], scores[cand], figs[cand], tags)
+    champion = _champion_on_window(name, window, settings, max_under_rate)
+    model = models[best]
+    t0 = time.perf_counter()
+    model.fit(series)  # the registered model sees the whole history
+    metrics = {k: v for k, v in scores[best].items() if isinstance(v, float)}
+    metrics["refit_s"] = time.perf_counter() - t0
+    metrics["train_bins"] = float(len(series))
+    if champion is not None:
+        metrics.update({f"champion_{k}": v for k, v in champion.items() if isinstance(v, float)})
+    history = series.iloc[-max(getattr(model, "input_bins", 0), 240):]
+    example = pd.DataFrame({"ts": history.index.asi8 // 10**6, "value": history.to_numpy()})
     signature = infer_signature(example, model.predict(series, horizon_s).to_frame(), params={"horizon_s": horizon_s})
     with tempfile.TemporaryDirectory(prefix="flinktune-forecaster-") as tmp:
         model_dir = model.save(Path(tmp) / "model")
         version = registry.log_and_register(
-            name,
-            ForecasterPyfunc(horizon_s=horizon_s),
-            params={"job": job, "model": model.name, **model.params(), "horizon_s": horizon_s, "holdout_frac": holdout_frac,
+            name, ForecasterPyfunc(horizon_s=horizon_s),
+            params={"job": job, "candidate": best, "model": model.name, **_params(model), "horizon_s": horizon_s,
+                    "holdout_frac": holdout_frac, "planning_rule": scores[best]["rule"],
                     "history_start": series.index[0].isoformat(), "history_end": series.index[-1].isoformat()},
-            metrics=metrics,
-            artifacts={"model": str(model_dir)},
-            files={"backtest": fig},
-            experiment=name,
-            pip_requirements=["mlflow==3.17.2", "darts==0.48.1", "torch==2.13.0"],
-            signature=signature,
+            metrics=metrics, artifacts={"model": str(model_dir)}, files={"backtest": figs[best]}, experiment=name,
+            pip_requirements=["mlflow==3.17.2", "darts==0.48.1", "torch==2.13.0", "pmdarima==2.1.1"],
+            tags={**tags, "planning_rule": scores[best]["rule"], "role": "challenger"}, signature=signature,
         )
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    promoted = registry.promote_if_better(name, version, PROMOTION_METRIC, margin=0.0, lower_is_better=True)
-    return {"model_name": name, "version": version, "promoted": promoted,
-            "champion": registry.champion_version(name), "metrics": metrics}
+    for fig in figs.values():
+        plt.close(fig)
+    client = MlflowClient()
+    client.set_model_version_tag(name, version, "planning_rule", scores[best]["rule"])
+    if champion is None:
+        promoted, why = True, "no champion yet"
+    else:
+        limit = champion["peak_mae"] * (1 - margin)
+        safe_enough = scores[best]["under_rate"] <= max(max_under_rate, champion["under_rate"])
+        promoted = scores[best]["peak_mae"] < limit and safe_enough
+        why = (f"same window from {window.origins[0].isoformat()}: peak_mae {scores[best]['peak_mae']:.6g} vs champion "
+               f"v{champion['version']} {champion['peak_mae']:.6g} (needs < {limit:.6g}, margin {margin:g}); "
+               f"under_rate {scores[best]['under_rate']:.3g} vs {champion['under_rate']:.3g}")
+    if promoted:
+        client.set_registered_model_alias(name, registry.CHAMPION, version)
+    client.set_model_version_tag(name, version, "promotion", f"{'promoted' if promoted else 'kept champion'}: {why}")
+    return {"model_name": name, "version": version, "promoted": promoted, "champion": registry.champion_version(name),
+            "best": best, "planning_rule": scores[best]["rule"], "metrics": metrics,
+            "champion_metrics": champion, "candidates": scores}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.train_forecaster", description=__doc__.splitlines()[0])
     parser.add_argument("--job", required=True, help="job name (curated features_1m partition job=<job>)")
     parser.add_argument("--epochs", type=int, default=20, help="training epochs (default 20)")
-    parser.add_argument("--holdout-frac", type=float, default=0.2, help="share of history held out for the backtest")
+    parser.add_argument("--holdout-frac", type=float, default=0.25, help="share of history held out for the backtest")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--candidates", default=",".join(CANDIDATES), help="comma-separated forecasters to compare")
+    parser.add_argument("--margin", type=float, default=0.05, help="relative peak-MAE gain needed to replace the champion")
+    parser.add_argument("--max-under-rate", type=float, default=0.05, help="highest acceptable under-forecast rate")
     args = parser.parse_args(argv)
-    summary = run(job=args.job, n_epochs=args.epochs, holdout_frac=args.holdout_frac, seed=args.seed)
+    summary = run(job=args.job, n_epochs=args.epochs, holdout_frac=args.holdout_frac, seed=args.seed,
+                  candidates=tuple(c for c in args.candidates.split(",") if c), margin=args.margin,
+                  max_under_rate=args.max_under_rate)
     print(json.dumps(summary, sort_keys=True, default=float))
     return 0
 

@@ -251,6 +251,39 @@ class DartsQuantileForecaster:
             model=self.name,
         )
 
+    def historical_forecasts(self, series: pd.Series, origins: pd.DatetimeIndex, horizon_s: int) -> list[QuantileForecast]:
+        """Forecasts at evenly spaced ``origins`` of a regular ``bin_s`` ``series``, in one darts call.
+
+        Same numbers as calling :meth:`predict` with ``series[series.index < o]`` for every origin
+        ``o`` (darts' batched ``historical_forecasts``, no retraining); horizon at most
+        ``output_bins``. ``origins`` must be a regular sub-grid of ``series.index``.
+        """
+        if self._model is None:
+            raise RuntimeError("DartsQuantileForecaster.historical_forecasts called before fit (or load)")
+        n = math.ceil(horizon_s / self.bin_s)
+        if n > self.output_bins:
+            raise ForecastInputError(f"historical_forecasts: horizon of {n} bins exceeds output_bins={self.output_bins}")
+        steps = np.diff(origins.asi8) // (self.bin_s * 10**9) if len(origins) > 1 else np.array([1])
+        if len(set(steps.tolist())) != 1:
+            raise ForecastInputError("historical_forecasts: origins must be evenly spaced")
+        ts = self._to_darts(series)
+        fut = self._calendar_covariates(series.index[0], len(series) + n) if self._calendar else None
+        levels = np.asarray(self.quantiles)
+        with _quiet(), single_thread(resolve_accelerator(self.device) == "cpu"):
+            outs = self._model.historical_forecasts(
+                ts, future_covariates=fut, start=origins[0].tz_convert(None), start_format="value",
+                forecast_horizon=n, stride=int(steps[0]), retrain=False, overlap_end=False,
+                last_points_only=False, predict_likelihood_parameters=True, verbose=False,
+            )
+        result = []
+        for out in outs[: len(origins)]:
+            q = np.maximum(np.sort(out.values(copy=True).reshape(n, len(levels)).astype("float64"), axis=1) * self._scale, 0.0)
+            result.append(QuantileForecast(
+                start=pd.Timestamp(out.start_time()).tz_localize("UTC"), bin_s=self.bin_s, mean=_quantile_mean(levels, q),
+                quantiles={float(lv): q[:, i].copy() for i, lv in enumerate(levels)}, model=self.name,
+            ))
+        return result
+
     # -- persistence ------------------------------------------------------------------------------
     def params(self) -> dict:
         """Constructor arguments (JSON-friendly): what to log and what :meth:`load` rebuilds from."""

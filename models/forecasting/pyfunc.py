@@ -1,7 +1,7 @@
 """MLflow pyfunc wrapper for forecasters, so a registered version can be served and reloaded.
 
 Use :class:`ForecasterPyfunc` when logging a fitted forecaster with ``models.registry``. Log it
-with ``artifacts={"model": <dir written by DartsQuantileForecaster.save>}``. ``predict`` takes a
+with ``artifacts={"model": <dir written by a forecaster's save>}`` (TiDE, Demeter ARIMA, ETS/Theta). ``predict`` takes a
 DataFrame of history rows (columns ``ts``: UTC timestamps or epoch ms, ``value``: rec/s) and
 returns one row per forecast bin: ``bin_start, mean, q<level>...``. The horizon comes from
 ``params={"horizon_s": ...}`` or the wrapper's default. ``jobs.train_forecaster`` registers a
@@ -19,7 +19,31 @@ import pandas as pd
 
 from models.forecasting.types import ForecastInputError
 
-__all__ = ["ForecasterPyfunc", "history_from_frame"]
+__all__ = ["ForecasterPyfunc", "history_from_frame", "load_forecaster"]
+
+#: ``meta.json`` kind -> (module, class) of every forecaster that can be saved and registered.
+_KINDS = {
+    "darts-tide-quantile": ("models.forecasting.darts_forecaster", "DartsQuantileForecaster"),
+    "demeter-arima": ("models.forecasting.demeter_arima", "DemeterArimaForecaster"),
+    "darts-ets": ("models.forecasting.statistical", "StatisticalForecaster"),
+    "darts-theta": ("models.forecasting.statistical", "StatisticalForecaster"),
+}
+
+
+def load_forecaster(path: str, device: str = "cpu") -> Any:
+    """Load a forecaster directory written by any forecaster's ``save`` (dispatch on ``meta.json`` kind)."""
+    import importlib
+    import json
+    from pathlib import Path
+
+    meta_file = Path(path) / "meta.json"
+    if not meta_file.exists():
+        raise FileNotFoundError(f"{path}: not a saved forecaster (no meta.json)")
+    kind = json.loads(meta_file.read_text()).get("kind")
+    if kind not in _KINDS:
+        raise ValueError(f"{meta_file}: unknown forecaster kind {kind!r}; known: {sorted(_KINDS)}")
+    module, cls = _KINDS[kind]
+    return getattr(importlib.import_module(module), cls).load(path, device=device)
 
 
 def history_from_frame(frame: pd.DataFrame) -> pd.Series:
@@ -43,9 +67,7 @@ class ForecasterPyfunc(mlflow.pyfunc.PythonModel):
         self.model: Any = None
 
     def load_context(self, context) -> None:
-        from models.forecasting.darts_forecaster import DartsQuantileForecaster
-
-        self.model = DartsQuantileForecaster.load(context.artifacts["model"], device="cpu")
+        self.model = load_forecaster(context.artifacts["model"], device="cpu")
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
         horizon_s = int((params or {}).get("horizon_s", self.horizon_s))

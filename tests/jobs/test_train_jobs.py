@@ -58,31 +58,57 @@ def _observations(n, seed):
     return frame[list(PROFILING_COLUMNS)]
 
 
-def test_train_forecaster_registers_a_champion_that_forecasts(settings):
+def test_train_forecaster_logs_candidates_and_registers_a_champion_that_forecasts(settings):
     base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
     feats = _features()
     _write(base / "date=2024-03-01" / "part-0.parquet", feats.drop(columns=["job"]))
-    summary = train_forecaster.run(job="demo", settings=settings, n_epochs=3)
+    summary = train_forecaster.run(job="demo", settings=settings, n_epochs=3, stride_bins=2)
     json.dumps(summary)  # XCom-ready
     assert summary["model_name"] == "flinktune-forecaster-demo"
     assert summary["version"] == "1" and summary["promoted"] and summary["champion"] == "1"
+    assert set(summary["candidates"]) == {"tide-quantile", "darts-theta", "seasonal-naive"}
+    assert summary["best"] in ("tide-quantile", "darts-theta")
     m = summary["metrics"]
-    assert m["backtest_origins"] == 8 and m["train_bins"] == 420
-    assert np.isfinite(m["peak_mae"]) and m["peak_mae_ratio"] == pytest.approx(m["peak_mae"] / m["naive_peak_mae"])
-    assert 0 <= m["p90_peak_coverage"] <= 1
+    assert m["train_bins"] == 420 and m["origins"] == 32  # 105 held-out bins, 10-bin horizon, stride 2: 48 origins, 16 choose the rules
+    assert np.isfinite(m["peak_mae"]) and m["peak_mase"] > 0 and 0 <= m["under_rate"] <= 1
+    client = mlflow.MlflowClient()
+    runs = client.search_runs([client.get_experiment_by_name("flinktune-forecaster-demo").experiment_id])
+    assert sorted(r.data.params["candidate"] for r in runs) == ["darts-theta", "seasonal-naive", "tide-quantile"]
+    for r in runs:
+        assert [a.path for a in client.list_artifacts(r.info.run_id, "plots")] == ["plots/backtest.png"]
+        assert r.data.tags["planning_rule"] == summary["candidates"][r.data.params["candidate"]]["rule"]
     champion = registry.load_champion("flinktune-forecaster-demo")
-    assert isinstance(champion, DartsQuantileForecaster)
     history = pd.Series(feats["input_rate"].to_numpy(), index=pd.DatetimeIndex(feats["window_start"]))
     fc = champion.predict(history, 600)
     assert len(fc.mean) == 10 and fc.start == history.index[-1] + pd.Timedelta(minutes=1)
     pf = mlflow.pyfunc.load_model("models:/flinktune-forecaster-demo@champion")
     frame = pd.DataFrame({"ts": feats["window_start"].astype("int64") // 10**6, "value": feats["input_rate"]})
-    out = pf.predict(frame.tail(120), params={"horizon_s": 300})
+    out = pf.predict(frame.tail(300), params={"horizon_s": 300})
     assert len(out) == 5 and {"bin_start", "mean", "q0.5", "q0.9", "q0.99"} <= set(out.columns)
     np.testing.assert_allclose(out["q0.9"].to_numpy(), champion.predict(history, 300).quantiles[0.9], rtol=1e-5)
-    client = mlflow.MlflowClient()
-    run_id = client.get_model_version("flinktune-forecaster-demo", "1").run_id
-    assert [a.path for a in client.list_artifacts(run_id, "plots")] == ["plots/backtest.png"]
+
+
+def test_challenger_is_compared_with_the_champion_on_the_same_window(settings):
+    base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
+    _write(base / "date=2024-03-01" / "part-0.parquet", _features().drop(columns=["job"]))
+    first = train_forecaster.run(job="demo", settings=settings, candidates=("darts-theta",), stride_bins=2)
+    assert (first["version"], first["promoted"], first["best"]) == ("1", True, "darts-theta")
+    # The champion saw the window (refit on all history), so it is refit on the same training part:
+    # its score on the shared window must equal its own first backtest exactly.
+    kept = train_forecaster.run(job="demo", settings=settings, candidates=("tide-quantile",), n_epochs=3,
+                                stride_bins=2, margin=0.99)
+    assert kept["champion_metrics"]["refit"] is True
+    assert kept["champion_metrics"]["peak_mae"] == pytest.approx(first["metrics"]["peak_mae"], rel=1e-9)
+    assert kept["metrics"]["champion_peak_mae"] == pytest.approx(first["metrics"]["peak_mae"], rel=1e-9)
+    assert (kept["version"], kept["promoted"], kept["champion"]) == ("2", False, "1")
+    tag = mlflow.MlflowClient().get_model_version("flinktune-forecaster-demo", "2").tags["promotion"]
+    assert tag.startswith("kept champion: same window from 2024-03-01T05:15:00+00:00") and "margin 0.99" in tag
+    won = train_forecaster.run(job="demo", settings=settings, candidates=("tide-quantile",), n_epochs=3,
+                               stride_bins=2, margin=0.0)
+    # With no margin the decision is exactly "lower peak MAE on the shared window, no less safe".
+    wins = (won["metrics"]["peak_mae"] < won["champion_metrics"]["peak_mae"]
+            and won["metrics"]["under_rate"] <= max(0.05, won["champion_metrics"]["under_rate"]))
+    assert won["version"] == "3" and won["promoted"] == wins and won["champion"] == ("3" if wins else "1")
 
 
 def test_train_forecaster_input_errors_name_the_path(settings):
@@ -99,6 +125,11 @@ def test_train_forecaster_input_errors_name_the_path(settings):
     _write(bad, _features(hours=1.5).drop(columns=["job"]))
     with pytest.raises(ValueError, match="job=demo input_rate: 90 bins of 60s is too short"):
         train_forecaster.run(job="demo", settings=settings)
+    with pytest.raises(ValueError, match="unknown forecaster candidate 'prophet'"):
+        train_forecaster.run(job="demo", settings=settings, candidates=("prophet",))
+    with pytest.raises(ValueError, match=r"none can be registered"):
+        train_forecaster.run(job="demo", settings=Settings(var_dir=settings.var_dir, device="cpu"),
+                             candidates=("seasonal-naive",))
 
 
 def test_train_surrogate_promotes_only_with_more_observations(settings, monkeypatch, capsys):
