@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flinktune.config_space import Configuration
+
+if TYPE_CHECKING:  # the analysis never imports this module at run time either way
+    from flinktune.analysis.criticality import CriticalityAnalysis
 
 __all__ = ["Action", "Decision", "JobState", "VertexMetrics"]
 
@@ -77,6 +80,10 @@ class JobState:
     problems: tuple[str, ...] = ()
     #: Per-vertex metrics in topological order (source first); empty when the source has none.
     vertices: tuple[VertexMetrics, ...] = ()
+    #: Job restarts (failures) within the window: the increase of Flink's ``numRestarts`` counter.
+    restarts: int = 0
+    #: Where the window's time went (bottleneck, stragglers, hot channel); None without per-vertex busy time.
+    analysis: "CriticalityAnalysis | None" = None
 
     def vertex(self, name: str) -> VertexMetrics:
         """The metrics of vertex ``name``; KeyError lists the known vertices."""
@@ -86,10 +93,12 @@ class JobState:
         raise KeyError(f"job {self.job!r} has no metrics for vertex {name!r}; known: {[v.name for v in self.vertices]}")
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("config", "vertices")}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("config", "vertices", "analysis")}
         d["config"] = self.config.to_dict()
         d["problems"] = list(self.problems)
         d["vertices"] = [v.to_dict() for v in self.vertices]
+        if self.analysis is not None:
+            d["analysis"] = self.analysis.to_dict()
         return d
 
 

@@ -7,16 +7,22 @@ an hour-old average). Per-vertex metrics (records in and out, busy and backpress
 true processing rate) come from the vertex-level samples, in the order the source lists vertices
 (topological for Flink and the twin). A state is marked not fresh when the newest sample is older than
 ``max_staleness_s``, and ``problems`` lists everything that makes it unfit to act on (missing
-metrics, NaN, a job that is not running), so the guard can hold and say why.
+metrics, NaN, a job that is not running), so the guard can hold and say why. ``analysis`` says
+where the window's time went (:mod:`flinktune.analysis`: bottleneck, stragglers, hot channel).
 """
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 
+from flinktune.analysis.criticality import CriticalityAnalysis, analyse
 from flinktune.config_space import Configuration
 from flinktune.decision import JobState, VertexMetrics
+
+log = logging.getLogger(__name__)
 
 __all__ = ["evaluate", "rate_series", "vertex_metrics", "REQUIRED_METRICS", "SOURCE_PREFIX"]
 
@@ -101,6 +107,21 @@ def vertex_metrics(samples: pd.DataFrame, config: Configuration) -> tuple[Vertex
     return tuple(out)
 
 
+def _restarts(df: pd.DataFrame) -> int:
+    # numRestarts is a counter: its increase over the window is the number of failures seen.
+    counter = _job_metric(df, "numRestarts")
+    return int(max(float(counter.iloc[-1] - counter.iloc[0]), 0.0)) if len(counter) > 1 else 0
+
+
+def _analysis(df: pd.DataFrame, config: Configuration) -> CriticalityAnalysis | None:
+    # Where the time went; an analysis that cannot be made must not stop the decision.
+    try:
+        return analyse(df, task_slots=config.task_slots)
+    except (ValueError, KeyError, IndexError) as exc:
+        log.warning("bottleneck analysis skipped: %s", exc)
+        return None
+
+
 def evaluate(
     job: str,
     samples: pd.DataFrame,
@@ -160,6 +181,8 @@ def evaluate(
         fresh=fresh,
         problems=tuple(problems),
         vertices=vertex_metrics(df, config) if not df.empty else (),
+        restarts=_restarts(df),
+        analysis=_analysis(df, config) if not df.empty else None,
     )
 
 

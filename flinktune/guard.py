@@ -4,7 +4,9 @@ Rules, in order (the first that applies wins, and its reason says so):
 
 1. hold on an unfit state: stale, missing or non-finite metrics, or a job that is not running;
 2. roll back: the last change was followed by missed service goals (latency p95 over target or
-   lag growing) within ``rollback_window_s`` while the configuration before it met them;
+   lag growing) within ``rollback_window_s`` while the configuration before it met them, in
+   steady operation: a miss within ``failure_grace_s`` of a job failure (``numRestarts`` rose)
+   is the failure's catch-up, not the change's fault, and never triggers a rollback;
 3. bounds and quotas: a target outside the configuration space or over the CPU / memory quota
    is refused;
 4. stabilization: no change within ``stabilization_s`` of the previous one (metrics after a
@@ -38,6 +40,7 @@ class GuardRules:
     quota_cpu: float | None = None
     quota_memory_mb: float | None = None
     lag_growth_tolerance: float = 50.0  # records/s of lag growth still considered "keeping up"
+    failure_grace_s: float = 600.0  # after a failure, missed goals are its catch-up (no rollback)
 
 
 def is_scale_down(current: Configuration, target: Configuration) -> bool:
@@ -66,18 +69,25 @@ class SafetyGuard:
     latency_target_ms: float
     rules: GuardRules = field(default_factory=GuardRules)
     changes: list[_Change] = field(default_factory=list)
+    last_failure_ts: float | None = None
 
     def goals_met(self, state: JobState) -> bool:
         return state.latency_p95_ms <= self.latency_target_ms and state.lag_growth <= self.rules.lag_growth_tolerance
+
+    def after_failure(self, now: float) -> bool:
+        """True within ``failure_grace_s`` of the last failure seen (the job is catching up)."""
+        return self.last_failure_ts is not None and now - self.last_failure_ts <= self.rules.failure_grace_s
 
     def review(self, decision: Decision, state: JobState, now: float) -> Decision:
         inputs = dict(decision.inputs, proposed=decision.action.value, proposed_reason=decision.reason)
         if state.problems:
             return Decision.keep("guard", f"hold: {'; '.join(state.problems)}; no change until the data is fit to act on", **inputs)
 
+        if state.restarts > 0:
+            self.last_failure_ts = now
         last = self.changes[-1] if self.changes else None
         if last and now - last.ts <= self.rules.rollback_window_s and last.goals_met_before and not self.goals_met(state) \
-                and state.config == last.after and now - last.ts >= self.rules.stabilization_s:
+                and state.config == last.after and now - last.ts >= self.rules.stabilization_s and not self.after_failure(now):
             return Decision(
                 Action.RECONFIGURE,
                 f"rollback: after the change at t={last.ts:.0f} to {last.after.describe()} the job missed its goals "

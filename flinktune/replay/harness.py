@@ -29,6 +29,7 @@ from flinktune.store import MemoryStateStore
 from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
 from flinktune.twin.oracle import oracle_schedule
 from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.reconfig_modes import reconfiguration_costs
 from flinktune.twin.simulator import TwinJob
 from flinktune.twin.workload import generate_trace
 
@@ -66,6 +67,8 @@ class PolicyRun:
     minutes: pd.DataFrame
     decisions: list[dict[str, Any]]
     wall_s: float
+    #: What each change would cost by mode (redeploy, rescale, live migration); see flinktune.twin.reconfig_modes.
+    mode_costs: pd.DataFrame | None = None
 
 
 def _context_factory(settings: ReplaySettings, models: ReplayModels | None, trace: pd.Series, clock: ManualClock) -> Callable[[JobState], PolicyContext]:
@@ -140,4 +143,5 @@ def replay_policy(
     hist = twin.history()
     summary = summarize(hist, twin.reconfigurations, models, settings.recovery_limit_s)
     minutes = hist.set_index("ts")[["rate", "latency_p95_ms", "lag", "total_cpu", "total_memory_mb"]].resample("1min").mean()
-    return PolicyRun(name, summary, minutes, decisions, time.perf_counter() - started)
+    costs = reconfiguration_costs(profile, twin.reconfigurations, hist)
+    return PolicyRun(name, summary, minutes, decisions, time.perf_counter() - started, mode_costs=costs)

@@ -19,7 +19,7 @@ import pandas as pd
 from flinktune.replay.harness import PolicyRun
 from flinktune.replay.metrics import relative_table
 
-__all__ = ["write_results", "markdown_table"]
+__all__ = ["write_results", "markdown_table", "mode_cost_table", "mode_cost_note"]
 
 _HEAD = [
     ("cpu_core_hours", "CPU", "{:.2f}"), ("memory_gib_hours", "memory", "{:.2f}"), ("latency_p50_ms", "p50", "{:.2f}"),
@@ -42,6 +42,51 @@ def markdown_table(table: pd.DataFrame) -> str:
     for name, row in table.iterrows():
         lines.append(f"| {name} | " + " | ".join(fmt.format(row[c]) for c, _, fmt in _HEAD) + " |")
     return "\n".join(lines)
+
+
+def _mode_totals(runs: dict[str, PolicyRun]) -> dict[str, dict[str, float]]:
+    # Per policy and mode: total downtime and worst added latency; an impossible in-place rescale falls back to redeploy.
+    out: dict[str, dict[str, float]] = {}
+    for name, run in runs.items():
+        c = run.mode_costs
+        row: dict[str, float] = {"changes": 0.0}
+        if c is not None and len(c):
+            wide = c.pivot(index="ts", columns="mode")
+            row["changes"] = float(len(wide))
+            for mode in ("redeploy", "rescale", "migrate"):
+                ok = wide[("feasible", mode)].astype(bool)
+                down = wide[("downtime_s", mode)].where(ok, wide[("downtime_s", "redeploy")])
+                lat = wide[("added_latency_ms", mode)].where(ok, wide[("added_latency_ms", "redeploy")])
+                row[f"{mode}_downtime_s"], row[f"{mode}_worst_ms"] = float(down.sum()), float(lat.max())
+                row[f"{mode}_fallbacks"] = float((~ok).sum())
+        out[name] = row
+    return out
+
+
+def mode_cost_table(runs: dict[str, PolicyRun]) -> str:
+    """Markdown: per policy, total downtime and worst added latency its changes would cost in each mode."""
+    lines = ["| policy | changes | redeploy down s | redeploy worst added ms | in-place down s | in-place worst added ms "
+             "| live migration down s | live migration worst added ms |", "|---" * 8 + "|"]  # fmt: skip
+    for name, r in _mode_totals(runs).items():
+        if not r["changes"]:
+            lines.append(f"| {name} | 0 | 0 | - | 0 | - | 0 | - |")
+            continue
+        fb = f" ({r['rescale_fallbacks']:.0f} redeploy)" if r["rescale_fallbacks"] else ""
+        lines.append(f"| {name} | {r['changes']:.0f} | {r['redeploy_downtime_s']:.0f} | {r['redeploy_worst_ms']:.0f} | "
+                     f"{r['rescale_downtime_s']:.0f}{fb} | {r['rescale_worst_ms']:.0f} | {r['migrate_downtime_s']:.0f} | {r['migrate_worst_ms']:.0f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def mode_cost_note(runs: dict[str, PolicyRun]) -> str:
+    """One closing sentence quoting the section: what live migration would have saved over all policies."""
+    t = [r for r in _mode_totals(runs).values() if r["changes"]]
+    if not t:
+        return "Reconfiguration cost by mode: no policy changed the configuration."
+    red, res, mig = (sum(r[f"{m}_downtime_s"] for r in t) for m in ("redeploy", "rescale", "migrate"))
+    worst = {m: max(r[f"{m}_worst_ms"] for r in t) for m in ("redeploy", "rescale", "migrate")}
+    return (f"Reconfiguration cost by mode: over all policies' changes, pause-and-restart would cost {red:.0f} s of downtime "
+            f"(worst added latency {worst['redeploy']:.0f} ms), in-place rescale {res:.0f} s ({worst['rescale']:.0f} ms), "
+            f"live state migration {mig:.0f} s ({worst['migrate']:.0f} ms).")  # fmt: skip
 
 
 def _plots(runs: dict[str, PolicyRun], table: pd.DataFrame, out: Path, stem: str) -> list[Path]:
@@ -92,7 +137,11 @@ def write_results(runs: dict[str, PolicyRun], out_dir: str | Path, trace_name: s
     md = [f"# Replay: {trace_name}", "", f"Command: `{meta.get('command', '')}`", "",
           "CPU, memory, latency quantiles and mean lag are relative to static (24 x (1 CPU, 4 GiB)); "
           "CPU and memory include profiling. Recovery, reconfigurations and downtime are absolute.", "",
-          markdown_table(table), "", f"Settings: `{json.dumps({k: v for k, v in meta.items() if k != 'command'}, default=str)}`", ""]  # fmt: skip
+          markdown_table(table), "", "## Reconfiguration cost by mode", "",
+          "What each policy's changes would cost carried out by savepoint redeploy, in-place rescale (parallelism-only "
+          "changes; others fall back to redeploy) or live fine-grained state migration (a what-if; see "
+          "flinktune/twin/reconfig_modes.py). Added latency: the worst extra wait of a record during one change.", "",
+          mode_cost_table(runs), "", mode_cost_note(runs), "", f"Settings: `{json.dumps({k: v for k, v in meta.items() if k != 'command'}, default=str)}`", ""]  # fmt: skip
     paths = {"markdown": out / f"{stem}.md", "json": out / f"{stem}.json"}
     _atomic_write(paths["markdown"], "\n".join(md).encode())
     doc = {
@@ -101,6 +150,7 @@ def write_results(runs: dict[str, PolicyRun], out_dir: str | Path, trace_name: s
         "relative": json.loads(table.to_json(orient="index")),
         "wall_s": {n: r.wall_s for n, r in runs.items()},
         "decisions": {n: r.decisions for n, r in runs.items()},
+        "reconfiguration_cost_by_mode": _mode_totals(runs),
     }
     _atomic_write(paths["json"], json.dumps(doc, indent=1, default=str, allow_nan=True).encode())
     if plots:

@@ -43,12 +43,14 @@ def test_rate_series_has_utc_index():
 
 
 def test_loop_reconfigures_records_and_explains(tmp_path):
+    # memory_headroom=0.7: FunctionSurrogate predicts heap use at 60 % of every reservation, which
+    # flinktune's default 50 % heap headroom refuses (then it keeps the maximum).
     frame = raw_samples("j", 0, 1200, rate=20000, p95=120)
     realizer = RecordingRealizer(SPACE.maximum)
     store = SqliteStateStore(tmp_path / "state.db")
     clock = ManualClock(600)
     loop = DecisionLoop(
-        job="j", source=FrameMetricsSource(frame), realizer=realizer, policy=make_policy("flinktune", SPACE),
+        job="j", source=FrameMetricsSource(frame), realizer=realizer, policy=make_policy("flinktune", SPACE, memory_headroom=0.7),
         guard=SafetyGuard(SPACE, 250.0), store=store, clock=clock,
         context=lambda s: PolicyContext(250.0, 180.0, StaticForecaster(20000).predict(pd.Series(dtype=float), 600),
                                         FunctionSurrogate(SPACE), extras={"profiled_max_rate": 1e6}),
@@ -68,7 +70,7 @@ def test_loop_dry_run_changes_nothing(tmp_path):
     realizer = RecordingRealizer(SPACE.maximum)
     loop = DecisionLoop(
         job="j", source=FrameMetricsSource(raw_samples("j", 0, 600, rate=20000, p95=120)), realizer=realizer,
-        policy=make_policy("flinktune", SPACE), guard=SafetyGuard(SPACE, 250.0), store=SqliteStateStore(tmp_path / "s.db"),
+        policy=make_policy("flinktune", SPACE, memory_headroom=0.7), guard=SafetyGuard(SPACE, 250.0), store=SqliteStateStore(tmp_path / "s.db"),
         clock=ManualClock(600), dry_run=True,
         context=lambda s: PolicyContext(250.0, 180.0, StaticForecaster(20000).predict(pd.Series(dtype=float), 600),
                                         FunctionSurrogate(SPACE), extras={"profiled_max_rate": 1e6}),

@@ -69,3 +69,23 @@ def test_restore_from_store_keeps_cooldowns_across_restarts():
 def test_is_scale_down():
     assert is_scale_down(MAX, SMALL)
     assert not is_scale_down(SMALL, MAX)
+
+
+def test_no_rollback_for_a_miss_caused_by_a_failure():
+    """A failure's catch-up spike (numRestarts rose) is not the change's fault: no rollback."""
+    g = guard(stabilization_s=300, rollback_window_s=900, failure_grace_s=600)
+    g.record(0, state(MAX, p95=300), SMALL)
+    failed = JobState("j", 0.0, SMALL, True, 30000, 30000, 0, 0.0, 5000, 4, 4000, 0.5, 0.0, 600, True, (), (), restarts=1)
+    assert g.review(Decision.keep("test", "fine"), failed, now=400).action is Action.KEEP
+    # still in the failure's grace period, even when the next window shows no restart
+    assert g.review(Decision.keep("test", "fine"), state(SMALL, p95=5000), now=700).action is Action.KEEP
+    assert g.after_failure(700) and not g.after_failure(1100)
+
+
+def test_rollback_still_happens_in_steady_operation_after_the_grace_period():
+    g = guard(stabilization_s=300, rollback_window_s=2000, failure_grace_s=600)
+    g.record(0, state(MAX, p95=300), SMALL)
+    failed = JobState("j", 0.0, SMALL, True, 30000, 30000, 0, 0.0, 5000, 4, 4000, 0.5, 0.0, 600, True, (), (), restarts=1)
+    g.review(Decision.keep("test", "fine"), failed, now=400)
+    d = g.review(Decision.keep("test", "fine"), state(SMALL, p95=5000), now=1100)
+    assert d.action is Action.RECONFIGURE and d.target == MAX and d.reason.startswith("rollback")

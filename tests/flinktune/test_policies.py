@@ -36,7 +36,10 @@ def test_static_keeps_the_maximum():
 
 @pytest.mark.parametrize("name", ["demeter", "flinktune"])
 def test_model_policies_pick_a_cheaper_safe_configuration_at_low_load(name):
-    d = make_policy(name, SPACE).decide(state(rate=20000), ctx(20000))
+    # FunctionSurrogate predicts heap use at 60 % of every reservation; flinktune's heap headroom
+    # rule (default 50 %) would refuse them all, so it is relaxed here.
+    opts = {"memory_headroom": 0.7} if name == "flinktune" else {}
+    d = make_policy(name, SPACE, **opts).decide(state(rate=20000), ctx(20000))
     assert d.action is Action.RECONFIGURE
     assert relative_cost(d.target, SPACE) < relative_cost(MAX, SPACE)
     scores = score_candidates(FunctionSurrogate(SPACE), SPACE, d.inputs["planned_rate"], 250.0, 180.0)
@@ -59,13 +62,13 @@ def test_profile_when_the_planned_rate_is_beyond_profiled_range(name):
     assert "profil" in d.reason
 
 
-def test_flinktune_plans_for_the_backlog_and_keeps_when_saving_is_small():
-    pol = make_policy("flinktune", SPACE)
+def test_flinktune_plans_for_the_backlog_and_keeps_its_shape_at_the_same_rate():
+    pol = make_policy("flinktune", SPACE, memory_headroom=0.7)
     rate, why = pol.planned_rate(state(rate=20000, lag=3_000_000), ctx(20000))
     assert rate == pytest.approx(20000 + 3_000_000 / 300) and "lag" in why
     first = pol.decide(state(rate=20000), ctx(20000))
     again = pol.decide(state(first.target, rate=20000), ctx(20000))
-    assert again.action is Action.KEEP and "saves only" in again.reason
+    assert again.action is Action.KEEP and "keep" in again.reason
 
 
 def test_demeter_falls_back_to_maximum_when_latency_is_bad():
