@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
+from flinktune.analysis.explain import annotate
 from flinktune.clock import Clock
 from flinktune.config_space import Configuration
 from flinktune.decision import Action, Decision, JobState
@@ -63,7 +64,8 @@ class DecisionLoop:
         state = evaluate(self.job, samples, current, now, window_s=self.window_s, max_staleness_s=self.max_staleness_s)
         ctx = self.context(state)
         planned = self.policy.decide(state, ctx)
-        decision = self.guard.review(planned, state, now)
+        # Every decision quotes the bottleneck; a scale-up against key skew is held (annotate).
+        decision = annotate(self.guard.review(planned, state, now), state)
         result: RealizeResult | None = None
         if not self.dry_run:
             if decision.action is Action.RECONFIGURE and decision.target is not None:

@@ -223,7 +223,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     if champion is not None:
         metrics.update({f"champion_{k}": v for k, v in champion.items() if isinstance(v, float)})
     history = series.iloc[-max(getattr(model, "input_bins", 0), 240):]
-    example = pd.DataFrame({"ts": history.index.asi8 // 10**6, "value": history.to_numpy()})
+    example = pd.DataFrame({"ts": history.index.as_unit("ns").asi8 // 10**6, "value": history.to_numpy()})
     signature = infer_signature(example, model.predict(series, horizon_s).to_frame(), params={"horizon_s": horizon_s})
     with tempfile.TemporaryDirectory(prefix="flinktune-forecaster-") as tmp:
         model_dir = model.save(Path(tmp) / "model")

@@ -56,7 +56,7 @@ def load_job(twin_dir: str | Path, job: str) -> tuple[TwinJob, pd.Series]:
 
 def upcoming_rates(trace: pd.Series, twin: TwinJob, seconds: int) -> np.ndarray:
     """The next ``seconds`` rates of ``trace`` from the twin's clock on (raises when the trace runs out)."""
-    idx = trace.index.asi8 // 10**9
+    idx = trace.index.as_unit("ns").asi8 // 10**9
     pos = int(np.searchsorted(idx, twin.now))
     if pos >= len(idx) or idx[pos] != twin.now:
         raise ValueError(f"trace has no sample at the twin's time {twin.now} (trace covers {idx[0]}..{idx[-1]})")

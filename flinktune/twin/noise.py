@@ -23,6 +23,7 @@ STREAMS: dict[str, int] = {
     "cpu": 4,
     "workload": 5,
     "observation": 6,
+    "busy": 7,
 }
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

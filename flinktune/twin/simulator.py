@@ -28,6 +28,7 @@ from flinktune.twin import mechanics as mech
 from flinktune.twin.emit import Series, raw_frame
 from flinktune.twin.engine import Dynamics, StepInputs
 from flinktune.twin.failures import parse_failures
+from flinktune.twin.imbalance import Imbalance, SubtaskLoads, subtask_loads
 from flinktune.twin.noise import normal, uniform
 from flinktune.twin.profile import ClusterProfile
 
@@ -52,7 +53,8 @@ class TwinJob:
     ``failures``: ``"none"``, ``"every:45m"`` or ``"random:2/h"`` (:mod:`flinktune.twin.failures`).
     ``detail``: ``"vertex"`` (per-vertex samples, subtask -1) or ``"subtask"`` (one sample per
     subtask; many rows, for short runs). ``retain_s``: seconds of emitted samples kept in memory
-    for :meth:`samples` (the twin's metrics endpoint).
+    for :meth:`samples` (the twin's metrics endpoint). ``imbalance``: a planted hot key and/or
+    slow TaskManager (:mod:`flinktune.twin.imbalance`); None (the default) is a balanced job.
     """
 
     def __init__(
@@ -66,10 +68,14 @@ class TwinJob:
         failures: str = "none",
         detail: str = "vertex",
         retain_s: int = 7200,
+        imbalance: Imbalance | None = None,
     ) -> None:
         if detail not in ("vertex", "subtask"):
             raise ValueError(f"detail must be 'vertex' or 'subtask', got {detail!r}")
         mech.layout(profile, config)  # validates vertex overrides
+        if imbalance is not None:
+            imbalance.check(profile.dataflow)
+        self.imbalance = imbalance if imbalance is not None and imbalance.active else None
         self.profile, self.config, self.job, self.seed = profile, config, job, int(seed)
         self.start_ts, self.detail, self.retain_s = int(start_ts), detail, int(retain_s)
         self.failures = parse_failures(failures).spec
@@ -156,6 +162,9 @@ class TwinJob:
         pressure = mech.memory_pressure(prof, lay, r)
         gc = mech.gc_factor(prof, pressure)
         cap = mech.capacity(lay, gc)
+        loads = self._subtask_loads(lay)
+        if loads is not None:
+            cap = cap / loads.slowdown  # the slowest thread (hot key, slow host) sets the pace
         size, dur, pause = mech.checkpoint(prof, lay, r)
         fdown = mech.failure_downtime_s(prof, lay, 0.0) + size / (prof.restore_mb_s * cfg.parallelism)
         p_fail = mech.oom_rate_per_s(prof, pressure) + self._random_rate
@@ -188,11 +197,16 @@ class TwinJob:
         self._history.append(hist)
         if not emit:
             return empty_frame()
-        frame = raw_frame(self.job, ts, self._series(lay, hist, out.effective_capacity))
+        frame = raw_frame(self.job, ts, self._series(lay, hist, out.effective_capacity, loads))
         self._retain(frame)
         return frame
 
-    def _series(self, lay: mech.Layout, h: dict[str, np.ndarray], eff_cap: np.ndarray) -> list[Series]:
+    def _subtask_loads(self, lay: mech.Layout) -> SubtaskLoads | None:
+        if self.imbalance is None:
+            return None
+        return subtask_loads(self.imbalance, lay.vertices, lay.parallelism, lay.a, self.config.task_slots)
+
+    def _series(self, lay: mech.Layout, h: dict[str, np.ndarray], eff_cap: np.ndarray, loads: SubtaskLoads | None = None) -> list[Series]:
         cfg, n = self.config, len(h["ts"])
         thr, run = h["throughput"], h["running"]
         const = lambda v: np.full(n, float(v))  # noqa: E731
@@ -216,6 +230,9 @@ class TwinJob:
         with np.errstate(divide="ignore", invalid="ignore"):
             load = np.where(eff_cap > 0, thr / eff_cap, 0.0)
         saturated = (h["lag"] > 0.5) | (load >= 0.999)
+        if loads is not None:
+            out.extend(self._imbalanced_series(lay, h, load, saturated, loads))
+            return out
         for k, v in enumerate(lay.vertices):
             spec = self.profile.dataflow.vertices[k]
             rec_in = thr * lay.input_share[k]
@@ -230,6 +247,43 @@ class TwinJob:
                 pv = int(lay.parallelism[k])
                 for sub in range(pv):
                     out.extend((m, v, sub, arr / pv if m.startswith("numRecords") else arr) for m, arr in per)
+        return out
+
+    def _imbalanced_series(self, lay: mech.Layout, h: dict[str, np.ndarray], load: np.ndarray, saturated: np.ndarray,
+                           loads: SubtaskLoads) -> list[Series]:
+        """Per-subtask time and record series when an imbalance is planted (unequal siblings).
+
+        The slowest thread is busy ``load`` of each second; every other thread in proportion to
+        its own load. When saturated, all vertices upstream of the slowest thread's vertex are
+        backpressured (a full channel blocks each sender), the rest idle when not busy.
+        """
+        thr, run, ts = h["throughput"], h["running"], h["ts"]
+        noise = self.imbalance.metric_noise if self.imbalance is not None else 0.0
+        out: list[Series] = []
+        lane = 0
+        for k, v in enumerate(lay.vertices):
+            sel = self.profile.dataflow.vertices[k].selectivity
+            per_sub: list[list[tuple[str, np.ndarray]]] = []
+            for rshare, ratio in zip(loads.records[k], loads.ratio[k]):
+                busy = np.minimum(1000.0 * load * ratio, 1000.0)
+                if noise > 0:
+                    busy = np.minimum(busy * np.exp(noise * normal(self.seed, "busy", ts, lane=lane)), 1000.0)
+                lane += 1
+                busy = busy * run
+                bp = np.where(saturated & (k < loads.bottleneck[0]), 1000.0 - busy, 0.0) * run
+                rec_in = thr * lay.input_share[k] * rshare
+                per_sub.append([("numRecordsInPerSecond", rec_in), ("numRecordsOutPerSecond", rec_in * sel),
+                                ("busyTimeMsPerSecond", busy), ("backPressuredTimeMsPerSecond", bp),
+                                ("idleTimeMsPerSecond", (1000.0 - busy - bp) * run)])  # fmt: skip
+            if self.detail == "subtask":
+                for sub, per in enumerate(per_sub):
+                    out.extend((m, v, sub, arr) for m, arr in per)
+            else:  # vertex level: records summed, times of the busiest subtask (the autoscaler's MAX)
+                arrays = {m: np.stack([dict(p)[m] for p in per_sub]) for m, _ in per_sub[0]}
+                top = np.argmax(arrays["busyTimeMsPerSecond"], axis=0)
+                cols = np.arange(top.size)
+                for m, arr in arrays.items():
+                    out.append((m, v, -1, arr.sum(axis=0) if m.startswith("numRecords") else arr[top, cols]))
         return out
 
     def _retain(self, frame: pd.DataFrame) -> None:
@@ -279,6 +333,8 @@ class TwinJob:
             "detail": self.detail, "retain_s": self.retain_s, "last_rate": self._last_rate,
             "dynamics": self._dyn.to_dict(), "reconfigurations": self.reconfigurations,
         }  # fmt: skip
+        if self.imbalance is not None:  # only when planted: balanced twins save exactly as before
+            d["imbalance"] = self.imbalance.to_dict()
         if with_history:
             d["history"] = [{k: v.tolist() for k, v in h.items()} for h in self._history]
         return d
@@ -293,6 +349,7 @@ class TwinJob:
             Configuration.from_dict(d["config"], where="twin state 'config'"),
             job=d["job"], seed=d["seed"], start_ts=d["start_ts"], failures=d["failures"], detail=d["detail"],
             retain_s=d["retain_s"],
+            imbalance=Imbalance.from_dict(d["imbalance"], "twin state 'imbalance'") if d.get("imbalance") else None,
         )  # fmt: skip
         twin._dyn = Dynamics.from_dict(d["dynamics"])
         twin._last_rate = float(d["last_rate"])

@@ -263,7 +263,7 @@ class DartsQuantileForecaster:
         n = math.ceil(horizon_s / self.bin_s)
         if n > self.output_bins:
             raise ForecastInputError(f"historical_forecasts: horizon of {n} bins exceeds output_bins={self.output_bins}")
-        steps = np.diff(origins.asi8) // (self.bin_s * 10**9) if len(origins) > 1 else np.array([1])
+        steps = np.diff(origins.as_unit("ns").asi8) // (self.bin_s * 10**9) if len(origins) > 1 else np.array([1])
         if len(set(steps.tolist())) != 1:
             raise ForecastInputError("historical_forecasts: origins must be evenly spaced")
         ts = self._to_darts(series)

@@ -148,7 +148,7 @@ class DemeterArimaForecaster:
         if self.input_bin_s == 1:
             return values.index, values.to_numpy(), end
         # A bin mean describes its centre; hold the edges flat.
-        centres = (values.index.asi8 // 10**9) + self.input_bin_s / 2.0
+        centres = (values.index.as_unit("ns").asi8 // 10**9) + self.input_bin_s / 2.0
         start_s = int(values.index[0].value // 10**9)
         grid_s = np.arange(start_s, int(end.value // 10**9))
         grid = np.interp(grid_s, centres, values.to_numpy())
