@@ -3,11 +3,13 @@
 Reads ``<lake>/curated/profiling_observations/job=<job>/**.parquet`` (``PROFILING_COLUMNS`` of
 ``flinktune.metric_schema``; the knobs, ``input_rate`` and the four outcomes are used),
 maps each row's knobs to [0, 1] with ``ConfigSpace().normalise`` and fits a :class:`GPSurrogate`
-on (knobs, ``input_rate``) -> (latency, CPU, memory, recovery). Rows whose knobs are missing are
+(``kind="gp"``, default) or an :class:`RGPESurrogate` (``kind="rgpe"``) on (knobs,
+``input_rate``) -> (latency, CPU, memory, recovery). Rows whose knobs are missing are
 dropped and counted; a knob value no configuration can have raises, naming the file and row.
 
-Metrics: leave-one-out RMSE and 95 % interval coverage per outcome (model space), the number of
-observations and distinct points, fit time. Promotion: the profiling table only grows, so a
+Metrics: leave-one-out RMSE and 95 % interval coverage per outcome (model space; ``kind="gp"``,
+while ``"rgpe"`` logs its rank weights instead, see :func:`run`), the number of observations
+and distinct points, fit time. Promotion: the profiling table only grows, so a
 version trained on *more observations* replaces the champion (metric ``observations``, higher is
 better) provided its leave-one-out errors are finite; a refit on the same data changes nothing.
 The GPs are small and exact, so they train on CPU whatever ``settings.device`` says.
@@ -33,7 +35,7 @@ from flinktune.config_space import KNOBS, ConfigError, ConfigSpace, Configuratio
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
 
-__all__ = ["run", "main", "read_observations", "observations_to_arrays", "PROMOTION_METRIC"]
+__all__ = ["run", "main", "read_observations", "observations_to_arrays", "PROMOTION_METRIC", "KINDS"]
 
 DATASET = "profiling_observations"
 PROMOTION_METRIC = "observations"
@@ -86,13 +88,25 @@ def observations_to_arrays(df: pd.DataFrame, space: ConfigSpace) -> tuple[np.nda
     return X, kept["input_rate"].to_numpy("float64"), kept[list(OUTCOMES)].to_numpy("float64"), int((~complete).sum())
 
 
-def run(*, job: str, settings: Settings | None = None, seed: int = 0) -> dict:
-    """Fit, evaluate (leave-one-out), register ``flinktune-surrogate-<job>``, promote when it has more data."""
+KINDS = ("gp", "rgpe")
+
+
+def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str = "gp") -> dict:
+    """Fit, evaluate, register ``flinktune-surrogate-<job>``, promote when it has more data.
+
+    ``kind="gp"``: one pooled GP per outcome (leave-one-out metrics). ``kind="rgpe"``: rank-weighted
+    per-rate-bucket GPs (:class:`RGPESurrogate`); its metrics are the bucket count and, per
+    observed bucket and outcome, the target model's weight (``rgpe_target_weight.<outcome>.b<k>``;
+    1.0 when nothing transfers, absent where the pooled fallback applies).
+    """
     from models import registry
     from models.surrogate.gp import GPSurrogate
     from models.surrogate.pyfunc import SurrogatePyfunc
+    from models.surrogate.rgpe_surrogate import RGPESurrogate
     from models.surrogate.types import SurrogateDataWarning, SurrogateInputError
 
+    if kind not in KINDS:
+        raise ValueError(f"unknown surrogate kind {kind!r}; expected one of {KINDS}")
     settings = settings or load_settings()
     space = ConfigSpace()
     df = read_observations(Lake(settings.lake_dir), job)
@@ -101,7 +115,8 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0) -> dict:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SurrogateDataWarning)
         try:
-            model = GPSurrogate(device="cpu", seed=seed).fit(X, rates, Y)
+            cls = GPSurrogate if kind == "gp" else RGPESurrogate
+            model = cls(device="cpu", seed=seed).fit(X, rates, Y)
         except SurrogateInputError as exc:
             raise SurrogateInputError(f"dataset {DATASET} job={job}: {exc}") from None
     fit_s = time.perf_counter() - t0
@@ -111,9 +126,16 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0) -> dict:
         "fit_seconds": fit_s,
         **{k: v for k, v in model.fit_info.items()},
     }
-    for outcome, (y, mean, std) in model.loo().items():
-        metrics[f"loo_rmse.{outcome}"] = float(np.sqrt(np.mean((y - mean) ** 2)))
-        metrics[f"loo_coverage95.{outcome}"] = float(np.mean(np.abs(y - mean) <= 1.96 * std))
+    if kind == "gp":
+        for outcome, (y, mean, std) in model.loo().items():
+            metrics[f"loo_rmse.{outcome}"] = float(np.sqrt(np.mean((y - mean) ** 2)))
+            metrics[f"loo_coverage95.{outcome}"] = float(np.mean(np.abs(y - mean) <= 1.96 * std))
+    else:
+        for b in sorted({model.buckets.index(r) for r in rates[np.isfinite(rates) & (rates >= 0)]}):
+            lo, hi = model.buckets.bounds(b)
+            for outcome, w in model.weights((lo + hi) / 2).items():
+                if w["kind"] == "rgpe":
+                    metrics[f"rgpe_target_weight.{outcome}.b{b}"] = w["weights"]["target"]
     finite = all(np.isfinite(v) for v in metrics.values())
     name = f"flinktune-surrogate-{job}"
     registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
@@ -122,7 +144,7 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0) -> dict:
         version = registry.log_and_register(
             name,
             SurrogatePyfunc(list(KNOBS), space.bounds()),
-            params={"job": job, "model": model.name, "outcomes": list(model.outcomes), "seed": seed,
+            params={"job": job, "model": model.name, "kind": kind, "outcomes": list(model.outcomes), "seed": seed,
                     "rate_scale": model.rate_scale, "warnings": " | ".join(str(w.message) for w in caught)[:500]},
             metrics={k: v for k, v in metrics.items() if np.isfinite(v)},
             artifacts={"model": str(path)},
@@ -138,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.train_surrogate", description=__doc__.splitlines()[0])
     parser.add_argument("--job", required=True, help="job name (curated profiling_observations partition job=<job>)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kind", choices=KINDS, default="gp", help="gp: pooled GPs; rgpe: rank-weighted bucket GPs")
     args = parser.parse_args(argv)
-    print(json.dumps(run(job=args.job, seed=args.seed), sort_keys=True, default=float))
+    print(json.dumps(run(job=args.job, seed=args.seed, kind=args.kind), sort_keys=True, default=float))
     return 0
 
 

@@ -1,12 +1,13 @@
 """MLflow pyfunc wrapper for surrogates: raw knob values and a rate in, per-outcome Gaussians out.
 
-Use :class:`SurrogatePyfunc` when logging a fitted :class:`GPSurrogate` with ``models.registry``;
-log it with ``artifacts={"model": <file written by GPSurrogate.save>}``. The wrapper is built with
+Use :class:`SurrogatePyfunc` when logging a fitted :class:`GPSurrogate` or :class:`RGPESurrogate`
+with ``models.registry``; log it with ``artifacts={"model": <file written by its save>}`` (the
+file's ``kind`` picks the class on load). The wrapper is built with
 the knob column names and their (low, high) bounds, so callers outside Python-land can send raw
 values: each input row has one column per knob plus ``rate`` (rec/s); knobs are scaled to [0, 1]
 as ``(v - low) / (high - low)``. The output has one row per input row and, per outcome,
 ``<outcome>_mean`` and ``<outcome>_std`` (model space, observation noise included) and
-``<outcome>_median`` (the outcome's own unit). After loading, ``.model`` is the GPSurrogate.
+``<outcome>_median`` (the outcome's own unit). After loading, ``.model`` is the surrogate.
 """
 
 from __future__ import annotations
@@ -19,11 +20,26 @@ import pandas as pd
 
 from models.surrogate.types import SurrogateInputError
 
-__all__ = ["SurrogatePyfunc"]
+__all__ = ["SurrogatePyfunc", "load_surrogate"]
+
+
+def load_surrogate(path, *, device: str = "cpu"):
+    """A surrogate saved by ``GPSurrogate.save`` or ``RGPESurrogate.save``, by the ``kind`` in its state."""
+    import torch
+
+    from models.surrogate.gp import GPSurrogate
+    from models.surrogate.rgpe_surrogate import RGPESurrogate
+
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    kinds = {GPSurrogate.name: GPSurrogate, RGPESurrogate.name: RGPESurrogate}
+    kind = state.get("kind") if isinstance(state, dict) else None
+    if kind not in kinds:
+        raise ValueError(f"surrogate file {path}: unknown kind {kind!r}; expected one of {sorted(kinds)}")
+    return kinds[kind].from_state(state, device=device)
 
 
 class SurrogatePyfunc(mlflow.pyfunc.PythonModel):
-    """Pyfunc face of a saved GPSurrogate (artifact key ``"model"``)."""
+    """Pyfunc face of a saved GPSurrogate or RGPESurrogate (artifact key ``"model"``)."""
 
     def __init__(self, feature_names: Sequence[str], bounds: Sequence[tuple[float, float]]) -> None:
         if len(feature_names) != len(bounds):
@@ -33,9 +49,7 @@ class SurrogatePyfunc(mlflow.pyfunc.PythonModel):
         self.model: Any = None
 
     def load_context(self, context) -> None:
-        from models.surrogate.gp import GPSurrogate
-
-        self.model = GPSurrogate.load(context.artifacts["model"], device="cpu")
+        self.model = load_surrogate(context.artifacts["model"], device="cpu")
 
     def normalise(self, frame: pd.DataFrame) -> np.ndarray:
         """Knob columns of ``frame`` scaled to [0, 1] with the stored bounds, shape (n, d)."""

@@ -1,6 +1,5 @@
 """GPSurrogate: recovers a known function's ordering, sensible probabilities, state round trip."""
 
-import time
 
 import numpy as np
 import pytest
@@ -69,14 +68,12 @@ def test_uncertainty_grows_away_from_data_and_noise_option(model, data):
     assert (with_noise > without).all()
 
 
-def test_scores_the_840_candidate_grid_fast(model):
+def test_scores_the_840_candidate_grid_in_one_call(model):
+    # Speed is measured by benchmarks/surrogate.py, not asserted here; this checks the shapes.
     C = np.random.default_rng(2).random((840, 5))
-    timings = []
-    for _ in range(3):  # best of three: the CI node may be busy
-        start = time.perf_counter()
-        model.predict(C, 30_000)
-        timings.append(time.perf_counter() - start)
-    assert min(timings) < 0.5, timings
+    pred = model.predict(C, 30_000)
+    assert pred.mean.shape == pred.std.shape == (840, len(pred.outcomes))
+    assert np.isfinite(pred.mean).all() and (pred.std > 0).all()
 
 
 def test_constant_outcome_gets_fixed_std(data):
