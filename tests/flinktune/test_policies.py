@@ -78,3 +78,13 @@ def test_demeter_falls_back_to_maximum_when_latency_is_bad():
 
 def test_policy_names():
     assert set(POLICY_NAMES) >= {"static", "demeter", "flinktune"}
+
+
+def test_profiling_suggestions_respect_the_profiling_budget():
+    from flinktune.policies.profiling import propose_profiling
+
+    c = ctx(80000, covered=30000)
+    c.extras["profiling_budget"] = (8.0, 16384)
+    configs = propose_profiling(c.surrogate, SPACE, 80000.0, c, 3, MAX)
+    assert 1 <= len(configs) <= 3 and len(set(configs)) == len(configs)
+    assert all(cfg.total_cpu <= 8.0 and cfg.total_memory_mb <= 16384 for cfg in configs)
