@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, task
 
 from flinktune.orchestration.dag_wiring import CHAMPIONS, POLICIES, START_DATE, TAGS, default_args, job_param
@@ -17,6 +18,12 @@ DOC = """
 Every 10 minutes, and whenever a new model champion is registered: for each of `ticks` decision
 intervals, collect metrics, evaluate, plan with `policy`, guard, realize and store the decision.
 With `dry_run` the decisions are stored but never applied to the cluster.
+
+When a decision says *profile* on a real cluster (`FLINKTUNE_CLUSTER=kubernetes`),
+**request_profile** passes its configurations and planned rate to **trigger_profile**, which
+starts `flinktune_profile` (TriggerDagRunOperator: the request carries a conf, which an asset
+event cannot show in the UI as plainly). On the twin, `jobs.decide` profiles inline before its
+next tick, so both are skipped.
 """
 
 
@@ -50,7 +57,17 @@ def flinktune_decide() -> None:
             settings=load_settings(),
         )
 
-    decide()
+    @task.short_circuit(execution_timeout=timedelta(minutes=5))
+    def request_profile(decided: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        from flinktune.orchestration.tasks import profile_request
+
+        return profile_request(params["job"], decided, dry_run=params["dry_run"])
+
+    request = request_profile(decide())
+    request >> TriggerDagRunOperator(
+        task_id="trigger_profile", trigger_dag_id="flinktune_profile", conf=request,
+        execution_timeout=timedelta(minutes=5),
+    )
 
 
 flinktune_decide()

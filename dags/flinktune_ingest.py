@@ -23,7 +23,9 @@ Brings the job's metrics into the lake and turns them into the curated `features
    writes its raw metrics to the lake. Skipped otherwise (Prometheus metrics are extracted
    outside this DAG).
 2. **etl_features**: Spark job raw -> `curated/features_1m`, validated against its data
-   contract; a failing batch is quarantined and the task fails naming the broken rule.
+   contract; a failing batch is quarantined and the task fails naming the broken rule. Runs in
+   the worker on `FLINKTUNE_SPARK_MASTER` (default `local[2]`), or through `spark-submit` with
+   `FLINKTUNE_SPARK_SUBMIT=client|cluster` (Spark on Kubernetes; docs/OPERATIONS.md).
 
 Updates the asset `flinktune://lake/features_1m`, which triggers `flinktune_train`.
 """
@@ -79,14 +81,10 @@ def flinktune_ingest() -> None:
     # window is None (Airflow logs "XCom not found" for the skipped task) and the ETL takes all raw data.
     @task(execution_timeout=timedelta(minutes=20), trigger_rule=TriggerRule.NONE_FAILED, outlets=[FEATURES_1M])
     def etl_features(window: dict[str, Any] | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        from flinktune.settings import load_settings
-        from jobs import etl_features as job
+        from flinktune.orchestration.tasks import etl_features as etl
 
         window = window or {}
-        return job.run(
-            job=params["job"], start_ms=window.get("start_ms"), end_ms=window.get("end_ms"),
-            settings=load_settings(),
-        )
+        return etl(params["job"], window.get("start_ms"), window.get("end_ms"))
 
     etl_features(simulate())
 

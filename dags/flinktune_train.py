@@ -11,7 +11,9 @@ from typing import Any
 
 from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, dag, task
 
-from flinktune.orchestration.dag_wiring import CHAMPIONS, FEATURES_1M, START_DATE, TAGS, default_args, job_param
+from flinktune.orchestration.dag_wiring import (
+    CHAMPIONS, FEATURES_1M, START_DATE, TAGS, TRAINING, default_args, job_param,
+)
 
 DOC = """
 ### flinktune_train
@@ -24,11 +26,9 @@ Retrains the models the decision loop uses, on new features or at least once a d
    `flinktune-forecaster-<job>@champion`.
 
 Both training tasks update the asset `flinktune://models/champions`, which triggers
-`flinktune_decide`. Training tasks have an execution timeout and retry with back-off.
+`flinktune_decide`. Training tasks have an execution timeout and retry with back-off; they run
+in the worker, or in a GPU pod with `FLINKTUNE_TRAINING=kubernetes` (docs/OPERATIONS.md).
 """
-
-TRAINING = {"execution_timeout": timedelta(minutes=45), "retries": 2, "retry_delay": timedelta(minutes=2)}
-
 
 @dag(
     dag_id="flinktune_train",
@@ -50,18 +50,16 @@ def flinktune_train() -> None:
         return job.run(job=params["job"], settings=load_settings())
 
     @task(outlets=[CHAMPIONS], **TRAINING)
-    def train_surrogate(params: dict[str, Any] | None = None) -> dict[str, Any]:
-        from flinktune.settings import load_settings
-        from jobs import train_surrogate as job
+    def train_surrogate(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
+        from flinktune.orchestration.tasks import train
 
-        return job.run(job=params["job"], settings=load_settings())
+        return train("surrogate", params["job"], run_key=run_id or "")
 
     @task(outlets=[CHAMPIONS], **TRAINING)
-    def train_forecaster(params: dict[str, Any] | None = None) -> dict[str, Any]:
-        from flinktune.settings import load_settings
-        from jobs import train_forecaster as job
+    def train_forecaster(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
+        from flinktune.orchestration.tasks import train
 
-        return job.run(job=params["job"], settings=load_settings())
+        return train("forecaster", params["job"], run_key=run_id or "")
 
     profile() >> train_surrogate()
     train_forecaster()

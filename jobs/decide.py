@@ -1,10 +1,15 @@
 """The decision task: load the champion models and run the decision loop for one job.
 
-On the embedded default the cluster is the twin: each tick lets the persisted twin run one
-decision interval on its trace (its metrics land in the raw lake), then makes one decision with
-:class:`flinktune.loop.DecisionLoop` and applies it to the twin. A profile decision runs the
-profiling jobs on the twin at the planned rate and retrains the surrogate before the next tick,
-as the profiling and surrogate-retraining DAGs do in production.
+On the embedded default (``FLINKTUNE_CLUSTER=twin``) the cluster is the twin: each tick lets the
+persisted twin run one decision interval on its trace (its metrics land in the raw lake), then
+makes one decision with :class:`flinktune.loop.DecisionLoop` and applies it to the twin. A profile
+decision runs the profiling jobs on the twin at the planned rate and retrains the surrogate before
+the next tick, as the profiling and surrogate-retraining DAGs do in production.
+
+With ``FLINKTUNE_CLUSTER=kubernetes`` the same loop makes one decision per run on the wall clock,
+reading the raw lake the extractor keeps fresh and patching the FlinkDeployment (a dry run
+computes the patch and prints it as a diff, changing nothing); profile decisions are carried out
+by the ``flinktune_profile`` DAG that the decide DAG triggers.
 
 ``python -m jobs.decide --job demo --ticks 6 --policy flinktune`` prints a JSON summary.
 """
@@ -21,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from flinktune.clock import ManualClock
+from flinktune.clock import ManualClock, SystemClock
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import JobState
 from flinktune.evaluation import rate_series
@@ -33,7 +38,6 @@ from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.settings import Settings, load_settings
 from flinktune.stages import PolicyContext
 from flinktune.store import SqliteStateStore
-from flinktune.twin.adapters import TwinRealizer
 from flinktune.twin.simulator import TwinJob
 
 __all__ = ["run", "main", "FORECAST_HISTORY_S"]
@@ -72,16 +76,24 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
     from models.registry import configure
 
     configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
+    from flinktune.orchestration.backends import load_backends
+    from flinktune.orchestration.cluster import make_realizer
+
+    on_twin = load_backends().cluster == "twin"
     twin_dir = Path(settings.twin_dir) / job
     twin_path, trace_path = twin_dir / "twin.json", twin_dir / "trace.parquet"
-    if not twin_path.exists() or not trace_path.exists():
-        raise FileNotFoundError(f"no twin for job {job!r} under {twin_dir}; run jobs.simulate first")
-    twin = TwinJob.load(twin_path)
-    trace = pd.read_parquet(trace_path)["rate"]
+    twin, trace = None, None
+    if on_twin:
+        if not twin_path.exists() or not trace_path.exists():
+            raise FileNotFoundError(f"no twin for job {job!r} under {twin_dir}; run jobs.simulate first")
+        twin = TwinJob.load(twin_path)
+        trace = pd.read_parquet(trace_path)["rate"]
+    elif ticks != 1:
+        raise ValueError(f"ticks={ticks}: on a real cluster each run makes one decision (the DAG runs every interval)")
     space = default_space()
     lake = Lake(settings.lake_dir)
     store = SqliteStateStore(settings.state_db)
-    clock = ManualClock(twin.now)
+    clock = ManualClock(twin.now) if twin is not None else SystemClock()
     guard = SafetyGuard(space, settings.latency_target_ms).restore(store.decisions(job))
     models: dict[str, Any] = {
         "forecaster": _load_champion(f"flinktune-forecaster-{job}"),
@@ -104,7 +116,7 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
             extras={"profiled_max_rate": models["profiled_max_rate"]},
         )
 
-    def profiler(configs: list[Configuration], rate: float) -> None:
+    def profile_on_twin(configs: list[Configuration], rate: float) -> None:
         from jobs import profile as profile_job
         from jobs import train_surrogate
 
@@ -116,19 +128,29 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
     loop = DecisionLoop(
         job=job,
         source=LakeMetricsSource(lake),
-        realizer=TwinRealizer(twin, job=job),
+        realizer=make_realizer(job, twin=twin, dry_run=dry_run),
         policy=make_policy(policy, space, confidence=settings.confidence),
         guard=guard,
         store=store,
         clock=clock,
         context=context,
-        profiler=profiler,
+        profiler=profile_on_twin if on_twin else None,
         window_s=settings.decision_interval_s,
-        dry_run=dry_run,
+        # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
+        dry_run=dry_run and on_twin,
     )
     interval = settings.decision_interval_s
     summaries = []
     for i in range(ticks):
+        if twin is None:
+            outcome = loop.step()
+            diff = getattr(loop.realizer, "last_diff", None)
+            if dry_run and diff:
+                print(diff, flush=True)
+            summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
+                              "changed": bool(outcome.result and outcome.result.changed), "diff": diff if dry_run else None})
+            print(f"[decide] {outcome.line()}", flush=True)
+            continue
         start = pd.Timestamp(twin.now, unit="s", tz="UTC")
         rates = trace[(trace.index >= start) & (trace.index < start + pd.Timedelta(seconds=interval))]
         if len(rates) < interval:
@@ -145,8 +167,9 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
         summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
                           "changed": bool(outcome.result and outcome.result.changed)})
         print(f"[decide {i + 1}/{ticks}] {outcome.line()}", flush=True)
-    twin.save(twin_path)
-    return {"job": job, "policy": policy, "decisions": summaries, "end_ms": int(twin.now * 1000)}
+    if twin is not None:
+        twin.save(twin_path)
+    return {"job": job, "policy": policy, "decisions": summaries, "end_ms": int(clock.now() * 1000)}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,7 +1,14 @@
-"""Airflow plugin: a read-only HTTP view of flinktune's decisions, served by the Airflow API server.
+"""Airflow plugin: a read-only view of flinktune's jobs, served by the Airflow API server.
 
 Mounted at ``/flinktune`` on the API server (``airflow api-server``) when the plugins folder is
-this repository's ``plugins/`` (see :mod:`flinktune.orchestration.airflow_home`):
+this repository's ``plugins/`` (see :mod:`flinktune.orchestration.airflow_home`). HTML pages:
+
+- ``GET /flinktune/`` -> the jobs with recorded decisions, each linking to its page.
+- ``GET /flinktune/job/<job>`` -> the configuration in force, the last decisions with reasons,
+  the champion model versions (linked to the MLflow UI at ``FLINKTUNE_MLFLOW_UI_URL``) and the
+  latest report's plots (``GET /flinktune/job/<job>/plots/<file>.png``).
+
+JSON:
 
 - ``GET /flinktune/jobs`` -> ``{"jobs": [name, ...]}``: jobs with recorded decisions.
 - ``GET /flinktune/decisions?job=demo&limit=20`` -> ``{"job", "state_db", "decisions": [row, ...]}``,
@@ -18,7 +25,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import FastAPI, HTTPException, Path as PathParam, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse
 
 from airflow.plugins_manager import AirflowPlugin
 
@@ -26,17 +34,26 @@ __all__ = ["FlinktunePlugin", "create_app"]
 
 JOB_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"  # as the DAGs' job param
 _JSON_COLUMNS = ("target", "profile_configs", "state", "inputs")  # stored as JSON text
+_PLOT_PATTERN = r"^[A-Za-z0-9_-]+\.png$"  # a bare file name: no path can escape the report folder
+
+
+def _base(request: Request) -> str:
+    return request.scope.get("root_path", "").rstrip("/") + "/"
 
 
 def create_app(state_db: str | Path | None = None) -> FastAPI:
     """The FastAPI app; ``state_db`` fixes the database (tests), else settings are read per request."""
     app = FastAPI(title="flinktune", description="Decisions recorded by flinktune's decision loop (read-only).")
 
-    def _store() -> Any:
+    def _settings() -> Any:
         from flinktune.settings import load_settings
+
+        return load_settings(state_db=state_db) if state_db is not None else load_settings()
+
+    def _store() -> Any:
         from flinktune.store import SqliteStateStore
 
-        path = Path(state_db) if state_db is not None else Path(load_settings().state_db)
+        path = Path(_settings().state_db)
         if not path.is_file():  # SqliteStateStore would create it; a read-only view must not
             raise HTTPException(status_code=404, detail=f"no flinktune state database at {path}")
         return SqliteStateStore(path)
@@ -60,6 +77,31 @@ def create_app(state_db: str | Path | None = None) -> FastAPI:
                     row[column] = json.loads(row[column])
         return {"job": job, "state_db": str(store.path), "decisions": rows}
 
+    @app.get("/", response_class=HTMLResponse)
+    def index(request: Request) -> str:
+        from flinktune.orchestration.overview_html import index_page
+
+        path = Path(_settings().state_db)
+        if not path.is_file():
+            return index_page([], base=_base(request), note=f"no flinktune state database at {path} yet")
+        return index_page(_store().jobs(), base=_base(request))
+
+    @app.get("/job/{job}", response_class=HTMLResponse)
+    def job_page(request: Request, job: str = PathParam(..., pattern=JOB_NAME_PATTERN)) -> str:
+        from flinktune.orchestration.overview import job_overview
+        from flinktune.orchestration.overview_html import job_page as render
+
+        return render(job_overview(job, _settings()), base=_base(request))
+
+    @app.get("/job/{job}/plots/{name}")
+    def plot(job: str = PathParam(..., pattern=JOB_NAME_PATTERN), name: str = PathParam(..., pattern=_PLOT_PATTERN)) -> FileResponse:
+        from flinktune.orchestration.overview import latest_report_dir
+
+        folder = latest_report_dir(_settings().reports_dir, job)
+        if folder is None or not (folder / name).is_file():
+            raise HTTPException(status_code=404, detail=f"no plot {name} in the latest report of job {job}")
+        return FileResponse(folder / name, media_type="image/png")
+
     return app
 
 
@@ -67,4 +109,4 @@ class FlinktunePlugin(AirflowPlugin):
     """Registers the decisions view with the Airflow 3 API server."""
 
     name = "flinktune"
-    fastapi_apps = [{"app": create_app(), "url_prefix": "/flinktune", "name": "flinktune decisions"}]
+    fastapi_apps = [{"app": create_app(), "url_prefix": "/flinktune", "name": "flinktune"}]

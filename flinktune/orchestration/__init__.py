@@ -8,6 +8,11 @@ Import what you need from the submodules:
 - :mod:`flinktune.orchestration.runner`: ``run_dag`` / ``run_pipeline`` (each DAG in a fresh process).
 - :mod:`flinktune.orchestration.in_process`: what that fresh process runs (``dag.test()``).
 - :mod:`flinktune.orchestration.dag_wiring`: assets, typed params and default args shared by ``dags/``.
+- :mod:`flinktune.orchestration.tasks`: the task bodies the DAGs call, behind the back-end switches.
+- :mod:`flinktune.orchestration.backends`: ``FLINKTUNE_CLUSTER`` / ``FLINKTUNE_TRAINING`` / ``FLINKTUNE_SPARK_SUBMIT``.
+- :mod:`flinktune.orchestration.cluster`: ``make_realizer(job, twin=...)``: twin or Kubernetes realizer.
+- :mod:`flinktune.orchestration.trainer_pod`, :mod:`flinktune.orchestration.spark_submit`: production training and ETL.
+- :mod:`flinktune.orchestration.overview`, :mod:`flinktune.orchestration.overview_html`: the plugin's job pages.
 """
 
 __all__: list[str] = []

@@ -48,11 +48,14 @@ def airflow_env(
     *,
     dags_folder: str | Path | None = None,
     plugins_folder: str | Path | None = None,
+    database_url: str | None = None,
 ) -> dict[str, str]:
     """The Airflow variables for a home at ``<var_dir>/airflow``, without touching the disk.
 
     Returns ``{"AIRFLOW_HOME": ..., "AIRFLOW__SECTION__KEY": ...}``, all paths absolute.
-    ``dags_folder`` / ``plugins_folder`` default to this repository's ``dags/`` and ``plugins/``.
+    ``dags_folder`` / ``plugins_folder`` default to this repository's ``dags/`` and ``plugins/``;
+    ``database_url`` (a SQLAlchemy URL, e.g. ``postgresql+psycopg2://...``) replaces the SQLite
+    metadata database inside the home.
     """
     home = Path(var_dir).resolve() / "airflow"
     return {
@@ -67,7 +70,7 @@ def airflow_env(
         "AIRFLOW__CORE__PARALLELISM": "2",
         "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "2",
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "30",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / _DB_NAME}",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": database_url or f"sqlite:///{home / _DB_NAME}",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
         # If someone starts `airflow api-server` with this env, it must stay on the loopback.
         "AIRFLOW__API__HOST": "127.0.0.1",
@@ -79,6 +82,7 @@ def prepare_airflow_home(
     *,
     dags_folder: str | Path | None = None,
     plugins_folder: str | Path | None = None,
+    database_url: str | None = None,
     timeout_s: float = 300.0,
 ) -> dict[str, str]:
     """Create ``<var_dir>/airflow``, migrate its SQLite database once, and return :func:`airflow_env`.
@@ -87,9 +91,11 @@ def prepare_airflow_home(
     migrated the database, and a newer Airflow migrates it again. The migration runs on a copy
     that replaces the database only when ``airflow db migrate`` succeeds, so an interrupted or
     failed run never leaves a half-migrated database behind. Concurrent callers are serialised by
-    a lock file. Raises :class:`AirflowHomeError` naming the folder or the failed command.
+    a lock file. With ``database_url`` (a server database such as PostgreSQL) the migration runs
+    on that database directly: Airflow's migrations there are transactional. Raises
+    :class:`AirflowHomeError` naming the folder, database or the failed command.
     """
-    env = airflow_env(var_dir, dags_folder=dags_folder, plugins_folder=plugins_folder)
+    env = airflow_env(var_dir, dags_folder=dags_folder, plugins_folder=plugins_folder, database_url=database_url)
     for key in ("AIRFLOW__CORE__DAGS_FOLDER", "AIRFLOW__CORE__PLUGINS_FOLDER"):
         if not Path(env[key]).is_dir():
             raise AirflowHomeError(f"{key} points at {env[key]}, which is not a directory")
@@ -101,7 +107,10 @@ def prepare_airflow_home(
 
     with open(home / ".prepare.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not _is_migrated(home):
+        if database_url and not database_url.startswith("sqlite"):
+            if not _is_migrated(home, database_url):
+                _migrate_server(home, env, timeout_s, database_url)
+        elif not _is_migrated(home):
             _migrate(home, env, timeout_s)
     return env
 
@@ -110,15 +119,35 @@ def _airflow_version() -> str:
     return version("apache-airflow-core")
 
 
-def _is_migrated(home: Path) -> bool:
+def _is_migrated(home: Path, database_url: str | None = None) -> bool:
     marker = home / _MARKER_NAME
-    if not (marker.is_file() and (home / _DB_NAME).is_file()):
+    if not (marker.is_file() and (database_url or (home / _DB_NAME).is_file())):
         return False
     try:
-        recorded = json.loads(marker.read_text()).get("airflow_version")
-    except (OSError, ValueError, AttributeError):
+        recorded = json.loads(marker.read_text())
+    except (OSError, ValueError):
         return False
-    return recorded == _airflow_version()
+    if not isinstance(recorded, dict) or recorded.get("airflow_version") != _airflow_version():
+        return False
+    return database_url is None or recorded.get("database") == database_url
+
+
+def _migrate_server(home: Path, env: Mapping[str, str], timeout_s: float, database_url: str) -> None:
+    log_path = home / "logs" / "db-migrate.log"
+    safe_url = database_url.split("@")[-1]  # never log a password
+    with open(log_path, "w") as log:
+        try:
+            proc = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env={**os.environ, **env},
+                                  stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            raise AirflowHomeError(f"`airflow db migrate` on {safe_url} did not finish in {timeout_s:.0f} s; log: {log_path}") from None
+    if proc.returncode != 0:
+        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-_TAIL_LINES:])
+        raise AirflowHomeError(f"`airflow db migrate` failed with exit code {proc.returncode} on database {safe_url}; "
+                               f"last lines of {log_path}:\n{tail}")
+    marker_tmp = home / f"{_MARKER_NAME}.tmp"
+    marker_tmp.write_text(json.dumps({"airflow_version": _airflow_version(), "database": database_url}))
+    os.replace(marker_tmp, home / _MARKER_NAME)
 
 
 def _migrate(home: Path, env: Mapping[str, str], timeout_s: float) -> None:

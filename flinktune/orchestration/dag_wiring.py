@@ -15,11 +15,14 @@ from airflow.sdk import Asset, Param
 
 __all__ = [
     "CHAMPIONS",
+    "CONFIGURATION_SCHEMA",
+    "FAILURES_PATTERN",
     "FEATURES_1M",
     "JOB_NAME_PATTERN",
     "POLICIES",
     "START_DATE",
     "TAGS",
+    "TRAINING",
     "default_args",
     "job_param",
 ]
@@ -38,6 +41,28 @@ JOB_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 POLICIES: tuple[str, ...] = (
     "flinktune", "demeter", "static", "reactive", "ds2", "autoscaler", "sage", "barre", "oracle",
 )
+
+# Must match flinktune.config_space.KNOBS (a test checks it); a literal for the parse budget.
+CONFIGURATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "parallelism": {"type": "integer", "minimum": 1},
+        "task_slots": {"type": "integer", "minimum": 1},
+        "cpu": {"type": "number", "exclusiveMinimum": 0},
+        "memory_mb": {"type": "integer", "minimum": 1},
+        "checkpoint_interval_s": {"type": "integer", "minimum": 1},
+        "vertex_parallelism": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
+    },
+    "required": ["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s"],
+    "additionalProperties": False,
+}
+"""JSON schema of one :class:`flinktune.config_space.Configuration` in a param (grid membership is checked in the task)."""
+
+# The forms flinktune.twin.failures.parse_failures accepts.
+FAILURES_PATTERN = r"^(none|every:[0-9]+(\.[0-9]+)?[smh]|random:[0-9]+(\.[0-9]+)?/[smh])$"
+
+TRAINING: dict[str, Any] = {"execution_timeout": timedelta(minutes=45), "retries": 2, "retry_delay": timedelta(minutes=2)}
+"""Task arguments of every training task: a timeout and retries with back-off."""
 
 START_DATE = datetime(2025, 1, 1, tzinfo=timezone.utc)
 TAGS = ["flinktune"]

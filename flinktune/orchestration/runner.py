@@ -154,6 +154,7 @@ def run_pipeline(
     dags_folder: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     out: TextIO | None = None,
+    database_url: str | None = None,
 ) -> list[dict[str, Any]]:
     """Prepare ``<var_dir>/airflow`` once, then run each ``(dag_id, conf)`` in order; return the summaries.
 
@@ -163,7 +164,8 @@ def run_pipeline(
     The tasks see ``FLINKTUNE_VAR_DIR=<var_dir>`` so that the jobs write under the same folder.
     ``retries`` defaults to 0 here so that a broken step fails at once (see :func:`run_dag`);
     ``timeout_s`` bounds each step; ``dags_folder`` defaults to this repository's ``dags/``;
-    ``env`` holds extra variables for the tasks and wins over everything above.
+    ``env`` holds extra variables for the tasks and wins over everything above;
+    ``database_url`` puts Airflow's metadata database on a server (see :func:`prepare_airflow_home`).
     """
     out = out or sys.stdout
     for index, step in enumerate(steps, start=1):
@@ -172,7 +174,7 @@ def run_pipeline(
             raise TypeError(f"pipeline step {index} must be a (dag_id, conf dict) pair, got {step!r}")
 
     started = time.monotonic()
-    child_env = {**prepare_airflow_home(var_dir, dags_folder=dags_folder),
+    child_env = {**prepare_airflow_home(var_dir, dags_folder=dags_folder, database_url=database_url),
                  "FLINKTUNE_VAR_DIR": str(Path(var_dir).resolve())}
     for key, value in {"SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
         if key not in os.environ:

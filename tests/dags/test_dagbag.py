@@ -19,7 +19,9 @@ from flinktune.orchestration.runner import DagParamsError, run_dag
 
 pytestmark = pytest.mark.airflow
 
-DAG_IDS = {"flinktune_ingest", "flinktune_train", "flinktune_decide", "flinktune_report"}
+DAG_IDS = {
+    "flinktune_ingest", "flinktune_train", "flinktune_decide", "flinktune_report", "flinktune_profile", "flinktune_replay",
+}
 HEAVY_MODULES = ["jobs", "pyspark", "torch", "mlflow", "darts", "botorch", "great_expectations", "pandas", "scipy"]
 
 # Runs in the child: loads dags/ with Airflow's DagBag, dumps what the tests check as JSON, and
@@ -42,6 +44,8 @@ for dag in bag.dags.values():
             "retries": t.retries, "retry_delay_s": t.retry_delay.total_seconds(),
             "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
             "outlets": [a.uri for a in t.outlets], "upstream": sorted(t.upstream_task_ids),
+            "type": type(t).__name__, "trigger_dag_id": getattr(t, "trigger_dag_id", None),
+            "max_active_tis_per_dag": t.max_active_tis_per_dag,
         } for t in dag.tasks},
     }
 for dag_id, name, value in probes:
@@ -68,6 +72,17 @@ BAD_VALUES = [
     ("flinktune_decide", "ticks", "3"),
     ("flinktune_decide", "policy", "yolo"),
     ("flinktune_decide", "dry_run", "yes"),
+    ("flinktune_profile", "configs", [{"parallelism": 8}]),
+    ("flinktune_profile", "configs", [{"parallelism": 8, "task_slots": 1, "cpu": 1.0, "memory_mb": 1024,
+                                       "checkpoint_interval_s": 10, "slots": 2}]),
+    ("flinktune_profile", "duration_s", 5),
+    ("flinktune_profile", "max_runs", 0),
+    ("flinktune_profile", "rates", [-1.0]),
+    ("flinktune_replay", "failures", "sometimes"),
+    ("flinktune_replay", "failures", "every:"),
+    ("flinktune_replay", "policies", "ds2;rm -rf"),
+    ("flinktune_replay", "trace", "../etc/passwd"),
+    ("flinktune_replay", "hours", 0),
 ]
 GOOD_VALUES = [
     ("flinktune_ingest", "job", "wordcount-2"),
@@ -76,6 +91,13 @@ GOOD_VALUES = [
     ("flinktune_decide", "ticks", 500),
     ("flinktune_decide", "policy", "static"),
     ("flinktune_decide", "dry_run", True),
+    ("flinktune_profile", "configs", [{"parallelism": 8, "task_slots": 1, "cpu": 1.0, "memory_mb": 1024,
+                                       "checkpoint_interval_s": 10}]),
+    ("flinktune_profile", "rates", [50000.0]),
+    ("flinktune_replay", "failures", "random:2/h"),
+    ("flinktune_replay", "failures", "every:1.5h"),
+    ("flinktune_replay", "policies", "flinktune,ds2,static"),
+    ("flinktune_replay", "trace", "/data/traces/ysb-day.csv"),
 ]
 
 
@@ -139,6 +161,42 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
 
     assert "flinktune://models/champions" in decide["schedule"] and "*/10 * * * *" in decide["schedule"]
     assert decide["params"]["ticks"] == {"type": "integer", "minimum": 1, "maximum": 500, "title": "Ticks"}
+    assert decide["tasks"]["request_profile"]["upstream"] == ["decide"]
+    trigger = decide["tasks"]["trigger_profile"]
+    assert trigger["type"] == "TriggerDagRunOperator" and trigger["trigger_dag_id"] == "flinktune_profile"
+    assert trigger["upstream"] == ["request_profile"]
+
+    profile, replay = dags["flinktune_profile"], dags["flinktune_replay"]
+    assert "NullTimetable" in profile["schedule"] and "NullTimetable" in replay["schedule"], "triggered only"
+    assert profile["tasks"]["profile"]["type"].endswith("MappedOperator"), "one mapped task per suggested configuration"
+    assert profile["tasks"]["profile"]["upstream"] == ["suggest"]
+    assert profile["tasks"]["profile"]["max_active_tis_per_dag"] == 2
+    assert profile["tasks"]["train_surrogate"]["upstream"] == ["profile"]
+    assert profile["tasks"]["train_surrogate"]["outlets"] == ["flinktune://models/champions"]
+    assert set(replay["params"]) == {"job", "trace", "policies", "hours", "failures", "seed"}
+
+
+def test_configuration_param_schema_matches_the_knobs(inspected: dict) -> None:
+    from flinktune.config_space import KNOBS
+
+    items = inspected["dags"]["flinktune_profile"]["params"]["configs"]["items"]
+    assert items["required"] == list(KNOBS) and items["additionalProperties"] is False
+    assert set(items["properties"]) == {*KNOBS, "vertex_parallelism"}
+
+
+def test_failure_pattern_accepts_exactly_what_the_replay_parses() -> None:
+    import re
+
+    from flinktune.orchestration.dag_wiring import FAILURES_PATTERN
+    from flinktune.twin.failures import parse_failures
+
+    for spec in ("none", "every:45m", "every:1.5h", "random:3/h", "every:", "random:3h", "daily", "every:10x"):
+        try:
+            parse_failures(spec)
+            parses = True
+        except ValueError:
+            parses = False
+        assert bool(re.fullmatch(FAILURES_PATTERN, spec)) == parses, spec
 
 
 def test_param_schemas_reject_bad_values_and_accept_good_ones(inspected: dict) -> None:

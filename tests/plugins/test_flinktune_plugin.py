@@ -35,7 +35,8 @@ client = TestClient(mounted["/flinktune"])
 out = {"import_errors": plugins_manager.get_import_errors(), "prefixes": sorted(mounted), "responses": []}
 for path in json.loads(sys.argv[1]):
     response = client.get(path)
-    out["responses"].append([response.status_code, response.json()])
+    is_json = response.headers.get("content-type", "").startswith("application/json")
+    out["responses"].append([response.status_code, response.json() if is_json else response.text])
 print("PLUGIN:" + json.dumps(out))
 """
 
@@ -79,3 +80,69 @@ def test_missing_state_database_is_a_404_naming_it_and_is_not_created(tmp_path: 
     result = _call({"FLINKTUNE_STATE_DB": str(db)}, tmp_path / "var", ["/jobs"])
     assert result["responses"] == [[404, {"detail": f"no flinktune state database at {db}"}]]
     assert not db.parent.exists()
+
+
+def _record_three_decisions(db: Path, job: str) -> Configuration:
+    store = SqliteStateStore(db)
+    state = evaluate(job, raw_samples(job, 0, 600, rate=30000), default_space().maximum, 600, window_s=600)
+    smaller = Configuration(12, 2, 2.0, 2048, 10)
+    store.record_decision(job, 1000.0, state, Decision.keep("flinktune", "steady"), None)
+    store.record_decision(job, 1600.0, state, Decision(Action.RECONFIGURE, "cheaper <b>now</b>", "flinktune", target=smaller),
+                          RealizeResult(True, "redeploy", 40.0))
+    # The next tick reads back what runs: the applied target.
+    after = evaluate(job, raw_samples(job, 600, 1200, rate=30000), smaller, 1200, window_s=600)
+    store.record_decision(job, 2200.0, after, Decision.keep("flinktune", "settled"), None)
+    return smaller
+
+
+def test_job_page_shows_config_decisions_champions_and_report_plots(tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    db = tmp_path / "state.db"
+    _record_three_decisions(db, "wordcount")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    client.create_registered_model("flinktune-surrogate-wordcount")
+    for _ in range(2):
+        client.create_model_version("flinktune-surrogate-wordcount", source=str(tmp_path / "artifacts"))
+    client.set_registered_model_alias("flinktune-surrogate-wordcount", "champion", "2")
+    reports = tmp_path / "reports"
+    for stamp, plot in (("20250101T000000", "old.png"), ("20250102T000000", "rate_forecast.png")):
+        folder = reports / f"wordcount-{stamp}"
+        folder.mkdir(parents=True)
+        (folder / "report.md").write_text("# report")
+        (folder / plot).write_bytes(b"\x89PNG\r\n\x1a\n" + stamp.encode())
+
+    env = {"FLINKTUNE_STATE_DB": str(db), "FLINKTUNE_MLFLOW_TRACKING_URI": uri, "FLINKTUNE_REPORTS_DIR": str(reports),
+           "FLINKTUNE_MLFLOW_UI_URL": "http://mlflow.example:5000"}
+    result = _call(env, tmp_path / "var", [
+        "/", "/job/wordcount", "/job/wordcount/plots/rate_forecast.png", "/job/wordcount/plots/old.png",
+        "/job/wordcount/plots/..%2Fstate.db", "/job/Bad!",
+    ])
+    (index_code, index), (code, page), (plot_code, plot), (old_code, _), (escape_code, _), (bad_code, _) = result["responses"]
+    assert index_code == 200 and 'href="/job/wordcount"' in index  # the TestClient mounts at the root
+    assert code == 200
+    config = page.split('<table id="config">')[1].split("</table>")[0]
+    assert "<th>parallelism</th><td>12</td>" in config, "the applied target is the configuration in force"
+    decisions = page.split('<table id="decisions">')[1].split("</table>")[0]
+    assert decisions.index("settled") < decisions.index("cheaper"), "newest first"
+    assert "cheaper &lt;b&gt;now&lt;/b&gt;" in decisions and "<b>now" not in page, "reasons are escaped"
+    assert "redeploy" in decisions
+    champions = page.split('<ul id="champions">')[1].split("</ul>")[0]
+    assert 'href="http://mlflow.example:5000/#/models/flinktune-surrogate-wordcount/versions/2"' in champions
+    assert "flinktune-forecaster-wordcount" in champions and "no champion registered" in champions
+    assert 'src="/job/wordcount/plots/rate_forecast.png"' in page and "old.png" not in page, "the latest report only"
+    assert plot_code == 200 and "20250102" in plot
+    assert old_code == 404 and escape_code == 404 and bad_code == 422
+
+
+def test_pages_without_any_state_say_so_and_create_nothing(tmp_path: Path) -> None:
+    db, mlflow_db = tmp_path / "none" / "state.db", tmp_path / "none" / "mlflow.db"
+    env = {"FLINKTUNE_STATE_DB": str(db), "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{mlflow_db}",
+           "FLINKTUNE_REPORTS_DIR": str(tmp_path / "none" / "reports")}
+    result = _call(env, tmp_path / "var", ["/", "/job/demo"])
+    (index_code, index), (code, page) = result["responses"]
+    assert index_code == 200 and f"no flinktune state database at {db}" in index
+    assert code == 200 and "configuration in force is unknown" in page and "no MLflow database yet" in page
+    assert "No report yet" in page
+    assert not (tmp_path / "none").exists()

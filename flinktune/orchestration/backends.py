@@ -1,0 +1,67 @@
+"""Which back end each stage uses: the one switch between the embedded default and production.
+
+Use :func:`load_backends` in task code (never at DAG parse time) to decide where the work runs.
+Everything is read from the environment, so the same DAG files run on a laptop and on a cluster:
+
+=========================  ==========================  =============================================
+variable                   values (default first)      meaning
+=========================  ==========================  =============================================
+``FLINKTUNE_CLUSTER``      ``twin`` | ``kubernetes``   where decisions are applied and profiling runs
+``FLINKTUNE_TRAINING``     ``in_process`` |            train in the Airflow worker, or in a GPU pod
+                           ``kubernetes``              (:mod:`flinktune.orchestration.trainer_pod`)
+``FLINKTUNE_SPARK_MASTER`` ``local[2]`` | any URL      Spark master (``flinktune.settings``)
+``FLINKTUNE_SPARK_SUBMIT`` ``""`` | ``client`` |       empty: the ETL runs in the worker's Python
+                           ``cluster``                 (driver here); else ``spark-submit`` with
+                                                       that deploy mode (:mod:`.spark_submit`)
+=========================  ==========================  =============================================
+
+A bad value raises :class:`BackendError` naming the variable and the accepted values.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["BackendError", "Backends", "CLUSTERS", "SPARK_SUBMIT_MODES", "TRAININGS", "load_backends"]
+
+CLUSTERS = ("twin", "kubernetes")
+TRAININGS = ("in_process", "kubernetes")
+SPARK_SUBMIT_MODES = ("", "client", "cluster")
+
+
+class BackendError(ValueError):
+    """A back-end variable has a value flinktune does not know; the message names it."""
+
+
+@dataclass(frozen=True)
+class Backends:
+    """The resolved switches; see the module docstring for what each means."""
+
+    cluster: str = "twin"
+    training: str = "in_process"
+    spark_submit: str = ""
+
+    @property
+    def is_embedded(self) -> bool:
+        """True when nothing leaves this machine (twin, in-process training, no spark-submit)."""
+        return (self.cluster, self.training, self.spark_submit) == ("twin", "in_process", "")
+
+
+def _choice(environ: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
+    value = environ.get(name, allowed[0]).strip().lower()
+    if value not in allowed:
+        shown = ", ".join(repr(a) for a in allowed)
+        raise BackendError(f"environment variable {name}={environ.get(name)!r} is not one of {shown}")
+    return value
+
+
+def load_backends(environ: Mapping[str, str] | None = None) -> Backends:
+    """The back ends named by ``environ`` (default ``os.environ``)."""
+    env = os.environ if environ is None else environ
+    return Backends(
+        cluster=_choice(env, "FLINKTUNE_CLUSTER", CLUSTERS),
+        training=_choice(env, "FLINKTUNE_TRAINING", TRAININGS),
+        spark_submit=_choice(env, "FLINKTUNE_SPARK_SUBMIT", SPARK_SUBMIT_MODES),
+    )

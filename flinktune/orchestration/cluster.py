@@ -1,0 +1,63 @@
+"""Twin or Kubernetes: the realizer the decision task applies configurations with.
+
+Use :func:`make_realizer` in ``jobs.decide`` in place of a hard-wired ``TwinRealizer``: with
+``FLINKTUNE_CLUSTER=twin`` (default) it returns ``TwinRealizer(twin, job=job)``; with
+``FLINKTUNE_CLUSTER=kubernetes`` it returns a :class:`flinktune.kubernetes.KubernetesRealizer` on
+the FlinkDeployment ``<job>`` in ``FLINKTUNE_K8S_NAMESPACE`` (required; one of the namespaces the
+Role in ``docker/k8s/rbac.yaml`` names), with ``FLINKTUNE_VERTEX_IDS`` (JSON object, vertex name ->
+Flink job vertex id; optional) for per-vertex parallelism. Credentials come from the pod's service
+account (in-cluster) or, outside a cluster, from ``KUBECONFIG``; never from flinktune's settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from flinktune.orchestration.backends import BackendError, load_backends
+
+__all__ = ["kubernetes_api", "make_realizer"]
+
+
+def kubernetes_api(environ: Mapping[str, str] | None = None) -> Any:
+    """A ``CustomObjectsApi``: in-cluster config inside a pod, else ``KUBECONFIG`` / ``~/.kube/config``."""
+    from kubernetes import client, config
+
+    env = os.environ if environ is None else environ
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config()
+    else:
+        config.load_kube_config(config_file=env.get("KUBECONFIG"))
+    return client.CustomObjectsApi()
+
+
+def make_realizer(
+    job: str, *, twin: Any = None, dry_run: bool = False, api: Any = None, environ: Mapping[str, str] | None = None,
+) -> Any:
+    """The :class:`flinktune.stages.Realizer` for ``job`` on the configured cluster.
+
+    ``twin`` (a ``TwinJob``) is required on the twin; ``api`` overrides the Kubernetes client
+    (tests); ``dry_run`` makes the Kubernetes realizer only compute diffs.
+    """
+    env = os.environ if environ is None else environ
+    backends = load_backends(env)
+    if backends.cluster == "twin":
+        if twin is None:
+            raise BackendError(f"FLINKTUNE_CLUSTER=twin: job {job!r} has no twin; run jobs.simulate first")
+        from flinktune.twin.adapters import TwinRealizer
+
+        return TwinRealizer(twin, job=job)
+    namespace = env.get("FLINKTUNE_K8S_NAMESPACE", "").strip()
+    if not namespace:
+        raise BackendError("FLINKTUNE_CLUSTER=kubernetes needs FLINKTUNE_K8S_NAMESPACE (the FlinkDeployment's namespace)")
+    try:
+        vertex_ids = json.loads(env.get("FLINKTUNE_VERTEX_IDS") or "{}")
+    except json.JSONDecodeError as exc:
+        raise BackendError(f"FLINKTUNE_VERTEX_IDS is not valid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(vertex_ids, dict):
+        raise BackendError(f"FLINKTUNE_VERTEX_IDS must be a JSON object, got {type(vertex_ids).__name__}")
+    from flinktune.kubernetes import KubernetesRealizer
+
+    return KubernetesRealizer(api if api is not None else kubernetes_api(env), namespace, vertex_ids, dry_run=dry_run)

@@ -1,0 +1,88 @@
+"""What the plugin page shows for one job: configuration in force, recent decisions, champions, report.
+
+Use :func:`job_overview` from a read-only view (the Airflow plugin). It reads, never creates: a
+missing state database, MLflow database or report folder becomes an explanatory ``None`` / note,
+not a new empty file. Shape::
+
+    {"job": str, "state_db": str,
+     "config": {knob: value} | None, "config_since": float | None,     # from the newest decision
+     "decisions": [{"ts", "policy", "action", "reason", "target", "changed", "mode", "dry_run"}],  # newest first
+     "champions": [{"kind", "model", "version" | None, "url" | None, "note" | None}],
+     "report": {"dir", "markdown", "plots": [file name, ...]} | None}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CHAMPION_KINDS", "job_overview", "latest_report_dir", "mlflow_ui_url"]
+
+CHAMPION_KINDS = ("forecaster", "surrogate")
+
+
+def mlflow_ui_url() -> str:
+    """Base URL of the MLflow UI for links: ``FLINKTUNE_MLFLOW_UI_URL`` (default ``http://127.0.0.1:5000``)."""
+    return os.environ.get("FLINKTUNE_MLFLOW_UI_URL", "http://127.0.0.1:5000").rstrip("/")
+
+
+def latest_report_dir(reports_dir: str | Path, job: str) -> Path | None:
+    """The newest ``<reports_dir>/<job>-<UTC stamp>/`` holding a ``report.md`` (stamps sort as time)."""
+    root = Path(reports_dir)
+    if not root.is_dir():
+        return None
+    dirs = sorted(p for p in root.glob(f"{job}-*") if p.is_dir() and (p / "report.md").is_file()
+                  and p.name[len(job) + 1:][:1].isdigit())  # "demo-2" must not claim "demo-20250101T..." folders
+    return dirs[-1] if dirs else None
+
+
+def _champions(job: str, tracking_uri: str) -> list[dict[str, Any]]:
+    names = [(kind, f"flinktune-{kind}-{job}") for kind in CHAMPION_KINDS]
+    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[len("sqlite:///"):]).is_file():
+        return [{"kind": k, "model": n, "version": None, "url": None, "note": "no MLflow database yet"} for k, n in names]
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    out = []
+    for kind, name in names:
+        try:
+            version = str(client.get_model_version_by_alias(name, "champion").version)
+        except MlflowException:
+            out.append({"kind": kind, "model": name, "version": None, "url": None, "note": "no champion registered"})
+            continue
+        out.append({"kind": kind, "model": name, "version": version,
+                    "url": f"{mlflow_ui_url()}/#/models/{name}/versions/{version}", "note": None})
+    return out
+
+
+def job_overview(job: str, settings: Any, *, limit: int = 10) -> dict[str, Any]:
+    """The overview of ``job`` (shape in the module docstring) from ``settings`` (a ``Settings``)."""
+    from flinktune.store import SqliteStateStore
+
+    state_db = Path(settings.state_db)
+    rows: list[dict[str, Any]] = []
+    if state_db.is_file():
+        frame = SqliteStateStore(state_db).decisions(job, limit=limit)
+        rows = json.loads(frame.to_json(orient="records"))[::-1]  # newest first for the page
+    decisions = [{
+        "ts": r["ts"], "policy": r["policy"], "action": r["action"], "reason": r["reason"],
+        "target": json.loads(r["target"]) if r.get("target") else None,
+        "changed": bool(r["changed"]), "mode": r.get("mode"), "dry_run": bool(r["dry_run"]),
+    } for r in rows]
+    config, since = None, None
+    if rows:
+        newest = rows[0]
+        config = json.loads(newest["state"])["config"]
+        since = newest["ts"]
+        if newest["changed"] and newest.get("target"):
+            config = json.loads(newest["target"])  # applied at that tick: it is what runs now
+    report_dir = latest_report_dir(settings.reports_dir, job)
+    report = None if report_dir is None else {
+        "dir": str(report_dir), "markdown": str(report_dir / "report.md"),
+        "plots": sorted(p.name for p in report_dir.glob("*.png")),
+    }
+    return {"job": job, "state_db": str(state_db), "config": config, "config_since": since, "decisions": decisions,
+            "champions": _champions(job, str(settings.mlflow_tracking_uri)), "report": report}

@@ -1,0 +1,185 @@
+"""Training in a Kubernetes pod on a GPU node: the production form of the training tasks.
+
+``apache-airflow-providers-cncf-kubernetes`` (and so ``KubernetesPodOperator``) cannot be installed
+with the pinned set (every release pins ``kubernetes<37``, flinktune pins 37.0.1), so the pod is
+built here from the kubernetes client's own models and run by :func:`run_trainer_pod`, a small
+create / poll / read-log / delete loop, from an ordinary Airflow task.
+
+Use :func:`TrainerPodConfig.from_env` then :func:`trainer_pod` to build the ``V1Pod`` for one job
+entry point (``jobs.train_surrogate`` / ``jobs.train_forecaster``), and :func:`run_trainer_pod`
+with a ``kubernetes.client.CoreV1Api`` to run it. Variables (all optional except the image):
+
+- ``FLINKTUNE_TRAINER_IMAGE``: image built from ``docker/Dockerfile.trainer`` (required).
+- ``FLINKTUNE_K8S_NAMESPACE`` (``flinktune``), ``FLINKTUNE_TRAINER_SERVICE_ACCOUNT`` (``flinktune-trainer``).
+- ``FLINKTUNE_TRAINER_GPUS`` (``1``; ``0`` trains on CPU), ``FLINKTUNE_TRAINER_CPU`` (``2``),
+  ``FLINKTUNE_TRAINER_MEMORY`` (``8Gi``).
+- ``FLINKTUNE_TRAINER_NODE_SELECTOR``: JSON object (default ``{"nvidia.com/gpu.present": "true"}``).
+- ``FLINKTUNE_TRAINER_TOLERATIONS``: JSON list of tolerations (default: tolerate ``nvidia.com/gpu``).
+- ``FLINKTUNE_TRAINER_SECRET``: a Secret whose keys become the pod's environment (object-store
+  credentials); no credential ever goes into the pod spec itself.
+
+The pod gets every ``FLINKTUNE_*`` variable of the worker except the back-end switches, so it
+reads the same lake and MLflow (settings hold no credentials).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["TrainerPodConfig", "TrainerPodError", "TRAINING_MODULES", "run_trainer_pod", "trainer_pod"]
+
+TRAINING_MODULES = {"surrogate": "jobs.train_surrogate", "forecaster": "jobs.train_forecaster"}
+_NOT_PASSED = {"FLINKTUNE_CLUSTER", "FLINKTUNE_TRAINING", "FLINKTUNE_SPARK_SUBMIT"}
+_DEFAULT_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
+
+
+class TrainerPodError(RuntimeError):
+    """The trainer pod is misconfigured, failed or timed out; the message names the pod or variable."""
+
+
+def _json_env(environ: Mapping[str, str], name: str, default: Any, kind: type) -> Any:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise TrainerPodError(f"{name} is not valid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(value, kind):
+        raise TrainerPodError(f"{name} must be a JSON {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+@dataclass(frozen=True)
+class TrainerPodConfig:
+    """Where and with what the trainer pod runs; see the module docstring for the variables."""
+
+    image: str
+    namespace: str = "flinktune"
+    service_account: str = "flinktune-trainer"
+    gpus: int = 1
+    cpu: str = "2"
+    memory: str = "8Gi"
+    node_selector: Mapping[str, str] = field(default_factory=lambda: {"nvidia.com/gpu.present": "true"})
+    tolerations: tuple[Mapping[str, Any], ...] = _DEFAULT_TOLERATIONS
+    secret: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "TrainerPodConfig":
+        env = os.environ if environ is None else environ
+        image = env.get("FLINKTUNE_TRAINER_IMAGE", "").strip()
+        if not image:
+            raise TrainerPodError("FLINKTUNE_TRAINING=kubernetes needs FLINKTUNE_TRAINER_IMAGE (the image of docker/Dockerfile.trainer)")
+        gpus_text = env.get("FLINKTUNE_TRAINER_GPUS", "1")
+        if not gpus_text.isdigit():
+            raise TrainerPodError(f"FLINKTUNE_TRAINER_GPUS={gpus_text!r} must be a whole number >= 0")
+        return cls(
+            image=image,
+            namespace=env.get("FLINKTUNE_K8S_NAMESPACE", "flinktune"),
+            service_account=env.get("FLINKTUNE_TRAINER_SERVICE_ACCOUNT", "flinktune-trainer"),
+            gpus=int(gpus_text),
+            cpu=env.get("FLINKTUNE_TRAINER_CPU", "2"),
+            memory=env.get("FLINKTUNE_TRAINER_MEMORY", "8Gi"),
+            node_selector=_json_env(env, "FLINKTUNE_TRAINER_NODE_SELECTOR", {"nvidia.com/gpu.present": "true"}, dict),
+            tolerations=tuple(_json_env(env, "FLINKTUNE_TRAINER_TOLERATIONS", list(_DEFAULT_TOLERATIONS), list)),
+            secret=env.get("FLINKTUNE_TRAINER_SECRET") or None,
+            env={k: v for k, v in env.items() if k.startswith("FLINKTUNE_") and k not in _NOT_PASSED},
+        )
+
+
+def _pod_name(model: str, job: str, run_key: str) -> str:
+    suffix = hashlib.sha1(run_key.encode()).hexdigest()[:8]
+    return f"flinktune-train-{model}-{job}"[: 63 - 9] + f"-{suffix}"
+
+
+def trainer_pod(model: str, job: str, config: TrainerPodConfig, *, run_key: str = "") -> Any:
+    """A ``kubernetes.client.V1Pod`` that runs ``python -m jobs.train_<model> --job <job>`` once.
+
+    ``model`` is ``surrogate`` or ``forecaster``; ``run_key`` (e.g. the Airflow run id) makes the
+    pod name unique per run. GPUs go in the limits (Kubernetes requires extended resources there).
+    """
+    from kubernetes import client
+
+    if model not in TRAINING_MODULES:
+        raise TrainerPodError(f"unknown model {model!r}; known: {', '.join(TRAINING_MODULES)}")
+    limits: dict[str, str] = {"cpu": config.cpu, "memory": config.memory}
+    env = dict(config.env)
+    if config.gpus:
+        limits["nvidia.com/gpu"] = str(config.gpus)
+    env["FLINKTUNE_DEVICE"] = "cuda" if config.gpus else "cpu"
+    env.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    container = client.V1Container(
+        name="trainer",
+        image=config.image,
+        command=["python", "-m", TRAINING_MODULES[model], "--job", job],
+        env=[client.V1EnvVar(name=k, value=v) for k, v in sorted(env.items())],
+        env_from=[client.V1EnvFromSource(secret_ref=client.V1SecretEnvSource(name=config.secret))] if config.secret else None,
+        resources=client.V1ResourceRequirements(requests={"cpu": config.cpu, "memory": config.memory}, limits=limits),
+        security_context=client.V1SecurityContext(run_as_non_root=True, allow_privilege_escalation=False),
+    )
+    labels = {"app.kubernetes.io/name": "flinktune-trainer", "app.kubernetes.io/managed-by": "flinktune",
+              "flinktune/job": job, "flinktune/model": model}
+    return client.V1Pod(
+        api_version="v1",
+        kind="Pod",
+        metadata=client.V1ObjectMeta(name=_pod_name(model, job, run_key or job), namespace=config.namespace, labels=labels),
+        spec=client.V1PodSpec(
+            restart_policy="Never",
+            service_account_name=config.service_account,
+            node_selector=dict(config.node_selector) or None,
+            tolerations=[client.V1Toleration(**_snake(t)) for t in config.tolerations] or None,
+            containers=[container],
+            active_deadline_seconds=3 * 3600,
+        ),
+    )
+
+
+def _snake(toleration: Mapping[str, Any]) -> dict[str, Any]:
+    names = {"key": "key", "operator": "operator", "value": "value", "effect": "effect", "tolerationSeconds": "toleration_seconds"}
+    unknown = sorted(set(toleration) - set(names))
+    if unknown:
+        raise TrainerPodError(f"FLINKTUNE_TRAINER_TOLERATIONS: unknown toleration field(s) {unknown}; allowed: {sorted(names)}")
+    return {names[k]: v for k, v in toleration.items()}
+
+
+def run_trainer_pod(
+    pod: Any, core_api: Any, *, timeout_s: float = 3 * 3600, poll_s: float = 10.0,
+    sleep: Callable[[float], None] = time.sleep, monotonic: Callable[[], float] = time.monotonic,
+) -> dict[str, Any]:
+    """Create ``pod``, wait until it ends, return the JSON summary its last output line printed.
+
+    The pod is deleted whatever happens. Raises :class:`TrainerPodError` naming the pod with the
+    tail of its log when it fails, prints no JSON, or does not finish within ``timeout_s``.
+    """
+    name, namespace = pod.metadata.name, pod.metadata.namespace
+    where = f"trainer pod {namespace}/{name}"
+    core_api.create_namespaced_pod(namespace=namespace, body=pod)
+    try:
+        deadline = monotonic() + timeout_s
+        while True:
+            phase = core_api.read_namespaced_pod_status(name=name, namespace=namespace).status.phase
+            if phase in ("Succeeded", "Failed"):
+                break
+            if monotonic() >= deadline:
+                raise TrainerPodError(f"{where} still {phase} after {timeout_s:.0f} s")
+            sleep(poll_s)
+        log = core_api.read_namespaced_pod_log(name=name, namespace=namespace) or ""
+        tail = "\n".join(log.splitlines()[-20:])
+        if phase == "Failed":
+            raise TrainerPodError(f"{where} failed; last lines of its log:\n{tail}")
+        for line in reversed(log.splitlines()):
+            if line.startswith("{"):
+                try:
+                    return json.loads(line)
+                except json.JSONDecodeError:
+                    break
+        raise TrainerPodError(f"{where} succeeded but printed no JSON summary; last lines:\n{tail}")
+    finally:
+        core_api.delete_namespaced_pod(name=name, namespace=namespace)
