@@ -5,18 +5,25 @@ Why this shape of policy (each point fixes something seen in replays of Demeter-
 - **one shape, parallelism moves only.** A change of slots, CPU, memory or checkpoint interval
   is a savepoint redeploy (tens of seconds down, then catch-up); a parallelism-only change is an
   in-place rescale (seconds). So the surrogate picks the *shape* (slots, CPU, memory, checkpoint
-  interval) once: the cheapest configuration predicted to meet the goals at the planned rate
-  whose shape can also grow in place to ``growth`` x that rate. After that only the parallelism
-  moves, unless even the shape's largest parallelism is predicted to miss the goals.
+  interval) once, and after that only the parallelism moves, unless even the shape's largest
+  parallelism misses the goals at a rate profiling covered.
+- **shapes for cost granularity.** Shapes give one core per slot (:func:`shape_candidates`;
+  Flink's guidance) and at least ``min_slot_memory_mb`` per slot after the TaskManager's fixed
+  overhead, so every parallelism step costs the same few cores. Among them the pick is the shape
+  cheapest *over a range of rates* (``range_factors`` x the planned rate), not only at the planned
+  rate: a shape with coarse steps (3 slots: 12 or 24 cores) loses to one that follows the load.
+  Start-up profiling (:func:`startup_design`) covers only those shapes, with few runs.
 - **measured capacity.** Within the shape, the parallelism is sized from the capacity the job
   actually shows (DS2's true processing rates, :class:`CapacityModel`), with the surrogate as
   the prior until the first steady window: ``planned <= utilization x capacity``. Utilization
   below 1 leaves the spare capacity that catches up after a failure (recovery time is about
   downtime x rate / spare) and keeps queueing latency low.
-- **scale up early, scale down late.** Scale-ups plan for an upper quantile of the forecast peak
-  (and the backlog drain); scale-downs plan for the highest rate planned over the last
-  ``down_horizon_s`` and happen only after ``min_dwell_s`` since the last change and when they
-  free at least one step. Failures (``numRestarts`` rose) are not read as missing capacity.
+- **scale up early, scale down late, with hysteresis.** Scale-ups plan for an upper quantile of
+  the forecast peak (and the backlog drain), once the plan passes ``up_trigger`` of the measured
+  capacity, and then size to ``utilization`` (one step covers more of a climb); scale-downs plan
+  for the highest rate planned over the last ``down_horizon_s``, size to ``down_utilization``,
+  wait ``min_dwell_s`` since the last change and must free ``min_down_step`` parallelism.
+  Failures (``numRestarts`` rose) are not read as missing capacity.
 """
 
 from __future__ import annotations
@@ -33,7 +40,60 @@ from flinktune.policies.profiling import propose_profiling
 from flinktune.policies.selection import CandidateScores, score_candidates
 from flinktune.stages import PolicyContext
 
-__all__ = ["FlinktunePolicy"]
+__all__ = ["FlinktunePolicy", "shape_candidates", "startup_design", "slot_memory_mb", "TM_OVERHEAD_MB"]
+
+#: TaskManager memory no slot can use with Flink's defaults: JVM metaspace 256 MB, framework
+#: off-heap 128 MB, and JVM overhead (10%, at least 192 MB), about 576 MB per TaskManager.
+TM_OVERHEAD_MB = 576.0
+
+
+def slot_memory_mb(cfg: Configuration) -> float:
+    """Memory each slot of ``cfg`` gets once the TaskManager's fixed overhead is set aside, MB."""
+    return (cfg.memory_mb - TM_OVERHEAD_MB) / cfg.task_slots
+
+
+def shape_candidates(space: ConfigSpace, slot_cores: tuple[float, ...] | None = (1.0,), min_slot_memory_mb: float = 0.0) -> list[Configuration]:
+    """The candidates of ``space`` whose TaskManagers give each slot one of ``slot_cores`` cores.
+
+    Flink's guidance is one slot per core: a slot runs one thread per vertex, so a fraction of a
+    core throttles every subtask and cores beyond one per slot mostly idle. Restricting shapes to
+    that (``slot_cores=(1.0,)``) leaves the models far fewer shapes to tell apart, and every
+    parallelism step then costs the same few cores. ``None`` keeps every CPU share. Slots with
+    less than ``min_slot_memory_mb`` each (:func:`slot_memory_mb`: a small TaskManager loses most of
+    its memory to the fixed overhead) are left out too.
+    """
+    out = []
+    for c in space.candidates():
+        share = c.cpu / c.task_slots
+        if slot_cores is not None and not any(abs(share - k) < 1e-9 for k in slot_cores):
+            continue
+        if slot_memory_mb(c) >= min_slot_memory_mb:
+            out.append(c)
+    return out
+
+
+def startup_design(space: ConfigSpace, n: int, seed: int, slot_cores: tuple[float, ...] | None = (1.0,),
+                   min_slot_memory_mb: float = 512.0) -> list[Configuration]:  # fmt: skip
+    """``n`` configurations to profile before the first shape choice: spread over :func:`shape_candidates`.
+
+    Greedy max-min distance on normalised knobs, starting from the largest-parallelism candidate
+    with the least memory (it bounds the capacity the shapes can grow to), seeded for ties.
+    """
+    if n < 1:
+        raise ValueError(f"startup design size must be >= 1, got {n}")
+    cands = shape_candidates(space, slot_cores, min_slot_memory_mb)
+    if not cands:
+        raise ValueError(f"startup design: no candidate of the space has {slot_cores} cores and >= {min_slot_memory_mb} MB per slot")
+    cands = [cands[i] for i in np.random.default_rng(seed).permutation(len(cands))]
+    X = np.array([space.normalise(c) for c in cands])
+    first = min(range(len(cands)), key=lambda i: (-cands[i].parallelism, cands[i].total_memory_mb, cands[i].task_slots))
+    chosen = [first]
+    dist = np.linalg.norm(X - X[first], axis=1)
+    while len(chosen) < min(n, len(cands)):
+        nxt = int(np.argmax(dist))
+        chosen.append(nxt)
+        dist = np.minimum(dist, np.linalg.norm(X - X[nxt], axis=1))
+    return [cands[i] for i in chosen]
 
 
 @dataclass
@@ -44,12 +104,18 @@ class FlinktunePolicy:
     confidence: float = 0.95
     quantile: float = 0.9
     catch_up_s: float = 300.0
-    utilization: float = 0.65
+    utilization: float = 0.75
+    down_utilization: float = 0.75
+    up_trigger: float = 0.85
+    min_down_step: int = 8
     growth: float = 1.6
+    range_factors: tuple[float, ...] = (0.5, 0.75, 1.0, 1.3, 1.6)
+    slot_cores: tuple[float, ...] | None = (1.0,)
+    fallback_confidence: float = 0.6
     memory_headroom: float = 0.5
-    min_slot_memory_mb: float = 1024.0
-    down_horizon_s: float = 3600.0
-    min_dwell_s: float = 1200.0
+    min_slot_memory_mb: float = 512.0
+    down_horizon_s: float = 1800.0
+    min_dwell_s: float = 900.0
     profile_margin: float = 1.15
     profile_batch: int = 3
     name: str = "flinktune"
@@ -93,32 +159,61 @@ class FlinktunePolicy:
         X = np.array([self.space.normalise(c) for c in scores.candidates], dtype="float64")
         used = surrogate.predict(X, scores.rate).median("memory_used_mb")
         reserved = np.array([c.total_memory_mb for c in scores.candidates], dtype=float)
-        per_slot = np.array([c.memory_mb / c.task_slots for c in scores.candidates], dtype=float)
+        per_slot = np.array([slot_memory_mb(c) for c in scores.candidates], dtype=float)
         # Also a floor per slot (heap state backend: state, buffers and tasks share each slot's heap).
         return (used <= self.memory_headroom * reserved) & (per_slot >= self.min_slot_memory_mb)
 
-    def choose_shape(self, scores: CandidateScores, grown: CandidateScores, roomy: np.ndarray | None = None) -> int | None:
-        """Index of the cheapest candidate meeting the goals whose shape can grow in place."""
+    def choose_shape(self, by_rate: list[CandidateScores], grown: CandidateScores, roomy: np.ndarray | None = None,
+                     confidence: float | None = None) -> int | None:  # fmt: skip
+        """Index (into ``by_rate[0]``) of the candidate whose shape is cheapest over a range of rates.
+
+        ``by_rate`` holds the scores of the same candidates at several rates, the planned rate
+        first; ``grown`` at the planned rate x ``growth``. A shape's expected cost is the mean, over
+        those rates, of its cheapest candidate predicted to meet the goals there (a shape that
+        carries none of them at some rate pays its largest candidate's cost there): so a shape
+        whose parallelism steps are coarse or whose slots carry expensive CPU or memory loses
+        to one that follows the load in small, cheap steps, not only at the planned rate.
+        Only shapes trusted to grow in place to ``growth`` x the planned rate compete (all
+        feasible ones when none is). ``roomy`` masks candidates allowed at the planned rate;
+        ``confidence`` defaults to the policy's.
+        """
+        conf = self.confidence if confidence is None else confidence
+        scores = by_rate[0]
         roomy = np.ones(len(scores.candidates), dtype=bool) if roomy is None else roomy
-        ok_grown = {shape_of(c) for c, p in zip(grown.candidates, grown.p_feasible) if p >= self.confidence}
-        feasible = np.flatnonzero((scores.p_feasible >= self.confidence) & roomy)
-        # No shape trusted to grow that far: settle for one that carries the planned rate.
+        ok_grown = {shape_of(c) for c, p in zip(grown.candidates, grown.p_feasible) if p >= conf}
+        feasible = np.flatnonzero((scores.p_feasible >= conf) & roomy)
         ok = [i for i in feasible if shape_of(scores.candidates[i]) in ok_grown] or list(feasible)
         if not ok:
             return None
-        # Cheapest first; among equals the finer parallelism grid (fewer slots), then the higher P.
-        return int(min(ok, key=lambda i: (round(float(scores.cost[i]), 6), scores.candidates[i].task_slots, -float(scores.p_feasible[i]))))
+        shapes = {shape_of(scores.candidates[i]) for i in ok}
+        members = {s: [j for j, c in enumerate(scores.candidates) if shape_of(c) == s] for s in shapes}
 
-    def _size(self, shape: Shape, rate: float, context: PolicyContext) -> tuple[Configuration, str, bool]:
+        def expected(shape: Shape) -> float:
+            idx = members[shape]
+            worst = max(float(scores.cost[j]) for j in idx)
+            per_rate = []
+            for sc in by_rate:
+                fit = [float(sc.cost[j]) for j in idx if sc.p_feasible[j] >= conf]
+                per_rate.append(min(fit) if fit else worst)
+            return float(np.mean(per_rate))
+
+        cost = {s: round(expected(s), 6) for s in shapes}
+        # Cheapest shape first; then the cheapest of its candidates now, fewer slots, higher P.
+        return int(min(ok, key=lambda i: (cost[shape_of(scores.candidates[i])], round(float(scores.cost[i]), 6),
+                                          scores.candidates[i].task_slots, -float(scores.p_feasible[i]))))  # fmt: skip
+
+    def _size(self, shape: Shape, rate: float, context: PolicyContext, utilization: float | None = None) -> tuple[Configuration, str, bool]:
         """(smallest in-shape configuration for ``rate``, why, whether it is enough).
 
-        Sized by measured capacity once there is one, before that by the surrogate (the prior).
+        Sized by measured capacity once there is one (``rate <= utilization x capacity``,
+        ``utilization`` defaulting to the policy's), before that by the surrogate (the prior).
         """
+        util = self.utilization if utilization is None else utilization
         cands = self._in_shape(shape)
         if self.capacity.estimate(cands[-1].parallelism) is not None:
             for c in cands:
                 cap = self.capacity.estimate(c.parallelism) or 0.0
-                if rate <= self.utilization * cap:
+                if rate <= util * cap:
                     return c, f"measured capacity {cap:,.0f} rec/s at p{c.parallelism} (utilization {rate / cap:.0%})", True
         else:
             sc = score_candidates(context.surrogate, self.space, rate, context.latency_target_ms, context.recovery_limit_s, cands)  # type: ignore[arg-type]
@@ -151,11 +246,24 @@ class FlinktunePolicy:
             return self._first_shape(state, context, planned, why, inputs)
         need_up, why_up, fits = self._size(self.shape, planned, context)
         if not fits and cur.parallelism == need_up.parallelism and state.ts - self._last_change >= self.min_dwell_s:
-            return self._regrow(state, context, planned, why, inputs)  # outgrown: a bigger shape (a redeploy)
-        if need_up.parallelism > cur.parallelism:
+            covered = float(context.extras.get("profiled_max_rate", 0.0))
+            if planned <= covered * self.profile_margin:  # outgrown: a bigger shape (a redeploy)
+                return self._regrow(state, context, planned, why, inputs)
+            # Beyond what profiling covered the surrogate extrapolates (and has proposed tiny
+            # shapes for huge rates): the largest in-place parallelism is the safer bet.
+            return Decision.keep(self.name, f"p{cur.parallelism} is the shape's largest; {planned:,.0f} rec/s ({why}) is beyond "
+                                 f"what profiling covered ({covered:,.0f} rec/s) to trust another shape: keep", **inputs)  # fmt: skip
+        cur_cap = self.capacity.estimate(cur.parallelism)
+        # Hysteresis upwards: a measured size keeps until the plan passes ``up_trigger`` of its
+        # capacity, and then grows to ``utilization``, so one step covers more of the climb.
+        room = cur_cap is not None and planned <= max(self.up_trigger, self.utilization) * cur_cap
+        if need_up.parallelism > cur.parallelism and not room:
             return self._change(state, need_up, f"scale up in place for {planned:,.0f} rec/s ({why}): {why_up}", inputs)
-        need_down, why_down, _ = self._size(self.shape, sustained, context)
-        if need_down.parallelism < cur.parallelism:
+        # Hysteresis: a scale-down must leave the smaller size at most ``down_utilization`` busy,
+        # below the scale-up threshold, so a load hovering at one boundary does not flap.
+        need_down, why_down, _ = self._size(self.shape, sustained, context, min(self.down_utilization, self.utilization))
+        # A scale-down must free at least ``min_down_step`` parallelism: fewer, larger steps down.
+        if need_down.parallelism <= cur.parallelism - max(self.min_down_step, 1):
             if state.ts - self._last_change < self.min_dwell_s:
                 return Decision.keep(self.name, f"hold p{cur.parallelism}: a scale-down to p{need_down.parallelism} waits for the "
                                      f"{self.min_dwell_s:.0f} s dwell time since the last change", **inputs)  # fmt: skip
@@ -185,9 +293,17 @@ class FlinktunePolicy:
     def _regrow(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
         """Pick the shape (first time, or when the current one cannot carry the load)."""
         args = (context.surrogate, self.space)
-        scores = score_candidates(*args, planned, context.latency_target_ms, context.recovery_limit_s)  # type: ignore[arg-type]
-        grown = score_candidates(*args, planned * self.growth, context.latency_target_ms, context.recovery_limit_s)  # type: ignore[arg-type]
-        best = self.choose_shape(scores, grown, self._roomy(context.surrogate, scores))
+        goals = (context.latency_target_ms, context.recovery_limit_s, shape_candidates(self.space, self.slot_cores, self.min_slot_memory_mb))
+        factors = [1.0] + [f for f in self.range_factors if f != 1.0]
+        by_rate = [score_candidates(*args, planned * f, *goals) for f in factors]  # type: ignore[arg-type]
+        scores = by_rate[0]
+        grown = score_candidates(*args, planned * self.growth, *goals)  # type: ignore[arg-type]
+        roomy = self._roomy(context.surrogate, scores)
+        best = self.choose_shape(by_rate, grown, roomy)
+        if best is None and self.shape is None:
+            # Nothing is trusted at the confidence level (few profiling runs, a rate at their edge):
+            # settle for a likely one; measured capacity and the guard's rollback correct it.
+            best = self.choose_shape(by_rate, grown, roomy, confidence=self.fallback_confidence)
         if best is None:
             if self.shape is not None:  # keep the largest in-place parallelism rather than guess
                 return Decision.keep(self.name, f"no other shape is predicted to carry {planned:,.0f} rec/s ({why}); keep", **inputs)
@@ -201,6 +317,6 @@ class FlinktunePolicy:
             return Decision.keep(self.name, f"shape chosen: the current {target.describe()} ({note})", **inputs)
         return self._change(
             state, target,
-            f"choose the shape for {planned:,.0f} rec/s ({why}): the cheapest configuration with P(goals) >= "
-            f"{self.confidence} whose shape grows in place to {self.growth:g}x that rate ({note})", inputs,
+            f"choose the shape for {planned:,.0f} rec/s ({why}): the shape cheapest over {min(factors):g}-{max(factors):g}x "
+            f"that rate with P(goals) >= {self.confidence} that grows in place to {self.growth:g}x it ({note})", inputs,
         )  # fmt: skip

@@ -22,6 +22,7 @@ from flinktune.decision import JobState
 from flinktune.guard import GuardRules, SafetyGuard
 from flinktune.loop import DecisionLoop
 from flinktune.policies import MODEL_POLICIES, make_policy
+from flinktune.policies.flinktune_policy import startup_design
 from flinktune.replay.metrics import summarize
 from flinktune.replay.models import ReplayModels, make_forecaster
 from flinktune.stages import PolicyContext
@@ -41,6 +42,10 @@ DECISION_INTERVAL_S: dict[str, int] = {
     "static": 600, "reactive": 60, "ds2": 60, "autoscaler": 60, "sage": 300, "barre": 300,
     "demeter": 600, "flinktune": 300, "oracle": 600,
 }  # fmt: skip
+
+
+#: Configurations flinktune profiles (at each of two rates) before its first shape choice.
+FLINKTUNE_STARTUP_RUNS = 6
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,10 @@ def replay_policy(
         models = ReplayModels(profile, space, fc, seed=settings.seed)
         if name in MODEL_POLICIES:  # barre plans from the forecast and measured rates only: no profiling
             first = float(trace.iloc[: settings.forecast_horizon_s].max())
-            models.bootstrap([0.5 * first, first * 1.1])
+            # Demeter profiles its published design; flinktune only the one-core-per-slot shapes it
+            # chooses among (fewer runs, and the models learn the shapes that matter).
+            design = startup_design(space, FLINKTUNE_STARTUP_RUNS, settings.seed) if name == "flinktune" else None
+            models.bootstrap([0.5 * first, first * 1.1], design=design)
     if name == "oracle":
         options.setdefault("schedule", oracle_schedule(profile, trace, space, settings.latency_target_ms, settings.recovery_limit_s, interval))
     policy = make_policy(name, space, confidence=settings.confidence, **options) if name in MODEL_POLICIES or name == "oracle" \

@@ -79,9 +79,12 @@ class ReplayModels:
         self._refit()
         return obs
 
-    def bootstrap(self, rates: list[float], n_configs: int = 8) -> None:
-        """Demeter's first profiling round: a space-filling design at each of ``rates``."""
-        design = initial_design(self.space, n_configs, self.seed)
+    def bootstrap(self, rates: list[float], n_configs: int = 8, design: list[Configuration] | None = None) -> None:
+        """The first profiling round: ``design`` (default: Demeter's space-filling design of
+        ``n_configs`` over the whole space) at each of ``rates``."""
+        design = list(design) if design is not None else initial_design(self.space, n_configs, self.seed)
+        if not design:
+            raise ValueError("bootstrap: the profiling design is empty")
         for r in rates:
             self.profile(design, r)
 

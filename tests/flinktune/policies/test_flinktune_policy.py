@@ -1,5 +1,7 @@
 """The flinktune policy: shape once, in-place parallelism moves on measured capacity, late scale-downs."""
 
+import copy
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,8 @@ from flinktune.decision import Action, JobState, VertexMetrics
 from flinktune.evaluation import evaluate
 from flinktune.policies import make_policy
 from flinktune.policies.capacity import CapacityModel, measured_capacity, shape_of
+from flinktune.policies.flinktune_policy import shape_candidates, slot_memory_mb, startup_design
+from flinktune.policies.selection import CandidateScores
 from flinktune.stages import PolicyContext
 from flinktune.testing import FunctionSurrogate, StaticForecaster
 from flinktune.twin.profile import ClusterProfile
@@ -101,3 +105,96 @@ def test_a_fresh_policy_adopts_the_running_shape_instead_of_redeploying():
     d = pol.decide(state(running, rate=20000, busy=0.5), ctx(20000))
     assert pol.shape == shape_of(running)
     assert d.action is Action.KEEP or shape_of(d.target) == shape_of(running)
+
+
+# -- round 2: shapes for cost granularity, cheaper start-up profiling, hysteresis ---------------
+
+
+def test_shape_candidates_keep_one_core_per_slot_and_enough_memory_per_slot():
+    cands = shape_candidates(SPACE, (1.0,), 512.0)
+    assert cands and all(c.cpu == c.task_slots for c in cands)
+    assert all(slot_memory_mb(c) >= 512.0 for c in cands)
+    # 1 slot in a 1024 MB TaskManager keeps only 448 MB after the fixed overhead: left out;
+    # 2 slots in 2048 MB keep 736 MB each: in.
+    assert Configuration(8, 1, 1.0, 1024, 10) not in cands
+    assert Configuration(8, 2, 2.0, 2048, 10) in cands
+    assert len(shape_candidates(SPACE, None, 0.0)) == len(SPACE.candidates())
+
+
+def test_startup_design_is_small_distinct_and_starts_at_the_largest_parallelism():
+    design = startup_design(SPACE, 6, seed=7)
+    allowed = set(shape_candidates(SPACE, (1.0,), 512.0))
+    assert len(design) == len(set(design)) == 6 and set(design) <= allowed
+    assert design[0].parallelism == max(SPACE.parallelism)
+    assert startup_design(SPACE, 6, seed=7) == design  # seeded
+    with pytest.raises(ValueError, match="size must be >= 1"):
+        startup_design(SPACE, 0, seed=7)
+    with pytest.raises(ValueError, match="no candidate"):
+        startup_design(SPACE, 3, seed=7, min_slot_memory_mb=1e6)
+
+
+def _scores(cands, rate):
+    """Scores where each candidate meets the goals iff its parallelism x 5000 >= rate."""
+    n = len(cands)
+    ok = np.array([c.parallelism * 5000.0 >= rate for c in cands], dtype=float)
+    cost = np.array([c.total_cpu / 24 for c in cands])
+    z = np.zeros(n)
+    return CandidateScores(list(cands), rate, ok, ok, ok, z, z, z, cost)
+
+
+def test_choose_shape_prefers_fine_cost_steps_over_the_rate_range_not_only_at_the_planned_rate():
+    coarse = [Configuration(p, 3, 3.0, 3072, 10) for p in (12, 24)]  # 12 or 24 cores only
+    fine = [Configuration(p, 1, 1.0, 2048, 10) for p in (8, 12, 16, 20, 24)]  # steps of 4 cores
+    cands = coarse + fine
+    pol = make_policy("flinktune", SPACE)
+    planned = 60000.0  # both need 12 cores here: a tie at the planned rate alone
+    by_rate = [_scores(cands, planned * f) for f in (1.0, 0.5, 0.75, 1.3, 1.6)]
+    grown = _scores(cands, planned * 1.6)
+    best = pol.choose_shape(by_rate, grown)
+    assert shape_of(cands[best]) == shape_of(fine[0]) and cands[best].parallelism == 12
+    # Nothing meets the goals at the confidence level: None, unless a lower one is asked for.
+    none_ok = [CandidateScores(s.candidates, s.rate, s.p_feasible * 0.7, s.p_latency, s.p_recovery, s.latency_ms,
+                               s.recovery_s, s.latency_std, s.cost) for s in by_rate]  # fmt: skip
+    assert pol.choose_shape(none_ok, grown) is None
+    assert pol.choose_shape(none_ok, grown, confidence=0.6) is not None
+
+
+def test_hysteresis_up_trigger_and_minimum_scale_down_step():
+    pol = make_policy("flinktune", SPACE, memory_headroom=0.7, utilization=0.75, up_trigger=0.85, down_utilization=0.75,
+                      min_dwell_s=0, down_horizon_s=300, min_down_step=8)  # fmt: skip
+    cfg = pol.decide(state(SPACE.maximum, rate=30000, ts=0), ctx(30000)).target
+    p0 = cfg.parallelism
+    assert p0 <= max(SPACE.parallelism) - 8
+    # measured: capacity = rate / busy = 80000 at p0
+    keep = pol.decide(state(cfg, rate=40000, busy=0.5, ts=300), ctx(64000))  # 80% of capacity: under the trigger
+    assert keep.action is Action.KEEP
+    up = pol.decide(state(cfg, rate=40000, busy=0.5, ts=600), ctx(70000))  # 87.5%: over it
+    assert up.action is Action.RECONFIGURE and up.target.parallelism > p0
+    up = pol.decide(state(up.target, rate=40000, busy=0.5 * p0 / up.target.parallelism, ts=900), ctx(110000))
+    assert up.action is Action.RECONFIGURE and up.target.parallelism >= p0 + 8
+    big = up.target
+    cap_big = 40000 / 0.5 * big.parallelism / p0  # what the model extrapolates (linear downwards)
+    # A load that lets the job shrink by one step only (4) keeps; one that frees 8 scales down.
+    steps = [c.parallelism for c in pol._in_shape(pol.shape)]
+    one_down = steps[steps.index(big.parallelism) - 1]
+    rate_one = 0.74 * cap_big * one_down / big.parallelism
+    hold = pol.decide(state(big, rate=rate_one, busy=rate_one / cap_big, ts=1200), ctx(rate_one))
+    assert hold.action is Action.KEEP
+    alt = copy.deepcopy(pol)
+    alt.min_down_step = 4  # the same state with one-step scale-downs allowed: it would shrink
+    shrink = alt.decide(state(big, rate=rate_one, busy=rate_one / cap_big, ts=1500), ctx(rate_one))
+    assert shrink.action is Action.RECONFIGURE and shrink.target.parallelism == one_down
+    down = pol.decide(state(big, rate=2000, busy=2000 / cap_big, ts=1800), ctx(2000))
+    assert down.action is Action.RECONFIGURE and down.target.parallelism <= big.parallelism - 8
+
+
+def test_no_new_shape_is_chosen_beyond_what_profiling_covered():
+    pol = make_policy("flinktune", SPACE, memory_headroom=0.7, min_dwell_s=0)
+    cfg = Configuration(8, 2, 2.0, 2048, 10)
+    pol.shape = shape_of(cfg)
+    pol.capacity.observe(8, 10000.0)
+    context = ctx(500000)
+    context.extras["profiled_max_rate"] = 50000.0
+    top = Configuration(24, 2, 2.0, 2048, 10)
+    d = pol.decide(state(top, rate=40000, busy=0.99, ts=10), context)
+    assert d.action is Action.KEEP and "beyond what profiling covered" in d.reason
