@@ -55,7 +55,7 @@ def _fresh_demo_dir(var_dir: Path) -> None:
 def demo(
     workload: Workload = typer.Option(Workload.ysb, help="Built-in trace shape for the twin (ignored with --trace-file)."),
     trace_file: Optional[Path] = typer.Option(None, help="CSV trace (timestamp,value or timestamp|value) instead of a built-in one."),
-    history_hours: float = typer.Option(6.0, min=1.0, max=24.0, help="Hours of history the models learn from."),
+    history_hours: float = typer.Option(6.0, min=3.0, max=24.0, help="Hours of history the models learn from (at least 3: the forecaster trains on 100 minutes and backtests on the rest)."),
     tuned_hours: float = typer.Option(4.0, min=0.5, max=18.0, help="Hours the tuner then runs the job for."),
     policy: PolicyName = typer.Option(PolicyName.flinktune, help="Policy that decides during the tuned hours."),
     seed: int = typer.Option(7, help="Seed of the trace, the twin's noise and failures."),

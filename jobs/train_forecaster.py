@@ -20,6 +20,7 @@ under-forecast rate is acceptable; the decision is written on the version as the
 
 from __future__ import annotations
 
+import logging
 import argparse
 import json
 import math
@@ -37,6 +38,8 @@ from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
 
 __all__ = ["run", "main", "read_rate_history", "build_candidate", "CANDIDATES", "PROMOTION_METRIC"]
+
+log = logging.getLogger(__name__)
 
 DATASET = "features_1m"
 PROMOTION_METRIC = "peak_mae"
@@ -189,12 +192,22 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     models = {c: build_candidate(c, **build) for c in candidates}
     series = prepare_rate_series(raw, bin_s=bin_s, max_gap_bins=5, min_bins=1, where=where).values
     n_hold = max(3 * math.ceil(horizon_s / bin_s), int(len(series) * holdout_frac))
-    need = max(getattr(m, "min_fit_bins", 0) for m in models.values())
-    if len(series) - n_hold < need:
+    # A candidate that needs more history than there is sits this round out (with a log line);
+    # only when none can train is the history too short.
+    fits = {c: getattr(m, "min_fit_bins", 0) <= len(series) - n_hold for c, m in models.items()}
+    registrable_needs = [m.min_fit_bins for m in models.values() if hasattr(m, "save")]
+    if registrable_needs and not any(fits[c] for c, m in models.items() if hasattr(m, "save")):
+        need = min(registrable_needs)
         raise ForecastInputError(
             f"{where}: {len(series)} bins of {bin_s}s is too short to train ({need} bins) "
             f"and hold out {n_hold} bins for the backtest"
         )
+    for cand in [c for c, ok in fits.items() if not ok]:
+        log.warning("%s: candidate %s needs %d bins of history, %d available after the holdout; skipped this round",
+                    where, cand, models[cand].min_fit_bins, len(series) - n_hold)
+    skipped = [c for c in candidates if not fits[c]]
+    candidates = [c for c in candidates if fits[c]]
+    models = {c: models[c] for c in candidates}
     window = BacktestWindow(series, series.index[len(series) - n_hold], horizon_s, stride_bins)
     name = f"flinktune-forecaster-{job}"
     registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
@@ -254,7 +267,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     client.set_model_version_tag(name, version, "promotion", f"{'promoted' if promoted else 'kept champion'}: {why}")
     return {"model_name": name, "version": version, "promoted": promoted, "champion": registry.champion_version(name),
             "best": best, "planning_rule": scores[best]["rule"], "metrics": metrics,
-            "champion_metrics": champion, "candidates": scores}
+            "champion_metrics": champion, "candidates": scores, "skipped": skipped}
 
 
 def main(argv: list[str] | None = None) -> int:

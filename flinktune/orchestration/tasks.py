@@ -82,17 +82,51 @@ def suggest_profile_configs(job: str, configs: Sequence[Mapping[str, Any]], *, m
 
 
 def profile_config(job: str, config: Mapping[str, Any], *, rates: Sequence[float], duration_s: int, seed: int) -> dict[str, Any]:
-    """One short-lived profiling deployment of ``config`` (on the twin: one ``jobs.profile`` run)."""
+    """One short-lived profiling deployment of ``config`` (on the twin: one ``jobs.profile`` run).
+
+    On Kubernetes: a copy of the FlinkDeployment ``job`` in ``FLINKTUNE_K8S_NAMESPACE`` runs
+    ``config`` on the live input (:func:`flinktune.kubernetes.profiling.run_profiling_deployment`),
+    warms up 120 s, is measured for ``duration_s`` from the lake's raw metrics and is deleted;
+    ``rates`` holds at most the expected rate (used when the lake has no ``workloadRate``); ``seed``
+    is unused (nothing random). Budget: ``FLINKTUNE_PROFILE_BUDGET_CPU`` (cores, default 50) and
+    ``FLINKTUNE_PROFILE_BUDGET_MEMORY_MB`` (default 430000), JobManager included.
+    """
     if load_backends().cluster != "twin":
-        raise NotImplementedError(
-            "FLINKTUNE_CLUSTER=kubernetes: profiling deployments on a real cluster are not built yet; "
-            "profile on the twin (FLINKTUNE_CLUSTER=twin) or supply profiling_observations to the lake"
-        )
+        return _profile_on_kubernetes(job, config, rates=rates, duration_s=duration_s)
     from jobs import profile as job_module
 
     summary = job_module.run(job=job, configs=[dict(config)], rates=list(rates) or None, duration_s=duration_s,
                              seed=seed, settings=_settings())
     return {**summary, "config": dict(config)}
+
+
+def _profile_on_kubernetes(job: str, config: Mapping[str, Any], *, rates: Sequence[float], duration_s: int) -> dict[str, Any]:
+    import os
+
+    from flinktune.config_space import Configuration
+    from flinktune.kubernetes.profiling import ResourceBudget, run_profiling_deployment
+    from flinktune.lake import Lake
+    from flinktune.lake_source import LakeMetricsSource
+    from flinktune.orchestration.cluster import kubernetes_api
+    from jobs.profile import _write_observations
+
+    namespace = os.environ.get("FLINKTUNE_K8S_NAMESPACE", "").strip()
+    if not namespace:
+        raise ValueError("FLINKTUNE_CLUSTER=kubernetes needs FLINKTUNE_K8S_NAMESPACE (the FlinkDeployment's namespace)")
+    if len(rates) > 1:
+        raise ValueError(f"param rates: a profiling deployment reads the live input topic, so at most one rate, got {list(rates)}")
+    try:
+        budget = ResourceBudget(float(os.environ.get("FLINKTUNE_PROFILE_BUDGET_CPU", "50")),
+                                int(os.environ.get("FLINKTUNE_PROFILE_BUDGET_MEMORY_MB", "430000")))
+        vertex_ids = json.loads(os.environ.get("FLINKTUNE_VERTEX_IDS") or "{}")
+    except ValueError as exc:
+        raise ValueError(f"FLINKTUNE_PROFILE_BUDGET_CPU / _MEMORY_MB / FLINKTUNE_VERTEX_IDS: {exc}") from None
+    settings = _settings()
+    df = run_profiling_deployment(kubernetes_api(), namespace, job, Configuration.from_dict(config, where="param config"),
+                                  rate=float(rates[0]) if rates else None, metrics_source=LakeMetricsSource(Lake(settings.lake_dir)),
+                                  measure_s=float(duration_s), budget=budget, vertex_ids=vertex_ids)  # fmt: skip
+    path = _write_observations(df, settings)
+    return {"rows": int(len(df)), "path": str(path), "config": dict(config)}
 
 
 def profile_request(job: str, decided: Mapping[str, Any], *, dry_run: bool) -> dict[str, Any] | None:

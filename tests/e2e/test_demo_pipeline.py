@@ -29,7 +29,7 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     env.pop("FLINKTUNE_VAR_DIR", None)
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "flinktune.cli", "demo", "--history-hours", "2", "--tuned-hours", "1",
+        [sys.executable, "-m", "flinktune.cli", "demo", "--history-hours", "3", "--tuned-hours", "1",
          "--var-dir", str(var_dir), "--seed", "3"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )

@@ -172,3 +172,12 @@ def test_train_surrogate_input_errors_name_file_and_row(settings):
     _write(base / "part-0.parquet", _observations(2, seed=3))
     with pytest.raises(ValueError, match=r"profiling_observations job=demo: outcome 'latency_ms': 2 distinct"):
         train_surrogate.run(job="demo", settings=settings)
+
+
+def test_candidates_needing_more_history_sit_the_round_out(settings):
+    # 3 h of minutes: enough for TiDE (100 bins + holdout), not for Theta (230 bins).
+    _write(Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo" / "date=2024-03-01" / "part-0.parquet",
+           _features(hours=3.0).drop(columns=["job"]))
+    out = train_forecaster.run(job="demo", settings=settings, candidates=("tide-quantile", "darts-theta"),
+                               n_epochs=1, stride_bins=5)
+    assert out["skipped"] == ["darts-theta"] and out["best"] == "tide-quantile" and out["champion"] == "1"
