@@ -60,6 +60,10 @@ Updates the asset `flinktune://lake/features_1m`, which triggers `flinktune_trai
             "", type="string", title="Trace file",
             description="CSV input-rate trace to replay instead of the workload (twin only); empty: generate one.",
         ),
+        "start_ms": Param(None, type=["null", "integer"], minimum=0, title="From (epoch ms)",
+                          description="Curate raw data from this time when not simulating; empty: all of it."),
+        "end_ms": Param(None, type=["null", "integer"], minimum=0, title="To (epoch ms)",
+                        description="Curate raw data up to this time when not simulating; empty: all of it."),
     },
 )
 def flinktune_ingest() -> None:
@@ -78,12 +82,13 @@ def flinktune_ingest() -> None:
         )
 
     # none_failed: still runs when simulate was skipped (metrics already in the lake); then the
-    # window is None (Airflow logs "XCom not found" for the skipped task) and the ETL takes all raw data.
+    # window is None (Airflow logs "XCom not found" for the skipped task) and the ETL takes the
+    # start_ms/end_ms params (all raw data when they are empty).
     @task(execution_timeout=timedelta(minutes=20), trigger_rule=TriggerRule.NONE_FAILED, outlets=[FEATURES_1M])
     def etl_features(window: dict[str, Any] | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
         from flinktune.orchestration.tasks import etl_features as etl
 
-        window = window or {}
+        window = window or {"start_ms": params["start_ms"], "end_ms": params["end_ms"]}
         return etl(params["job"], window.get("start_ms"), window.get("end_ms"))
 
     etl_features(simulate())
