@@ -23,9 +23,12 @@ bounds raise :class:`ContractError` naming the file and the key. The YAML shape:
       severity: error
       per_window: {column: ts_ms, window_s: 60, min_rows: 1, severity: warning}
     freshness: {column: ts_ms, max_age_s: 900, severity: warning}   # needs an injected "now"
+    row_rules: [...]                # conditional checks, see data_contracts/row_rules.py
+    required_values: [...]          # values that must occur, see data_contracts/row_rules.py
 
 Every rule has an id used in reports: ``<column>.<kind>`` for column rules, ``uniqueness``,
-``completeness.min_rows``, ``completeness.per_window`` and ``freshness``.
+``completeness.min_rows``, ``completeness.per_window``, ``freshness``, ``row.<name>`` and
+``required.<name>``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from data_contracts.row_rules import Required, RowRule, parse_required, parse_row_rules
 
 __all__ = [
     "ContractError",
@@ -56,7 +61,7 @@ COLUMN_TYPES = ("string", "integer", "int32", "int64", "double", "number", "time
 SEVERITIES = ("error", "warning")
 _COLUMN_RULE_KINDS = ("exists", "type", "not_null", "finite", "range", "allowed", "regex")
 
-_TOP_KEYS = {"dataset", "description", "columns", "uniqueness", "completeness", "freshness"}
+_TOP_KEYS = {"dataset", "description", "columns", "uniqueness", "completeness", "freshness", "row_rules", "required_values"}
 _COLUMN_KEYS = {"name", "type", "nullable", "min_non_null_fraction", "finite", "range", "allowed", "regex", "severity", "severities", "description"}
 _RANGE_KEYS = {"min", "max"}
 _UNIQ_KEYS = {"columns", "severity"}
@@ -118,6 +123,8 @@ class Contract:
     freshness_column: str | None = None
     freshness_max_age_s: float | None = None
     freshness_severity: str = "warning"
+    row_rules: tuple[RowRule, ...] = ()
+    required: tuple[Required, ...] = ()
     source: str = "<memory>"
 
     def column(self, name: str) -> ColumnSpec:
@@ -150,6 +157,8 @@ class Contract:
             out.append(Rule("completeness.per_window", "per_window", self.window_column, self.window_severity))
         if self.freshness_column:
             out.append(Rule("freshness", "freshness", self.freshness_column, self.freshness_severity))
+        out += [Rule(r.id, "row", r.column, r.severity) for r in self.row_rules]
+        out += [Rule(r.id, "required", r.column, r.severity) for r in self.required]
         return out
 
 
@@ -256,6 +265,12 @@ def _parse(doc: Any, source: str) -> Contract:
         col = kw.get(key)
         if col is not None and next(c for c in columns if c.name == col).type not in ("integer", "int64", "timestamp"):
             raise w.err(key.replace("_column", ""), f"column {col!r} must be an epoch-ms integer or a timestamp")
+    if "row_rules" in doc:
+        kw["row_rules"] = parse_row_rules(w.err, doc["row_rules"], names, w.severity)
+    if "required_values" in doc:
+        kw["required"] = parse_required(w.err, doc["required_values"], names, w.severity)
+        if any(r.per_window for r in kw["required"]) and "window_column" not in kw:
+            raise w.err("required_values", "per_window entries need completeness.per_window (the window)")
     description = doc.get("description", "")
     if not isinstance(description, str):
         raise w.err("description", "must be a string")

@@ -10,10 +10,13 @@ Use :func:`precheck` (``validate`` does) for:
   Spark orders NaN above every number, so neither engine reports them reliably. On pandas,
   float64 NaN is the missing-value marker and counts as null (the not_null rule's business); only
   infinities fail ``finite`` there. On Spark, NaN and infinities fail it (nulls are nulls).
-- ``uniqueness`` on Spark only, with a hash aggregate (GX's Spark metric sorts the whole batch; see
+- ``uniqueness`` on Spark only, with a hash aggregate over a 64-bit hash of the key, confirmed on
+  the real key for repeated hashes (GX's Spark metric sorts the whole batch; see
   :mod:`data_contracts.compiler`). On pandas GX checks it.
 - ``completeness.per_window``: rows per time window between the batch's first and last window,
   including empty windows (gaps), which no GX expectation counts.
+- ``row.<name>`` and ``required.<name>`` (:mod:`data_contracts.row_rules`) on pandas; on Spark
+  they are counters of the one aggregated pass (:mod:`data_contracts.spark_onepass`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ import pandas as pd
 
 from data_contracts.contract import Contract
 from data_contracts.outcome import Failure
+from data_contracts.row_rules import required_failures_pandas, row_rule_failures_pandas
 
-__all__ = ["precheck", "engine_of", "SAMPLE_SIZE"]
+__all__ = ["precheck", "engine_of", "schema_failures", "spark_unique_failures", "window_failures_from_counts", "SAMPLE_SIZE"]
 
 #: How many offending values a failure carries.
 SAMPLE_SIZE = 5
@@ -140,15 +144,32 @@ def _window_failures(df: Any, contract: Contract, engine: str) -> list[Failure]:
         col = F.col(col_name)
         idx = F.floor(F.unix_micros(col) / (width * 1e6)) if ctype == "timestamp" else F.floor(col / (width * 1000))
         counts = {int(r[0]): int(r[1]) for r in df.filter(col.isNotNull()).groupBy(idx.alias("w")).count().collect()}
+    return window_failures_from_counts(counts, contract)
+
+
+def window_failures_from_counts(counts: dict[int, int], contract: Contract) -> list[Failure]:
+    """``completeness.per_window`` from rows per window index (absent windows count 0).
+
+    Counts without enumerating the span: a unit error can put windows 1e10 apart.
+    """
     if not counts:
         return []
     first, last = min(counts), max(counts)
-    short = [w for w in range(first, last + 1) if counts.get(w, 0) < contract.window_min_rows]
-    if not short:
+    span = last - first + 1
+    need = contract.window_min_rows
+    n_short = (span - len(counts)) + sum(1 for n in counts.values() if n < need)
+    if not n_short:
         return []
-    sample = tuple(pd.Timestamp(w * width, unit="s", tz="UTC").isoformat() for w in short[:SAMPLE_SIZE])
-    detail = f"windows of {width:g} s with fewer than {contract.window_min_rows} row(s), of {last - first + 1} between first and last"
-    return [Failure("completeness.per_window", col_name, contract.window_severity, sample, len(short), detail)]
+    short: list[int] = []
+    w = first
+    while len(short) < min(SAMPLE_SIZE, n_short):  # ends within len(counts) + SAMPLE_SIZE steps
+        if counts.get(w, 0) < need:
+            short.append(w)
+        w += 1
+    width = contract.window_s
+    sample = tuple(pd.Timestamp(w * width, unit="s", tz="UTC").isoformat() for w in short)
+    detail = f"windows of {width:g} s with fewer than {need} row(s), of {span} between first and last"
+    return [Failure("completeness.per_window", contract.window_column, contract.window_severity, sample, n_short, detail)]
 
 
 def _spark_unique_failures(df: Any, contract: Contract) -> list[Failure]:
@@ -157,10 +178,17 @@ def _spark_unique_failures(df: Any, contract: Contract) -> list[Failure]:
     from pyspark.sql import functions as F
 
     keys = list(contract.unique_columns)
-    dup = df.groupBy(*keys).count().filter(F.col("count") > 1)
-    sample = dup.limit(SAMPLE_SIZE).collect()
-    if not sample:
+    # Shuffle one 64-bit hash per row instead of the whole key (measured ~4x cheaper on the raw
+    # batch). Equal keys have equal hashes, so no repeated hash proves uniqueness exactly; rows
+    # whose hash repeats (a duplicate or a rare collision) are then grouped by the real key.
+    hashed = df.withColumn("_key_hash", F.xxhash64(*keys))
+    clashes = hashed.groupBy("_key_hash").count().filter(F.col("count") > 1).select("_key_hash")
+    if not clashes.limit(1).collect():
         return []
+    dup = hashed.join(clashes, "_key_hash", "left_semi").groupBy(*keys).count().filter(F.col("count") > 1)
+    sample = dup.orderBy(*keys).limit(SAMPLE_SIZE).collect()
+    if not sample:
+        return []  # only hash collisions
     offending = int(dup.agg(F.sum("count")).collect()[0][0])
     values = tuple({**{k: r[k] for k in keys}, "rows": int(r["count"])} for r in sample)
     return [Failure("uniqueness", ",".join(keys), contract.unique_severity, values, offending, "duplicate keys")]
@@ -175,4 +203,26 @@ def precheck(df: Any, contract: Contract) -> tuple[list[Failure], bool]:
     found = _finite_failures(df, contract, engine) + _window_failures(df, contract, engine)
     if engine == "spark":
         found += _spark_unique_failures(df, contract)
+    else:
+        found += row_rule_failures_pandas(df, contract.row_rules)
+        found += required_failures_pandas(df, contract.required, _pandas_window(contract))
     return found, True
+
+
+def _pandas_window(contract: Contract) -> Any:
+    """Rows -> window start (ISO text) of ``completeness.per_window``, or None without one."""
+    if not contract.window_column:
+        return None
+    col, width, ctype = contract.window_column, contract.window_s, contract.column(contract.window_column).type
+
+    def label(df: pd.DataFrame) -> pd.Series:
+        s = df[col]
+        idx = (s - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(seconds=width) if ctype == "timestamp" else s.astype("int64") // int(width * 1000)
+        return idx.map(lambda w: pd.Timestamp(int(w) * width, unit="s", tz="UTC").isoformat())
+
+    return label
+
+
+#: Public names for :mod:`data_contracts.spark_onepass`, which reuses these two checks.
+schema_failures = _schema_failures
+spark_unique_failures = _spark_unique_failures

@@ -4,12 +4,13 @@ Use :func:`validate` at every boundary where a batch enters or leaves the lake::
 
     outcome = validate(df, "features_1m", batch_id="demo-2024-05-01", quarantine_root=lake / "quarantine")
 
-It runs the fast pre-checks (:mod:`data_contracts.precheck`: schema, NaN/inf, rows per window),
-then the compiled GX suite (:mod:`data_contracts.compiler`). Warnings are logged and returned. On
+On pandas it runs the fast pre-checks (:mod:`data_contracts.precheck`: schema, NaN/inf, rows per
+window), then the compiled GX suite (:mod:`data_contracts.compiler`). Warnings are logged and returned. On
 any error-severity failure the batch and a report (``report.md``, ``report.json``) are written to
 ``quarantine_root/<dataset>/<batch_id>/`` and :class:`ContractViolation` is raised, naming the
-dataset, rules, offending values and the quarantine path. Spark batches are read several times
-(one pass per rule): cache them first if they are expensive to recompute.
+dataset, rules, offending values and the quarantine path. Spark batches are read twice (all rule
+counters in one aggregated pass, then uniqueness; see :mod:`data_contracts.spark_onepass`) plus
+a small GX run on their first rows.
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ from data_contracts.contract import Contract, load_contract
 from data_contracts.outcome import ContractViolation, Failure, ValidationOutcome
 from data_contracts.precheck import SAMPLE_SIZE, engine_of, precheck
 from data_contracts.quarantine import check_batch_id, write_quarantine
+from data_contracts.spark_onepass import spark_failures
 
 __all__ = ["validate", "run_checks", "ValidationOutcome", "Failure", "ContractViolation"]
 
 log = logging.getLogger(__name__)
+
+#: Rows of a Spark batch the GX suite also runs on (as pandas); every rule is checked exactly anyway.
+GX_SAMPLE_ROWS = 10_000
 
 _gx_lock = threading.Lock()
 _gx_state: dict[str, Any] = {}
@@ -120,18 +125,45 @@ def _detail(rule: str, kwargs: dict[str, Any], res: dict[str, Any]) -> str:
     return what + (f"; {pct:.3g}% of rows" if isinstance(pct, (int, float)) else "")
 
 
-def run_checks(df: Any, contract: Contract, *, batch_id: str, now: dt.datetime | float | None = None) -> ValidationOutcome:
-    """Pre-checks then GX, without quarantining or raising (for dry runs and reports)."""
+def _gx_on_sample(df: Any, contract: Contract, now: dt.datetime | None, n: int, known: set[str]) -> list[Failure]:
+    """The compiled GX suite on the first ``n`` rows (pandas): its findings the exact pass missed.
+
+    Table rules (row count, freshness) are left to the exact pass: a sample says nothing of them.
+    """
+    sample = df.limit(n).toPandas()
+    found = _gx_failures(sample, "pandas", contract, now)[0]
+    table_rules = {"completeness.min_rows", "freshness", "uniqueness"}
+    # Spark NaN becomes pandas' missing marker in toPandas: a NaN the finite rule reported is no null.
+    nan_columns = {r.rsplit(".", 1)[0] for r in known if r.endswith(".finite")}
+    return [
+        Failure(f.rule, f.column, f.severity, f.sample, f.unexpected_count, f"{f.detail} (GX on the first {len(sample)} rows)")
+        for f in found
+        if f.rule not in known and f.rule not in table_rules and not (f.rule.endswith(".not_null") and f.column in nan_columns)
+    ]
+
+
+def run_checks(
+    df: Any, contract: Contract, *, batch_id: str, now: dt.datetime | float | None = None, gx_sample_rows: int = GX_SAMPLE_ROWS
+) -> ValidationOutcome:
+    """All rules without quarantining or raising (for dry runs and reports).
+
+    pandas: pre-checks, then the compiled GX suite on the whole frame. Spark: every rule exactly in
+    one aggregated pass (:mod:`data_contracts.spark_onepass`), then GX on the first
+    ``gx_sample_rows`` rows (0 turns that off).
+    """
     engine = engine_of(df)
     now_utc = _as_utc(now)
-    failures, schema_ok = precheck(df, contract)
-    rows: int | None = len(df) if engine == "pandas" else None
     skipped: list[str] = []
-    if schema_ok:
-        gx_failures, gx_rows = _gx_failures(df, engine, contract, now_utc)
-        failures += gx_failures
-        rows = rows if rows is not None else gx_rows
+    if engine == "spark":
+        failures, rows, schema_ok = spark_failures(df, contract, now_utc)
+        if schema_ok and gx_sample_rows:
+            failures += _gx_on_sample(df, contract, now_utc, gx_sample_rows, {f.rule for f in failures})
     else:
+        failures, schema_ok = precheck(df, contract)
+        rows = len(df)
+        if schema_ok:
+            failures += _gx_failures(df, engine, contract, now_utc)[0]
+    if not schema_ok:
         skipped.append("all value rules (schema failed)")
     if contract.freshness_column and now_utc is None:
         skipped.append("freshness (no now given)")
@@ -147,6 +179,7 @@ def validate(
     batch_id: str,
     quarantine_root: str | Path,
     now: dt.datetime | float | None = None,
+    gx_sample_rows: int = GX_SAMPLE_ROWS,
 ) -> ValidationOutcome:
     """Validate ``df``; return the outcome if no error rule failed, else quarantine and raise.
 
@@ -156,7 +189,7 @@ def validate(
     """
     contract = contract_name_or_path if isinstance(contract_name_or_path, Contract) else load_contract(contract_name_or_path)
     check_batch_id(batch_id)
-    outcome = run_checks(df, contract, batch_id=batch_id, now=now)
+    outcome = run_checks(df, contract, batch_id=batch_id, now=now, gx_sample_rows=gx_sample_rows)
     for f in outcome.warnings:
         log.warning("dataset %s batch %s: %s", contract.dataset, batch_id, f.describe())
     if outcome.passed:

@@ -3,7 +3,9 @@
 ``python -m jobs.etl_features --job demo [--start-ms N] [--end-ms N]`` prints a one-line JSON
 summary ``{"dataset", "job", "rows", "path", "start_ms", "end_ms", "warnings"}``.
 
-Order of work: read raw (Spark, partition-pruned) -> validate it against ``raw_metrics`` (a
+Order of work: check the raw files' footers (:mod:`flinktune.etl.raw_files`: readable, typed, in
+their hour; :class:`~flinktune.etl.raw_files.RawFileError` names the file) -> read raw (Spark,
+partition-pruned) -> validate it against ``raw_metrics`` (a
 failing batch goes to ``<lake>/quarantine/raw_metrics/<batch_id>/`` and ContractViolation is
 raised: nothing is transformed) -> transform -> validate the per-minute rows against
 ``features_1m`` (quarantine on failure; the curated lake is untouched) -> stage-then-commit the
@@ -26,6 +28,7 @@ from flinktune.clock import Clock
 from flinktune.etl.curated import to_features_frame, write_features
 from flinktune.etl.features import NoRawDataError, features_1m, read_raw
 from flinktune.etl.observations import quarantine_root, validate_observations
+from flinktune.etl.raw_files import check_raw_files
 from flinktune.etl.spark import spark_session
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
@@ -68,8 +71,8 @@ def run(
     """Raw -> curated features for ``job`` in ``[start_ms, end_ms)`` (whole minutes; None = all).
 
     ``clock`` enables the contracts' freshness rules (left out for simulated time). Raises
-    :class:`data_contracts.ContractViolation` (batch quarantined) or
-    :class:`~flinktune.etl.features.NoRawDataError`.
+    :class:`data_contracts.ContractViolation` (batch quarantined),
+    :class:`~flinktune.etl.raw_files.RawFileError` or :class:`~flinktune.etl.features.NoRawDataError`.
     """
     settings = settings or load_settings()
     if start_ms is not None and end_ms is not None and end_ms <= start_ms:
@@ -89,6 +92,8 @@ def run(
 
     # Not cached on purpose: every rule reads one or two columns, and a parquet scan of those is
     # cheaper than building an in-memory cache of all columns (measured: ~8x).
+    if lake.raw_job_dir(job).is_dir():  # a missing folder is read_raw's NoRawDataError
+        check_raw_files(lake.raw_job_dir(job), _floor_minute(start_ms), _ceil_minute(end_ms))
     raw = read_raw(spark, lake.raw_metrics_dir, job, _floor_minute(start_ms), _ceil_minute(end_ms))
     start, end = _minute_range(raw, start_ms, end_ms, str(lake.raw_job_dir(job)))
     lap("read")

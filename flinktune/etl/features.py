@@ -4,8 +4,8 @@ Use :func:`read_raw` to load one job's raw samples (partition discovery on ``job
 pruned by job and date) and :func:`features_1m` to turn them into one row per job and minute
 (columns :data:`FEATURE_COLUMNS`, see docs/CONTRACTS.md). Aggregation choices, in two steps:
 
-1. Per second (``sec = ts_ms // 1000``): job-level metrics are pivoted (mean when a second has
-   several samples). Subtask metrics are combined per vertex (records in: sum over subtasks;
+1. Per second (``sec = ts_ms // 1000``), in one aggregation over (job, second, vertex): job-level
+   metrics (mean when a second has several samples) side by side with the subtask ones. Subtask metrics are combined per vertex (records in: sum over subtasks;
    busy and back-pressured time: mean over subtasks / 1000, i.e. the vertex's utilisation), then
    over vertices: ``busy_ratio`` and ``backpressure_ratio`` are the max over vertices (the
    bottleneck's), ``throughput`` the max over vertices of records in per second (the source-side
@@ -117,21 +117,23 @@ def features_1m(raw: "DataFrame") -> "DataFrame":
 
     s = raw.withColumn("sec", F.floor(F.col("ts_ms") / 1000))
 
-    per_sec_job = s.filter(F.col("metric").isin(_JOB_METRICS)).groupBy("job", "sec").pivot("metric", _JOB_METRICS).agg(F.avg("value"))
-
-    sub = s.filter(F.col("metric").isin("numRecordsInPerSecond", "busyTimeMsPerSecond", "backPressuredTimeMsPerSecond"))
-    m = F.col("metric")
-    per_vertex = sub.groupBy("job", "sec", "vertex").agg(
-        F.sum(F.when(m == "numRecordsInPerSecond", F.col("value"))).alias("records_in"),
-        (F.avg(F.when(m == "busyTimeMsPerSecond", F.col("value"))) / 1000.0).alias("busy"),
-        (F.avg(F.when(m == "backPressuredTimeMsPerSecond", F.col("value"))) / 1000.0).alias("bp"),
+    # One scan: a single aggregation per (job, second, vertex) computes the job-level metrics (on
+    # the vertex "" rows) and the per-vertex subtask combinations side by side; the second level
+    # then takes the job metrics' only value (max) and the bottleneck over vertices.
+    m, v = F.col("metric"), F.col("value")
+    per_vertex = s.groupBy("job", "sec", "vertex").agg(
+        *[F.avg(F.when(m == name, v)).alias(name) for name in _JOB_METRICS],
+        F.sum(F.when(m == "numRecordsInPerSecond", v)).alias("records_in"),
+        (F.avg(F.when(m == "busyTimeMsPerSecond", v)) / 1000.0).alias("busy"),
+        (F.avg(F.when(m == "backPressuredTimeMsPerSecond", v)) / 1000.0).alias("bp"),
     )
-    per_sec_vertex = per_vertex.groupBy("job", "sec").agg(
+    per_sec = per_vertex.groupBy("job", "sec").agg(
+        *[F.max(name).alias(name) for name in _JOB_METRICS],
         F.max("records_in").alias("throughput_s"),
         F.least(F.lit(1.0), F.max("busy")).alias("busy_s"),
         F.least(F.lit(1.0), F.max("bp")).alias("bp_s"),
     )
-    per_sec = per_sec_job.join(per_sec_vertex, ["job", "sec"], "full_outer").withColumn("minute", F.floor(F.col("sec") / 60))
+    per_sec = per_sec.withColumn("minute", F.floor(F.col("sec") / 60))
 
     # Counter increase per sample, attributed to the later sample's minute; a drop is a reset.
     by_time = Window.partitionBy("job").orderBy("sec")

@@ -1,0 +1,12 @@
+"""Extractors: metrics sources -> raw parquet in the lake (``raw/metrics/job=/date=/hour=``).
+
+- :mod:`flinktune.extract.prometheus`: Prometheus ``query_range``, chunked, retried, streamed.
+- :mod:`flinktune.extract.flink_rest`: live polling of Flink's REST API.
+- :mod:`flinktune.extract.sources`: any ``MetricsSource`` (the twin, a REST buffer).
+- :mod:`flinktune.extract.sink`: hour-aligned chunks and the idempotent raw writer they share.
+- :mod:`flinktune.extract.endpoint`: Prometheus URL and credentials (environment or Airflow).
+
+``jobs.extract_metrics`` is the entry point. Import submodules directly (nothing heavy at load).
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,109 @@
+"""Where Prometheus is and how to authenticate: from the environment or an Airflow connection.
+
+Use :func:`resolve_endpoint` in jobs: ``conn_id`` (an Airflow connection: host with scheme, port,
+optional login/password, or ``{"token": ...}`` in its extra) wins; otherwise the environment::
+
+    FLINKTUNE_PROMETHEUS_URL       e.g. http://prometheus.monitoring:9090 (required)
+    FLINKTUNE_PROMETHEUS_TOKEN     bearer token (optional)
+    FLINKTUNE_PROMETHEUS_USER      basic-auth user (optional, with _PASSWORD)
+    FLINKTUNE_PROMETHEUS_PASSWORD
+
+Secrets never appear in ``repr``, in :meth:`PrometheusEndpoint.display_url` or in any error message.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["PrometheusEndpoint", "EndpointError", "endpoint_from_env", "endpoint_from_airflow", "resolve_endpoint", "ENV_PREFIX"]
+
+ENV_PREFIX = "FLINKTUNE_PROMETHEUS_"
+
+
+class EndpointError(ValueError):
+    """No usable Prometheus endpoint; the message names the variable or connection (never a secret)."""
+
+
+@dataclass(frozen=True)
+class PrometheusEndpoint:
+    """Base URL plus optional bearer token or basic auth (secrets hidden from repr)."""
+
+    url: str
+    token: str | None = field(default=None, repr=False)
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise EndpointError(f"Prometheus URL must be http(s)://host[:port][/prefix], got {self.display_url()!r}")
+        if parts.username or parts.password:
+            raise EndpointError("put Prometheus credentials in FLINKTUNE_PROMETHEUS_USER/_PASSWORD or _TOKEN, not in the URL")
+
+    def display_url(self) -> str:
+        """The URL without any user info, for messages and logs."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        netloc = host + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+    def api(self, path: str) -> str:
+        return self.url.rstrip("/") + path
+
+    def headers(self) -> dict[str, str]:
+        """HTTP headers carrying the credentials (empty without any)."""
+        if self.token:
+            return {"Authorization": f"Bearer {self.token}"}
+        if self.username is not None:
+            pair = f"{self.username}:{self.password or ''}".encode()
+            return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
+        return {}
+
+
+def endpoint_from_env(environ: Mapping[str, str] | None = None) -> PrometheusEndpoint:
+    """The endpoint from ``FLINKTUNE_PROMETHEUS_*`` variables (see the module docstring)."""
+    env = os.environ if environ is None else environ
+    url = env.get(ENV_PREFIX + "URL")
+    if not url:
+        raise EndpointError(f"no Prometheus endpoint: set {ENV_PREFIX}URL or pass an Airflow connection id")
+    return PrometheusEndpoint(
+        url=url,
+        token=env.get(ENV_PREFIX + "TOKEN") or None,
+        username=env.get(ENV_PREFIX + "USER") or None,
+        password=env.get(ENV_PREFIX + "PASSWORD") or None,
+    )
+
+
+def endpoint_from_airflow(conn_id: str) -> PrometheusEndpoint:
+    """The endpoint of Airflow connection ``conn_id`` (host may carry the scheme; ``extra.token`` = bearer)."""
+    try:
+        from airflow.sdk import BaseHook
+    except ImportError:  # Airflow 2 layout
+        from airflow.hooks.base import BaseHook  # type: ignore[no-redef]
+
+    try:
+        conn = BaseHook.get_connection(conn_id)
+    except Exception as exc:  # Airflow raises its own not-found types across versions
+        raise EndpointError(f"Airflow connection {conn_id!r} cannot be read: {type(exc).__name__}") from None
+    host = conn.host or ""
+    scheme = conn.conn_type if conn.conn_type in ("http", "https") else "http"
+    base = host if "://" in host else f"{scheme}://{host}"
+    if conn.port:
+        base = f"{base.rstrip('/')}:{conn.port}"
+    if conn.schema:
+        base = f"{base.rstrip('/')}/{conn.schema.strip('/')}"
+    try:
+        extra = json.loads(conn.extra) if conn.extra else {}
+    except ValueError:
+        raise EndpointError(f"Airflow connection {conn_id!r}: extra is not JSON") from None
+    return PrometheusEndpoint(url=base, token=extra.get("token"), username=conn.login or None, password=conn.password or None)
+
+
+def resolve_endpoint(conn_id: str | None = None, environ: Mapping[str, str] | None = None) -> PrometheusEndpoint:
+    """The Airflow connection when ``conn_id`` is given, else the environment."""
+    return endpoint_from_airflow(conn_id) if conn_id else endpoint_from_env(environ)

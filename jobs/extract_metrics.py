@@ -1,0 +1,94 @@
+"""Extract one job's metrics from a source into the raw lake (``raw/metrics/job=/date=/hour=``).
+
+``python -m jobs.extract_metrics --job demo --source prometheus --start-ms A --end-ms B`` prints a
+one-line JSON summary ``{job, source, start_ms, end_ms, rows, chunks, files, missing_metrics}``.
+
+Sources:
+
+- ``prometheus``: ``query_range`` chunk by chunk (URL and credentials from ``conn_id``, an Airflow
+  connection, or ``FLINKTUNE_PROMETHEUS_URL`` / ``_TOKEN`` / ``_USER`` / ``_PASSWORD``).
+- ``flink-rest``: polls a running job on Flink's REST port (``flink_port``) live until ``end_ms``;
+  Flink keeps no history, so ``start_ms`` must not be in the past.
+- ``twin``: the twin writes raw samples itself (``jobs.simulate``); asking for it here is an error
+  that says so.
+
+Re-extracting a range replaces its files (see :mod:`flinktune.extract.sink`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from flinktune.clock import Clock, SystemClock
+from flinktune.extract.sink import RawSink
+from flinktune.lake import Lake
+from flinktune.settings import Settings, load_settings
+
+__all__ = ["run", "main", "SOURCES"]
+
+SOURCES = ("prometheus", "flink-rest", "twin")
+
+
+def run(
+    *,
+    job: str,
+    source: str = "prometheus",
+    start_ms: int,
+    end_ms: int,
+    settings: Settings | None = None,
+    conn_id: str | None = None,
+    step_s: int = 1,
+    chunk_s: int = 900,
+    flink_port: int = 8081,
+    interval_s: float = 2.0,
+    clock: Clock | None = None,
+) -> dict:
+    """Extract ``job`` in ``[start_ms, end_ms)`` from ``source``; returns the JSON summary."""
+    settings = settings or load_settings()
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r}; known: {list(SOURCES)}")
+    if end_ms <= start_ms:
+        raise ValueError(f"end_ms {end_ms} must be after start_ms {start_ms}")
+    sink = RawSink(Lake(settings.lake_dir))  # type: ignore[arg-type]
+    if source == "prometheus":
+        from flinktune.extract.endpoint import resolve_endpoint
+        from flinktune.extract.prometheus import PrometheusClient, extract_prometheus
+
+        client = PrometheusClient(resolve_endpoint(conn_id))
+        result = extract_prometheus(client, sink, job=job, start_ms=start_ms, end_ms=end_ms, step_s=step_s, chunk_s=chunk_s)
+    elif source == "flink-rest":
+        from flinktune.extract.flink_rest import collect_flink_rest, rest_source
+
+        clock = clock or SystemClock()
+        if start_ms < clock.now() * 1000 - interval_s * 1000:
+            raise ValueError(f"flink-rest has no history: start_ms {start_ms} is in the past (now {int(clock.now() * 1000)})")
+        rest = rest_source(flink_port, job, clock=clock)
+        result = collect_flink_rest(rest, sink, start_ms=start_ms, end_ms=end_ms, interval_s=interval_s, chunk_s=min(chunk_s, 300), clock=clock)
+    else:
+        raise ValueError("source 'twin' writes raw metrics itself: run jobs.simulate (or jobs.decide) for the twin")
+    return result.to_dict()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m jobs.extract_metrics", description=__doc__.splitlines()[0])
+    p.add_argument("--job", required=True, help="Flink job (deployment) name")
+    p.add_argument("--source", default="prometheus", choices=SOURCES)
+    p.add_argument("--start-ms", type=int, required=True, help="range start, epoch ms UTC")
+    p.add_argument("--end-ms", type=int, required=True, help="range end (exclusive), epoch ms UTC")
+    p.add_argument("--conn-id", default=None, help="Airflow connection of Prometheus (default: FLINKTUNE_PROMETHEUS_* env)")
+    p.add_argument("--step-s", type=int, default=1)
+    p.add_argument("--chunk-s", type=int, default=900)
+    p.add_argument("--flink-port", type=int, default=8081)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    summary = run(job=a.job, source=a.source, start_ms=a.start_ms, end_ms=a.end_ms, conn_id=a.conn_id, step_s=a.step_s,
+                  chunk_s=a.chunk_s, flink_port=a.flink_port)  # fmt: skip
+    print(json.dumps(summary, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
