@@ -24,10 +24,7 @@ import contextlib
 import json
 import logging
 import math
-import os
-import shutil
 import tempfile
-import uuid
 import warnings
 from pathlib import Path
 from typing import Iterator
@@ -37,6 +34,7 @@ import pandas as pd
 
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
+from models.atomic_dir import atomic_dir
 from models.torch_threads import single_thread
 
 __all__ = ["DartsQuantileForecaster", "TRAINED_QUANTILES", "resolve_accelerator"]
@@ -299,20 +297,11 @@ class DartsQuantileForecaster:
         if self._model is None:
             raise RuntimeError("cannot save an unfitted DartsQuantileForecaster")
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        tmp.mkdir()
-        try:
+        with atomic_dir(path) as tmp:
             self._model.save(str(tmp / "model.pt"))
             meta = {"params": self.params(), "scale": self._scale, "calendar": self._calendar,
                     "fit_info": self.fit_info, "kind": self.name}
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
-            if path.exists():
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
         return path
 
     @classmethod

@@ -31,10 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import pickle
-import shutil
-import uuid
 import warnings
 from pathlib import Path
 
@@ -42,6 +39,7 @@ import numpy as np
 import pandas as pd
 from scipy.signal import savgol_filter
 
+from models.atomic_dir import atomic_dir
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
@@ -237,19 +235,10 @@ class DemeterArimaForecaster:
         if not self._models:
             raise RuntimeError("cannot save an unfitted DemeterArimaForecaster")
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        tmp.mkdir()
-        try:
+        with atomic_dir(path) as tmp:
             (tmp / "models.pkl").write_bytes(pickle.dumps(self._models))
             meta = {"kind": self.name, "params": self.params(), "fit_info": self.fit_info}
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
-            if path.exists():
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
         return path
 
     @classmethod

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import uuid
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from models.atomic_dir import atomic_dir
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
@@ -146,18 +144,9 @@ class StatisticalForecaster:
         if self._ratios is None:
             raise RuntimeError(f"cannot save an unfitted {self.name}")
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        tmp.mkdir()
-        try:
+        with atomic_dir(path) as tmp:
             meta = {"kind": self.name, "params": self.params(), "ratios": self._ratios.tolist(), "fit_info": self.fit_info}
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
-            if path.exists():
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
         return path
 
     @classmethod
