@@ -225,7 +225,10 @@ def write_report(inputs: ReportInputs, out_root: Path) -> Path:
         _plot_config(inputs, tmp / "configuration.png")
         _plot_latency(inputs, tmp / "latency.png")
         _plot_resources(inputs, tmp / "resources.png")
-        (tmp / "summary.json").write_text(json.dumps(summary, indent=2))
+        start = _tuned_start(inputs)
+        tuned = inputs.features[inputs.features["window_start"] >= start] if start is not None else inputs.features.iloc[:0]
+        full = dict(summary, tuned=summarise(inputs, tuned) if len(tuned) else None)
+        (tmp / "summary.json").write_text(json.dumps(full, indent=2))
         (tmp / "report.md").write_text(_markdown(inputs, summary))
         if final.exists():
             shutil.rmtree(final)

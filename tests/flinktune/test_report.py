@@ -51,3 +51,16 @@ def test_report_refuses_empty_features(tmp_path):
     empty = features().iloc[:0]
     with pytest.raises(ValueError, match="no curated features"):
         write_report(ReportInputs("j", empty, pd.DataFrame(), pd.DataFrame(), 1000.0, SPACE), tmp_path)
+
+
+def test_summary_json_has_the_tuned_period_apart(tmp_path):
+    store = SqliteStateStore(tmp_path / "s.db")
+    st = evaluate("j", raw_samples("j", 0, 600, rate=30000), SPACE.maximum, 600, window_s=600)
+    f = features()
+    for minute in (60, 70):  # two decisions ten minutes apart: the tuner is in charge from minute 50
+        ts = f["window_start"][minute].timestamp()
+        store.record_decision("j", ts, st, Decision.keep("flinktune", "fine"), None)
+    path = write_report(ReportInputs("j", f, store.decisions("j"), store.forecasts("j"), 1000.0, SPACE), tmp_path / "r")
+    s = json.loads((path.parent / "summary.json").read_text())
+    assert s["hours"] == pytest.approx(2.0) and s["tuned"]["hours"] == pytest.approx(70 / 60)
+    assert "| measure | before tuning | tuned |" in path.read_text()
