@@ -15,6 +15,7 @@ from typing import Callable
 
 from flinktune.clock import Clock
 from flinktune.extract.sink import ExtractResult, RawSink, hour_chunks
+from flinktune.extract.sources import copy_chunk
 from flinktune.localflink.jobcontrol import JobControl, JobSpec
 from flinktune.localflink.metrics import RestMetricsSource
 from flinktune.localflink.rest import FlinkRest, RestError
@@ -57,12 +58,6 @@ def collect_flink_rest(
                 except RestError as exc:
                     source.errors.append(str(exc))
             sleep(interval_s)
-        df = source.fetch(job, lo, hi)
-        seen.update(df["metric"].dropna().unique().tolist())
-        written = sink.write(job, df, lo, hi, where=f"Flink REST job {job!r} chunk [{lo}, {hi})")
-        result.chunks += 1
-        result.rows += len(df)
-        if written is not None:
-            result.files.append(str(written))
+        copy_chunk(source, sink, result, seen, lo, hi, where=f"Flink REST job {job!r} chunk [{lo}, {hi})")
     result.missing_metrics = sorted(set(METRICS) - seen)
     return result

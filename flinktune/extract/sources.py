@@ -11,7 +11,7 @@ from flinktune.extract.sink import ExtractResult, RawSink, hour_chunks
 from flinktune.metric_schema import METRICS
 from flinktune.stages import MetricsSource
 
-__all__ = ["extract_from_source"]
+__all__ = ["copy_chunk", "extract_from_source"]
 
 
 def extract_from_source(
@@ -21,12 +21,17 @@ def extract_from_source(
     result = ExtractResult(job=job, source=name, start_ms=start_ms, end_ms=end_ms)
     seen: set[str] = set()
     for lo, hi in hour_chunks(start_ms, end_ms, chunk_s=chunk_s):
-        df = source.fetch(job, lo, hi)
-        seen.update(df["metric"].dropna().unique().tolist())
-        written = sink.write(job, df, lo, hi, where=f"{name} job {job!r} chunk [{lo}, {hi})")
-        result.chunks += 1
-        result.rows += len(df)
-        if written is not None:
-            result.files.append(str(written))
+        copy_chunk(source, sink, result, seen, lo, hi, where=f"{name} job {job!r} chunk [{lo}, {hi})")
     result.missing_metrics = sorted(set(METRICS) - seen)
     return result
+
+
+def copy_chunk(source: MetricsSource, sink: RawSink, result: ExtractResult, seen: set[str], lo: int, hi: int, *, where: str) -> None:
+    """Fetch ``[lo, hi)`` of ``result.job`` from ``source``, write it through ``sink``, count it in ``result``."""
+    df = source.fetch(result.job, lo, hi)
+    seen.update(df["metric"].dropna().unique().tolist())
+    written = sink.write(result.job, df, lo, hi, where=where)
+    result.chunks += 1
+    result.rows += len(df)
+    if written is not None:
+        result.files.append(str(written))

@@ -34,7 +34,7 @@ import pandas as pd
 
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
-from models.atomic_dir import atomic_dir
+from models.atomic_write import atomic_dir
 from models.torch_threads import single_thread
 
 __all__ = ["DartsQuantileForecaster", "TRAINED_QUANTILES", "resolve_accelerator"]

@@ -19,14 +19,13 @@ The fitted state (training data, hyperparameters, rate scale) can be exported wi
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from models.atomic_write import atomic_file
 from models.surrogate.dataset import TrainingData, check_knobs, model_inputs, prepare_training_data
 from models.surrogate.types import OUTCOMES, SurrogateInputError, SurrogatePrediction
 from models.torch_threads import single_thread
@@ -224,13 +223,8 @@ class GPSurrogate:
     def save(self, path: str | Path) -> Path:
         """Write :meth:`state` to ``path`` with ``torch.save`` (temp name, then rename)."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        try:
+        with atomic_file(path) as tmp:
             torch.save(self.state(), tmp)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
         return path
 
     @classmethod

@@ -32,8 +32,6 @@ pooled GPs are computed at the first prediction for a bucket and cached. ``devic
 from __future__ import annotations
 
 import hashlib
-import os
-import uuid
 import warnings
 from pathlib import Path
 from typing import Any
@@ -42,6 +40,7 @@ import gpytorch
 import numpy as np
 import torch
 
+from models.atomic_write import atomic_file
 from models.surrogate.buckets import RateBuckets
 from models.surrogate.dataset import check_knobs, prepare_training_data
 from models.surrogate.gp import build_gp, fit_gp, resolve_device
@@ -373,13 +372,8 @@ class RGPESurrogate:
     def save(self, path: str | Path) -> Path:
         """Write :meth:`state` with ``torch.save`` (temp name, then rename)."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        try:
+        with atomic_file(path) as tmp:
             torch.save(self.state(), tmp)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
         return path
 
     @classmethod
