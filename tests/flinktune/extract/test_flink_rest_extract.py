@@ -3,12 +3,12 @@ manual clock; closed chunks land in the lake as raw rows, a REST outage shows as
 
 from __future__ import annotations
 
-import json
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
+from json_http import JsonHandler
 
 from flinktune.clock import ManualClock
 from flinktune.extract.flink_rest import collect_flink_rest, rest_source
@@ -26,23 +26,12 @@ class FakeFlinkRest:
         self.down = False
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(JsonHandler):
             def do_GET(self):  # noqa: N802
                 if outer.down:
                     return self._send(503, {"errors": ["JobManager restarting"]})
                 url = urllib.parse.urlsplit(self.path)
                 self._send(200, outer.answer(url.path, dict(urllib.parse.parse_qsl(url.query))))
-
-            def _send(self, code: int, body: object) -> None:
-                raw = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
+from json_http import JsonHandler
 
 import jobs.extract_metrics as job_extract
 from flinktune.extract.endpoint import EndpointError, PrometheusEndpoint, endpoint_from_env
@@ -31,10 +32,7 @@ class FakePrometheus:
         self.drop_label = drop_label
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output quiet
-                pass
-
+        class Handler(JsonHandler):
             def do_GET(self):  # noqa: N802 - http.server's name
                 q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
                 outer.requests.append(q)
@@ -44,14 +42,6 @@ class FakePrometheus:
                     body = {"status": "error", "errorType": "bad_data" if code == 400 else "internal", "error": f"scripted {code}"}
                     return self._send(code, body)
                 self._send(200, {"status": "success", "data": {"resultType": "matrix", "result": outer.series(q)}})
-
-            def _send(self, code: int, body: dict) -> None:
-                raw = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pandas as pd
 import pytest
-from kubernetes import client
+from json_http import JsonHandler
+from k8s_fake_server import LocalApiServer
 
 from flinktune.clock import ManualClock
 from flinktune.config_space import Configuration
@@ -35,7 +34,7 @@ def production():
     return obj
 
 
-class FakeApiServer:
+class FakeApiServer(LocalApiServer):
     """GET/POST/DELETE of FlinkDeployments in namespace ``flink``; a created object turns
     ``final_state`` after ``gets_to_start`` GETs; bodies failing the CRD get a 422."""
 
@@ -44,18 +43,7 @@ class FakeApiServer:
         self.created, self.deleted, self.rejected, self.gets = [], [], [], {}
         srv = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def _send(self, code, body):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def _name(self):
                 return self.path.split("?")[0][len(PREFIX) + 1 :] if self.path.startswith(PREFIX + "/") else None
 
@@ -75,7 +63,7 @@ class FakeApiServer:
                 self._send(200, obj)
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.read_json()
                 errs = SCHEMA.errors(body) if self.path.split("?")[0] == PREFIX else ["wrong collection path"]
                 if any(k in body["metadata"] for k in ("resourceVersion", "uid")):
                     errs.append("metadata carries server-owned fields")
@@ -96,21 +84,7 @@ class FakeApiServer:
                     return self._send(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
                 self._send(200, {"kind": "Status", "status": "Success"})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def api(self):
-        cfg = client.Configuration()
-        cfg.host = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        return client.CustomObjectsApi(client.ApiClient(cfg))
+        self._serve(Handler)
 
 
 class FakeMetrics:

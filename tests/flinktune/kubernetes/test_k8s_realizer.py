@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from kubernetes import client
+from json_http import JsonHandler
+from k8s_fake_server import LocalApiServer
 
 from flinktune.clock import ManualClock
 from flinktune.config_space import Configuration
@@ -22,7 +20,7 @@ BASE = Configuration(24, 1, 1.0, 4096, 10)
 SCHEMA = load_crd_schema()
 
 
-class FakeApiServer:
+class FakeApiServer(LocalApiServer):
     """GET/PATCH of one FlinkDeployment; validates each patched object against the CRD (422 if not)."""
 
     def __init__(self, obj, *, conflicts=0, stable_after=1, fail=False):
@@ -30,18 +28,7 @@ class FakeApiServer:
         self.patches, self.rejected, self.gets_since_patch = [], [], 0
         srv = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def _send(self, code, body):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self):
                 srv.gets_since_patch += 1
                 if srv.gets_since_patch > srv.stable_after and srv.patches:
@@ -50,7 +37,7 @@ class FakeApiServer:
                 self._send(200, srv.obj)
 
             def do_PATCH(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = self.read_json()
                 if srv.conflicts > 0:
                     srv.conflicts -= 1
                     srv.obj["metadata"]["resourceVersion"] = str(int(srv.obj["metadata"]["resourceVersion"]) + 1)
@@ -70,21 +57,7 @@ class FakeApiServer:
                 srv.obj, srv.gets_since_patch = merged, 0
                 self._send(200, merged)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def api(self):
-        cfg = client.Configuration()
-        cfg.host = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        return client.CustomObjectsApi(client.ApiClient(cfg))
+        self._serve(Handler)
 
 
 def running(config=BASE, version="v1_20"):
