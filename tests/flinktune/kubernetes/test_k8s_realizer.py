@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 from json_http import JsonHandler
 from k8s_fake_server import LocalApiServer
