@@ -10,6 +10,15 @@ parallelism never run are extrapolated from the nearest measured one, sub-linear
 up (``up_exponent`` < 1: shuffles and coordination cost more with more subtasks) and linearly
 when scaling down (which under-estimates, the safe side). Measurements are per shape, so a
 change of shape starts from scratch.
+
+:class:`ShapeCapacities` keeps one :class:`CapacityModel` per shape (a return to a shape starts
+from what it measured there) and estimates shapes never run from the shape measured last, by
+cores per slot: a slot runs one subtask of every vertex, CPU-bound threads sharing the slot's
+cores, so up to one core per slot the capacity at a parallelism is proportional to the cores per
+slot (Flink's thread-per-slot model; above one core per slot the gain depends on how many threads
+can run at once, so no estimate is made there). The transfer ignores memory: a policy checks
+memory per slot separately. It is a prior for ranking shapes; the new shape is measured within
+one window of running it.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ import numpy as np
 from flinktune.config_space import Configuration
 from flinktune.decision import JobState
 
-__all__ = ["CapacityModel", "Shape", "shape_of", "measured_capacity"]
+__all__ = ["CapacityModel", "ShapeCapacities", "Shape", "shape_of", "slot_share", "measured_capacity"]
 
 #: (task_slots, cpu, memory_mb, checkpoint_interval_s): what an in-place rescale keeps.
 Shape = tuple[int, float, int, int]
@@ -30,6 +39,11 @@ Shape = tuple[int, float, int, int]
 def shape_of(cfg: Configuration) -> Shape:
     """The knobs an in-place rescale cannot change."""
     return (cfg.task_slots, cfg.cpu, cfg.memory_mb, cfg.checkpoint_interval_s)
+
+
+def slot_share(shape: Shape) -> float:
+    """Cores per slot of ``shape`` (TaskManager CPU / task slots)."""
+    return float(shape[1]) / float(shape[0])
 
 
 def measured_capacity(state: JobState, min_busy: float = 0.05) -> float | None:
@@ -79,3 +93,49 @@ class CapacityModel:
 
     def reset(self) -> None:
         self.measured.clear()
+
+
+@dataclass
+class ShapeCapacities:
+    """Measured capacity per shape plus estimates, by cores per slot, for shapes not measured.
+
+    Use :meth:`observe` with each steady window of the running shape and :meth:`estimate` for any
+    (shape, parallelism); ``last`` is the shape measured most recently (the transfer source).
+    """
+
+    up_exponent: float = 0.85
+    smoothing: float = 0.5
+    models: dict[Shape, CapacityModel] = field(default_factory=dict)
+    last: Shape | None = None
+
+    def model(self, shape: Shape) -> CapacityModel:
+        """The capacity model of ``shape`` (created empty on first use)."""
+        if shape not in self.models:
+            self.models[shape] = CapacityModel(self.up_exponent, self.smoothing)
+        return self.models[shape]
+
+    def observe(self, shape: Shape, parallelism: int, capacity: float) -> None:
+        """Fold one steady window of ``shape`` at ``parallelism`` in (job input rec/s)."""
+        if not np.isfinite(capacity) or capacity <= 0:
+            raise ValueError(f"capacity of {shape} at p{parallelism} must be a positive rate, got {capacity!r}")
+        self.model(shape).observe(parallelism, capacity)
+        self.last = shape
+
+    def measured(self, shape: Shape) -> bool:
+        """Whether ``shape`` itself has been measured (not only estimated)."""
+        return bool(self.models.get(shape) and self.models[shape].measured)
+
+    def estimate(self, shape: Shape, parallelism: int) -> float | None:
+        """Capacity of ``shape`` at ``parallelism``: measured (and extrapolated in parallelism) when
+        the shape ran, else transferred from ``last`` by cores per slot when both have at most one
+        core per slot, else None."""
+        if self.measured(shape):
+            return self.models[shape].estimate(parallelism)
+        src = self.last
+        if src is None or not self.measured(src):
+            return None
+        share, src_share = slot_share(shape), slot_share(src)
+        if share > 1.0 + 1e-9 or src_share > 1.0 + 1e-9:
+            return None
+        base = self.models[src].estimate(parallelism)
+        return None if base is None else base * share / src_share

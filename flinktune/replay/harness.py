@@ -44,8 +44,9 @@ DECISION_INTERVAL_S: dict[str, int] = {
 }  # fmt: skip
 
 
-#: Configurations flinktune profiles (at each of two rates) before its first shape choice.
-FLINKTUNE_STARTUP_RUNS = 6
+#: Configurations flinktune profiles (at each of two rates) before its first shape choice: its
+#: shapes are ranked by measured capacity, so the surrogate is only a check and 3 are enough.
+FLINKTUNE_STARTUP_RUNS = 3
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,8 @@ def replay_policy(
         models = ReplayModels(profile, space, fc, seed=settings.seed)
         if name in MODEL_POLICIES:  # barre plans from the forecast and measured rates only: no profiling
             first = float(trace.iloc[: settings.forecast_horizon_s].max())
-            # Demeter profiles its published design; flinktune only the one-core-per-slot shapes it
-            # chooses among (fewer runs, and the models learn the shapes that matter).
+            # Demeter profiles its published design; flinktune only the shapes it chooses among
+            # (0.5-1 core per slot; fewer runs, and the models learn the shapes that matter).
             design = startup_design(space, FLINKTUNE_STARTUP_RUNS, settings.seed) if name == "flinktune" else None
             models.bootstrap([0.5 * first, first * 1.1], design=design)
     if name == "oracle":

@@ -10,8 +10,8 @@ from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, JobState, VertexMetrics
 from flinktune.evaluation import evaluate
 from flinktune.policies import make_policy
-from flinktune.policies.capacity import CapacityModel, measured_capacity, shape_of
-from flinktune.policies.flinktune_policy import shape_candidates, slot_memory_mb, startup_design
+from flinktune.policies.capacity import CapacityModel, ShapeCapacities, measured_capacity, shape_of
+from flinktune.policies.flinktune_policy import SLOT_CORES, shape_candidates, slot_memory_mb, startup_design
 from flinktune.policies.selection import CandidateScores
 from flinktune.stages import PolicyContext
 from flinktune.testing import FunctionSurrogate, StaticForecaster
@@ -123,7 +123,7 @@ def test_shape_candidates_keep_one_core_per_slot_and_enough_memory_per_slot():
 
 def test_startup_design_is_small_distinct_and_starts_at_the_largest_parallelism():
     design = startup_design(SPACE, 6, seed=7)
-    allowed = set(shape_candidates(SPACE, (1.0,), 512.0))
+    allowed = set(shape_candidates(SPACE, SLOT_CORES, 512.0))
     assert len(design) == len(set(design)) == 6 and set(design) <= allowed
     assert design[0].parallelism == max(SPACE.parallelism)
     assert startup_design(SPACE, 6, seed=7) == design  # seeded
@@ -198,3 +198,82 @@ def test_no_new_shape_is_chosen_beyond_what_profiling_covered():
     top = Configuration(24, 2, 2.0, 2048, 10)
     d = pol.decide(state(top, rate=40000, busy=0.99, ts=10), context)
     assert d.action is Action.KEEP and "beyond what profiling covered" in d.reason
+
+
+# -- round 3: fractional cores per slot, capacity across shapes, shape re-choice ---------------
+
+
+def test_shape_capacities_transfer_by_cores_per_slot_only_up_to_one_core():
+    caps = ShapeCapacities(up_exponent=0.85)
+    one_core = (2, 2.0, 2048, 10)
+    assert caps.estimate(one_core, 8) is None  # nothing measured yet
+    caps.observe(one_core, 8, 40000.0)
+    assert caps.estimate(one_core, 8) == pytest.approx(40000.0)
+    # half a core per slot: half the capacity at the same parallelism, extrapolated the same way
+    assert caps.estimate((4, 2.0, 3072, 10), 8) == pytest.approx(20000.0)
+    assert caps.estimate((4, 3.0, 3072, 10), 16) == pytest.approx(40000.0 * 0.75 * 2**0.85)
+    assert caps.estimate((2, 3.0, 2048, 10), 8) is None  # 1.5 cores per slot: no linear transfer
+    assert not caps.measured((4, 2.0, 3072, 10))
+    with pytest.raises(ValueError, match="positive rate"):
+        caps.observe(one_core, 8, float("nan"))
+
+
+def _running(shape_cfg, capacity, rate, ts, restarts=0):
+    """A steady window of ``shape_cfg`` whose measured capacity is ``capacity`` (see vertices())."""
+    return state(shape_cfg, rate=rate, busy=rate / capacity, ts=ts, restarts=restarts)
+
+
+def _low_load_policy(**kw):
+    pol = make_policy("flinktune", SPACE, down_horizon_s=300, min_dwell_s=0, shape_dwell_s=1800, **kw)
+    cfg = Configuration(8, 2, 2.0, 2048, 10)  # one core per slot, the smallest parallelism: 8 cores
+    pol.shape = shape_of(cfg)
+    pol.capacities.observe(pol.shape, 8, 40000.0)
+    return pol, cfg
+
+
+def test_rank_shapes_prefers_fractional_cores_at_low_load_and_whole_cores_at_high_load():
+    pol, cfg = _low_load_policy()
+    low = pol.rank_shapes(8000.0, ctx(8000.0), cfg)
+    # 8000 rec/s needs 10700 of capacity: half a core per slot at p8 (4 cores, 20000 estimated) is cheapest
+    assert low[0].shape == (4, 2.0, 3072, 10) and low[0].config.parallelism == 8 and low[0].config.total_cpu == 4
+    assert not low[0].measured and low[0].grows
+    high = pol.rank_shapes(60000.0, ctx(60000.0), Configuration(20, 2, 2.0, 2048, 10))
+    assert high and high[0].shape[1] / high[0].shape[0] == 1.0  # whole cores per slot at high load
+    assert all(o.cost >= high[0].cost for o in high)
+
+
+def test_shape_is_re_chosen_after_the_low_load_has_held_for_the_dwell_time_with_its_reason():
+    pol, cfg = _low_load_policy()
+    decisions = [pol.decide(_running(cfg, 40000.0, 8000.0, ts), ctx(8000.0)) for ts in (300, 900, 1500, 2100)]
+    for d in decisions[:3]:  # pending: a reason that says what it waits for
+        assert d.action is Action.KEEP and "would save" in d.reason and "re-choose the shape once that has held 30 min" in d.reason
+    d = decisions[3]
+    assert d.action is Action.RECONFIGURE and "re-choose the shape" in d.reason and "savepoint redeploy" in d.reason
+    assert shape_of(d.target) == (4, 2.0, 3072, 10) and d.target.total_cpu < cfg.total_cpu
+    assert d.inputs["shape_saving"] >= pol.shape_saving and pol.shape == shape_of(d.target)
+
+
+def test_a_short_dip_does_not_re_choose_the_shape():
+    pol, cfg = _low_load_policy()
+    for ts in (300, 900, 1500):  # 20 min of low load: under the 30 min dwell
+        assert pol.decide(_running(cfg, 40000.0, 8000.0, ts), ctx(8000.0)).action is Action.KEEP
+    back = pol.decide(_running(cfg, 40000.0, 25000.0, 1800), ctx(25000.0))  # the load is back
+    assert back.action is Action.KEEP and "would save" not in back.reason
+    # the dwell starts again from scratch: another 20 min dip changes nothing either
+    for ts in (2400, 3000, 3600):
+        d = pol.decide(_running(cfg, 40000.0, 8000.0, ts), ctx(8000.0))
+        assert d.action is Action.KEEP
+    assert pol.shape == shape_of(cfg)
+
+
+def test_an_outgrown_fractional_shape_is_re_chosen_at_once_by_measured_capacity():
+    pol = make_policy("flinktune", SPACE, min_dwell_s=0)
+    small = Configuration(24, 4, 2.0, 3072, 10)  # half a core per slot, largest parallelism
+    pol.shape = shape_of(small)
+    pol.capacities.observe(pol.shape, 24, 60000.0)
+    context = ctx(70000.0)
+    context.extras["profiled_max_rate"] = 20000.0  # the capacity ranking does not need profiling coverage
+    d = pol.decide(_running(small, 60000.0, 50000.0, 300), context)
+    assert d.action is Action.RECONFIGURE and "choose the shape" in d.reason
+    assert d.target.cpu / d.target.task_slots > 0.5  # more cores per slot than the outgrown shape
+    assert pol.utilization * pol.capacities.estimate(shape_of(d.target), d.target.parallelism) >= 70000.0
