@@ -1,17 +1,23 @@
 """Long form of issue 9: the decision loop with the flinktune policy against a real local Flink.
 
-    .venv/bin/python benchmarks/local_flink_loop.py [--minutes 17] [--out var/localflink/loop]
+    .venv/bin/python benchmarks/local_flink_loop.py [--minutes 15] [--out var/localflink/loop]
 
 1. starts a local cluster (1 TaskManager, 1 slot, 1024 MB) and the benchmark job at p=1;
-2. profiles it: p=1 and p=2 at a low rate (capacity = throughput / busy fraction from counter
-   deltas), and one TaskManager kill at p=2 (recovery time); rows go to observations.csv;
-3. runs the loop every ``--interval`` s for ``--minutes`` on a rising-then-falling rate from
-   0.35x to 1.4x the measured p=1 capacity (capped at 0.75x the p=2 capacity), with the
-   flinktune policy, a measured capacity model as its surrogate (flinktune.localflink.capacity)
-   and a linear-trend forecaster of the last 3 minutes; the guard's windows are shortened to fit
-   a 17-minute run (stabilization 60 s, one scale-down per 240 s);
-4. prints the timeline (rate, throughput, p95, lag, parallelism, action, reason, downtime) and
-   writes timeline.csv, observations.csv (profiling + one row per loop step) and summary.json.
+2. runs the loop every ``--interval`` s. Its policy is the flinktune policy behind a profiling
+   gate (flinktune.localflink.profiler): with no trustworthy capacity for p=1 and p=2 the first
+   step asks to profile them, and the loop's profiler ramps each to saturation (about 20 s a
+   step; the capacity is the rate the job sustains once it falls behind), times one
+   TaskManager failure, and goes back to p=1. Capacities cap the policy's own busy-time
+   measurements (ProfiledCapacity) and make its surrogate;
+3. then offers a rate plan built from the measured capacities (flinktune.localflink.workload.
+   RatePlan): 0.4x p=1's capacity, rising to min(1.3x p=1's, 0.8x p=2's) so that a scale-up is
+   required, and back down so that a scale-down is correct, for ``--minutes`` (profiling time
+   not counted); the guard's windows and the policy's dwell are shortened to fit;
+4. judges every reconfiguration (flinktune.localflink.audit: latency under target after it and
+   no needless capacity), and writes timeline.csv, metrics.csv (raw samples), observations.csv
+   (profiling steps, the failure and one row per loop step, PROFILING_COLUMNS),
+   profiling_steps.csv, profiling_snapshots.csv and summary.json (capacities, plan, every
+   change with its verdict and the realizer's measured downtime, ``done``).
 Stops every process by PID at the end, also on errors.
 """
 
@@ -31,22 +37,26 @@ from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.guard import GuardRules, SafetyGuard
 from flinktune.localflink import (
     ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile, RestMetricsSource, free_port,
-    inject_taskmanager_failure, rise_and_fall,
 )
-from flinktune.localflink.capacity import CapacitySurrogate
+from flinktune.localflink.audit import Change, judge_changes
+from flinktune.localflink.capacity import CapacitySurrogate, ProfiledCapacity
+from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.distribution import repo_root
-from flinktune.localflink.profiling import measure_point
+from flinktune.localflink.profiler import ProfileWhenUntrusted, SaturationProfiler, WithoutProfiling
+from flinktune.localflink.workload import RatePlan
 from flinktune.loop import DecisionLoop
 from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.policies.capacity import ShapeCapacities, shape_of
 from flinktune.policies.flinktune_policy import FlinktunePolicy
 from flinktune.stages import PolicyContext
 from flinktune.store import MemoryStateStore
 from models.forecasting.types import QuantileForecast
 
 SPACE = ConfigSpace(parallelism=(1, 2), task_slots=(1,), cpu=(1.0,), memory_mb=(1024,), checkpoint_interval_s=(10,))
+JOB = "loop-bench"
 
 
-def trend_forecast(source: RestMetricsSource, job: str, now: float, horizon_s: int = 300, bin_s: int = 30) -> QuantileForecast:
+def trend_forecast(source, job: str, now: float, horizon_s: int = 300, bin_s: int = 30) -> QuantileForecast:
     """Linear trend of the offered rate over the last 3 minutes, extrapolated; q90 = q50 x 1.1."""
     df = source.fetch(job, int((now - 180) * 1000), int(now * 1000) + 1)
     s = df[df["metric"] == "workloadRate"].groupby("ts_ms")["value"].sum()
@@ -60,10 +70,14 @@ def trend_forecast(source: RestMetricsSource, job: str, now: float, horizon_s: i
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--minutes", type=float, default=17.0)
+    ap.add_argument("--minutes", type=float, default=15.0, help="length of the rate plan (profiling not counted)")
     ap.add_argument("--interval", type=float, default=30.0)
     ap.add_argument("--work", type=int, default=10000)
     ap.add_argument("--latency-target-ms", type=float, default=3000.0)
+    ap.add_argument("--max-steps", type=int, default=6, help="profiling steps per parallelism at most")
+    ap.add_argument("--settle-s", type=float, default=5.0, help="seconds each profiling step settles before measuring")
+    ap.add_argument("--measure-s", type=float, default=15.0, help="seconds each profiling step measures")
+    ap.add_argument("--no-failure", action="store_true", help="skip the TaskManager kill (recovery time then assumed 30 s)")
     ap.add_argument("--out", type=Path, default=repo_root() / "var" / "localflink" / "loop")
     args = ap.parse_args(argv)
     out = args.out.resolve()
@@ -71,9 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     jar = repo_root() / "var" / "localflink" / "flinkjob.jar"
     cluster = LocalFlinkCluster(out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024))
     rate = RateFile(out / "rate.txt")
-    obs: list[dict] = []
     timeline: list[dict] = []
+    loop_obs: list[dict] = []
     t_start = time.time()
+    source = profiler = plan = None
+    plan_t0 = end_ts = None
+    plan_profiling_s = 0.0  # profiling time already spent when the plan started (the plan's clock skips profiling)
+
+    def plan_time(now: float) -> float:
+        return now - plan_t0 - (profiler.seconds - plan_profiling_s) if plan is not None else -1.0
 
     def log(msg: str) -> None:
         print(f"[{time.time() - t_start:7.1f}s] {msg}", flush=True)
@@ -82,87 +102,125 @@ def main(argv: list[str] | None = None) -> int:
         log("starting the cluster")
         cluster.up(timeout_s=180)
         rate.set(3000)
-        control = JobControl(cluster.rest, JobSpec(jar=jar, name="loop-bench", rate_file=rate.path, work=args.work, keys=500))
+        control = JobControl(cluster.rest, JobSpec(jar=jar, name=JOB, rate_file=rate.path, work=args.work, keys=500))
         p1 = Configuration(1, 1, 1.0, 1024, 10)
         realizer = LocalFlinkRealizer(cluster, control, p1)
         realizer.deploy()
         source = RestMetricsSource(control, config_provider=lambda: realizer.config)
         source.start(interval_s=2.0)
-
-        log("profiling p=1 and p=2")
-        prof = {}
-        for cfg in (p1, p1.with_(parallelism=2)):
-            if cfg != realizer.config:
-                res = realizer.apply("loop-bench", cfg)
-                log(f"profiling rescale to p={cfg.parallelism}: {res.mode}, {res.downtime_s:.2f} s down")
-            row = measure_point(control, source, rate, cfg, 3000)
-            prof[cfg.parallelism] = row
-            obs.append(row)
-            log(f"p={cfg.parallelism} at 3000/s: throughput {row['throughput']:.0f}/s, busy {row['busy']:.2f}, "
-                f"capacity {row['capacity']:.0f}/s, p95 {row['latency_ms']:.0f} ms")
-        rec = inject_taskmanager_failure(cluster, control, timeout_s=150)
-        log(f"failure at p=2: detected +{rec.detected_s}s, running again +{rec.running_again_s:.1f}s, recovered +{rec.recovery_s:.1f}s")
-        obs.append(dict(obs[-1], run_id="failure-p2", recovery_s=rec.recovery_s))
-        cap = {p: prof[p]["capacity"] for p in prof}
-        cap[2] = max(cap[2], cap[1])  # on a loaded 2-core box a second subtask never lowers capacity
-        sur = CapacitySurrogate(SPACE, cap, {p: prof[p]["latency_ms"] for p in prof}, rec.recovery_s,
-                                cpu_core_s_per_record=float(np.nanmean([prof[p]["cpu_used"] / 3000 for p in prof])),
-                                memory_used_mb=float(np.nanmean([prof[p]["memory_used_mb"] for p in prof])))
-        low, high = 0.35 * cap[1], min(1.4 * cap[1], 0.75 * cap[2])
-        log(f"capacity model: p1 {cap[1]:.0f}/s, p2 {cap[2]:.0f}/s; trace {low:.0f} -> {high:.0f} -> {low:.0f} rec/s")
-        res = realizer.apply("loop-bench", p1)
-        rate.set(low)
-        log(f"back to p=1 for the loop: {res.mode}, {res.downtime_s:.2f} s down; settling 60 s")
-        time.sleep(60)
-
+        cpu = CpuMeter(lambda: [t.pid for t in cluster.taskmanagers()] + [cluster.status()["jobmanager_pid"] or 0])
+        capacity = ProfiledCapacity()
+        profiler = SaturationProfiler(JOB, realizer, rate, capacity, out, source=source, cpu=cpu, max_steps=args.max_steps,
+                                      settle_s=args.settle_s, measure_s=args.measure_s, measure_recovery=not args.no_failure,
+                                      log=log)
+        view = WithoutProfiling(source, profiler.periods)
+        # The one shape's capacity model is the profiled one: it caps the policy's busy-time measurements.
+        inner = FlinktunePolicy(SPACE, capacities=ShapeCapacities(models={shape_of(p1): capacity}), min_down_step=1,
+                                min_dwell_s=180, down_horizon_s=120)
+        policy = ProfileWhenUntrusted(inner, capacity, SPACE)
         guard = SafetyGuard(SPACE, args.latency_target_ms, GuardRules(stabilization_s=60, scale_down_window_s=240, rollback_window_s=180))
-        policy = FlinktunePolicy(SPACE)
-        loop = DecisionLoop(
-            job="loop-bench", source=source, realizer=realizer, policy=policy, guard=guard, store=MemoryStateStore(),
-            clock=SystemClock(),
-            context=lambda st: PolicyContext(args.latency_target_ms, 180.0, forecast=trend_forecast(source, "loop-bench", time.time()),
-                                             surrogate=sur, extras={"profiled_max_rate": cap[2]}),
-            window_s=90, max_staleness_s=30,
-        )
+
+        def context(state) -> PolicyContext:
+            sur = None
+            if all(capacity.trusted(p) for p in SPACE.parallelism):
+                unsat = [s for s in profiler.steps if not s["saturated"] and s["throughput"] > 0 and np.isfinite(s["flink_cores"])]
+                per_record = float(np.mean([s["flink_cores"] / s["throughput"] for s in unsat])) if unsat else 3e-5
+                heap = [o["memory_used_mb"] for o in profiler.observations if np.isfinite(o["memory_used_mb"])]
+                sur = CapacitySurrogate.from_estimates(SPACE, capacity.profiled.values(), recovery_s=profiler.recovery_s or 30.0,
+                                                       cpu_core_s_per_record=per_record,
+                                                       memory_used_mb=float(np.mean(heap)) if heap else 200.0)
+            top = max((e.capacity for e in capacity.profiled.values()), default=0.0)
+            return PolicyContext(args.latency_target_ms, 180.0, forecast=trend_forecast(view, JOB, time.time()), surrogate=sur,
+                                 extras={"profiled_max_rate": top})
+
+        loop = DecisionLoop(job=JOB, source=view, realizer=realizer, policy=policy, guard=guard, store=MemoryStateStore(),
+                            clock=SystemClock(), context=context, profiler=profiler, window_s=90, max_staleness_s=30)
         duration = args.minutes * 60
-        trapezoid = duration - 180  # the last 3 minutes stay low, so the scale-down can happen
-        loop_t0 = time.time()
-        next_step = loop_t0 + args.interval
-        while time.time() - loop_t0 < duration:
-            t = time.time() - loop_t0
-            rate.set(rise_and_fall(t, low=low, high=high, duration_s=trapezoid, hold_frac=0.25))
-            if time.time() >= next_step:
+        next_step = time.time() + args.interval
+        cpu.mark()
+        while plan is None or plan_time(time.time()) < duration:
+            now = time.time()
+            if plan is None and all(capacity.trusted(p) for p in SPACE.parallelism):
+                cap = {p: capacity.profiled[p].capacity for p in SPACE.parallelism}
+                plan = RatePlan.from_capacities(cap, duration)
+                # The plan starts once the view shows samples again (profiling is hidden for margin_s).
+                plan_t0, plan_profiling_s = now + view.margin_s, profiler.seconds
+                log(f"capacities {cap}; rate plan {plan.low:,.0f} -> {plan.high:,.0f} -> {plan.low:,.0f} rec/s over {args.minutes:g} min")
+            if plan is None and now - t_start > 900:
+                raise RuntimeError("no trusted capacity for every parallelism after 15 minutes: profiling never completed")
+            t = plan_time(now)
+            rate.set(plan.rate_at(t) if plan is not None else 3000)
+            if now >= next_step:
                 o = loop.step()
                 s = o.state
-                row = {"t_s": round(t), "rate": s.input_rate, "throughput": s.throughput, "p95_ms": s.latency_p95_ms,
+                machine, flink = cpu.read()
+                cpu.mark()
+                changed = o.result is not None and o.result.changed
+                row = {"t_s": round(t), "ts": s.ts, "rate": s.input_rate, "throughput": s.throughput, "p95_ms": s.latency_p95_ms,
                        "lag": s.lag, "busy": s.busy_ratio, "parallelism": s.config.parallelism, "action": o.decision.action.value,
                        "target_p": o.decision.target.parallelism if o.decision.target else None,
-                       "mode": o.result.mode if o.result and o.result.changed else "", "downtime_s": o.result.downtime_s if o.result and o.result.changed else 0.0,
-                       "reason": o.decision.reason}
+                       "mode": o.result.mode if changed else "", "downtime_s": o.result.downtime_s if changed else 0.0,
+                       "machine_cores": machine, "flink_cores": flink, "reason": o.decision.reason}
                 timeline.append(row)
                 log(f"t={t:5.0f}s rate {s.input_rate:7.0f} thr {s.throughput:7.0f} p95 {s.latency_p95_ms:7.0f} ms lag {s.lag:8.0f} "
-                    f"p={s.config.parallelism} -> {o.line()}")
-                if s.problems == () and np.isfinite(s.latency_p95_ms):
-                    obs.append({"job": "loop-bench", "run_id": f"loop-{len(timeline)}", "ts_ms": int(s.ts * 1000), **s.config.to_dict(),
-                                "input_rate": s.input_rate, "throughput": s.throughput, "latency_ms": s.latency_p95_ms,
-                                "recovery_s": np.nan, "cpu_used": s.cpu_used, "memory_used_mb": s.memory_used_mb})
-                next_step += args.interval
+                    f"p={s.config.parallelism} cpu {machine:.2f}/{flink:.2f} -> {o.line()}")
+                if plan is not None and not s.problems and np.isfinite(s.latency_p95_ms):
+                    loop_obs.append({"job": JOB, "run_id": f"loop-{len(timeline)}", "ts_ms": int(s.ts * 1000), **s.config.to_dict(),
+                                     "input_rate": s.input_rate, "throughput": s.throughput, "latency_ms": s.latency_p95_ms,
+                                     "recovery_s": np.nan, "cpu_used": s.cpu_used, "memory_used_mb": s.memory_used_mb})
+                next_step = max(next_step + args.interval, time.time() + 1)
             time.sleep(2.0)
+        end_ts = time.time()
         source.stop()
     finally:
         stopped = cluster.down()
         log(f"stopped PIDs {stopped}")
-        pd.DataFrame(timeline).to_csv(out / "timeline.csv", index=False)
-        frame = pd.DataFrame(obs)
-        if not frame.empty:
-            frame[list(PROFILING_COLUMNS)].to_csv(out / "observations.csv", index=False)
-        changes = [r for r in timeline if r["mode"]]
-        summary = {"minutes": (time.time() - t_start) / 60, "changes": changes,
-                   "scale_ups": sum(1 for r in changes if r["target_p"] > r["parallelism"]),
-                   "scale_downs": sum(1 for r in changes if r["target_p"] < r["parallelism"])}
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
-        log(json.dumps(summary, default=float))
+        end_ts = end_ts or time.time()
+        summary = write_results(out, args, timeline, loop_obs, source, profiler, plan, plan_t0,
+                                plan_time(end_ts) if plan is not None else 0.0, end_ts, t_start)
+        log(json.dumps({k: summary[k] for k in ("scale_ups", "correct_scale_ups", "scale_downs", "correct_scale_downs", "done")}))
     return 0
+
+
+def write_results(out: Path, args, timeline, loop_obs, source, profiler, plan, plan_t0, plan_s, end_ts, t_start) -> dict:
+    """timeline.csv, metrics.csv, observations.csv and summary.json (with a verdict per change)."""
+    pd.DataFrame(timeline).to_csv(out / "timeline.csv", index=False)
+    samples = source.fetch(JOB, 0, 2**62) if source is not None else pd.DataFrame()
+    if len(samples):
+        samples.to_csv(out / "metrics.csv", index=False)
+    summary: dict = {"minutes_total": (time.time() - t_start) / 60, "latency_target_ms": args.latency_target_ms}
+    verdicts = []
+    if profiler is not None:
+        profiler.write()
+        obs = pd.DataFrame(profiler.observations + loop_obs, columns=list(PROFILING_COLUMNS))
+        obs.to_csv(out / "observations.csv", index=False)
+        cap = {p: e.capacity for p, e in profiler.capacity.profiled.items()}
+        summary["profiling"] = {"seconds": profiler.seconds, "recovery_s": profiler.recovery_s, "rescales": profiler.rescales,
+                                "estimates": [e.to_dict() for e in profiler.estimates]}
+        summary["capacity"] = cap
+        if plan is not None:
+            summary["rate_plan"] = {"low": plan.low, "high": plan.high, "knots": plan.knots, "started": plan_t0,
+                                    "loop_minutes": plan_s / 60,
+                                    "scale_up_required": plan.high > cap[min(cap)],
+                                    "scale_down_correct_at_low": plan.low <= 0.85 * cap[min(cap)]}
+        changes = [Change(r["ts"], int(r["parallelism"]), int(r["target_p"]), r["mode"], float(r["downtime_s"]), r["reason"])
+                   for r in timeline if r["mode"] and r["target_p"] is not None]
+        if changes and len(samples):
+            hidden = WithoutProfiling(source, profiler.periods).fetch(JOB, 0, 2**62)
+            verdicts = judge_changes(hidden, changes, cap, args.latency_target_ms, end_ts)
+        if len(samples) and plan_t0 is not None:
+            lat = WithoutProfiling(source, profiler.periods, margin_s=0).fetch(JOB, int(plan_t0 * 1000), 2**62)
+            lat = lat.loc[lat["metric"] == "latencyP95Ms", "value"]
+            summary["latency_over_target_fraction"] = float((lat > args.latency_target_ms).mean()) if len(lat) else None
+    summary["changes"] = [v.to_dict() for v in verdicts]
+    ups = [v for v in verdicts if v.change.kind == "scale-up"]
+    downs = [v for v in verdicts if v.change.kind == "scale-down"]
+    summary.update(scale_ups=len(ups), correct_scale_ups=sum(v.correct is True for v in ups), scale_downs=len(downs),
+                   correct_scale_downs=sum(v.correct is True for v in downs))
+    summary["done"] = bool(summary["correct_scale_ups"] >= 1 and summary["correct_scale_downs"] >= 1
+                           and plan_s / 60 >= min(15.0, args.minutes) - 0.5)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+    return summary
 
 
 if __name__ == "__main__":

@@ -6,7 +6,11 @@
 - ``metrics``: a ``MetricsSource`` over REST producing the raw schema;
 - ``realizer``: a ``Realizer`` (in-place rescale or savepoint redeploy, measured downtime);
 - ``failures``: kill a TaskManager by PID, replace it, time the recovery;
-- ``workload``: the rate file the benchmark job follows;
+- ``workload``: the rate file the benchmark job follows and the loop benchmark's rate plan;
+- ``saturation`` / ``profiling``: capacity from a short ramp to saturation (pure analysis / live steps);
+- ``capacity``: the measured capacity surrogate and the profiled cap on the policy's capacity model;
+- ``profiler``: profiling in the decision loop (the gate that asks for it, the profiler that runs it);
+- ``audit``: whether each reconfiguration of a run was correct; ``cpu``: machine vs cluster CPU;
 - ``cli``: the functions behind ``flinktune local-flink up|down|status``.
 """
 
@@ -18,7 +22,7 @@ from flinktune.localflink.jobcontrol import JobControl, JobControlError, JobSpec
 from flinktune.localflink.metrics import RestMetricsSource
 from flinktune.localflink.realizer import LocalFlinkRealizer
 from flinktune.localflink.rest import FlinkRest, RestError
-from flinktune.localflink.workload import RateFile, rise_and_fall
+from flinktune.localflink.workload import RateFile, RatePlan, rise_and_fall
 
 __all__ = [
     "cli_up", "cli_down", "cli_status",
@@ -27,5 +31,5 @@ __all__ = [
     "RecoveryResult", "inject_taskmanager_failure", "kill_taskmanager",
     "JobControl", "JobControlError", "JobSpec",
     "RestMetricsSource", "LocalFlinkRealizer", "FlinkRest", "RestError",
-    "RateFile", "rise_and_fall",
+    "RateFile", "RatePlan", "rise_and_fall",
 ]

@@ -1,9 +1,11 @@
 """The short form of issue 9's integration test, against a real Flink 2.3 cluster on 127.0.0.1.
 
 One cluster, one job, every step in order (each depends on the previous): start, run the job,
-read metrics through the REST MetricsSource, rescale in place, redeploy from a savepoint with a
-new checkpoint interval, kill a TaskManager and see recovery, stop everything by PID.
-About 2-3 minutes on 2 cores; the long form is benchmarks/local_flink_loop.py.
+read metrics through the REST MetricsSource, profile steps (one kept up, one far over capacity
+that falls behind, then the backlog cleared and the low rate kept up again), rescale in place,
+redeploy from a savepoint with a new checkpoint interval, kill a TaskManager and see recovery,
+stop everything by PID. About 2-3 minutes on 2 cores; the long form is
+benchmarks/local_flink_loop.py.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from flinktune.localflink import (
     ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile, RestMetricsSource, free_port,
     inject_taskmanager_failure,
 )
+from flinktune.localflink.cpu import CpuMeter
+from flinktune.localflink.profiling import observation_row, reset_backlog, run_step
+from flinktune.metric_schema import PROFILING_COLUMNS
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]
 
@@ -68,6 +73,23 @@ def test_cluster_job_metrics_rescale_failure_and_stop(cluster, flink_setup, tmp_
         assert state.throughput > 0 and np.isfinite(state.latency_p95_ms) and state.latency_p95_ms > 0
         busy = samples[(samples["metric"] == "busyTimeMsPerSecond") & samples["vertex"].str.startswith("WindowAgg")]
         assert not busy.empty and set(samples["metric"]) >= {"pendingRecords", "cpuLoad", "numRestarts", "configParallelism"}
+
+        # Profiling steps from polled counters: kept up, fell behind, and kept up again once the backlog is cleared.
+        cpu = CpuMeter(lambda: [t.pid for t in cluster.taskmanagers()])
+        steps = {}
+        for name, r in (("low", 3000.0), ("over", 1_000_000.0), ("again", 3000.0)):
+            steps[name], frame = run_step(control, rate, r, settle_s=3, measure_s=10, source=source, cpu=cpu)
+            assert len(frame) >= 5 and (frame["target_rate"] == r).all()
+            if steps[name].saturated:
+                reset_backlog(rate)
+        low, over, again = steps["low"], steps["over"], steps["again"]
+        assert not low.saturated and low.throughput == pytest.approx(3000, rel=0.1) and 0 < low.busy < 1
+        assert over.saturated and over.throughput < 0.95e6 and over.lag_growth > 0, over
+        assert not again.saturated and again.throughput == pytest.approx(3000, rel=0.1), again
+        assert low.flink_cores > 0 and np.isfinite(low.latency_p95_ms)
+        row = observation_row("short-form", start, low)
+        assert set(row) == set(PROFILING_COLUMNS) and row["input_rate"] == 3000.0
+        rate.set(3000)
 
         # In place: a second TaskManager, then the adaptive scheduler takes p=2 without a redeploy.
         up = realizer.apply("short-form", start.with_(parallelism=2))
