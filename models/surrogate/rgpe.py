@@ -22,7 +22,8 @@ latency and memory differ. Method (Feurer, Letham and Bakshy, 2018; ANCHORS sect
   outcome mean and standard deviation. Zero-weight models are left out.
 
 Models must be fitted BoTorch ``SingleTaskGP`` s with a ``Standardize`` outcome transform and no
-input transform (as built by :func:`models.surrogate.gp.fit_gp`), in eval mode.
+input transform (as built by :func:`models.surrogate.gp.fit_gp` or
+:func:`models.surrogate.batched_fit.fit_gps`), in eval mode.
 """
 
 from __future__ import annotations

@@ -23,10 +23,15 @@ How a prediction at ``rate`` is made, per outcome:
 4. Otherwise: RGPE (:mod:`models.surrogate.rgpe`) over base models and the target GP, weights
    from ranking losses; without base models the target GP alone.
 
-Bucket GPs are fitted in :meth:`fit`; a refit reuses a bucket's GPs when that bucket's training
-set is unchanged (new profiling at the planned rate only refits the target bucket). Weights and
-pooled GPs are computed at the first prediction for a bucket and cached. ``device``: "cpu",
-"cuda" or "auto". Predictions include observation noise unless ``observation_noise=False``.
+Bucket GPs are fitted in :meth:`fit`, all of them in one batched fit
+(:func:`~models.surrogate.batched_fit.fit_gps`: the objective, start and optimiser of
+``fit_gpytorch_mll``, without its random restarts); a refit reuses a bucket's GPs when that
+bucket's training set is unchanged (new profiling at the planned rate only refits the target
+bucket, warm-started from its last fit). Weights and pooled GPs are computed at the first prediction for a bucket and
+cached; ``seed`` drives the rank-weight draws. ``device``: "cpu", "cuda" or "auto". Predictions
+include observation noise unless ``observation_noise=False``. ``fit_info`` counts GPs fitted,
+reused and ``gp_not_converged`` (optimiser stopped before its tolerances; the last iterate is
+used).
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ import torch
 from models.atomic_write import atomic_file
 from models.surrogate.buckets import RateBuckets
 from models.surrogate.dataset import check_knobs, prepare_training_data
-from models.surrogate.gp import build_gp, fit_gp, resolve_device
+from models.surrogate.batched_fit import fit_gps
+from models.surrogate.gp import build_gp, resolve_device
 from models.surrogate.outcome_models import ConstantModel, FixedRateModel
 from models.surrogate.rgpe import RGPEModel, compute_rank_weights
 from models.surrogate.types import OUTCOMES, SurrogateDataWarning, SurrogateInputError, SurrogatePrediction
@@ -54,30 +60,6 @@ __all__ = ["RGPESurrogate"]
 STATE_VERSION = 1
 _PARAMS = ("outcomes", "bucket_width", "bucket_origin", "latency_limit_ms", "min_target_points", "min_base_points",
            "max_base_models", "num_samples", "dilution_points", "seed", "constant_std", "log_floor")
-
-
-def _fit_gp_from(x: torch.Tensor, y: torch.Tensor, previous, *, seed: int):
-    """:func:`fit_gp`, but started from ``previous``'s hyperparameters when there is one.
-
-    A bucket refitted after one more profiling run lands near its old optimum: starting there
-    halves the fit time (measured). Only parameters are copied; the outcome transform's
-    statistics are those of the new data.
-    """
-    if previous is None:
-        return fit_gp(x, y, seed=seed)
-    from botorch.fit import fit_gpytorch_mll
-    from gpytorch.mlls import ExactMarginalLogLikelihood
-
-    model = build_gp(x, y)
-    old = dict(previous.named_parameters())
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name in old and old[name].shape == p.shape:
-                p.copy_(old[name])
-    with torch.random.fork_rng(devices=[]), single_thread():
-        torch.manual_seed(seed)
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-    return model.eval()
 
 
 class RGPESurrogate:
@@ -119,7 +101,7 @@ class RGPESurrogate:
         self._data: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._bucket_fits: dict[int, dict[str, dict[str, Any]]] = {}
         self._fit_cache: dict[str, dict[str, Any]] = {}
-        self._counts = {"gp_fitted": 0, "gp_reused": 0}
+        self._counts = {"gp_fitted": 0, "gp_reused": 0, "gp_not_converged": 0}
         self._last_gp: dict[tuple[int, str], Any] = {}  # warm starts for refits
         self._pooled: dict[str, dict[str, Any]] = {}
         self._ensembles: dict[tuple[int, str], dict[str, Any]] = {}
@@ -143,15 +125,14 @@ class RGPESurrogate:
         self._pooled, self._ensembles = {}, {}
         previous = self._fit_cache
         self._fit_cache, self._bucket_fits = {}, {}
-        self._counts = {"gp_fitted": 0, "gp_reused": 0}
+        self._counts = {"gp_fitted": 0, "gp_reused": 0, "gp_not_converged": 0}
         try:
-            for b in np.unique(self.buckets.indices(rates[ok])):
-                self._bucket_fits[int(b)] = self._fit_bucket(int(b), previous)
+            self._bucket_fits = self._fit_buckets([int(b) for b in np.unique(self.buckets.indices(rates[ok]))], previous)
         except BaseException:
             self._data = None  # never leave a half-fitted surrogate usable
             raise
         self.fit_info = {"rate_scale": data.rate_scale, "buckets": float(len(self._bucket_fits)),
-                         "gp_fitted": float(self._counts["gp_fitted"]), "gp_reused": float(self._counts["gp_reused"]),
+                         **{k: float(v) for k, v in self._counts.items()},
                          **{f"{o}.points": float(len(data.per_outcome[o].y)) for o in self.outcomes}}
         return self
 
@@ -180,26 +161,39 @@ class RGPESurrogate:
                 out[name] = (od.x[:, :-1], od.y)
         return out
 
-    def _fit_bucket(self, bucket: int, previous: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
-        fits = {}
-        for k, (name, (x, y)) in enumerate(self._bucket_sets(bucket).items()):
-            if len(y) < min(self.min_base_points, self.min_target_points):
-                fits[name] = {"kind": "none", "points": len(y)}
-                continue
-            if np.ptp(y) < 1e-12:
-                fits[name] = {"kind": "constant", "value": float(y[0]), "points": len(y)}
-                continue
-            key = hashlib.sha1(f"{name}|{self.seed}".encode() + x.tobytes() + y.tobytes()).hexdigest()
-            entry = (previous or {}).get(key)
-            self._counts["gp_reused" if entry is not None else "gp_fitted"] += 1
-            if entry is None:
-                tx, ty = torch.as_tensor(x, device=self._dev()), torch.as_tensor(y[:, None], device=self._dev())
-                with torch.enable_grad():  # may run lazily inside predict's no_grad block
-                    gp = _fit_gp_from(tx, ty, self._last_gp.get((bucket, name)), seed=self.seed + 101 * (bucket % 997) + k)
-                entry = {"kind": "gp", "points": len(y), "model": gp}
-            self._fit_cache[key] = entry
-            self._last_gp[(bucket, name)] = entry["model"]
-            fits[name] = entry
+    def _fit_buckets(self, buckets: list[int], previous: dict[str, dict[str, Any]] | None = None) -> dict[int, dict[str, dict[str, Any]]]:
+        """Every outcome's model in ``buckets``: a GP whose training set is in ``previous`` is reused,
+        all others are fitted together by one :func:`~models.surrogate.batched_fit.fit_gps` call
+        (warm-started from that bucket's last GP, when there is one)."""
+        fits: dict[int, dict[str, dict[str, Any]]] = {}
+        todo: list[tuple[int, str, str, np.ndarray, np.ndarray]] = []
+        for bucket in buckets:
+            fits[bucket] = {}
+            for name, (x, y) in self._bucket_sets(bucket).items():
+                if len(y) < min(self.min_base_points, self.min_target_points):
+                    fits[bucket][name] = {"kind": "none", "points": len(y)}
+                elif np.ptp(y) < 1e-12:
+                    fits[bucket][name] = {"kind": "constant", "value": float(y[0]), "points": len(y)}
+                else:
+                    key = hashlib.sha1(f"{name}|{self.seed}".encode() + x.tobytes() + y.tobytes()).hexdigest()
+                    entry = (previous or {}).get(key)
+                    if entry is None:
+                        fits[bucket][name] = None  # filled below; keeps the outcome order
+                        todo.append((bucket, name, key, x, y))
+                        continue
+                    self._counts["gp_reused"] += 1
+                    self._fit_cache[key] = fits[bucket][name] = entry
+                    self._last_gp[(bucket, name)] = entry["model"]
+        if todo:
+            dev = self._dev()
+            sets = [(torch.as_tensor(x, device=dev), torch.as_tensor(y[:, None], device=dev)) for _, _, _, x, y in todo]
+            with torch.enable_grad(), single_thread():  # may run lazily inside predict's no_grad block
+                results = fit_gps(sets, starts=[self._last_gp.get((b, name)) for b, name, *_ in todo])
+            for (bucket, name, key, _, y), r in zip(todo, results):
+                self._counts["gp_fitted"] += 1
+                self._counts["gp_not_converged"] += int(not r.converged)
+                self._fit_cache[key] = fits[bucket][name] = {"kind": "gp", "points": len(y), "model": r.model}
+                self._last_gp[(bucket, name)] = r.model
         return fits
 
     # -- per-bucket ensembles -----------------------------------------------------------------------
@@ -214,9 +208,8 @@ class RGPESurrogate:
                 self._pooled[name] = {"kind": "constant", "value": float(od.y[0])}
             else:
                 dev = self._dev()
-                with torch.enable_grad():  # runs lazily inside predict's no_grad block
-                    gp = fit_gp(torch.as_tensor(od.x, device=dev), torch.as_tensor(od.y[:, None], device=dev),
-                                seed=self.seed + 50_000 + j)
+                with torch.enable_grad(), single_thread():  # runs lazily inside predict's no_grad block
+                    gp = fit_gps([(torch.as_tensor(od.x, device=dev), torch.as_tensor(od.y[:, None], device=dev))])[0].model
                 self._pooled[name] = {"kind": "gp", "points": len(od.y), "model": gp}
         return self._pooled[name]
 
@@ -225,7 +218,7 @@ class RGPESurrogate:
         if key in self._ensembles:
             return self._ensembles[key]
         if bucket not in self._bucket_fits:
-            self._bucket_fits[bucket] = self._fit_bucket(bucket, self._fit_cache)
+            self._bucket_fits[bucket] = self._fit_buckets([bucket], self._fit_cache)[bucket]
         target = self._bucket_fits[bucket][name]
         if target["kind"] != "gp" or target["points"] < self.min_target_points:
             reason = "constant in target bucket" if target["kind"] == "constant" else f"{target['points']} target point(s)"
@@ -236,7 +229,8 @@ class RGPESurrogate:
             base_ids = [b for _, b in bases][: self.max_base_models]
             models = [self._bucket_fits[b][name]["model"] for b in base_ids]
             if models:
-                with single_thread():
+                # debug(False): the draws are taken at the target GP's own training points on purpose
+                with single_thread(), gpytorch.settings.debug(False):
                     rw = compute_rank_weights(models, target["model"], num_samples=self.num_samples,
                                               dilution_points=self.dilution_points,
                                               seed=self.seed + 7 * (bucket % 997) + self.outcomes.index(name))

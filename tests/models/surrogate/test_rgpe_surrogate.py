@@ -65,6 +65,31 @@ def test_transfers_ordering_to_a_sparse_bucket(model, data):
     assert set(w["weights"]) == {"3", "4", "target"} and abs(sum(w["weights"].values()) - 1) < 1e-9
 
 
+def test_batched_fit_gives_the_weights_and_posterior_of_one_fit_per_gp(data, monkeypatch):
+    """The old path (``fit_gpytorch_mll`` per bucket GP) and the batched fit agree on a fixed seed."""
+    import models.surrogate.rgpe_surrogate as mod
+    from models.surrogate.batched_fit import GPFit
+
+    C = np.random.default_rng(12).random((200, 5))
+    rates = (25_000, 15_000)  # RGPE with two bases; the pooled fallback (fitted lazily)
+
+    def run():
+        m = RGPESurrogate(outcomes=OUT, seed=0, dilution_points=None).fit(*data)
+        return [(m.weights(r), m.predict(C, r)) for r in rates]
+
+    new = run()
+    monkeypatch.setattr(mod, "fit_gps", lambda sets, **kw: [GPFit(fit_gp(x, y), float("nan"), 0, True) for x, y in sets])
+    old = run()
+    for (w_new, p_new), (w_old, p_old) in zip(new, old):
+        for name in OUT:
+            assert w_new[name]["kind"] == w_old[name]["kind"]
+            if w_new[name]["kind"] == "rgpe":
+                a, b = w_new[name]["weights"], w_old[name]["weights"]
+                assert set(a) == set(b) and max(abs(a[k] - b[k]) for k in a) < 0.02, (a, b)
+        assert np.abs(p_new.mean - p_old.mean).max() < 0.1 * p_old.std.min()
+        np.testing.assert_allclose(p_new.std, p_old.std, rtol=0.05)
+
+
 def test_fallback_to_a_pooled_gp_with_too_few_target_points(model):
     w = model.weights(15_000)  # bucket 1: two runs
     assert w["latency_ms"] == {"kind": "pooled", "target_bucket": 1, "target_points": 2, "reason": "2 target point(s)"}
@@ -199,15 +224,11 @@ def test_a_failed_fit_leaves_no_usable_half_fitted_model(data, monkeypatch):
     import models.surrogate.rgpe_surrogate as mod
 
     m = RGPESurrogate(outcomes=OUT).fit(*sample(np.random.default_rng(11), 6, 20_000, 30_000))
-    calls = []
 
-    def flaky(x, y, *, seed=0):
-        calls.append(seed)
-        if len(calls) == 2:
-            raise RuntimeError("optimizer blew up")
-        return fit_gp(x, y, seed=seed)
+    def broken(sets, **kwargs):
+        raise RuntimeError("optimizer blew up")
 
-    monkeypatch.setattr(mod, "fit_gp", flaky)
+    monkeypatch.setattr(mod, "fit_gps", broken)
     with pytest.raises(RuntimeError, match="optimizer blew up"):
         m.fit(*data)
     with pytest.raises(RuntimeError, match="before fit"):

@@ -1,0 +1,16 @@
+"""RGPE against a plain GP on synthetic related tasks (benchmarks/rgpe_regret.py, 20 seeds): lower regret."""
+
+import pytest
+
+
+@pytest.mark.slow
+def test_rgpe_reaches_lower_regret_than_the_target_gp_alone():
+    from benchmarks.rgpe_regret import main
+
+    s = main(["--seeds", "20", "--iterations", "10", "--init", "3"])
+    assert s["final_mean"]["rgpe"] < s["final_mean"]["gp"]
+    assert s["final_median"]["rgpe"] < s["final_median"]["gp"]
+    # one-sided paired Wilcoxon signed-rank tests over the 20 seeds
+    assert s["wilcoxon_p_final"] < 0.05 and s["wilcoxon_p_summed_regret"] < 0.05, s
+    wins, _, losses = s["rgpe_wins_ties_losses"]
+    assert wins > losses
