@@ -1,4 +1,4 @@
-"""Benchmark the metric ETL: N hours of 1 s synthetic raw samples -> validated curated features_1m.
+"""Benchmark the metric ETL: N hours of 1 s synthetic raw samples -> validated curated features_10s and features_1m.
 
     python benchmarks/etl_features.py                # 1 h (~1.8 M samples), a quick check
     python benchmarks/etl_features.py --full         # 18 h x 4 vertices x 24 subtasks (~32 M samples)
@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> dict:
         "hours": hours,
         "samples": samples,
         "minutes_out": summary["rows"],
+        "windows_10s_out": summary["datasets"]["features_10s"]["rows"],
         "generate_s": round(t_gen, 1),
         "spark_startup_s": round(t_spark, 1),
         "etl_s": round(t_etl, 1),

@@ -1,4 +1,4 @@
-"""flinktune_ingest: metrics -> raw lake -> validated one-minute features, every 5 minutes.
+"""flinktune_ingest: metrics -> raw lake -> validated 10-second and one-minute features, every 5 minutes.
 
 Wiring only: the work lives in ``jobs.simulate`` and ``jobs.etl_features``, imported inside the
 tasks so that parsing this file needs neither of them.
@@ -11,23 +11,26 @@ from typing import Any
 
 from airflow.sdk import Param, TriggerRule, dag, task
 
-from flinktune.orchestration.dag_wiring import FEATURES_1M, START_DATE, TAGS, default_args, job_param
+from flinktune.orchestration.dag_wiring import FEATURES_1M, FEATURES_10S, START_DATE, TAGS, default_args, job_param
 
 EVERY = timedelta(minutes=5)
 
 DOC = """
 ### flinktune_ingest
-Brings the job's metrics into the lake and turns them into the curated `features_1m` dataset.
+Brings the job's metrics into the lake and turns them into the curated `features_10s` and
+`features_1m` datasets.
 
 1. **simulate**: when the metrics source is the twin, runs the digital twin for `hours` and
    writes its raw metrics to the lake. Skipped otherwise (Prometheus metrics are extracted
    outside this DAG).
-2. **etl_features**: Spark job raw -> `curated/features_1m`, validated against its data
-   contract; a failing batch is quarantined and the task fails naming the broken rule. Runs in
+2. **etl_features**: Spark job raw -> `curated/features_10s` and `curated/features_1m`, each
+   validated against its data contract; a failing batch is quarantined, nothing is written and
+   the task fails naming the broken rule. Runs in
    the worker on `FLINKTUNE_SPARK_MASTER` (default `local[2]`), or through `spark-submit` with
    `FLINKTUNE_SPARK_SUBMIT=client|cluster` (Spark on Kubernetes; docs/OPERATIONS.md).
 
-Updates the asset `flinktune://lake/features_1m`, which triggers `flinktune_train`.
+Updates the assets `flinktune://lake/features_10s` and `flinktune://lake/features_1m`; the
+latter triggers `flinktune_train`.
 """
 
 
@@ -84,7 +87,7 @@ def flinktune_ingest() -> None:
     # none_failed: still runs when simulate was skipped (metrics already in the lake); then the
     # window is None (Airflow logs "XCom not found" for the skipped task) and the ETL takes the
     # start_ms/end_ms params (all raw data when they are empty).
-    @task(execution_timeout=timedelta(minutes=20), trigger_rule=TriggerRule.NONE_FAILED, outlets=[FEATURES_1M])
+    @task(execution_timeout=timedelta(minutes=20), trigger_rule=TriggerRule.NONE_FAILED, outlets=[FEATURES_10S, FEATURES_1M])
     def etl_features(window: dict[str, Any] | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
         from flinktune.orchestration.tasks import etl_features as etl
 

@@ -25,10 +25,11 @@ bounds raise :class:`ContractError` naming the file and the key. The YAML shape:
     freshness: {column: ts_ms, max_age_s: 900, severity: warning}   # needs an injected "now"
     row_rules: [...]                # conditional checks, see data_contracts/row_rules.py
     required_values: [...]          # values that must occur, see data_contracts/row_rules.py
+    counters: [...]                 # counters must not fall but by a reset, see data_contracts/counter_rules.py
 
 Every rule has an id used in reports: ``<column>.<kind>`` for column rules, ``uniqueness``,
-``completeness.min_rows``, ``completeness.per_window``, ``freshness``, ``row.<name>`` and
-``required.<name>``.
+``completeness.min_rows``, ``completeness.per_window``, ``freshness``, ``row.<name>``,
+``required.<name>`` and ``counter.<name>``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from data_contracts.counter_rules import CounterRule, parse_counter_rules
 from data_contracts.row_rules import Required, RowRule, parse_required, parse_row_rules
 
 __all__ = [
@@ -61,7 +63,7 @@ COLUMN_TYPES = ("string", "integer", "int32", "int64", "double", "number", "time
 SEVERITIES = ("error", "warning")
 _COLUMN_RULE_KINDS = ("exists", "type", "not_null", "finite", "range", "allowed", "regex")
 
-_TOP_KEYS = {"dataset", "description", "columns", "uniqueness", "completeness", "freshness", "row_rules", "required_values"}
+_TOP_KEYS = {"dataset", "description", "columns", "uniqueness", "completeness", "freshness", "row_rules", "required_values", "counters"}
 _COLUMN_KEYS = {"name", "type", "nullable", "min_non_null_fraction", "finite", "range", "allowed", "regex", "severity", "severities", "description"}
 _RANGE_KEYS = {"min", "max"}
 _UNIQ_KEYS = {"columns", "severity"}
@@ -125,6 +127,7 @@ class Contract:
     freshness_severity: str = "warning"
     row_rules: tuple[RowRule, ...] = ()
     required: tuple[Required, ...] = ()
+    counters: tuple[CounterRule, ...] = ()
     source: str = "<memory>"
 
     def column(self, name: str) -> ColumnSpec:
@@ -159,6 +162,7 @@ class Contract:
             out.append(Rule("freshness", "freshness", self.freshness_column, self.freshness_severity))
         out += [Rule(r.id, "row", r.column, r.severity) for r in self.row_rules]
         out += [Rule(r.id, "required", r.column, r.severity) for r in self.required]
+        out += [Rule(r.id, "counter", r.value, r.severity) for r in self.counters]
         return out
 
 
@@ -271,6 +275,8 @@ def _parse(doc: Any, source: str) -> Contract:
         kw["required"] = parse_required(w.err, doc["required_values"], names, w.severity)
         if any(r.per_window for r in kw["required"]) and "window_column" not in kw:
             raise w.err("required_values", "per_window entries need completeness.per_window (the window)")
+    if "counters" in doc:
+        kw["counters"] = parse_counter_rules(w.err, doc["counters"], names, w.severity)
     description = doc.get("description", "")
     if not isinstance(description, str):
         raise w.err("description", "must be a string")

@@ -17,6 +17,8 @@ Use :func:`precheck` (``validate`` does) for:
   including empty windows (gaps), which no GX expectation counts.
 - ``row.<name>`` and ``required.<name>`` (:mod:`data_contracts.row_rules`) on pandas; on Spark
   they are counters of the one aggregated pass (:mod:`data_contracts.spark_onepass`).
+- ``counter.<name>`` (:mod:`data_contracts.counter_rules`): a counter falls within its series
+  without a reset; needs the samples in time order, so neither GX nor the aggregated pass can.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from data_contracts.contract import Contract
+from data_contracts.counter_rules import counter_failures_pandas
 from data_contracts.outcome import Failure
 from data_contracts.row_rules import required_failures_pandas, row_rule_failures_pandas
 
@@ -205,6 +208,7 @@ def precheck(df: Any, contract: Contract) -> tuple[list[Failure], bool]:
         found += _spark_unique_failures(df, contract)
     else:
         found += row_rule_failures_pandas(df, contract.row_rules)
+        found += counter_failures_pandas(df, contract.counters)
         found += required_failures_pandas(df, contract.required, _pandas_window(contract))
     return found, True
 

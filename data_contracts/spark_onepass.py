@@ -12,7 +12,9 @@ From that small table (about 40 k groups for 18 h of one job):
 - column rules fail when their summed counter is > 0 (``not_null`` against ``mostly``);
 - ``completeness.min_rows`` from the row total, ``completeness.per_window`` from the rows of every
   window between the first and the last (missing windows count 0), ``freshness`` from the max;
-- ``uniqueness`` is a hash aggregate over the key (the second and last full pass);
+- ``uniqueness`` is a hash aggregate over the key (the second full pass);
+- ``counter.<name>`` rules need each series in time order: a filtered read of the counter rows
+  only and a window over them (:func:`data_contracts.counter_rules.counter_failures_spark`);
 - a failing rule's offending values come from a ``filter(...).limit(5)`` (only when it fails).
 
 Semantics match the pandas/GX path: nulls are the ``not_null`` rule's business only, NaN and
@@ -30,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from data_contracts.contract import ColumnSpec, Contract
+from data_contracts.counter_rules import counter_failures_spark
 from data_contracts.outcome import Failure
 from data_contracts.precheck import SAMPLE_SIZE, schema_failures, spark_unique_failures, window_failures_from_counts
 from data_contracts.row_rules import RowRule, required_failure, row_rule_failure
@@ -169,6 +172,7 @@ def spark_failures(df: Any, contract: Contract, now: dt.datetime | None) -> tupl
     failures += _freshness_failures(g, contract, now)
     failures += _row_failures(df, g, rules, keys, rows)
     failures += _required_failures(g, contract)
+    failures += counter_failures_spark(df, contract.counters, rows)
     return failures, rows, True
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "MetricInfo",
     "METRICS",
     "CONFIG_METRICS",
+    "COUNTER_METRICS",
     "PROFILING_COLUMNS",
     "empty_frame",
     "validate_frame",
@@ -44,12 +45,14 @@ RAW_DTYPES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class MetricInfo:
-    """What one metric means: unit, level (job, vertex, subtask) and the Prometheus name it maps from."""
+    """What one metric means: unit, level (job, vertex, subtask), the Prometheus name it maps from,
+    and whether it is a cumulative counter (only grows, back to ~0 when the job is redeployed)."""
 
     unit: str
     level: str
     description: str
     prometheus: str
+    counter: bool = False
 
 
 METRICS: dict[str, MetricInfo] = {
@@ -67,7 +70,7 @@ METRICS: dict[str, MetricInfo] = {
     "heapUsedMb": MetricInfo("MB", "job", "JVM heap used across TaskManagers", "flink_taskmanager_Status_JVM_Memory_Heap_Used"),
     "lastCheckpointDurationMs": MetricInfo("ms", "job", "duration of the last completed checkpoint", "flink_jobmanager_job_lastCheckpointDuration"),
     "lastCheckpointSizeBytes": MetricInfo("bytes", "job", "size of the last completed checkpoint", "flink_jobmanager_job_lastCheckpointSize"),
-    "numRestarts": MetricInfo("count", "job", "restarts since submission (a counter)", "flink_jobmanager_job_numRestarts"),
+    "numRestarts": MetricInfo("count", "job", "restarts since submission (a counter)", "flink_jobmanager_job_numRestarts", counter=True),
     "jobRunning": MetricInfo("bool", "job", "1 when the job is RUNNING, 0 otherwise", "flink_jobmanager_job_uptime"),
     "taskManagers": MetricInfo("count", "job", "registered TaskManagers", "flink_jobmanager_numRegisteredTaskManagers"),
     "taskSlotsTotal": MetricInfo("count", "job", "slots offered by the TaskManagers", "flink_jobmanager_taskSlotsTotal"),
@@ -86,6 +89,10 @@ CONFIG_METRICS: dict[str, str] = {
     "memory_mb": "configMemoryMb",
     "checkpoint_interval_s": "configCheckpointIntervalS",
 }
+
+#: Cumulative counters: within a series they never fall except by a reset to a small value (a
+#: redeploy); the raw_metrics contract's ``counter.counters_never_decrease`` rule lists the same.
+COUNTER_METRICS: tuple[str, ...] = tuple(m for m, info in METRICS.items() if info.counter)
 
 #: Columns of the profiling-observations table (one row per profiling run), as calibration takes them.
 PROFILING_COLUMNS: tuple[str, ...] = (

@@ -1,17 +1,22 @@
-"""Spark ETL: one job's raw metric samples -> validated curated ``features_1m``.
+"""Spark ETL: one job's raw metric samples -> validated curated ``features_10s`` and ``features_1m``.
 
 ``python -m jobs.etl_features --job demo [--start-ms N] [--end-ms N]`` prints a one-line JSON
-summary ``{"dataset", "job", "rows", "path", "start_ms", "end_ms", "warnings"}``.
+summary ``{"dataset": "features_1m", "job", "rows", "path", "files", "start_ms", "end_ms",
+"warnings", "timings_s", "datasets"}``: the top-level ``rows``/``path``/``files`` are
+``features_1m``'s (what its consumers read), ``datasets`` has ``{rows, path, files}`` per dataset.
 
 Order of work: check the raw files' footers (:mod:`flinktune.etl.raw_files`: readable, typed, in
 their hour; :class:`~flinktune.etl.raw_files.RawFileError` names the file) -> read raw (Spark,
 partition-pruned) -> validate it against ``raw_metrics`` (a
 failing batch goes to ``<lake>/quarantine/raw_metrics/<batch_id>/`` and ContractViolation is
-raised: nothing is transformed) -> transform -> validate the per-minute rows against
-``features_1m`` (quarantine on failure; the curated lake is untouched) -> stage-then-commit the
-affected ``job/date`` partitions (:mod:`flinktune.etl.curated`). The range is widened to whole
-minutes, so partial minutes never overwrite complete ones; rerunning a range rewrites
-byte-identical files.
+raised: nothing is transformed) -> transform (one scan of raw into 10-s partial aggregates, kept
+in memory, from which both grains are built) -> validate the per-minute and the 10-s rows against
+their contracts (each failing one is quarantined; nothing is written unless both pass; the first
+violation is raised) -> stage-then-commit the affected ``job/date`` partitions of ``features_1m``,
+then of ``features_10s`` (:mod:`flinktune.etl.curated`). The range is widened to whole minutes, so
+partial windows never overwrite complete ones; rerunning a range rewrites byte-identical files. A
+crash between the two commits leaves ``features_1m`` new and ``features_10s`` old, each whole;
+rerunning the range makes them agree.
 """
 
 from __future__ import annotations
@@ -23,19 +28,22 @@ import sys
 import time
 from typing import Any
 
-from data_contracts import ValidationOutcome, validate
+from data_contracts import ContractViolation, ValidationOutcome, validate
 from flinktune.clock import Clock
 from flinktune.etl.curated import to_features_frame, write_features
-from flinktune.etl.features import NoRawDataError, features_1m, read_raw
+from flinktune.etl.features import GRAINS, NoRawDataError, features_from_parts, read_raw, ten_second_parts
 from flinktune.etl.observations import quarantine_root, validate_observations
 from flinktune.etl.raw_files import check_raw_files
 from flinktune.etl.spark import spark_session
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
 
-__all__ = ["run", "main", "validate_observations", "DATASET"]
+__all__ = ["run", "main", "validate_observations", "DATASET", "DATASETS"]
 
+#: The dataset the summary's top-level keys describe (the one the models and reports read).
 DATASET = "features_1m"
+#: Every curated dataset the job writes, in validation and commit order.
+DATASETS: tuple[str, ...] = ("features_1m", "features_10s")
 _MINUTE_MS = 60_000
 log = logging.getLogger(__name__)
 
@@ -68,7 +76,8 @@ def run(
     settings: Settings | None = None,
     clock: Clock | None = None,
 ) -> dict:
-    """Raw -> curated features for ``job`` in ``[start_ms, end_ms)`` (whole minutes; None = all).
+    """Raw -> curated ``features_10s`` and ``features_1m`` for ``job`` in ``[start_ms, end_ms)``
+    (whole minutes; None = all).
 
     ``clock`` enables the contracts' freshness rules (left out for simulated time). Raises
     :class:`data_contracts.ContractViolation` (batch quarantined),
@@ -100,23 +109,41 @@ def run(
     batch_id = f"{job}-{start}-{end}"
     raw_outcome = validate(raw, "raw_metrics", batch_id=batch_id, quarantine_root=quarantine_root(settings), now=now)
     lap("validate_raw")
-    rows = to_features_frame(features_1m(raw).toPandas())
+    # Both grains from one scan: the small 10-s partials are computed once and kept in memory.
+    parts = ten_second_parts(raw).persist()
+    try:
+        frames = {ds: to_features_frame(features_from_parts(parts, GRAINS[ds]).toPandas()) for ds in DATASETS}
+    finally:
+        parts.unpersist()
     lap("transform")
-    cur_outcome = validate(rows, DATASET, batch_id=batch_id, quarantine_root=quarantine_root(settings), now=now)
+    # Every dataset is validated before any is written: a failing grain leaves both as they were,
+    # and each failing grain is quarantined with its own report.
+    outcomes, violations = [], []
+    for ds in DATASETS:
+        try:
+            outcomes.append(validate(frames[ds], ds, batch_id=batch_id, quarantine_root=quarantine_root(settings), now=now))
+        except ContractViolation as exc:
+            violations.append(exc)
+    for exc in violations[1:]:
+        log.error("%s", exc)
+    if violations:
+        raise violations[0]
     lap("validate_curated")
-    root = lake.curated_dir(DATASET)
-    files = write_features(root, job, rows, start, end)
+    written = {}
+    for ds in DATASETS:
+        root = lake.curated_dir(ds)
+        files = write_features(root, job, frames[ds], start, end)
+        written[ds] = {"rows": int(len(frames[ds])), "path": str(root / f"job={job}"), "files": [str(f) for f in files]}
     lap("commit")
     return {
         "dataset": DATASET,
         "job": job,
-        "rows": int(len(rows)),
-        "path": str(root / f"job={job}"),
+        **written[DATASET],
         "start_ms": int(start),
         "end_ms": int(end),
-        "files": [str(f) for f in files],
-        "warnings": [f.describe() for f in _warnings(raw_outcome, cur_outcome)],
+        "warnings": [f.describe() for f in _warnings(raw_outcome, *outcomes)],
         "timings_s": timings,
+        "datasets": written,
     }
 
 

@@ -1,7 +1,7 @@
 """Stage-then-commit writes of curated partitions (``job=<job>/date=<YYYY-MM-DD>/part-00000.parquet``).
 
-Use :func:`write_features` to merge newly computed ``features_1m`` rows for one job and a time
-range into the curated dataset, and :func:`read_features` to read them back with pandas. Each
+Use :func:`write_features` to merge newly computed feature rows (``features_10s`` or
+``features_1m``: same columns) for one job and a time range into a curated dataset, and :func:`read_features` to read them back with pandas. Each
 partition holds one parquet file with a fixed Arrow schema, rows sorted by ``window_start``, so
 rerunning the same window writes byte-identical files.
 
@@ -33,7 +33,7 @@ __all__ = ["FEATURES_SCHEMA", "PART_FILE", "write_features", "read_features", "c
 PART_FILE = "part-00000.parquet"
 _STAGING, _TRASH = "_staging", "_trash"
 
-#: Columns stored in a features_1m file (job and date live in the partition path).
+#: Columns stored in a features file of either grain (job and date live in the partition path).
 FEATURES_SCHEMA = pa.schema(
     [pa.field("window_start", pa.timestamp("us", tz="UTC"), nullable=False)]
     + [pa.field(c, pa.int64() if c in INT_COLUMNS else pa.float64()) for c in FEATURE_COLUMNS if c not in ("job", "window_start")]
@@ -44,7 +44,7 @@ def to_features_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Normalise dtypes: ``job`` string, ``window_start`` UTC (us), ints nullable Int64, the rest float64."""
     missing = [c for c in FEATURE_COLUMNS if c not in df.columns]
     if missing:
-        raise ValueError(f"features_1m frame lacks column(s) {missing}")
+        raise ValueError(f"features frame lacks column(s) {missing}; expected {list(FEATURE_COLUMNS)}")
     out = df[list(FEATURE_COLUMNS)].copy()
     out["job"] = out["job"].astype("string")
     ws = pd.to_datetime(out["window_start"], utc=True)
@@ -138,7 +138,7 @@ def write_features(root: str | Path, job: str, rows: pd.DataFrame, start_ms: int
 
 
 def read_features(root: str | Path, job: str, start_ms: int | None = None, end_ms: int | None = None) -> pd.DataFrame:
-    """Curated features of ``job`` in ``[start_ms, end_ms)`` (all when None), sorted by minute."""
+    """Curated features of ``job`` in ``[start_ms, end_ms)`` (all when None), sorted by window."""
     files = sorted(Path(root).glob(f"job={job}/date=*/{PART_FILE}"))
     frames = [pq.read_table(f).to_pandas() for f in files]
     if not frames:

@@ -1,28 +1,52 @@
-"""PySpark transform of raw metric samples into the curated ``features_1m`` dataset.
+"""PySpark transform of raw metric samples into the curated ``features_10s`` and ``features_1m`` datasets.
 
 Use :func:`read_raw` to load one job's raw samples (partition discovery on ``job/date/hour``,
-pruned by job and date) and :func:`features_1m` to turn them into one row per job and minute
-(columns :data:`FEATURE_COLUMNS`, see docs/CONTRACTS.md). Aggregation choices, in two steps:
+pruned by job and date), then :func:`features_10s` / :func:`features_1m` for one grain, or, for
+both from one scan of the raw data, :func:`ten_second_parts` (persist it) and
+:func:`features_from_parts` per grain (what ``jobs.etl_features`` does). Both grains have the
+columns :data:`FEATURE_COLUMNS` (one row per job and window, see docs/CONTRACTS.md). Three steps:
 
 1. Per second (``sec = ts_ms // 1000``), in one aggregation over (job, second, vertex): job-level
-   metrics (mean when a second has several samples) side by side with the subtask ones. Subtask metrics are combined per vertex (records in: sum over subtasks;
-   busy and back-pressured time: mean over subtasks / 1000, i.e. the vertex's utilisation), then
-   over vertices: ``busy_ratio`` and ``backpressure_ratio`` are the max over vertices (the
-   bottleneck's), ``throughput`` the max over vertices of records in per second (the source-side
-   rate; the raw schema carries no topology, and a non-amplifying job reads most at its first
-   reading vertex). Ratios are clipped to [0, 1]: Flink's ms-per-second counters overshoot a little.
-2. Per minute (``window_start`` = the minute, UTC): means for rates and resource use
-   (``input_rate``, ``throughput``, ``cpu_used``, ``memory_used_mb``, the ratios) and for ``lag``;
-   ``lag_growth`` = (last - first pendingRecords) / seconds between them (records/s; null with one
-   sample); latency quantiles: the **max** of the per-second quantiles, an upper bound of the
-   minute's true quantile (if every second has at most 5 % of records above its p95, so does the
-   minute above the largest p95), so a latency goal checked on curated data is never missed;
-   ``restarts`` = increase of the ``numRestarts`` counter, counting a drop as a reset (Prometheus
-   ``increase`` semantics, the increase after a reset is the new value) and attributing each
-   increase to the minute of the later sample; ``up_fraction`` = mean of ``jobRunning``;
-   levels (``taskmanagers``, ``task_slots_total``, ``checkpoint_duration_ms``) and the
-   configuration in force: the last value in the minute, the configuration carried forward over
-   minutes without a sample; ``samples`` = distinct seconds with any sample.
+   metrics (mean when a second has several samples; a counter takes its latest sample, since a
+   mean across a reset means nothing) side by side with the subtask ones. Subtask metrics are
+   combined per vertex (records in: sum over subtasks; busy and back-pressured time: mean over
+   subtasks / 1000, i.e. the vertex's utilisation), then over vertices: ``busy_ratio`` and
+   ``backpressure_ratio`` are the max over vertices (the bottleneck's), ``throughput`` the max
+   over vertices of records in per second (the source-side rate; the raw schema carries no
+   topology, and a non-amplifying job reads most at its first reading vertex). Ratios are clipped
+   to [0, 1]: Flink's ms-per-second counters overshoot a little. The ``numRestarts`` counter's
+   increase per second: the difference to the previous second with a sample, a fall counting as
+   a reset whose increase is the new value (Prometheus ``increase``). The raw contract's
+   ``counter.counters_never_decrease`` rule has already stopped any batch with a fall that is no
+   reset (new value above half the previous one), so every fall seen here is a reset.
+2. Per 10 s (:func:`ten_second_parts`): mergeable partial aggregates per job and 10-s bucket.
+3. Per grain (:func:`features_from_parts`; 10 s directly, 1 min by merging six buckets), each
+   column by one rule, all of which merge exactly, so the 1-min rows equal those computed from the
+   seconds directly (up to float rounding of sums):
+
+   ===================================================  ============================================
+   columns                                              rule (partials kept per 10 s)
+   ===================================================  ============================================
+   input_rate, throughput, lag, cpu_used,               mean over seconds with a value
+   memory_used_mb, busy_ratio, backpressure_ratio,      (sum and count)
+   up_fraction (mean of ``jobRunning``)
+   latency_p50_ms, latency_p95_ms, latency_p99_ms       max of the per-second quantiles (max)
+   taskmanagers, task_slots_total,                      last value in the window ((second, value)
+   checkpoint_duration_ms                               of the latest second with a value)
+   parallelism, task_slots, cpu, memory_mb,             last value in the window, carried forward
+   checkpoint_interval_s (the configuration in force)   over windows without a sample
+   lag_growth                                           (last - first ``pendingRecords``) / seconds
+                                                        between them; null with one sample (first
+                                                        and last (second, value))
+   restarts                                             sum of the counter's increases, each in the
+                                                        window of its later sample (sum)
+   samples                                              distinct seconds with any sample (count)
+   ===================================================  ============================================
+
+   Latency quantiles do not compose (no exact minute quantile from per-second quantiles), so both
+   grains keep the same upper bound: if every second has at most 5 % of its records above its
+   p95, so does the window above the largest p95. A latency goal checked on curated data is thus
+   never missed, and the max of 10-s maxima is exactly the max over the minute's seconds.
 """
 
 from __future__ import annotations
@@ -30,12 +54,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flinktune.metric_schema import CONFIG_METRICS, METRICS, RAW_COLUMNS
+from flinktune.metric_schema import CONFIG_METRICS, COUNTER_METRICS, METRICS, RAW_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["FEATURE_COLUMNS", "INT_COLUMNS", "NoRawDataError", "read_raw", "features_1m"]
+__all__ = [
+    "FEATURE_COLUMNS", "INT_COLUMNS", "GRAINS", "BUCKET_S", "NoRawDataError", "read_raw", "ten_second_parts",
+    "features_from_parts", "features_10s", "features_1m",
+]  # fmt: skip
 
 FEATURE_COLUMNS: tuple[str, ...] = (
     "job", "window_start", "input_rate", "throughput", "lag", "lag_growth", "latency_p50_ms",
@@ -49,10 +76,20 @@ INT_COLUMNS: tuple[str, ...] = (
     "checkpoint_interval_s", "restarts", "samples",
 )  # fmt: skip
 
+#: Curated dataset -> window width in seconds. Both are written by ``jobs.etl_features``.
+GRAINS: dict[str, int] = {"features_10s": 10, "features_1m": 60}
+#: Width of the partial aggregates every grain is merged from (each grain is a multiple of it).
+BUCKET_S = 10
+
 _JOB_METRICS = sorted(m for m, info in METRICS.items() if info.level == "job")
-_MEANS = {"input_rate": "workloadRate", "lag": "pendingRecords", "cpu_used": "cpuLoad", "memory_used_mb": "heapUsedMb", "up_fraction": "jobRunning"}
+# feature column -> per-second column it summarises
+_MEANS = {
+    "input_rate": "workloadRate", "lag": "pendingRecords", "cpu_used": "cpuLoad", "memory_used_mb": "heapUsedMb",
+    "up_fraction": "jobRunning", "throughput": "throughput_s", "busy_ratio": "busy_s", "backpressure_ratio": "bp_s",
+}  # fmt: skip
 _MAXES = {"latency_p50_ms": "latencyP50Ms", "latency_p95_ms": "latencyP95Ms", "latency_p99_ms": "latencyP99Ms"}
 _LASTS = {"taskmanagers": "taskManagers", "task_slots_total": "taskSlotsTotal", "checkpoint_duration_ms": "lastCheckpointDurationMs"}
+_LASTS.update(CONFIG_METRICS)
 
 
 class NoRawDataError(LookupError):
@@ -97,32 +134,24 @@ def read_raw(spark: "SparkSession", raw_dir: str | Path, job: str, start_ms: int
     return df.select(*RAW_COLUMNS)
 
 
-def _last_in_group(value: str, order: str = "sec"):  # noqa: ANN202 - returns a pyspark Column
-    """Aggregate: the value at the latest ``order`` among non-null values (null if none)."""
-    from pyspark.sql import functions as F
-
-    return F.max(F.when(F.col(value).isNotNull(), F.struct(F.col(order), F.col(value))))[value]
-
-
-def _first_in_group(value: str, order: str = "sec"):  # noqa: ANN202
-    from pyspark.sql import functions as F
-
-    return F.min(F.when(F.col(value).isNotNull(), F.struct(F.col(order), F.col(value))))[value]
-
-
-def features_1m(raw: "DataFrame") -> "DataFrame":
-    """One row per job and minute from raw samples (any number of jobs), sorted by job and minute."""
+def _per_second(raw: "DataFrame") -> "DataFrame":
+    """(job, sec) rows: every job metric, ``throughput_s``, ``busy_s``, ``bp_s`` and ``restarts_inc``."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     s = raw.withColumn("sec", F.floor(F.col("ts_ms") / 1000))
-
     # One scan: a single aggregation per (job, second, vertex) computes the job-level metrics (on
     # the vertex "" rows) and the per-vertex subtask combinations side by side; the second level
     # then takes the job metrics' only value (max) and the bottleneck over vertices.
     m, v = F.col("metric"), F.col("value")
+
+    def job_metric(name: str):  # noqa: ANN202 - a pyspark Column
+        if name in COUNTER_METRICS:  # the latest sample (max_by keeps the hash aggregate: fixed-width buffer)
+            return F.max_by(F.when(m == name, v), F.when(m == name, F.col("ts_ms"))).alias(name)
+        return F.avg(F.when(m == name, v)).alias(name)
+
     per_vertex = s.groupBy("job", "sec", "vertex").agg(
-        *[F.avg(F.when(m == name, v)).alias(name) for name in _JOB_METRICS],
+        *[job_metric(name) for name in _JOB_METRICS],
         F.sum(F.when(m == "numRecordsInPerSecond", v)).alias("records_in"),
         (F.avg(F.when(m == "busyTimeMsPerSecond", v)) / 1000.0).alias("busy"),
         (F.avg(F.when(m == "backPressuredTimeMsPerSecond", v)) / 1000.0).alias("bp"),
@@ -133,44 +162,82 @@ def features_1m(raw: "DataFrame") -> "DataFrame":
         F.least(F.lit(1.0), F.max("busy")).alias("busy_s"),
         F.least(F.lit(1.0), F.max("bp")).alias("bp_s"),
     )
-    per_sec = per_sec.withColumn("minute", F.floor(F.col("sec") / 60))
+    # Counter increase per second with a sample, against the previous such second; a fall is a reset.
+    before = Window.partitionBy("job").orderBy("sec").rowsBetween(Window.unboundedPreceding, -1)
+    cur, prev = F.col("numRestarts"), F.last("numRestarts", ignorenulls=True).over(before)
+    inc = F.when(cur.isNull() | prev.isNull(), 0.0).when(cur >= prev, cur - prev).otherwise(cur)
+    return per_sec.withColumn("restarts_inc", inc)
 
-    # Counter increase per sample, attributed to the later sample's minute; a drop is a reset.
-    by_time = Window.partitionBy("job").orderBy("sec")
-    restarts = (
-        per_sec.filter(F.col("numRestarts").isNotNull())
-        .select("job", "sec", "minute", F.col("numRestarts").alias("v"))
-        .withColumn("prev", F.lag("v").over(by_time))
-        .withColumn("inc", F.when(F.col("prev").isNull(), 0.0).when(F.col("v") >= F.col("prev"), F.col("v") - F.col("prev")).otherwise(F.col("v")))
-        .groupBy("job", "minute")
-        .agg(F.sum("inc").alias("restarts"))
-    )
 
-    aggs = [F.avg(metric).alias(name) for name, metric in _MEANS.items()]
-    aggs += [F.max(metric).alias(name) for name, metric in _MAXES.items()]
-    aggs += [_last_in_group(metric).alias(name) for name, metric in _LASTS.items()]
-    aggs += [_last_in_group(metric).alias(knob) for knob, metric in CONFIG_METRICS.items()]
-    aggs += [
-        F.avg("throughput_s").alias("throughput"),
-        F.avg("busy_s").alias("busy_ratio"),
-        F.avg("bp_s").alias("backpressure_ratio"),
-        _first_in_group("pendingRecords").alias("lag_first"),
-        _last_in_group("pendingRecords").alias("lag_last"),
-        F.min(F.when(F.col("pendingRecords").isNotNull(), F.col("sec"))).alias("lag_t0"),
-        F.max(F.when(F.col("pendingRecords").isNotNull(), F.col("sec"))).alias("lag_t1"),
-        F.count(F.lit(1)).alias("samples"),
-    ]
-    minute = per_sec.groupBy("job", "minute").agg(*aggs).join(restarts, ["job", "minute"], "left")
+def _first_last(value: str, order: str = "sec"):  # noqa: ANN202 - two pyspark Columns
+    """Aggregates: (order, value) structs of the earliest and the latest non-null ``value``."""
+    from pyspark.sql import functions as F
 
-    # The configuration in force persists until changed: carry it over minutes without a sample.
-    carried = Window.partitionBy("job").orderBy("minute").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    pair = F.when(F.col(value).isNotNull(), F.struct(F.col(order).alias("t"), F.col(value).alias("v")))
+    return F.min(pair), F.max(pair)
+
+
+def ten_second_parts(raw: "DataFrame") -> "DataFrame":
+    """Mergeable partial aggregates per job and 10-s bucket (``bucket`` = epoch seconds // 10).
+
+    Columns: ``<col>__sum`` / ``<col>__n`` for means, the quantile maxima, ``<col>__last``
+    ((second, value) structs) for levels and the configuration, ``lag__first`` / ``lag__last``,
+    ``restarts`` and ``samples``. Small (one row per 10 s and job): persist it when several
+    grains are built from one scan.
+    """
+    from pyspark.sql import functions as F
+
+    per_sec = _per_second(raw).withColumn("bucket", F.floor(F.col("sec") / BUCKET_S))
+    aggs = []
+    for name, col in _MEANS.items():
+        aggs += [F.sum(col).alias(f"{name}__sum"), F.count(col).alias(f"{name}__n")]
+    aggs += [F.max(col).alias(name) for name, col in _MAXES.items()]
+    aggs += [_first_last(col)[1].alias(f"{name}__last") for name, col in _LASTS.items()]
+    first, last = _first_last("pendingRecords")
+    aggs += [first.alias("lag__first"), last.alias("lag__last")]
+    aggs += [F.sum("restarts_inc").alias("restarts"), F.count(F.lit(1)).alias("samples")]
+    return per_sec.groupBy("job", "bucket").agg(*aggs)
+
+
+def _merge(parts: "DataFrame", width_s: int) -> "DataFrame":
+    """Partials of ``width_s``-second windows (column ``window``) from 10-s ones, rule by rule."""
+    from pyspark.sql import functions as F
+
+    if width_s % BUCKET_S or width_s <= 0:
+        raise ValueError(f"grain {width_s} s must be a positive multiple of the {BUCKET_S}-s bucket")
+    window = F.floor(F.col("bucket") * BUCKET_S / width_s).alias("window")
+    if width_s == BUCKET_S:
+        return parts.select(F.col("bucket").alias("window"), *[c for c in parts.columns if c != "bucket"])
+    aggs = []
+    for name in _MEANS:
+        aggs += [F.sum(f"{name}__sum").alias(f"{name}__sum"), F.sum(f"{name}__n").alias(f"{name}__n")]
+    aggs += [F.max(name).alias(name) for name in _MAXES]
+    aggs += [F.max(f"{name}__last").alias(f"{name}__last") for name in _LASTS]
+    aggs += [F.min("lag__first").alias("lag__first"), F.max("lag__last").alias("lag__last")]
+    aggs += [F.sum("restarts").alias("restarts"), F.sum("samples").alias("samples")]
+    return parts.groupBy("job", window).agg(*aggs)
+
+
+def features_from_parts(parts: "DataFrame", width_s: int) -> "DataFrame":
+    """One row per job and ``width_s``-second window (a multiple of 10) from :func:`ten_second_parts`,
+    columns :data:`FEATURE_COLUMNS`, sorted by job and window."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = _merge(parts, width_s)
+    for name in _MEANS:
+        w = w.withColumn(name, F.when(F.col(f"{name}__n") > 0, F.col(f"{name}__sum") / F.col(f"{name}__n")))
+    for name in _LASTS:
+        w = w.withColumn(name, F.col(f"{name}__last").getField("v"))
+    # The configuration in force persists until changed: carry it over windows without a sample.
+    carried = Window.partitionBy("job").orderBy("window").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     for knob in CONFIG_METRICS:
-        minute = minute.withColumn(knob, F.last(knob, ignorenulls=True).over(carried))
-
-    dt_s = F.col("lag_t1") - F.col("lag_t0")
-    minute = minute.withColumn("lag_growth", F.when(dt_s > 0, (F.col("lag_last") - F.col("lag_first")) / dt_s))
-    minute = minute.withColumn("restarts", F.coalesce(F.col("restarts"), F.lit(0.0)))
-    minute = minute.withColumn("window_start", F.timestamp_seconds(F.col("minute") * 60))
+        w = w.withColumn(knob, F.last(knob, ignorenulls=True).over(carried))
+    first, last = F.col("lag__first"), F.col("lag__last")
+    dt_s = last.getField("t") - first.getField("t")
+    w = w.withColumn("lag_growth", F.when(dt_s > 0, (last.getField("v") - first.getField("v")) / dt_s))
+    w = w.withColumn("restarts", F.coalesce(F.col("restarts"), F.lit(0.0)))
+    w = w.withColumn("window_start", F.timestamp_seconds(F.col("window") * width_s))
     out = []
     for c in FEATURE_COLUMNS:
         col = F.col(c)
@@ -179,4 +246,14 @@ def features_1m(raw: "DataFrame") -> "DataFrame":
         elif c not in ("job", "window_start"):
             col = col.cast("double")
         out.append(col.alias(c))
-    return minute.select(*out).orderBy("job", "window_start")
+    return w.select(*out).orderBy("job", "window_start")
+
+
+def features_10s(raw: "DataFrame") -> "DataFrame":
+    """One row per job and 10 s from raw samples (any number of jobs), sorted by job and window."""
+    return features_from_parts(ten_second_parts(raw), GRAINS["features_10s"])
+
+
+def features_1m(raw: "DataFrame") -> "DataFrame":
+    """One row per job and minute from raw samples (any number of jobs), sorted by job and minute."""
+    return features_from_parts(ten_second_parts(raw), GRAINS["features_1m"])

@@ -17,6 +17,7 @@ __all__ = [
     "CHAMPIONS",
     "CONFIGURATION_SCHEMA",
     "FAILURES_PATTERN",
+    "FEATURES_10S",
     "FEATURES_1M",
     "JOB_NAME_PATTERN",
     "POLICIES",
@@ -29,6 +30,9 @@ __all__ = [
 
 FEATURES_1M = Asset("flinktune://lake/features_1m")
 """Updated when new curated one-minute features land in the lake (``flinktune_ingest``)."""
+
+FEATURES_10S = Asset("flinktune://lake/features_10s")
+"""Updated with :data:`FEATURES_1M`: the same ETL task writes the 10-second features too."""
 
 CHAMPIONS = Asset("flinktune://models/champions")
 """Updated when a forecaster or surrogate champion is registered in MLflow (``flinktune_train``)."""

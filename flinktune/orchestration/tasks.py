@@ -31,7 +31,7 @@ def _settings() -> Any:
 
 
 def etl_features(job: str, start_ms: int | None = None, end_ms: int | None = None) -> dict[str, Any]:
-    """Raw -> curated ``features_1m`` for ``job``; ``{dataset, job, rows, path}`` (``{}`` from a cluster driver)."""
+    """Raw -> curated ``features_10s`` and ``features_1m`` for ``job``; the job's summary (``{}`` from a cluster driver)."""
     settings, backends = _settings(), load_backends()
     if not backends.spark_submit:
         from jobs import etl_features as job_module

@@ -149,7 +149,7 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
     dags = inspected["dags"]
     ingest, train, decide = dags["flinktune_ingest"], dags["flinktune_train"], dags["flinktune_decide"]
     assert ingest["tasks"]["etl_features"]["upstream"] == ["simulate"]
-    assert ingest["tasks"]["etl_features"]["outlets"] == ["flinktune://lake/features_1m"]
+    assert ingest["tasks"]["etl_features"]["outlets"] == ["flinktune://lake/features_10s", "flinktune://lake/features_1m"]
     assert "300" in ingest["schedule"] or "*/5" in ingest["schedule"], ingest["schedule"]
 
     assert "flinktune://lake/features_1m" in train["schedule"] and "0 0 * * *" in train["schedule"]

@@ -1,6 +1,6 @@
-"""The bad-input corpus: 32 cases of broken raw metrics (25 on pandas, 6 through the Spark ETL, stale
-data against an injected clock), each stopped or flagged with a message naming the dataset, the
-rule and sample values, and none of them changing the curated lake.
+"""The bad-input corpus: 34 cases of broken raw metrics (26 on pandas, stale data against an injected
+clock among them; 8 through the Spark ETL), each stopped or flagged with a message naming the
+dataset, the rule and sample values, and none of them changing the curated lake (both grains).
 
 Engine-independent rules run on the pandas engine of the same contract (fast); what only shows on
 Spark or in files (NaN as Spark sees it, duplicates across files, truncated or mistyped files,
@@ -97,6 +97,12 @@ def _job_metric_per_subtask(df):
     return df
 
 
+def _counter_falls(df):
+    # numRestarts is 635008 all along (synthetic: floor(epoch s / 2700)); one sample falls by one.
+    df.loc[where(df, "numRestarts")[10], "value"] = 635007.0
+    return df
+
+
 def _null_job(df):
     df.loc[df.index[:2], "job"] = pd.NA
     return df
@@ -128,6 +134,7 @@ PANDAS_CASES: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str, str]]
     "null_job": (_null_job, "job.not_null", "job"),
     "job_name_with_a_slash": (rename("job", "demo", "team/demo"), "job.regex", "team/demo"),
     "empty_window": (lambda df: df.iloc[0:0], "completeness.min_rows", "0"),
+    "counter_falls_without_a_reset": (_counter_falls, "counter.counters_never_decrease", "'ts_ms': 1714521610000, 'previous': 635008.0, 'value': 635007.0"),
 }
 
 
@@ -141,7 +148,8 @@ def snapshot(root) -> dict[str, bytes]:
 
 @pytest.fixture
 def lake_with_curated(tmp_path):
-    """A lake whose curated features_1m already holds two good minutes (the state to keep)."""
+    """A lake whose curated features_1m already holds two good minutes (the state to keep; the
+    snapshots cover all of curated/, so a stray write to any dataset shows)."""
     lake = Lake(tmp_path / "lake")
     rows = pd.DataFrame({c: [1.0, 2.0] for c in FEATURE_COLUMNS})
     rows["job"] = "demo"
@@ -158,7 +166,7 @@ def test_the_corpus_has_at_least_25_kinds():
 def test_pandas_corpus(kind, lake_with_curated):
     mutate, rule, fragment = PANDAS_CASES[kind]
     lake = lake_with_curated
-    before = snapshot(lake.curated_dir("features_1m"))
+    before = snapshot(lake.root / "curated")
     df = mutate(good())
     now = dt.datetime(2024, 5, 1, 0, 3, tzinfo=dt.timezone.utc)
     if SEVERITY[rule] == "error":
@@ -172,7 +180,7 @@ def test_pandas_corpus(kind, lake_with_curated):
         outcome = validate(df, "raw_metrics", batch_id=f"corpus-{kind}", quarantine_root=lake.root / "quarantine", now=now)
         text = " ".join(f.describe() for f in outcome.warnings)
         assert names_rule(text, rule) and "[warning]" in text and fragment in text, text
-    assert snapshot(lake.curated_dir("features_1m")) == before
+    assert snapshot(lake.root / "curated") == before
 
 
 def test_stale_data_is_flagged_against_the_injected_clock(lake_with_curated):
@@ -220,6 +228,12 @@ def s_wrong_hour(lake):
     _write_file(lake, good(1, START + 2 * 3_600_000), "part-arrival-order.parquet", hour="00")
 
 
+def s_counter_falls(lake):
+    df = good(1, START + 3 * MIN)
+    df.loc[where(df, "numRestarts"), "value"] = 635007.0  # the next minute's restarts counter is one lower
+    lake.write_raw(df)
+
+
 def s_seconds_in_lake(lake):
     df = good(1, START + 3 * MIN)
     lake.write_raw(df)
@@ -236,6 +250,10 @@ SPARK_CASES: dict[str, tuple[Callable[[Lake], None], type[Exception], tuple[str,
     "file_with_wrong_column_type": (s_mistyped_file, RawFileError, ("'raw_metrics'", "rule file.schema", "'value' stored as string")),
     "samples_in_the_wrong_hour": (s_wrong_hour, RawFileError, ("'raw_metrics'", "rule file.partition", "2024-05-01 02:00:00")),
     "seconds_read_back_from_the_lake": (s_seconds_in_lake, ContractViolation, ("'raw_metrics'", "rule ts_ms.range", "1714521780")),
+    "counter_falls_through_the_etl": (
+        s_counter_falls, ContractViolation,
+        ("'raw_metrics'", "rule counter.counters_never_decrease", "'ts_ms': 1714521780000, 'previous': 635008.0, 'value': 635007.0", "column 'value', 1 offending"),
+    ),
 }
 
 
@@ -245,14 +263,15 @@ def test_spark_corpus_through_the_etl(kind, settings, spark):
     lake = Lake(settings.lake_dir)
     lake.write_raw(good())
     etl.run(job="demo", settings=settings)
-    before = snapshot(lake.curated_dir("features_1m"))
+    before = snapshot(lake.root / "curated")
+    assert {p.split("/")[0] for p in before} == {"features_1m", "features_10s"}
     breaks, exc, fragments = SPARK_CASES[kind]
     breaks(lake)
     with pytest.raises(exc) as err:
         etl.run(job="demo", settings=settings)
     msg = str(err.value)
     assert all(f in msg for f in fragments), msg
-    assert snapshot(lake.curated_dir("features_1m")) == before
+    assert snapshot(lake.root / "curated") == before
 
 
 @pytest.mark.spark
@@ -261,4 +280,4 @@ def test_empty_window_through_the_etl_names_job_and_range(settings, spark):
     lake.write_raw(good())
     with pytest.raises(NoRawDataError, match=rf"no raw samples in \[{START + 3_600_000}, {START + 3_660_000}\)"):
         etl.run(job="demo", start_ms=START + 3_600_000, end_ms=START + 3_660_000, settings=settings)
-    assert not lake.curated_dir("features_1m").exists()
+    assert not (lake.root / "curated").exists()

@@ -11,7 +11,7 @@ from data_contracts.compiler import RULE_META_KEY, compile_suite
 from data_contracts.contract import CONTRACTS_DIR, ContractError, load_contract
 from flinktune.metric_schema import METRICS, PROFILING_COLUMNS
 
-DATASETS = ("raw_metrics", "features_1m", "profiling_observations")
+DATASETS = ("raw_metrics", "features_10s", "features_1m", "profiling_observations")
 FEATURE_COLUMNS = (
     "job window_start input_rate throughput lag lag_growth latency_p50_ms latency_p95_ms latency_p99_ms cpu_used "
     "memory_used_mb busy_ratio backpressure_ratio taskmanagers task_slots_total parallelism task_slots cpu memory_mb "
@@ -46,7 +46,8 @@ def test_contracts_match_the_shared_schemas():
     raw = load_contract("raw_metrics")
     assert set(raw.column("metric").allowed) == set(METRICS)
     assert [c.name for c in load_contract("profiling_observations").columns] == list(PROFILING_COLUMNS)
-    assert [c.name for c in load_contract("features_1m").columns] == FEATURE_COLUMNS
+    for grain in ("features_10s", "features_1m"):
+        assert [c.name for c in load_contract(grain).columns] == FEATURE_COLUMNS, grain
 
 
 def _write(tmp_path, doc) -> str:

@@ -1,5 +1,6 @@
-"""jobs.etl_features end to end on local Spark: contracts gate both ends, reruns are byte-identical,
-a crash or a bad batch leaves the curated lake as it was."""
+"""jobs.etl_features end to end on local Spark: contracts gate both ends, both grains (features_10s,
+features_1m) are written, reruns are byte-identical, a crash or a bad batch leaves the curated lake
+as it was."""
 
 from __future__ import annotations
 
@@ -32,9 +33,13 @@ def test_rerun_is_byte_identical_and_a_crash_mid_commit_keeps_the_old_state(sett
     lake.write_raw(small_raw())
     first = etl.run(job="demo", settings=settings)
     assert (first["rows"], first["start_ms"], first["end_ms"]) == (3, START, START + 3 * MIN)
-    root = lake.curated_dir("features_1m")
+    assert {ds: d["rows"] for ds, d in first["datasets"].items()} == {"features_1m": 3, "features_10s": 18}
+    root = lake.root / "curated"
     before = snapshot(root)
-    assert list(before) == [f"job=demo/date=2024-05-01/{curated.PART_FILE}"]
+    assert list(before) == [f"{ds}/job=demo/date=2024-05-01/{curated.PART_FILE}" for ds in ("features_10s", "features_1m")]
+    ten = curated.read_features(lake.curated_dir("features_10s"), "demo")
+    assert list(ten["window_start"]) == list(pd.date_range("2024-05-01", periods=18, freq="10s", tz="UTC"))
+    assert list(ten["samples"]) == [10] * 18
 
     again = etl.run(job="demo", start_ms=START + 5_000, end_ms=START + 3 * MIN - 1, settings=settings)  # widened to whole minutes
     assert (again["start_ms"], again["end_ms"]) == (START, START + 3 * MIN)
@@ -56,7 +61,7 @@ def test_bad_raw_batch_is_quarantined_before_transforming(settings, spark):
     lake = Lake(settings.lake_dir)
     lake.write_raw(small_raw())
     etl.run(job="demo", settings=settings)
-    before = snapshot(lake.curated_dir("features_1m"))
+    before = snapshot(lake.root / "curated")
     bad = small_raw(minutes=1, start=START + 3 * MIN)
     bad.loc[bad["metric"] == "cpuLoad", "value"] = -1.0
     lake.write_raw(bad)
@@ -66,7 +71,7 @@ def test_bad_raw_batch_is_quarantined_before_transforming(settings, spark):
     assert "'raw_metrics'" in msg and "rule value.range" in msg and "-1.0" in msg
     where = settings.lake_dir / "quarantine" / "raw_metrics" / f"demo-{START}-{START + 4 * MIN}"
     assert err.value.quarantine_path == where and (where / "report.md").is_file()
-    assert snapshot(lake.curated_dir("features_1m")) == before
+    assert snapshot(lake.root / "curated") == before
 
 
 def test_curated_contract_failure_quarantines_features_and_main_prints_json(settings, spark, monkeypatch, capsys):
@@ -76,11 +81,13 @@ def test_curated_contract_failure_quarantines_features_and_main_prints_json(sett
     lake.write_raw(raw)
     with pytest.raises(ContractViolation, match=r"'features_1m'.*rule parallelism\.range.*\[0, 0\]"):
         etl.run(job="demo", settings=settings)
-    assert not lake.curated_dir("features_1m").exists()
-    assert (settings.lake_dir / "quarantine" / "features_1m" / f"demo-{START}-{START + 2 * MIN}" / "batch.parquet").is_file()
+    assert not (lake.root / "curated").exists()  # neither grain is written
+    for ds in ("features_1m", "features_10s"):  # each failing grain is quarantined with its report
+        assert (settings.lake_dir / "quarantine" / ds / f"demo-{START}-{START + 2 * MIN}" / "batch.parquet").is_file(), ds
 
     lake.write_raw(small_raw(minutes=2))  # same files, good values
     monkeypatch.setattr(etl, "load_settings", lambda: settings)
     assert etl.main(["--job", "demo", "--start-ms", str(START)]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["dataset"] == "features_1m" and summary["rows"] == 2 and summary["path"].endswith("job=demo")
+    assert summary["datasets"]["features_10s"]["rows"] == 12 and summary["datasets"]["features_10s"]["path"].endswith("features_10s/job=demo")
