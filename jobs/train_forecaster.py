@@ -3,9 +3,9 @@
 Reads the curated ``features_1m`` dataset (``<lake>/curated/features_1m/job=<job>/**.parquet``,
 columns ``window_start``, ``input_rate``) and holds out the latest ``holdout_frac`` of it as the
 backtest window (:mod:`models.forecasting.backtest`: an origin every ``stride_bins`` minutes, the
-planning rule chosen on the first third, metrics on the rest). Every candidate (TiDE, Theta,
-seasonal naive, the Demeter ARIMA baseline, ...) is fitted on the data before the window and
-logged to MLflow with its params, metrics and a backtest plot. The best candidate (lowest
+planning rule chosen on the first third, metrics on the rest). Every candidate (the direct peak
+model, TiDE, Theta, seasonal naive, the Demeter ARIMA baseline, ...) is fitted on the data before
+the window and logged to MLflow with its params, metrics and a backtest plot. The best candidate (lowest
 ``peak_mae`` among those whose under-forecast rate is at most ``max_under_rate``) is refit on the
 whole history and registered as a new version of ``flinktune-forecaster-<job>``.
 
@@ -45,7 +45,7 @@ DATASET = "features_1m"
 PROMOTION_METRIC = "peak_mae"
 #: Default candidates. The Demeter baseline ("demeter-arima", ~1-2 min on 2 cores) is opt-in: the benchmark
 #: measures it, and the scheduled retrain stays fast.
-CANDIDATES: tuple[str, ...] = ("tide-quantile", "darts-theta", "seasonal-naive")
+CANDIDATES: tuple[str, ...] = ("peak-gbm", "tide-quantile", "darts-theta", "seasonal-naive")
 
 
 def read_rate_history(lake: Lake, job: str) -> pd.Series:
@@ -76,12 +76,15 @@ def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, dev
     """A fresh forecaster for candidate ``name`` (one of :data:`CANDIDATES`, or ``darts-ets``)."""
     from models.forecasting.darts_forecaster import DartsQuantileForecaster
     from models.forecasting.demeter_arima import DemeterArimaForecaster
+    from models.forecasting.peak_forecaster import DirectPeakForecaster
     from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
     from models.forecasting.statistical import StatisticalForecaster
 
     if name == "tide-quantile":
         return DartsQuantileForecaster(bin_s=bin_s, output_bins=math.ceil(horizon_s / bin_s), n_epochs=n_epochs,
                                        device=device, seed=seed)
+    if name == "peak-gbm":
+        return DirectPeakForecaster(bin_s=bin_s, default_horizon_s=horizon_s, seed=seed)
     if name in ("darts-theta", "darts-ets"):
         return StatisticalForecaster(kind=name.split("-")[1], bin_s=bin_s, default_horizon_s=horizon_s)
     if name == "seasonal-naive":
@@ -246,7 +249,8 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
                     "holdout_frac": holdout_frac, "planning_rule": scores[best]["rule"],
                     "history_start": series.index[0].isoformat(), "history_end": series.index[-1].isoformat()},
             metrics=metrics, artifacts={"model": str(model_dir)}, files={"backtest": figs[best]}, experiment=name,
-            pip_requirements=["mlflow==3.17.2", "darts==0.48.1", "torch==2.13.0", "pmdarima==2.1.1"],
+            pip_requirements=["mlflow==3.17.2", "darts==0.48.1", "torch==2.13.0", "pmdarima==2.1.1",
+                              "scikit-learn==1.9.1"],
             tags={**tags, "planning_rule": scores[best]["rule"], "role": "challenger"}, signature=signature,
         )
     for fig in figs.values():

@@ -1,8 +1,9 @@
 """Workload forecasting: predict the input rate of the next bins with quantiles.
 
-``DartsQuantileForecaster`` (TiDE, darts) is the production model, ``SeasonalNaiveForecaster`` the
-baseline, ``planned_rate`` turns a forecast into the rate to plan for. Names are imported lazily so
-that importing this package (e.g. from an Airflow DAG file) does not pull in torch and darts.
+``DartsQuantileForecaster`` (TiDE, darts) and ``DirectPeakForecaster`` (boosted quantile trees for
+the next bins and their peak) are the learned models, ``SeasonalNaiveForecaster`` the baseline,
+``planned_rate`` turns a forecast into the rate to plan for. Names are imported lazily so that
+importing this package (e.g. from an Airflow DAG file) does not pull in torch and darts.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "DartsQuantileForecaster",
+    "DirectPeakForecaster",
     "SeasonalNaiveForecaster",
     "ForecastInputError",
     "QuantileForecast",
@@ -21,6 +23,7 @@ __all__ = [
 
 _HOME = {
     "DartsQuantileForecaster": "models.forecasting.darts_forecaster",
+    "DirectPeakForecaster": "models.forecasting.peak_forecaster",
     "SeasonalNaiveForecaster": "models.forecasting.seasonal_naive",
     "ForecastInputError": "models.forecasting.types",
     "QuantileForecast": "models.forecasting.types",

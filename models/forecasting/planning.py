@@ -4,7 +4,10 @@ Use :func:`planned_rate` in policies. Rules (strings, so they fit in settings an
 
 - ``"max_mean_x1.10"``: the highest bin mean times 1.10 (Demeter's published planning rule).
 - ``"max_mean_x<f>"``: the same with another factor ``f`` > 0.
-- ``"quantile:<q>"``: the peak over bins of quantile ``q`` (must be one of the forecast's levels).
+- ``"quantile:<q>"``: the peak over bins of quantile ``q`` (must be one of the forecast's levels);
+  for a forecast that carries ``peak_quantiles``, the ``q``-quantile of the window's peak.
+
+Both read :meth:`QuantileForecast.peak`, so ``max_mean_x<f>`` scales the median peak of such a forecast.
 """
 
 from __future__ import annotations

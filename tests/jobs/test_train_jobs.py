@@ -66,14 +66,14 @@ def test_train_forecaster_logs_candidates_and_registers_a_champion_that_forecast
     json.dumps(summary)  # XCom-ready
     assert summary["model_name"] == "flinktune-forecaster-demo"
     assert summary["version"] == "1" and summary["promoted"] and summary["champion"] == "1"
-    assert set(summary["candidates"]) == {"tide-quantile", "darts-theta", "seasonal-naive"}
-    assert summary["best"] in ("tide-quantile", "darts-theta")
+    assert set(summary["candidates"]) == {"peak-gbm", "tide-quantile", "darts-theta", "seasonal-naive"}
+    assert summary["best"] in ("peak-gbm", "tide-quantile", "darts-theta")
     m = summary["metrics"]
     assert m["train_bins"] == 420 and m["origins"] == 32  # 105 held-out bins, 10-bin horizon, stride 2: 48 origins, 16 choose the rules
     assert np.isfinite(m["peak_mae"]) and m["peak_mase"] > 0 and 0 <= m["under_rate"] <= 1
     client = mlflow.MlflowClient()
     runs = client.search_runs([client.get_experiment_by_name("flinktune-forecaster-demo").experiment_id])
-    assert sorted(r.data.params["candidate"] for r in runs) == ["darts-theta", "seasonal-naive", "tide-quantile"]
+    assert sorted(r.data.params["candidate"] for r in runs) == ["darts-theta", "peak-gbm", "seasonal-naive", "tide-quantile"]
     for r in runs:
         assert [a.path for a in client.list_artifacts(r.info.run_id, "plots")] == ["plots/backtest.png"]
         assert r.data.tags["planning_rule"] == summary["candidates"][r.data.params["candidate"]]["rule"]
