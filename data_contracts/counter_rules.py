@@ -22,8 +22,15 @@ be counted as a burst of events; the rule stops the batch instead. YAML (parsed 
 Samples with a null, NaN or infinite value are skipped (the column rules' business), and so are
 ties in ``order`` (uniqueness's business: tied samples are taken in ascending value, never a
 fall). Only consecutive samples inside one batch are compared. Use :func:`counter_failures_pandas`
-on pandas; :func:`counter_failures_spark` on Spark reads only the counter rows (a filtered scan and
-a window over them: one row per series and sample, ~65 k for 18 h of one job's ``numRestarts``).
+on pandas. On Spark the rules ride on :mod:`data_contracts.spark_onepass`'s single aggregation (no
+scan of their own): :func:`spark_counter_keys` adds grouping columns that are null except on
+counter rows, so each counter's samples form one group per (window, series, value), a **run**,
+with its first and last time; :func:`counter_failures_from_runs` judges the runs on the driver
+(a few rows per window and series: a counter mostly stays put). When each series' runs are
+disjoint in time, they are its samples in time order, so falls and their sample rows are exact;
+otherwise (one value at two separate times within a window, or tied times with different values)
+it falls back to :func:`counter_failures_spark`, a filtered scan with a window over the counter
+rows, which gives the same answer on any batch.
 """
 
 from __future__ import annotations
@@ -36,7 +43,10 @@ import pandas as pd
 
 from data_contracts.outcome import Failure
 
-__all__ = ["CounterRule", "parse_counter_rules", "counter_failure", "counter_failures_pandas", "counter_failures_spark"]
+__all__ = [
+    "CounterRule", "parse_counter_rules", "counter_failure", "counter_failures_pandas", "counter_failures_spark",
+    "spark_counter_keys", "counter_failures_from_runs",
+]  # fmt: skip
 
 _KEYS = {"name", "when", "series", "order", "value", "reset_max_fraction", "severity", "description"}
 _WHEN_KEYS = {"column", "in"}
@@ -156,6 +166,87 @@ def counter_failures_spark(df: Any, rules: tuple[CounterRule, ...], rows: int | 
             sample = [_ordered({**{c: _py(r[c]) for c in cols}, "previous": r["previous"], rule.value: r["_v"]}, rule) for r in first]
             out.append(counter_failure(rule, falls.count(), rows, sample))
     return out
+
+
+_INTEGRAL = ("ByteType", "ShortType", "IntegerType", "LongType")
+
+
+def _runs_apply(rule: CounterRule, keys: list[str], types: dict[str, str]) -> bool:
+    """Runs stand for the samples when times and non-key series columns are integers (the raw
+    contract's ``ts_ms`` and ``subtask``): they come back through pandas without loss."""
+    return types.get(rule.order) in _INTEGRAL and all(c in keys or types.get(c) in _INTEGRAL for c in rule.series)
+
+
+def _run_names(i: int, rule: CounterRule, keys: list[str]) -> dict[str, str]:
+    """series column -> its column in the grouped table (string keys are grouped already)."""
+    return {c: c if c in keys else f"_k{i}_s{j}" for j, c in enumerate(rule.series)}
+
+
+def spark_counter_keys(rules: tuple[CounterRule, ...], keys: list[str], types: dict[str, str]) -> tuple[list[Any], list[Any]]:
+    """``(group_columns, aggregates)`` to add to a one-pass ``groupBy`` over ``keys`` (the string
+    columns; ``types``: column -> Spark type name) so :func:`counter_failures_from_runs` can judge
+    ``rules``. Per rule ``i``: ``_k{i}_v`` (the real value of a counter row, else null), ``_k{i}_s{j}``
+    (non-key series columns, null off counter rows), ``_k{i}_t0`` / ``_k{i}_t1`` (first and last time
+    of the group's counter rows). Non-counter rows keep their groups, so other rules' sums are
+    unchanged; counter rows (~1/500 of raw rows) add about one group per window and series."""
+    from pyspark.sql import functions as F
+
+    group, aggs = [], []
+    for i, rule in enumerate(rules):
+        if not _runs_apply(rule, keys, types):
+            continue
+        v = F.col(rule.value).cast("double")
+        on = F.col(rule.when_column).isin(list(rule.when_in))
+        real = on & v.isNotNull() & ~F.isnan(v) & ~v.isin(float("inf"), float("-inf"))
+        group.append(F.when(real, v).alias(f"_k{i}_v"))
+        group += [F.when(on, F.col(c)).alias(n) for c, n in _run_names(i, rule, keys).items() if c != n]
+        aggs += [F.min(F.when(real, F.col(rule.order))).alias(f"_k{i}_t0"), F.max(F.when(real, F.col(rule.order))).alias(f"_k{i}_t1")]
+    return group, aggs
+
+
+def counter_failures_from_runs(
+    g: pd.DataFrame, df: Any, rules: tuple[CounterRule, ...], keys: list[str], types: dict[str, str], rows: int | None
+) -> list[Failure]:
+    """Failures of ``rules`` from the grouped table ``g`` of a one pass with
+    :func:`spark_counter_keys`'s columns (window index ``_w``); ``df`` (the batch) is scanned only
+    for a rule whose runs overlap in time (see the module docstring), or whose types are not covered."""
+    out = []
+    for i, rule in enumerate(rules):
+        if not _runs_apply(rule, keys, types):
+            out += counter_failures_spark(df, (rule,), rows)
+            continue
+        names = _run_names(i, rule, keys)
+        series, v, t0, t1 = list(dict.fromkeys(names.values())), f"_k{i}_v", f"_k{i}_t0", f"_k{i}_t1"
+        part = g.loc[g[v].notna(), [*series, "_w", v, t0, t1]]
+        if part.empty:
+            continue
+        # Groups split by keys outside the series (or by another rule's keys) merge back into runs.
+        runs = part.groupby([*series, "_w", v], dropna=False, sort=False).agg(t0=(t0, "min"), t1=(t1, "max")).reset_index()
+        runs = runs.sort_values([*series, "t0", v], kind="stable", na_position="first").reset_index(drop=True)
+        by = runs.groupby(series, dropna=False, sort=False)
+        prev, prev_end = by[v].shift(1), by["t1"].shift(1)
+        if bool((prev_end.notna() & (prev_end >= runs["t0"])).any()):
+            out += counter_failures_spark(df, (rule,), rows)  # runs interleave: their order is unknown
+            continue
+        bad = _falls(prev, runs[v], rule.reset_max_fraction)
+        n = int(bad.sum())
+        if n:
+            hits = runs.loc[bad].assign(previous=prev[bad]).head(_SAMPLE)
+            sample = []
+            for _, r in hits.iterrows():
+                rec = {c: _typed(r[name], types.get(c)) for c, name in names.items()}
+                rec.update({rule.order: int(r["t0"]), "previous": float(r["previous"]), rule.value: float(r[v])})
+                sample.append(_ordered(rec, rule))
+            out.append(counter_failure(rule, n, rows, sample))
+    return out
+
+
+def _typed(value: Any, spark_type: str | None) -> Any:
+    """A grouped value as Spark's ``collect`` gives it (pandas turns nullable ints into floats)."""
+    value = _py(value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return int(value) if spark_type in _INTEGRAL else value
 
 
 def _ordered(rec: dict[str, Any], rule: CounterRule) -> dict[str, Any]:

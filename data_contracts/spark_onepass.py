@@ -13,8 +13,9 @@ From that small table (about 40 k groups for 18 h of one job):
 - ``completeness.min_rows`` from the row total, ``completeness.per_window`` from the rows of every
   window between the first and the last (missing windows count 0), ``freshness`` from the max;
 - ``uniqueness`` is a hash aggregate over the key (the second full pass);
-- ``counter.<name>`` rules need each series in time order: a filtered read of the counter rows
-  only and a window over them (:func:`data_contracts.counter_rules.counter_failures_spark`);
+- ``counter.<name>`` rules need each series in time order: counter rows are further grouped by
+  series and value (runs, :func:`data_contracts.counter_rules.spark_counter_keys`), judged on the
+  driver; only runs that overlap in time cost a filtered scan of the counter rows;
 - a failing rule's offending values come from a ``filter(...).limit(5)`` (only when it fails).
 
 Semantics match the pandas/GX path: nulls are the ``not_null`` rule's business only, NaN and
@@ -32,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 from data_contracts.contract import ColumnSpec, Contract
-from data_contracts.counter_rules import counter_failures_spark
+from data_contracts.counter_rules import counter_failures_from_runs, spark_counter_keys
 from data_contracts.outcome import Failure
 from data_contracts.precheck import SAMPLE_SIZE, schema_failures, spark_unique_failures, window_failures_from_counts
 from data_contracts.row_rules import RowRule, required_failure, row_rule_failure
@@ -139,7 +140,8 @@ def spark_failures(df: Any, contract: Contract, now: dt.datetime | None) -> tupl
     rules = [(r, _row_condition(r, df, with_when=r.when_column not in keys)) for r in contract.row_rules]
     numeric = [cond for r, cond in rules if r.column not in keys and (r.allowed is not None or r.regex is not None)]
     aggs += [F.sum(F.when(cond, 1).otherwise(0)).alias(f"_r{i}") for i, cond in enumerate(numeric)]
-    g = df.groupBy(_window_index(contract, df), *keys).agg(*aggs).toPandas()
+    run_keys, run_aggs = spark_counter_keys(contract.counters, keys, types)
+    g = df.groupBy(_window_index(contract, df), *keys, *run_keys).agg(*aggs, *run_aggs).toPandas()
     rows = int(g["_rows"].sum())
     failures: list[Failure] = []
     names = list(counted)
@@ -172,7 +174,7 @@ def spark_failures(df: Any, contract: Contract, now: dt.datetime | None) -> tupl
     failures += _freshness_failures(g, contract, now)
     failures += _row_failures(df, g, rules, keys, rows)
     failures += _required_failures(g, contract)
-    failures += counter_failures_spark(df, contract.counters, rows)
+    failures += counter_failures_from_runs(g, df, contract.counters, keys, types, rows)
     return failures, rows, True
 
 

@@ -88,6 +88,39 @@ def test_spark_finds_the_same_falls_as_pandas(spark):
     assert counter_failures(on_spark(spark, batch(counter_rows([5, 6, 0, 1])))) == []
 
 
+
+def _steps(*runs: tuple[float, int]) -> list[float]:
+    """A counter holding each value for so many 1-s samples (runs cross the contract's 60-s windows)."""
+    return [float(v) for v, n in runs for _ in range(n)]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("parts", "rescans"),
+    [
+        # Clean, a reset back to a value seen before, no fall: judged from the one pass alone.
+        ([counter_rows(_steps((0, 70), (1, 70), (0, 45), (1, 5)))], 0),
+        # A fall across a window boundary, and per-subtask series with a fall in one of them.
+        ([counter_rows(_steps((5, 65), (4, 10))), counter_rows(_steps((10, 30), (12, 40)), vertex="v", subtask=0),
+          counter_rows(_steps((2, 50), (1.5, 20)), vertex="v", subtask=1)], 0),  # fmt: skip
+        # A value back within one window (3 4 3 4): runs interleave, so the counter rows are scanned.
+        ([counter_rows([3, 4, 3, 4]), counter_rows(_steps((7, 5), (6, 5)), job="other")], 1),
+        # Tied times with different values: runs touch, scanned too; ties never fall.
+        ([batch(counter_rows([5, 4]).assign(ts_ms=T0)), counter_rows([1, 2], job="other")], 1),
+    ],
+)
+def test_spark_one_pass_matches_pandas_and_scans_only_for_interleaved_runs(spark, monkeypatch, parts, rescans):
+    import data_contracts.counter_rules as counter_rules
+
+    scans, scan = [], counter_rules.counter_failures_spark
+    monkeypatch.setattr(counter_rules, "counter_failures_spark", lambda *a: scans.append(a) or scan(*a))
+    df = batch(*parts)
+    with_pandas = counter_failures(df)
+    assert counter_failures(on_spark(spark, df)) == with_pandas
+    assert len(scans) == rescans
+    if rescans == 0 and len(parts) > 1:
+        assert with_pandas and with_pandas[0].unexpected_count == 2, with_pandas
+
 def _contract(tmp_path, **change) -> str:
     doc = yaml.safe_load((CONTRACTS_DIR / "raw_metrics.yaml").read_text())
     doc["counters"][0].update(change)
