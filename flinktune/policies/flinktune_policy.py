@@ -267,9 +267,17 @@ class FlinktunePolicy:
                 return cands[int(ok[0])], f"surrogate prior ({sc.summary(int(ok[0]))})", True
         return cands[-1], "even the shape's largest parallelism is not enough", False
 
+    def _candidates(self) -> list[Configuration]:
+        """:func:`shape_candidates` of the space, or every candidate when those rules leave none.
+
+        The rules (cores and memory per slot) are preferences for a rich space; a small space, such
+        as a one-machine cluster with 1 GB TaskManagers, may have nothing else to offer.
+        """
+        return shape_candidates(self.space, self.slot_cores, self.min_slot_memory_mb) or self.space.candidates()
+
     def _shapes(self) -> list[Shape]:
-        """The shapes the policy may choose: :func:`shape_candidates`' shapes, in a fixed order."""
-        return sorted({shape_of(c) for c in shape_candidates(self.space, self.slot_cores, self.min_slot_memory_mb)})
+        """The shapes the policy may choose (from :meth:`_candidates`), in a fixed order."""
+        return sorted({shape_of(c) for c in self._candidates()})
 
     def rank_shapes(self, rate: float, context: PolicyContext, reference: Configuration | None = None,
                     utilization: float | None = None) -> list[SizedShape]:  # fmt: skip
@@ -462,7 +470,7 @@ class FlinktunePolicy:
     def _surrogate_shape(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
         """The shape from the surrogate alone (no capacity measured yet): cheapest over a range of rates."""
         args = (context.surrogate, self.space)
-        goals = (context.latency_target_ms, context.recovery_limit_s, shape_candidates(self.space, self.slot_cores, self.min_slot_memory_mb))
+        goals = (context.latency_target_ms, context.recovery_limit_s, self._candidates())
         factors = [1.0] + [f for f in self.range_factors if f != 1.0]
         by_rate = [score_candidates(*args, planned * f, *goals) for f in factors]  # type: ignore[arg-type]
         scores = by_rate[0]

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flinktune.config_space import Configuration, default_space
+from flinktune.config_space import ConfigSpace, Configuration, default_space
 from flinktune.decision import Action, JobState, VertexMetrics
 from flinktune.evaluation import evaluate
 from flinktune.policies import make_policy
@@ -277,3 +277,19 @@ def test_an_outgrown_fractional_shape_is_re_chosen_at_once_by_measured_capacity(
     assert d.action is Action.RECONFIGURE and "choose the shape" in d.reason
     assert d.target.cpu / d.target.task_slots > 0.5  # more cores per slot than the outgrown shape
     assert pol.utilization * pol.capacities.estimate(shape_of(d.target), d.target.parallelism) >= 70000.0
+
+
+def test_a_space_without_preferred_shapes_still_gets_a_shape_with_a_reason():
+    # 1 GB TaskManagers leave < 512 MB per slot: the shape rules exclude every candidate, as on the
+    # one-machine local cluster; the policy must still choose among the space's candidates.
+    small = ConfigSpace(parallelism=(1, 2), task_slots=(1,), cpu=(1.0,), memory_mb=(1024,), checkpoint_interval_s=(10,))
+    assert shape_candidates(small, SLOT_CORES, 512.0) == []
+    pol = make_policy("flinktune", small)
+    context = PolicyContext(latency_target_ms=250.0, recovery_limit_s=180.0,
+                            forecast=StaticForecaster(20000.0, spread=0.0).predict(pd.Series(dtype=float), 600),
+                            surrogate=FunctionSurrogate(small), extras={"profiled_max_rate": 1e6})  # fmt: skip
+    running = state(Configuration(1, 1, 1.0, 1024, 10), rate=20000.0, busy=0.5)
+    assert pol.decide(running, context).reason
+    # The surrogate-only path (no capacity measured for the load) crashed on an empty candidate list.
+    d = pol._surrogate_shape(running, context, 20000.0, "test", {})
+    assert d.reason and pol.shape is not None
