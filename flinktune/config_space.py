@@ -14,8 +14,9 @@ import itertools
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import numpy as np
 import yaml
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "ConfigSpace",
     "ConfigError",
     "default_space",
+    "spread_design",
 ]
 
 #: The tunable knobs, in the order used for feature vectors.
@@ -261,3 +263,27 @@ class ConfigSpace:
 def default_space() -> ConfigSpace:
     """DESIGN.md section 5's space: 840 candidates, max 24 x (1 CPU, 4 GiB)."""
     return ConfigSpace()
+
+
+def spread_design(
+    space: ConfigSpace,
+    candidates: Sequence[Configuration],
+    n: int,
+    seed: int,
+    first: Callable[[list[Configuration]], int],
+) -> list[Configuration]:
+    """``n`` of ``candidates`` spread over the space: greedy max-min distance on normalised knobs.
+
+    Use it for profiling designs. ``first(cands)`` picks the index of the opening configuration in
+    the seeded shuffle of ``candidates`` (the shuffle breaks distance ties reproducibly); each next
+    one is the farthest from all chosen so far. Returns ``min(n, len(candidates))`` configurations.
+    """
+    cands = [candidates[i] for i in np.random.default_rng(seed).permutation(len(candidates))]
+    X = np.array([space.normalise(c) for c in cands])
+    chosen = [first(cands)]
+    dist = np.linalg.norm(X - X[chosen[0]], axis=1)
+    while len(chosen) < min(n, len(cands)):
+        nxt = int(np.argmax(dist))
+        chosen.append(nxt)
+        dist = np.minimum(dist, np.linalg.norm(X - X[nxt], axis=1))
+    return [cands[i] for i in chosen]

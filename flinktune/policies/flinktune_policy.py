@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import Configuration, ConfigSpace, spread_design
 from flinktune.decision import Action, Decision, JobState
 from flinktune.policies.capacity import CapacityModel, Shape, ShapeCapacities, measured_capacity, shape_of, slot_share
 from flinktune.policies.profiling import propose_profiling
@@ -93,16 +93,10 @@ def startup_design(space: ConfigSpace, n: int, seed: int, slot_cores: tuple[floa
     cands = shape_candidates(space, slot_cores, min_slot_memory_mb)
     if not cands:
         raise ValueError(f"startup design: no candidate of the space has {slot_cores} cores and >= {min_slot_memory_mb} MB per slot")
-    cands = [cands[i] for i in np.random.default_rng(seed).permutation(len(cands))]
-    X = np.array([space.normalise(c) for c in cands])
-    first = min(range(len(cands)), key=lambda i: (-cands[i].parallelism, cands[i].total_memory_mb, cands[i].task_slots))
-    chosen = [first]
-    dist = np.linalg.norm(X - X[first], axis=1)
-    while len(chosen) < min(n, len(cands)):
-        nxt = int(np.argmax(dist))
-        chosen.append(nxt)
-        dist = np.minimum(dist, np.linalg.norm(X - X[nxt], axis=1))
-    return [cands[i] for i in chosen]
+    def largest_leanest(cs: list[Configuration]) -> int:
+        return min(range(len(cs)), key=lambda i: (-cs[i].parallelism, cs[i].total_memory_mb, cs[i].task_slots))
+
+    return spread_design(space, cands, n, seed, largest_leanest)
 
 
 @dataclass(frozen=True)

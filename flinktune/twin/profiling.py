@@ -11,12 +11,12 @@ due and time the recovery until the lag is back at its pre-failure level and sta
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
-from flinktune.config_space import ConfigSpace, Configuration
+from flinktune.config_space import ConfigSpace, Configuration, spread_design
 from flinktune.metric_schema import PROFILING_COLUMNS
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.noise import normal
@@ -132,16 +132,4 @@ def initial_design(space: ConfigSpace, n: int, seed: int) -> list[Configuration]
     """``n`` candidates spread over the space (greedy max-min distance on normalised knobs), max first."""
     if n < 1:
         raise ValueError(f"initial design size must be >= 1, got {n}")
-    cands: Sequence[Configuration] = space.candidates()
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(cands))
-    cands = [cands[i] for i in order]
-    X = np.array([space.normalise(c) for c in cands])
-    first = cands.index(space.maximum) if space.maximum in cands else 0
-    chosen = [first]
-    dist = np.linalg.norm(X - X[first], axis=1)
-    while len(chosen) < min(n, len(cands)):
-        nxt = int(np.argmax(dist))
-        chosen.append(nxt)
-        dist = np.minimum(dist, np.linalg.norm(X - X[nxt], axis=1))
-    return [cands[i] for i in chosen]
+    return spread_design(space, space.candidates(), n, seed, lambda cands: cands.index(space.maximum) if space.maximum in cands else 0)
