@@ -19,14 +19,13 @@ The fitted state (training data, hyperparameters, rate scale) can be exported wi
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from models.atomic_write import atomic_file
 from models.surrogate.dataset import TrainingData, check_knobs, model_inputs, prepare_training_data
+from models.surrogate.state_file import TorchStateFile
 from models.surrogate.types import OUTCOMES, SurrogateInputError, SurrogatePrediction
 from models.torch_threads import single_thread
 
@@ -68,7 +67,7 @@ def fit_gp(train_x: torch.Tensor, train_y: torch.Tensor, *, seed: int = 0):
     return model.eval()
 
 
-class GPSurrogate:
+class GPSurrogate(TorchStateFile):
     """One SingleTaskGP per outcome over ``[knobs, rate / rate_scale]``; implements ``Surrogate``.
 
     ``fit(X (n, d), rates (n,), Y (n, len(outcomes)))``; ``predict(X (m, d), rate) ->
@@ -219,15 +218,3 @@ class GPSurrogate:
         self.rate_scale, self.d = float(state["rate_scale"]), int(state["d"])
         self.fit_info = dict(state.get("fit_info", {}))
         return self
-
-    def save(self, path: str | Path) -> Path:
-        """Write :meth:`state` to ``path`` with ``torch.save`` (temp name, then rename)."""
-        path = Path(path)
-        with atomic_file(path) as tmp:
-            torch.save(self.state(), tmp)
-        return path
-
-    @classmethod
-    def load(cls, path: str | Path, *, device: str = "cpu") -> "GPSurrogate":
-        """Read a file written by :meth:`save` (tensors and plain values only: ``weights_only``)."""
-        return cls.from_state(torch.load(Path(path), map_location="cpu", weights_only=True), device=device)

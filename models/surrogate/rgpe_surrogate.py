@@ -38,20 +38,19 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from pathlib import Path
 from typing import Any
 
 import gpytorch
 import numpy as np
 import torch
 
-from models.atomic_write import atomic_file
 from models.surrogate.buckets import RateBuckets
 from models.surrogate.dataset import check_knobs, prepare_training_data
 from models.surrogate.batched_fit import fit_gps
 from models.surrogate.gp import build_gp, resolve_device
 from models.surrogate.outcome_models import ConstantModel, FixedRateModel
 from models.surrogate.rgpe import RGPEModel, compute_rank_weights
+from models.surrogate.state_file import TorchStateFile
 from models.surrogate.types import OUTCOMES, SurrogateDataWarning, SurrogateInputError, SurrogatePrediction
 from models.torch_threads import single_thread
 
@@ -62,7 +61,7 @@ _PARAMS = ("outcomes", "bucket_width", "bucket_origin", "latency_limit_ms", "min
            "max_base_models", "num_samples", "dilution_points", "seed", "constant_std", "log_floor")
 
 
-class RGPESurrogate:
+class RGPESurrogate(TorchStateFile):
     """Rank-weighted GP ensembles across rate buckets; implements ``Surrogate`` (module doc has the rules)."""
 
     name = "rgpe"
@@ -362,15 +361,3 @@ class RGPESurrogate:
             self._ensembles[(b, o)] = {"kind": "rgpe", "points": e["points"], "bases": list(e["bases"]), "weights": e["weights"],
                                        "keep_prob": e["keep_prob"], "model": RGPEModel(models, e["weights"].to(dev))}
         return self
-
-    def save(self, path: str | Path) -> Path:
-        """Write :meth:`state` with ``torch.save`` (temp name, then rename)."""
-        path = Path(path)
-        with atomic_file(path) as tmp:
-            torch.save(self.state(), tmp)
-        return path
-
-    @classmethod
-    def load(cls, path: str | Path, *, device: str = "cpu") -> "RGPESurrogate":
-        """Read a file written by :meth:`save` (``weights_only``: tensors and plain values)."""
-        return cls.from_state(torch.load(Path(path), map_location="cpu", weights_only=True), device=device)
