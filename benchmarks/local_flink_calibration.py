@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/local_flink_calibration.py --sweep --rates 3000,9000,15000
     # or calibrate from observations already measured (e.g. by benchmarks/local_flink_loop.py):
     .venv/bin/python benchmarks/local_flink_calibration.py --observations var/localflink/loop/observations.csv
+    # fit on the loop's profiling steps, score on its steady loop rows (another kind of run):
+    .venv/bin/python benchmarks/local_flink_calibration.py --observations var/localflink/loop/observations.csv --test-steady
 
 The sweep writes one ``PROFILING_COLUMNS`` row per (parallelism, rate) point with the throughput
 and busy fraction from counter deltas and the job's p95 latency (flinktune.localflink.profiling).
@@ -25,7 +27,7 @@ import pandas as pd
 
 from flinktune.localflink.distribution import repo_root
 from flinktune.metric_schema import PROFILING_COLUMNS
-from flinktune.twin.calibration import calibrate, read_observations
+from flinktune.twin.calibration import calibrate, evaluate, read_observations
 from flinktune.twin.profile import ClusterProfile
 
 
@@ -70,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rates", default="3000,9000,15000")
     ap.add_argument("--parallelism", default="1,2")
     ap.add_argument("--work", type=int, default=10000)
-    ap.add_argument("--holdout", type=float, default=0.25)
+    ap.add_argument("--holdout", type=float, default=0.25, help="share of runs held out at random (ignored with --test-steady)")
+    ap.add_argument("--test-steady", action="store_true",
+                    help="fit on every run except the decision loop's steady rows (run_id ending in -steady, written by "
+                         "benchmarks/local_flink_loop.py) and score on those: held-out runs of another kind than the fit's")
     ap.add_argument("--out", type=Path, default=repo_root() / "var" / "localflink" / "calibration")
     args = ap.parse_args(argv)
     out = args.out.resolve()
@@ -84,11 +89,20 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give --observations FILE or --sweep")
     obs = pd.concat([read_observations(str(p)) for p in paths], ignore_index=True)
     base = ClusterProfile.default("ysb")
-    result = calibrate(obs, base, holdout=args.holdout, seed=0, duration_s=60)
+    test = None
+    if args.test_steady:
+        steady = obs["run_id"].astype(str).str.endswith("-steady")
+        if not steady.any() or steady.all():
+            ap.error(f"--test-steady needs both steady loop rows and other runs; got {int(steady.sum())} of {len(obs)} steady")
+        obs, test = obs[~steady].reset_index(drop=True), obs[steady].reset_index(drop=True)
+    result = calibrate(obs, base, holdout=0.0 if test is not None else args.holdout, seed=0, duration_s=60)
+    held = evaluate(result.profile, test, duration_s=60) if test is not None else result.holdout
     profile_path = result.profile.to_yaml(out / "calibrated_profile.yaml")
-    print(result.summary())
-    print(json.dumps({"runs": len(obs), "profile": str(profile_path), "params": result.params, "train": result.train,
-                      "holdout": result.holdout}, default=float, indent=2))
+    print(result.summary() if test is None else
+          f"fitted on {len(obs)} runs; held-out steady loop rows ({len(test)}): throughput MAPE {held['throughput_mape']:.1%}, "
+          f"latency-class accuracy {held['latency_class_accuracy']:.1%}")
+    print(json.dumps({"runs": len(obs), "held_out_runs": len(test) if test is not None else None, "profile": str(profile_path),
+                      "params": result.params, "train": result.train, "holdout": held}, default=float, indent=2))
     return 0
 
 

@@ -15,7 +15,9 @@
    not counted); the guard's windows and the policy's dwell are shortened to fit;
 4. judges every reconfiguration (flinktune.localflink.audit: latency under target after it and
    no needless capacity), and writes timeline.csv, metrics.csv (raw samples), observations.csv
-   (profiling steps, the failure and one row per loop step, PROFILING_COLUMNS),
+   (profiling steps, the failure and one row per loop step, PROFILING_COLUMNS; a loop row's run_id
+   ends in ``-steady`` when the offered rate and the configuration were constant for the 150 s before it: the held-out set of
+   ``benchmarks/local_flink_calibration.py --test-steady``),
    profiling_steps.csv, profiling_snapshots.csv and summary.json (capacities, plan, every
    change with its verdict and the realizer's measured downtime, ``done``).
 Stops every process by PID at the end, also on errors.
@@ -165,7 +167,13 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"t={t:5.0f}s rate {s.input_rate:7.0f} thr {s.throughput:7.0f} p95 {s.latency_p95_ms:7.0f} ms lag {s.lag:8.0f} "
                     f"p={s.config.parallelism} cpu {machine:.2f}/{flink:.2f} -> {o.line()}")
                 if plan is not None and not s.problems and np.isfinite(s.latency_p95_ms):
-                    loop_obs.append({"job": JOB, "run_id": f"loop-{len(timeline)}", "ts_ms": int(s.ts * 1000), **s.config.to_dict(),
+                    # "steady": the offered rate and the configuration were constant over the evaluation window
+                    # and the 60 s meters before it (a restarted task's meter reads low for a minute), so the row
+                    # is a clean held-out point for calibration (chosen by input, not outcome).
+                    recent_change = any(r["mode"] and r["t_s"] > t - 150 for r in timeline)
+                    steady = t >= 150 and not recent_change and np.ptp([plan.rate_at(t - d) for d in range(0, 151, 5)]) < 1.0
+                    loop_obs.append({"job": JOB, "run_id": f"loop-{len(timeline)}" + ("-steady" if steady else ""),
+                                     "ts_ms": int(s.ts * 1000), **s.config.to_dict(),
                                      "input_rate": s.input_rate, "throughput": s.throughput, "latency_ms": s.latency_p95_ms,
                                      "recovery_s": np.nan, "cpu_used": s.cpu_used, "memory_used_mb": s.memory_used_mb})
                 next_step = max(next_step + args.interval, time.time() + 1)

@@ -4,8 +4,8 @@ Use :func:`inject_taskmanager_failure` while the benchmark job runs. It records 
 throughput, SIGKILLs one TaskManager JVM of this cluster (by its own PID, never by name), starts
 a replacement of the same shape after ``replace_after_s``, and times the recovery as the twin
 defines it where a real job allows: from the failure until the job processes at the offered
-rate again (source output within ``tolerance`` of the pre-failure level for ``stable_s``
-consecutive seconds, from counter deltas, not the 60 s meters). Caveat: the paced generator
+rate again (the source's output, the slope of counter polls over ``window_s``, within
+``tolerance`` of the pre-failure level; :func:`recovery_point`; not the 60 s meters). Caveat: the paced generator
 restarts its schedule on restore (LOCAL_FLINK_NOTES P9), so the backlog of the outage is not
 replayed; the measured recovery is therefore a lower bound of a queue-fed job's.
 """
@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
 
 from flinktune.localflink.cluster import ClusterError, LocalFlinkCluster
 from flinktune.localflink.jobcontrol import JobControl
 from flinktune.localflink.rest import RestError
 
-__all__ = ["RecoveryResult", "kill_taskmanager", "inject_taskmanager_failure"]
+__all__ = ["RecoveryResult", "kill_taskmanager", "recovery_point", "inject_taskmanager_failure"]
 
 
 @dataclass(frozen=True)
@@ -64,22 +67,60 @@ def _records_out(control: JobControl) -> float | None:
         return None
 
 
-def _rate(control: JobControl, span_s: float = 3.0, timeout_s: float = 30.0) -> float:
-    """Source records/s over ``span_s`` from counter deltas; waits for the REST metric cache to fill (P7)."""
+def _slope(t: np.ndarray, v: np.ndarray) -> float:
+    tc = t - t.mean()
+    return float(np.dot(tc, v - v.mean()) / np.dot(tc, tc))
+
+
+def recovery_point(t: Sequence[float], count: Sequence[float], target_rate: float, *, tolerance: float = 0.2,
+                   window_s: float = 8.0) -> float | None:
+    """The first poll time from which the job emits at ``(1 - tolerance) x target_rate`` over ``window_s``, or None.
+
+    ``t`` (s, increasing) and ``count`` are polls of the source's record counter after a failure.
+    The rate is the least-squares slope over the window: a REST read can be up to a second stale
+    (LOCAL_FLINK_NOTES P7), so a rate from two successive reads swings between about half and
+    twice the truth and a "stable for N polls" test never settles. A counter that falls (the job
+    restarted again, e.g. the adaptive scheduler rescaling onto the replacement TaskManager)
+    starts a new segment: windows never span a restart. Needs 3 polls covering 80 % of the window.
+    """
+    tt, cc = np.asarray(t, dtype=float), np.asarray(count, dtype=float)
+    if tt.shape != cc.shape:
+        raise ValueError(f"recovery_point: {tt.size} times but {cc.size} counts")
+    segment = np.concatenate([[0], np.cumsum(np.diff(cc) < 0)]) if cc.size else cc
+    for i in range(tt.size):
+        sel = (tt >= tt[i]) & (tt <= tt[i] + window_s) & (segment == segment[i])
+        if sel.sum() < 3 or tt[sel][-1] - tt[i] < 0.8 * window_s:
+            continue
+        if _slope(tt[sel], cc[sel]) >= (1.0 - tolerance) * target_rate:
+            return float(tt[i])
+    return None
+
+
+def _rate(control: JobControl, span_s: float = 8.0, timeout_s: float = 40.0) -> float:
+    """Source records/s: the slope of counter polls over ``span_s`` (see :func:`recovery_point` on stale reads)."""
     deadline = time.monotonic() + timeout_s
+    t: list[float] = []
+    c: list[float] = []
+    # The first read after a quiet spell returns a value cached long ago and only then refreshes the
+    # cache (P7); left in, it inflated the pre-failure rate by 1.5-2x, so no recovery ever "reached" it.
+    _records_out(control)
+    time.sleep(1.5)
     while time.monotonic() < deadline:
-        a = _records_out(control)
-        t = time.monotonic()
-        time.sleep(span_s)
-        b = _records_out(control)
-        if a is not None and b is not None and b > a:
-            return (b - a) / (time.monotonic() - t)
+        n = _records_out(control)
+        if n is not None and (not c or n >= c[-1]):
+            t.append(time.monotonic())
+            c.append(n)
+        elif n is not None:
+            t, c = [time.monotonic()], [n]  # the job restarted: start over
+        if len(t) >= 3 and t[-1] - t[0] >= span_s and c[-1] > c[0]:
+            return _slope(np.array(t), np.array(c))
+        time.sleep(1.0)
     raise ClusterError(f"job {control.spec.name!r} shows no source output within {timeout_s:.0f} s: cannot time a recovery "
                        "without a pre-failure rate")
 
 
 def inject_taskmanager_failure(cluster: LocalFlinkCluster, control: JobControl, *, pid: int | None = None,
-                               replace_after_s: float = 0.5, tolerance: float = 0.2, stable_s: int = 3,
+                               replace_after_s: float = 0.5, tolerance: float = 0.2, window_s: float = 8.0,
                                timeout_s: float = 180.0) -> RecoveryResult:
     """Kill a TaskManager, replace it, and time detection, restart and recovery of the job."""
     before = _rate(control)
@@ -92,9 +133,9 @@ def inject_taskmanager_failure(cluster: LocalFlinkCluster, control: JobControl, 
     time.sleep(replace_after_s)
     new = cluster.start_taskmanager(victim.slots, victim.memory_mb)
     detected = running = None
-    stable = 0
-    last = None
-    last_t = None
+    polls_t: list[float] = []
+    polls_c: list[float] = []
+    poked = False
     while time.monotonic() - t0 < timeout_s:
         try:
             jid = control.job_id()
@@ -109,13 +150,13 @@ def inject_taskmanager_failure(cluster: LocalFlinkCluster, control: JobControl, 
                 running = since - wall0
         if running is not None:
             now_count = _records_out(control)
-            now_t = time.monotonic()
-            if now_count is not None and last is not None and now_count >= last and now_t > last_t:
-                rate = (now_count - last) / (now_t - last_t)
-                stable = stable + 1 if rate >= (1 - tolerance) * before else 0
-                if stable >= stable_s:
-                    recovery = now_t - t0 - stable_s  # when the stable stretch began
-                    return RecoveryResult(victim.pid, new.pid, detected, running, recovery, True, before)
-            last, last_t = now_count, now_t
+            if now_count is not None and not poked:
+                poked = True  # the new attempt's first read refreshes the cache (P7); it can be stale
+            elif now_count is not None:
+                polls_t.append(time.monotonic() - t0)
+                polls_c.append(now_count)
+                at = recovery_point(polls_t, polls_c, before, tolerance=tolerance, window_s=window_s)
+                if at is not None:
+                    return RecoveryResult(victim.pid, new.pid, detected, running, at, True, before)
         time.sleep(1.0)
     return RecoveryResult(victim.pid, new.pid, detected, running, timeout_s, False, before)

@@ -186,9 +186,13 @@ class SaturationProfiler:
         self.rate_file.set(rate)
         time.sleep(10)
         rec = inject_taskmanager_failure(self.realizer.cluster, self.realizer.control, timeout_s=150)
+        # Not recovered within the timeout: plan with the timeout (a lower bound), record no measurement.
         self.recovery_s = rec.recovery_s
         self.log(f"  failure at p={config.parallelism}, {rate:,.0f} rec/s: detected +{rec.detected_s}s, running again "
-                 f"+{rec.running_again_s}s, recovered +{rec.recovery_s:.1f}s")
+                 f"+{rec.running_again_s}s, " + (f"recovered +{rec.recovery_s:.1f}s" if rec.recovered
+                                                 else f"NOT recovered within {rec.recovery_s:.0f} s"))
+        if not rec.recovered:
+            return
         row = {"job": self.job, "run_id": f"failure-p{config.parallelism}", "ts_ms": int(time.time() * 1000), **config.to_dict(),
                "input_rate": rate, "throughput": rec.pre_failure_rate, "latency_ms": np.nan, "recovery_s": rec.recovery_s,
                "cpu_used": np.nan, "memory_used_mb": np.nan}

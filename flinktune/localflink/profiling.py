@@ -33,7 +33,7 @@ from flinktune.localflink.saturation import (
 )
 from flinktune.localflink.workload import RateFile
 
-__all__ = ["measure_point", "counters", "snapshot", "run_step", "reset_backlog", "ramp_to_saturation", "observation_row"]
+__all__ = ["measure_point", "counters", "snapshot", "run_step", "reset_backlog", "disturbed", "ramp_to_saturation", "observation_row"]
 
 
 def counters(control: JobControl) -> tuple[float, float, float]:
@@ -134,14 +134,32 @@ def snapshot(control: JobControl, jid: str) -> dict[str, float] | None:
     return row if seen_source and seen_other else None
 
 
-def reset_backlog(rate_file: RateFile, pause_s: float = 2.5) -> None:
+def reset_backlog(rate_file: RateFile, pause_s: float = 2.5, *, control: JobControl | None = None, drained_below: float = 1000.0,
+                  timeout_s: float = 30.0) -> bool:
     """Drop the backlog a saturated step left: at rate 0 the paced source moves its schedule to now.
 
     Without this the next (lower) step would measure the catch-up, not the rate it is offered.
     ``pause_s`` covers the source's 0.5 s re-read of the rate file and the drain of in-flight buffers.
+    With ``control``, it then polls until the sources report fewer than ``drained_below`` pending
+    records (a back-pressured source only sees the pause once its output buffers drain, which
+    on a busy window vertex can take longer than the pause) or ``timeout_s`` passes; returns
+    whether the backlog was seen drained (always True without ``control``).
     """
     rate_file.set(0.0)
     time.sleep(pause_s)
+    if control is None:
+        return True
+    jid = control.require_job()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            row = snapshot(control, jid)
+        except RestError:
+            row = None
+        if row is not None and row["pending"] < drained_below:
+            return True
+        time.sleep(1.0)
+    return False
 
 
 def run_step(control: JobControl, rate_file: RateFile, rate: float, *, settle_s: float = 5.0, measure_s: float = 15.0,
@@ -190,21 +208,34 @@ def run_step(control: JobControl, rate_file: RateFile, rate: float, *, settle_s:
     return dataclasses.replace(step, **extra), frame
 
 
+def disturbed(step: StepSummary, max_neighbour_cores: float) -> bool:
+    """Whether other processes used more than ``max_neighbour_cores`` cores during ``step`` (False unmeasured).
+
+    The driver itself polls REST about once a second (a few % of a core), hence a margin rather than zero.
+    """
+    extra = step.machine_cores - step.flink_cores
+    return bool(np.isfinite(extra) and extra > max_neighbour_cores)
+
+
 def ramp_to_saturation(control: JobControl, rate_file: RateFile, config: Configuration, start_rate: float, *,
                        source: RestMetricsSource | None = None, cpu: CpuMeter | None = None, max_steps: int = 6,
                        max_rate: float = 400_000.0, settle_s: float = 5.0, measure_s: float = 15.0,
+                       max_neighbour_cores: float = 0.35, max_retries: int = 3,
                        log: Callable[[str], None] | None = None) -> tuple[CapacityEstimate, list[StepSummary], pd.DataFrame]:
     """Step the offered rate from ``start_rate`` until the job at ``config`` falls behind (see the module doc).
 
     The job must already run at ``config``. Returns the estimate, the steps in order and their
     recorded frames (one DataFrame, ``step`` numbering the steps). A step interrupted by a restart
-    is measured once more; a second failure raises ``ValueError`` naming the step.
+    is measured once more; a second failure raises ``ValueError`` naming the step. A step during
+    which the machine used more than ``max_neighbour_cores`` cores beyond Flink's own (see
+    :func:`disturbed`) is measured again, at most ``max_retries`` times per ramp.
     """
     if not start_rate > 0:
         raise ValueError(f"ramp for {config.describe()}: start rate must be positive, got {start_rate!r}")
     steps: list[StepSummary] = []
     frames: list[pd.DataFrame] = []
     rate: float | None = float(start_rate)
+    retries_left = max_retries
     while rate is not None and len(steps) < max_steps and rate <= max_rate:
         where = f"ramp step {len(steps) + 1} of {config.describe()}"
         try:
@@ -212,13 +243,22 @@ def ramp_to_saturation(control: JobControl, rate_file: RateFile, config: Configu
         except ValueError:
             control.wait_running(control.require_job(), parallelism=config.parallelism, timeout_s=120)
             step, frame = run_step(control, rate_file, rate, settle_s=settle_s, measure_s=measure_s, source=source, cpu=cpu, where=where)
+        if disturbed(step, max_neighbour_cores) and retries_left > 0:
+            # A neighbour took CPU during the step: its rate says little about this job. Measure it again.
+            retries_left -= 1
+            if log:
+                log(f"  p={config.parallelism} step at {rate:,.0f} rec/s disturbed (machine {step.machine_cores:.2f} cores, "
+                    f"Flink {step.flink_cores:.2f}): measuring it again")
+            if step.saturated:
+                reset_backlog(rate_file, control=control)
+            continue
         steps.append(step)
         frames.append(frame.assign(step=len(steps)))
         if log:
             log(f"  p={config.parallelism} step {len(steps)}: {step.reason}; busy-time estimate "
                 f"{step.busy_capacity:,.0f} rec/s; cores machine {step.machine_cores:.2f} / Flink {step.flink_cores:.2f}")
-        if step.saturated:
-            reset_backlog(rate_file)
+        if step.saturated and not reset_backlog(rate_file, control=control) and log:
+            log(f"  p={config.parallelism}: the backlog did not drain within 30 s; the next step may include catch-up")
         rate = next_step_rate(steps)
     est = estimate_capacity(config.parallelism, steps, config=config.to_dict())
     return est, steps, pd.concat(frames, ignore_index=True)

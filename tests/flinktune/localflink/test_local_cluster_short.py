@@ -81,7 +81,7 @@ def test_cluster_job_metrics_rescale_failure_and_stop(cluster, flink_setup, tmp_
             steps[name], frame = run_step(control, rate, r, settle_s=3, measure_s=10, source=source, cpu=cpu)
             assert len(frame) >= 5 and (frame["target_rate"] == r).all()
             if steps[name].saturated:
-                reset_backlog(rate)
+                assert reset_backlog(rate, control=control), "the backlog of the saturated step did not drain within 30 s"
         low, over, again = steps["low"], steps["over"], steps["again"]
         assert not low.saturated and low.throughput == pytest.approx(3000, rel=0.1) and 0 < low.busy < 1
         assert over.saturated and over.throughput < 0.95e6 and over.lag_growth > 0, over

@@ -136,3 +136,25 @@ def test_capacity_surrogate_separates_safe_from_overloaded():
     assert sur.predict(X, 5000).median("recovery_s") == pytest.approx([12.0, 12.0])
     with pytest.raises(ValueError, match="parallelism 2"):
         CapacitySurrogate(space, {1: 1.0}, {1: 1.0}, 1.0, 1.0, 1.0)
+
+
+def test_recovery_is_timed_from_a_windowed_rate_that_stale_reads_do_not_fool():
+    from flinktune.localflink.failures import recovery_point
+
+    # The job runs again at 5 s at half speed, restarts (counter reset) at 12 s when the replacement
+    # TaskManager joins, and emits the full 50k rec/s from 14 s. Reads come from a cache refreshed
+    # once a second and are polled every 1.5 s, so two-read rates swing between 33k and 67k.
+    def true_count(t: float) -> float:
+        return 25_000 * (t - 5) if t < 12 else 50_000 * (t - 14) if t >= 14 else 0.0
+
+    polls = np.arange(5.0, 60.0, 1.5)
+    counts = [true_count(np.floor(t)) for t in polls]
+    pairwise = np.diff(counts) / 1.5
+    assert (pairwise[pairwise > 0] < 40_000).any()  # what the old "3 stable polls" test tripped on
+    at = recovery_point(polls, counts, 50_000, tolerance=0.2, window_s=8.0)
+    # Full rate from 14 s; a window may start up to tolerance x window (1.6 s) early.
+    assert at is not None and 12.0 <= at <= 17.0
+    assert recovery_point(polls, counts, 70_000, tolerance=0.2) is None  # never at 56k+
+    assert recovery_point(polls[:4], counts[:4], 50_000) is None  # too short to judge
+    with pytest.raises(ValueError, match="3 times but 2 counts"):
+        recovery_point([1.0, 2.0, 3.0], [1.0, 2.0], 10.0)

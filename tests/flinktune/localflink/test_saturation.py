@@ -113,3 +113,15 @@ def test_ramp_without_saturation_is_only_a_lower_bound_unless_near_busy():
     assert near.trusted and near.method == "near saturation" and near.capacity == pytest.approx(9000, rel=0.03)
     with pytest.raises(ValueError, match="parallelism 3 has no profiling steps"):
         estimate_capacity(3, [])
+
+
+def test_a_step_is_disturbed_only_when_a_neighbour_took_measurable_cpu():
+    import dataclasses
+
+    from flinktune.localflink.profiling import disturbed
+
+    base = summarize_step(pd.DataFrame({"t_s": np.arange(10.0), "records_out": np.arange(10.0) * 1000, "busy_ms": np.arange(10.0) * 500,
+                                        "backpressured_ms": 0.0, "pending": 0.0}), 1000.0)
+    assert not disturbed(base, 0.35)  # CPU not measured: nothing to say
+    assert not disturbed(dataclasses.replace(base, machine_cores=1.2, flink_cores=1.0), 0.35)  # the driver's polling
+    assert disturbed(dataclasses.replace(base, machine_cores=1.9, flink_cores=1.1), 0.35)

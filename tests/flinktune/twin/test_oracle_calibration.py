@@ -74,3 +74,28 @@ def test_calibration_errors_name_the_problem() -> None:
         calibrate(bad, PROFILE)
     with pytest.raises(CalibrationError, match=r"\['warp_factor'\]"):
         calibrate(obs, PROFILE, params=["warp_factor"])
+
+
+def test_failure_runs_without_a_latency_are_fitted_on_recovery_only() -> None:
+    # A failure injection measures recovery but no steady latency (benchmarks/local_flink_recovery.py).
+    truth = apply_params(PROFILE, {"failure_detection_s": 8.0})
+    configs = SPACE.candidates()[-60::10]  # large enough to recover from a failure at these rates
+    obs = profile_configs(truth, configs, [10_000, 20_000], duration_s=180, seed=3)
+    assert (obs["recovery_s"] < 180).all()
+    failures = obs.copy()
+    failures["latency_ms"] = np.nan
+    steady = obs.assign(recovery_s=np.nan)
+    both = pd.concat([steady, failures], ignore_index=True)
+    res = calibrate(both, PROFILE, params=["failure_detection_s"], holdout=0.0, duration_s=180)
+    # The same residuals as runs that carry both measurements: the split rows lose nothing.
+    whole = calibrate(obs, PROFILE, params=["failure_detection_s"], holdout=0.0, duration_s=180)
+    assert res.params["failure_detection_s"] == pytest.approx(whole.params["failure_detection_s"], rel=1e-3)
+    assert abs(res.params["failure_detection_s"] - 8.0) < abs(PROFILE.failure_detection_s - 8.0) / 2  # moved towards the truth
+    scores = evaluate(res.profile, both, duration_s=180)
+    assert scores["recovery_mape"] < 0.1 and scores["latency_class_accuracy"] == 1.0
+    assert np.isnan(evaluate(res.profile, failures, duration_s=180)["latency_class_accuracy"])  # nothing to score
+    bad = both.copy()
+    bad["latency_ms"] = bad["latency_ms"].astype(object)
+    bad.loc[0, "latency_ms"] = "fast"
+    with pytest.raises(CalibrationError, match="column 'latency_ms' row 0"):
+        calibrate(bad, PROFILE)
