@@ -2,15 +2,17 @@
 
 Reads the curated ``features_1m`` dataset (``<lake>/curated/features_1m/job=<job>/**.parquet``,
 columns ``window_start``, ``input_rate``) and holds out the latest ``holdout_frac`` of it as the
-backtest window (:mod:`models.forecasting.backtest`: an origin every ``stride_bins`` minutes, the
-planning rule chosen on the first third, metrics on the rest). Every candidate (the direct peak
-model, TiDE, Theta, seasonal naive, the Demeter ARIMA baseline, ...) is fitted on the data before
-the window and logged to MLflow with its params, metrics and a backtest plot. The best candidate (lowest
+report window, and the span of half its length just before it as the selection span
+(:func:`models.forecasting.backtest.backtest_select_then_report`, an origin every ``stride_bins``
+minutes). Every candidate (the direct peak model, TiDE, Theta, seasonal naive, the Demeter ARIMA
+baseline, ...) is fitted on the data before the selection span, chooses its planning and peak
+rules there, is refitted on the data before the report window and scored on all of its origins,
+then logged to MLflow with its params, metrics and a backtest plot. The best candidate (lowest
 ``peak_mae`` among those whose under-forecast rate is at most ``max_under_rate``) is refit on the
 whole history and registered as a new version of ``flinktune-forecaster-<job>``.
 
-Champion/challenger: the current ``@champion`` is backtested on the SAME window (its saved model
-when it was trained before the window starts; otherwise, to avoid scoring it on data it has seen,
+Champion/challenger: the current ``@champion`` is backtested on the SAME spans (its saved model
+when it was trained before the selection span starts; otherwise, to avoid scoring it on data it has seen,
 a fresh model with its params fitted on the same training part). The alias moves only when the
 challenger's ``peak_mae`` is below the champion's by more than ``margin`` (relative) and its
 under-forecast rate is acceptable; the decision is written on the version as the tag ``promotion``.
@@ -138,12 +140,12 @@ def _params(model: Any) -> dict:
     return {"bin_s": model.bin_s, "season_s": model.season_s, "default_horizon_s": model.default_horizon_s}
 
 
-def _champion_on_window(name: str, window: Any, settings: Settings, max_under_rate: float) -> dict | None:
-    """The current champion's metrics on ``window`` (refit from its params when it saw the window)."""
+def _champion_on_window(name: str, series: pd.Series, spans: dict, settings: Settings, max_under_rate: float) -> dict | None:
+    """The current champion's metrics on the same spans (refit from its params when it saw them)."""
     from mlflow import MlflowClient
 
     from models import registry
-    from models.forecasting.backtest import run_backtest, summarize
+    from models.forecasting.backtest import backtest_select_then_report
 
     version = registry.champion_version(name)
     if version is None:
@@ -151,14 +153,13 @@ def _champion_on_window(name: str, window: Any, settings: Settings, max_under_ra
     champion = registry.load_champion(name)
     run_id = MlflowClient().get_model_version(name, version).run_id
     history_end = MlflowClient().get_run(run_id).data.params.get("history_end") if run_id else None
-    refit = history_end is None or pd.Timestamp(history_end) >= window.origins[0]
+    refit = history_end is None or pd.Timestamp(history_end) >= spans["select_start"]
     if refit:
         params = {k: tuple(v) if isinstance(v, list) else v for k, v in champion.params().items()}
         if "device" in params:
             params["device"] = settings.device
         champion = type(champion)(**params)
-    result = run_backtest(champion, window, fit=refit)
-    metrics = summarize(result, max_under_rate=max_under_rate)
+    metrics = backtest_select_then_report(champion, series, fit=refit, max_under_rate=max_under_rate, **spans).metrics
     return {"version": version, "refit": refit, **metrics}
 
 
@@ -176,7 +177,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     from mlflow.models import infer_signature
 
     from models import registry
-    from models.forecasting.backtest import BacktestWindow, run_backtest, summarize
+    from models.forecasting.backtest import MIN_SELECT_ORIGINS, backtest_select_then_report
     from models.forecasting.pyfunc import ForecasterPyfunc
     from models.forecasting.series_prep import prepare_rate_series
     from models.forecasting.types import ForecastInputError
@@ -194,32 +195,41 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     build = dict(bin_s=bin_s, horizon_s=horizon_s, n_epochs=n_epochs, device=settings.device, seed=seed)
     models = {c: build_candidate(c, **build) for c in candidates}
     series = prepare_rate_series(raw, bin_s=bin_s, max_gap_bins=5, min_bins=1, where=where).values
-    n_hold = max(3 * math.ceil(horizon_s / bin_s), int(len(series) * holdout_frac))
+    horizon_bins = math.ceil(horizon_s / bin_s)
+    n_hold = max(3 * horizon_bins, int(len(series) * holdout_frac))
+    # The rules are chosen on the span just before the report window, half as long (as the benchmark's 3 h before 6 h).
+    n_select = max(n_hold // 2, horizon_bins + (MIN_SELECT_ORIGINS - 1) * stride_bins)
+    n_first_fit = len(series) - n_hold - n_select
+    if n_first_fit < 1:
+        raise ForecastInputError(f"{where}: {len(series)} bins of {bin_s}s leave nothing to train on after holding out "
+                                 f"{n_select} + {n_hold} bins to choose the rules and report the backtest")
     # A candidate that needs more history than there is sits this round out (with a log line);
     # only when none can train is the history too short.
-    fits = {c: getattr(m, "min_fit_bins", 0) <= len(series) - n_hold for c, m in models.items()}
+    fits = {c: getattr(m, "min_fit_bins", 0) <= n_first_fit for c, m in models.items()}
     registrable_needs = [m.min_fit_bins for m in models.values() if hasattr(m, "save")]
     if registrable_needs and not any(fits[c] for c, m in models.items() if hasattr(m, "save")):
         need = min(registrable_needs)
         raise ForecastInputError(
             f"{where}: {len(series)} bins of {bin_s}s is too short to train ({need} bins) "
-            f"and hold out {n_hold} bins for the backtest"
+            f"and hold out {n_select} + {n_hold} bins to choose the rules and report the backtest"
         )
     for cand in [c for c, ok in fits.items() if not ok]:
         log.warning("%s: candidate %s needs %d bins of history, %d available after the holdout; skipped this round",
-                    where, cand, models[cand].min_fit_bins, len(series) - n_hold)
+                    where, cand, models[cand].min_fit_bins, n_first_fit)
     skipped = [c for c in candidates if not fits[c]]
     candidates = [c for c in candidates if fits[c]]
     models = {c: models[c] for c in candidates}
-    window = BacktestWindow(series, series.index[len(series) - n_hold], horizon_s, stride_bins)
+    spans = {"select_start": series.index[n_first_fit], "report_start": series.index[len(series) - n_hold],
+             "horizon_s": horizon_s, "stride_bins": stride_bins}
     name = f"flinktune-forecaster-{job}"
     registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
     experiment_id = registry.ensure_experiment(name)
-    tags = {"job": job, "window_start": window.origins[0].isoformat(), "window_end": series.index[-1].isoformat()}
+    tags = {"job": job, "select_start": spans["select_start"].isoformat(), "window_start": spans["report_start"].isoformat(),
+            "window_end": series.index[-1].isoformat()}
     results, scores, figs = {}, {}, {}
     for cand, model in models.items():
-        results[cand] = run_backtest(model, window)
-        scores[cand] = summarize(results[cand], max_under_rate=max_under_rate)
+        backtest = backtest_select_then_report(model, series, max_under_rate=max_under_rate, **spans)
+        results[cand], scores[cand] = backtest.report, backtest.metrics
         figs[cand] = _plot(results[cand], scores[cand]["rule"])
     registrable = [c for c in candidates if hasattr(models[c], "save")]  # seasonal naive is a yardstick only
     if not registrable:
@@ -229,7 +239,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     for cand in candidates:
         if cand != best:
             _log_candidate(experiment_id, cand, models[cand], scores[cand], figs[cand], tags)
-    champion = _champion_on_window(name, window, settings, max_under_rate)
+    champion = _champion_on_window(name, series, spans, settings, max_under_rate)
     model = models[best]
     t0 = time.perf_counter()
     model.fit(series)  # the registered model sees the whole history
@@ -263,7 +273,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
         limit = champion["peak_mae"] * (1 - margin)
         safe_enough = scores[best]["under_rate"] <= max(max_under_rate, champion["under_rate"])
         promoted = scores[best]["peak_mae"] < limit and safe_enough
-        why = (f"same window from {window.origins[0].isoformat()}: peak_mae {scores[best]['peak_mae']:.6g} vs champion "
+        why = (f"same window from {spans['report_start'].isoformat()}: peak_mae {scores[best]['peak_mae']:.6g} vs champion "
                f"v{champion['version']} {champion['peak_mae']:.6g} (needs < {limit:.6g}, margin {margin:g}); "
                f"under_rate {scores[best]['under_rate']:.3g} vs {champion['under_rate']:.3g}")
     if promoted:

@@ -1,9 +1,11 @@
 """Rolling-origin backtests of the 10-minute peak, and the choice of a planning rule by backtest.
 
-Use :func:`run_backtest` to evaluate any forecaster on a :class:`BacktestWindow` (the data window
-is what champion/challenger comparisons must share), then :func:`summarize` for the metrics. Darts
-models expose ``historical_forecasts(series, origins, horizon_s)`` (darts' batched
-``historical_forecasts`` underneath); other forecasters are called once per origin.
+Use :func:`backtest_select_then_report` to score a forecaster the way the retraining job runs it
+(rules chosen on a selection span before the report span, then a refit); :func:`run_backtest` and
+:func:`summarize` are its parts, for any forecaster on a :class:`BacktestWindow` (the data window
+is what champion/challenger comparisons must share). Darts models expose
+``historical_forecasts(series, origins, horizon_s)`` (darts' batched ``historical_forecasts``
+underneath); other forecasters are called once per origin.
 
 Definitions (per origin ``o``; truth = the window series' bin means in ``[o, o + horizon)``):
 
@@ -14,14 +16,19 @@ Definitions (per origin ``o``; truth = the window series' bin means in ``[o, o +
   the Demeter baseline included, gets the same chance to correct for that.
 - ``raw_peak_mae``: the same with the plain highest bin mean (no correction).
 - ``peak_mase``: ``peak_mae`` over the in-sample MAE of the naive peak forecast "the next window's
-  peak equals the last window's", computed on the series before the first origin.
+  peak equals the last window's", computed on the series before the first report origin (NaN when
+  that series is flat, so the naive forecast has no error).
 - ``under_rate``: share of origins whose true peak exceeds the planned rate (planning rule).
 - ``over_provisioning``: mean of planned rate / true peak.
 - ``fit_s``: seconds per fit; ``predict_ms``: median milliseconds of single ``predict`` calls.
 
-The planning rule is chosen on the first ``select_frac`` of the origins (the cheapest rule whose
-under-forecast rate is at most ``max_under_rate``) and all metrics are reported on the remaining
-origins, so the reported under-forecast rate is out of sample for the choice as well.
+Rule choice (:func:`backtest_select_then_report`): the model is fitted on the data before
+``select_start`` and forecasts every origin of the selection span ``[select_start, report_start)``
+(whose truth also ends before ``report_start``); there the planning rule (the cheapest rule whose
+under-forecast rate is at most ``max_under_rate``) and the peak rule are chosen. The model is then
+refitted on everything before ``report_start``, as the retraining job would, and every report
+origin is scored with those rules, so both the rules and the model are out of sample for the
+report span.
 """
 
 from __future__ import annotations
@@ -37,10 +44,13 @@ import pandas as pd
 from models.forecasting.planning import planned_rate
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
-__all__ = ["BacktestWindow", "BacktestResult", "run_backtest", "summarize", "candidate_rules", "select_rule", "select_peak_rule",
-           "PUBLISHED_RULE"]
+__all__ = ["BacktestWindow", "BacktestResult", "SelectedBacktest", "run_backtest", "summarize", "choose_rules",
+           "backtest_select_then_report", "selection_window", "candidate_rules", "select_rule", "select_peak_rule",
+           "PUBLISHED_RULE", "MIN_SELECT_ORIGINS"]
 
 PUBLISHED_RULE = "max_mean_x1.10"
+#: Fewest selection origins a rule may be chosen on (below this the choice is noise).
+MIN_SELECT_ORIGINS = 5
 _FACTORS = (0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.4, 1.5, 1.75, 2.0)
 
 
@@ -182,35 +192,34 @@ def select_peak_rule(forecasts: Sequence[QuantileForecast], peaks: np.ndarray) -
     return min(rules, key=lambda r: errors[r])
 
 
-def summarize(result: BacktestResult, *, rule: str | None = None, peak_rule: str | None = None,
-              select_frac: float = 1 / 3, max_under_rate: float = 0.05) -> dict[str, Any]:
-    """Metrics of ``result`` (module definitions); rules are chosen on the first ``select_frac``.
+def choose_rules(result: BacktestResult, max_under_rate: float = 0.05) -> tuple[str, str]:
+    """``(planning rule, peak rule)`` chosen on every origin of ``result`` (its selection backtest)."""
+    if not result.forecasts:
+        raise ForecastInputError(f"{result.model}: no forecasts to choose rules on")
+    peaks = result.window.truth_peaks()
+    return select_rule(result.forecasts, peaks, max_under_rate), select_peak_rule(result.forecasts, peaks)
 
-    Pass both ``rule`` and ``peak_rule`` to skip the choice (all origins are then reported).
-    Returns floats plus the ``rule`` and ``peak_rule`` strings.
+
+def summarize(result: BacktestResult, *, rule: str, peak_rule: str) -> dict[str, Any]:
+    """Metrics of ``result`` on all its origins with the given rules (module definitions).
+
+    Choose the rules elsewhere (:func:`choose_rules` on a selection backtest); returns floats plus
+    the ``rule`` and ``peak_rule`` strings.
     """
     window, fcs = result.window, result.forecasts
     peaks = window.truth_peaks()
-    if rule is None or peak_rule is None:
-        if not 0 < select_frac < 1:
-            raise ValueError(f"select_frac must be in (0, 1), got {select_frac}")
-        k = max(1, int(len(fcs) * select_frac))
-        if k >= len(fcs):
-            raise ForecastInputError(f"backtest: {len(fcs)} origins are too few to choose a rule and report on the rest")
-        rule = rule or select_rule(fcs[:k], peaks[:k], max_under_rate)
-        peak_rule = peak_rule or select_peak_rule(fcs[:k], peaks[:k])
-        fcs, peaks = fcs[k:], peaks[k:]
     point = np.array([planned_rate(fc, peak_rule) for fc in fcs])
     mae = float(np.mean(np.abs(point - peaks)))
     raw_mae = float(np.mean(np.abs(np.array([fc.peak(None) for fc in fcs]) - peaks)))
     under, over = _rule_stats(fcs, peaks, rule)
     pub_under, pub_over = _rule_stats(fcs, peaks, PUBLISHED_RULE)
+    scale = window.naive_peak_scale()
     return {
         "rule": rule,
         "peak_rule": peak_rule,
         "peak_mae": mae,
         "raw_peak_mae": raw_mae,
-        "peak_mase": mae / window.naive_peak_scale(),
+        "peak_mase": mae / scale if scale > 0 else float("nan"),  # a flat training span has no naive error
         "under_rate": under,
         "over_provisioning": over,
         "published_rule_under_rate": pub_under,
@@ -219,3 +228,57 @@ def summarize(result: BacktestResult, *, rule: str | None = None, peak_rule: str
         "predict_ms": result.predict_ms,
         "origins": float(len(fcs)),
     }
+
+
+def selection_window(series: pd.Series, select_start: pd.Timestamp, report_start: pd.Timestamp, horizon_s: int = 600,
+                     stride_bins: int = 1, min_origins: int = MIN_SELECT_ORIGINS) -> BacktestWindow:
+    """The selection span ``[select_start, report_start)`` of ``series`` as a window.
+
+    The series is cut at ``report_start``, so no selection origin's truth reaches the report span.
+    Raises :class:`ForecastInputError` naming the span when it holds fewer than ``min_origins``
+    origins with a whole horizon of truth.
+    """
+    select_start, report_start = pd.Timestamp(select_start), pd.Timestamp(report_start)
+    if not select_start < report_start:
+        raise ValueError(f"selection span: select_start {select_start.isoformat()} must be before report_start "
+                         f"{report_start.isoformat()}")
+    head = series.iloc[: int(np.searchsorted(series.index, report_start))]  # positional: keeps the index's freq
+    bin_s = int(pd.Timedelta(series.index.freq).total_seconds()) if series.index.freq is not None else 0
+    n_bins = int((head.index >= select_start).sum())
+    h_bins = math.ceil(horizon_s / bin_s) if bin_s else 0
+    n_origins = len(range(0, max(0, n_bins - h_bins + 1), max(1, stride_bins)))
+    if n_origins < min_origins:
+        raise ForecastInputError(
+            f"selection span {select_start.isoformat()} to {report_start.isoformat()} is too short: {n_bins} bins of "
+            f"{bin_s}s give {n_origins} origins (stride {stride_bins}) with a whole {horizon_s}s horizon before the "
+            f"report span; need at least {min_origins} to choose the rules (start it earlier or lower the stride)"
+        )
+    return BacktestWindow(head, select_start, horizon_s, stride_bins)
+
+
+@dataclass
+class SelectedBacktest:
+    """A backtest whose rules come from the selection span: both backtests and the report metrics."""
+
+    selection: BacktestResult
+    report: BacktestResult
+    metrics: dict[str, Any]
+
+
+def backtest_select_then_report(model: Any, series: pd.Series, *, select_start: pd.Timestamp, report_start: pd.Timestamp,
+                                horizon_s: int = 600, stride_bins: int = 1, inputs: pd.Series | None = None,
+                                fit: bool = True, max_under_rate: float = 0.05,
+                                min_select_origins: int = MIN_SELECT_ORIGINS, timed_predicts: int = 5) -> SelectedBacktest:
+    """Fit before ``select_start``, choose the rules on ``[select_start, report_start)``, refit, report.
+
+    ``series`` is the binned truth (regular, UTC; :func:`prepare_rate_series`), ``inputs`` what the
+    model reads (as in :func:`run_backtest`). With ``fit=False`` the model is used as it is for both
+    spans (a saved champion). Metrics cover every report origin (from ``report_start``); ``fit_s``
+    and ``predict_ms`` are those of the report refit.
+    """
+    selection = run_backtest(model, selection_window(series, select_start, report_start, horizon_s, stride_bins,
+                                                     min_select_origins), inputs=inputs, fit=fit, timed_predicts=0)
+    rule, peak_rule = choose_rules(selection, max_under_rate)
+    report = run_backtest(model, BacktestWindow(series, pd.Timestamp(report_start), horizon_s, stride_bins), inputs=inputs,
+                          fit=fit, timed_predicts=timed_predicts)
+    return SelectedBacktest(selection, report, summarize(report, rule=rule, peak_rule=peak_rule))

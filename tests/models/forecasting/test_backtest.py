@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models.forecasting.backtest import BacktestWindow, run_backtest, select_rule, summarize
+from models.forecasting.backtest import (BacktestWindow, backtest_select_then_report, choose_rules, run_backtest, select_rule,
+                                         selection_window, summarize)
 from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
 from models.forecasting.statistical import StatisticalForecaster
 from models.forecasting.types import ForecastInputError, QuantileForecast
@@ -30,9 +31,9 @@ def test_window_origins_truth_and_errors():
 def test_seasonal_naive_is_perfect_on_a_clean_cycle_of_one_horizon():
     s = _periodic()
     w = BacktestWindow(s, s.index[300], 600)
-    m = summarize(run_backtest(SeasonalNaiveForecaster(), w))
+    m = summarize(run_backtest(SeasonalNaiveForecaster(), w), rule="max_mean_x1.00", peak_rule="max_mean_x1.00")
     assert m["raw_peak_mae"] == pytest.approx(0, abs=1e-6) and m["under_rate"] == 0
-    assert m["origins"] == 61 and m["predict_ms"] > 0 and m["fit_s"] >= 0
+    assert m["origins"] == 91 and m["predict_ms"] > 0 and m["fit_s"] >= 0
 
 
 def test_darts_historical_forecasts_equal_one_predict_per_origin():
@@ -57,3 +58,37 @@ def test_rule_choice_is_the_cheapest_safe_rule():
     assert select_rule(fcs, peaks, 0.10) == "max_mean_x1.00"  # misses 115 and 119: 2 in 20
     # Nothing is safe: the least unsafe rules (x1.00 and up miss the ten 300s), then the cheapest of them.
     assert select_rule(fcs, np.array([100.0] * 10 + [300.0] * 10), 0.05) == "max_mean_x1.00"
+
+
+def _calm_then_noisy(calm_bins: int = 300, noisy_bins: int = 120) -> pd.Series:
+    """Constant 1000 rec/s, then 0-400 rec/s of random excess: a calm selection span, a wild report span."""
+    y = np.r_[np.full(calm_bins, 1_000.0), 1_000 + np.random.default_rng(3).uniform(0, 400, noisy_bins)]
+    return pd.Series(y, index=pd.date_range("2024-01-01", periods=y.size, freq="60s", tz="UTC"))
+
+
+def test_rules_come_from_the_selection_span_only():
+    s = _calm_then_noisy()
+    select_start, report_start = s.index[200], s.index[300]
+    run = backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=select_start, report_start=report_start)
+    # Calm selection span: the last window repeats exactly, so x1.00 is the cheapest safe rule and the best peak.
+    assert (run.metrics["rule"], run.metrics["peak_rule"]) == ("max_mean_x1.00", "max_mean_x1.00")
+    # The report span would have chosen otherwise, and the chosen rule under-forecasts there.
+    assert choose_rules(run.report)[0] != "max_mean_x1.00" and run.metrics["under_rate"] > 0.3
+    # No selection origin's truth reaches the report span; every report origin is scored.
+    assert run.selection.window.series.index[-1] < report_start and run.selection.window.origins[0] == select_start
+    assert list(run.report.window.origins) == list(s.index[300:411]) and run.metrics["origins"] == 111
+    # The model is refitted before the report: the first fit ended at select_start, the second at report_start.
+    assert run.selection.window.train.index[-1] < select_start <= run.report.window.train.index[-1]
+
+
+def test_a_short_selection_span_is_refused_with_the_span_named():
+    s = _calm_then_noisy()
+    # 13 bins: 4 origins with a whole 10-bin horizon before the report span, one fewer than needed.
+    with pytest.raises(ForecastInputError, match=r"selection span 2024-01-01T04:47:00\+00:00 to 2024-01-01T05:00:00\+00:00 "
+                                                 r"is too short: 13 bins of 60s give 4 origins"):
+        backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=s.index[287], report_start=s.index[300])
+    assert len(selection_window(s, s.index[286], s.index[300]).origins) == 5  # one bin more is enough
+    with pytest.raises(ForecastInputError, match="give 0 origins"):
+        selection_window(s, s.index[295], s.index[300])
+    with pytest.raises(ValueError, match="must be before report_start"):
+        selection_window(s, s.index[300], s.index[300])

@@ -8,11 +8,11 @@ from benchmarks.forecasting import main, ratio_table
 
 
 def test_quick_run_covers_every_seed_with_fewer_origins():
-    rows = main(["--quick", "--hours", "4", "--train-hours", "3", "--seeds", "3,4", "--workloads", "ysb",
-                 "--models", "peak-gbm"])
+    rows = main(["--quick", "--hours", "5", "--train-hours", "4", "--select-hours", "1.5", "--seeds", "3,4",
+                 "--workloads", "ysb", "--models", "peak-gbm"])
     assert [(r["seed"], r["workload"], r["model"]) for r in rows] == [(3, "ysb", "peak-gbm"), (4, "ysb", "peak-gbm")]
-    # The last hour has 51 origins; at stride 10 that is 6, of which the first third chooses the rules.
-    assert all(r["origins"] == 4.0 for r in rows)
+    # The rules come from 2.5-4 h (9 origins at stride 10); the last hour has 51 origins, at stride 10 all 6 are reported.
+    assert all(r["origins"] == 6.0 for r in rows)
     assert rows[0]["peak_mae"] != rows[1]["peak_mae"]  # different traces
     assert all(math.isnan(r["vs_demeter"]) for r in rows)  # no Demeter in this run
 
@@ -27,6 +27,9 @@ def test_bad_arguments_are_refused_with_the_option_named(capsys):
     with pytest.raises(SystemExit):
         main(["--models", "peak-gbm,arima"])
     assert "unknown ['arima']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--train-hours", "3", "--select-hours", "3"])
+    assert "need 0 < --select-hours < --train-hours < --hours" in capsys.readouterr().err
 
 
 def test_ratio_table_has_one_column_per_seed_and_their_mean():
