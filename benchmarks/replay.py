@@ -1,8 +1,9 @@
 """Replay benchmark: every policy on the built-in 18 h traces, failures every 45 min (DESIGN.md section 7).
 
-``python benchmarks/replay.py [--traces ysb,tsw] [--hours 18] [--seed 7] [--out docs/results]``
+``python benchmarks/replay.py [--traces ysb,tsw] [--hours 18] [--seed 7] [--forecaster peak] [--out docs/results]``
 writes ``replay-<trace>.md`` / ``.json`` / plots per trace (see :mod:`flinktune.replay`).
-The same as ``flinktune replay --trace ysb --policies all --hours 18 --failures every:45m --seed 7``.
+The same as ``flinktune replay --trace ysb --policies all --hours 18 --failures every:45m --seed 7 --forecaster peak``.
+The forecaster defaults to ``peak`` (the direct peak model) here; ``naive`` reproduces rounds 1-3.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import json
 
 from flinktune.replay import cli_replay
+from flinktune.replay.models import FORECASTERS
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,7 +22,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--hours", type=float, default=18.0)
     p.add_argument("--failures", default="every:45m")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--forecaster", default="naive", choices=["naive", "darts"])
+    p.add_argument("--forecaster", default="peak", choices=list(FORECASTERS),
+                   help="forecaster of the model-based policies (default peak since round 4: quantiles of the next "
+                        "10 min's peak, seasonal naive until 31 min of history; naive was the default before)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", default="docs/results")
     a = p.parse_args(argv)

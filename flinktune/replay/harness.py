@@ -22,7 +22,7 @@ from flinktune.decision import JobState
 from flinktune.guard import GuardRules, SafetyGuard
 from flinktune.loop import DecisionLoop
 from flinktune.policies import MODEL_POLICIES, make_policy
-from flinktune.policies.flinktune_policy import startup_design
+from flinktune.policies.shapes import startup_design
 from flinktune.replay.metrics import summarize
 from flinktune.replay.models import ReplayModels, make_forecaster
 from flinktune.stages import PolicyContext
@@ -117,7 +117,10 @@ def replay_policy(
         past = generate_trace(settings.workload, 24.0, settings.seed + 1000, start=trace.index[0] - pd.Timedelta(hours=24)) \
             if settings.workload in ("ysb", "tsw") else trace  # fmt: skip
         fc = make_forecaster(settings.forecaster, horizon_s=settings.forecast_horizon_s, seed=settings.seed).fit(past)
-        models = ReplayModels(profile, space, fc, seed=settings.seed)
+        # The seasonal naive one forecasts from 10 min of history; it answers until the main one can.
+        fallback = make_forecaster("naive", horizon_s=settings.forecast_horizon_s, seed=settings.seed).fit(past) \
+            if settings.forecaster != "naive" else None  # fmt: skip
+        models = ReplayModels(profile, space, fc, seed=settings.seed, fallback=fallback)
         if name in MODEL_POLICIES:  # barre plans from the forecast and measured rates only: no profiling
             first = float(trace.iloc[: settings.forecast_horizon_s].max())
             # Demeter profiles its published design; flinktune only the shapes it chooses among

@@ -5,7 +5,10 @@ forecaster is fitted once on a preceding day of the same trace generator with an
 it never sees the replayed future), the surrogate on profiling runs of the twin. Every profiling
 run is charged: its configuration's reserved CPU and memory for the seconds it ran (warm-up,
 measurement, and the recovery after its injected failure), which the replay adds to the
-policy's totals, as Demeter's parallel profiling jobs cost real cluster resources.
+policy's totals, as Demeter's parallel profiling jobs cost real cluster resources. A
+``fallback`` forecaster (the seasonal naive one, which needs 10 minutes of history) answers
+while the replayed job has run too briefly for the main one (the peak model needs 31 minutes):
+a job in service has that history, a replay that starts from nothing does not.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ __all__ = ["ReplayModels", "make_forecaster", "FORECASTERS"]
 
 log = logging.getLogger(__name__)
 
-#: Forecasters a replay can use: ``naive`` (seasonal naive, instant) or ``darts`` (TiDE, small, CPU).
-FORECASTERS: tuple[str, ...] = ("naive", "darts")
+#: Forecasters a replay can use: ``naive`` (seasonal naive, instant), ``darts`` (TiDE, small, CPU) or
+#: ``peak`` (gradient-boosted quantiles of the next window's peak, the rate a policy plans for; seconds to fit).
+FORECASTERS: tuple[str, ...] = ("naive", "darts", "peak")
 
 
 def make_forecaster(kind: str, *, horizon_s: int, seed: int) -> Forecaster:
@@ -41,6 +45,11 @@ def make_forecaster(kind: str, *, horizon_s: int, seed: int) -> Forecaster:
 
         # The fast path: a small TiDE, few epochs, one fit per replay.
         return DartsQuantileForecaster(n_epochs=5, hidden_size=16, num_samples=100, seed=seed, device="cpu")
+    if kind == "peak":
+        from models.forecasting.peak_forecaster import DirectPeakForecaster
+
+        # Its peak quantiles are what the policies' ``quantile`` rule reads (QuantileForecast.peak).
+        return DirectPeakForecaster(default_horizon_s=horizon_s, seed=seed)
     raise ValueError(f"unknown forecaster {kind!r}; known: {', '.join(FORECASTERS)}")
 
 
@@ -52,6 +61,7 @@ class ReplayModels:
     space: ConfigSpace
     forecaster: Forecaster
     seed: int = 0
+    fallback: Forecaster | None = None
     profile_duration_s: int = 300
     observations: pd.DataFrame | None = None
     surrogate: object | None = None
@@ -100,9 +110,13 @@ class ReplayModels:
             self.surrogate = GPSurrogate(seed=self.seed).fit(X, df["input_rate"].to_numpy(dtype=float), Y)
 
     def forecast(self, history: pd.Series, horizon_s: int):
-        """A forecast from the rate history so far (None while it is too short)."""
-        try:
-            return self.forecaster.predict(history, horizon_s)
-        except ValueError as exc:  # ForecastInputError: too little history yet
-            log.debug("no forecast yet: %s", exc)
-            return None
+        """A forecast from the rate history so far: the main forecaster's, else the ``fallback``'s
+        while the history is too short for the main one, else None."""
+        for fc in (self.forecaster, self.fallback):
+            if fc is None:
+                continue
+            try:
+                return fc.predict(history, horizon_s)
+            except ValueError as exc:  # ForecastInputError: too little history yet
+                log.debug("no forecast from %s yet: %s", type(fc).__name__, exc)
+        return None

@@ -11,8 +11,9 @@ from flinktune.decision import Action, JobState, VertexMetrics
 from flinktune.evaluation import evaluate
 from flinktune.policies import make_policy
 from flinktune.policies.capacity import CapacityModel, ShapeCapacities, measured_capacity, shape_of
-from flinktune.policies.flinktune_policy import SLOT_CORES, shape_candidates, slot_memory_mb, startup_design
 from flinktune.policies.selection import CandidateScores
+from flinktune.policies.shapes import SLOT_CORES, shape_candidates, slot_memory_mb, startup_design
+from flinktune.policies.sizing import ChangeLog
 from flinktune.stages import PolicyContext
 from flinktune.testing import FunctionSurrogate, StaticForecaster
 from flinktune.twin.profile import ClusterProfile
@@ -293,3 +294,40 @@ def test_a_space_without_preferred_shapes_still_gets_a_shape_with_a_reason():
     # The surrogate-only path (no capacity measured for the load) crashed on an empty candidate list.
     d = pol._surrogate_shape(running, context, 20000.0, "test", {})
     assert d.reason and pol.shape is not None
+
+
+# -- round 4: scale-ups only the forecast asks for keep within the change budget ------------------
+
+
+def test_a_scale_up_only_the_forecast_asks_for_waits_for_the_change_budget_one_the_load_needs_does_not():
+    pol = make_policy("flinktune", SPACE, min_dwell_s=0, change_budget=1, budget_window_s=6 * 3600.0)
+    cfg = Configuration(8, 2, 2.0, 2048, 10)
+    pol.shape = shape_of(cfg)
+    pol.capacities.observe(pol.shape, 8, 40000.0)
+    # 35000 rec/s arriving is over 75% of the 40000 measured: needed, and it uses the one change of the budget
+    up = pol.decide(_running(cfg, 40000.0, 35000.0, 300), ctx(35000.0))
+    assert up.action is Action.RECONFIGURE and up.target.parallelism > 8 and "scale up" in up.reason
+    big = up.target
+    # Measured 60000 there. The forecast asks for 70000 (over the 0.85 trigger) while 30000 arrives
+    # (50%, under 75%): optional, so it waits, and the reason says for what.
+    before = copy.deepcopy(pol)
+    wait = pol.decide(_running(big, 60000.0, 30000.0, 600), ctx(70000.0))
+    assert wait.action is Action.KEEP and "waits" in wait.reason and "budget of 1" in wait.reason
+    # With budget left the same forecast-only scale-up goes ahead (the budget is what held it).
+    roomy_budget = before
+    roomy_budget.change_budget = 2
+    go = roomy_budget.decide(_running(big, 60000.0, 30000.0, 600), ctx(70000.0))
+    assert go.action is Action.RECONFIGURE and go.target.parallelism > big.parallelism
+    # Once the load is here (50000 > 75% of 60000) the scale-up happens, budget or not.
+    need = pol.decide(_running(big, 60000.0, 50000.0, 900), ctx(70000.0))
+    assert need.action is Action.RECONFIGURE and need.target.parallelism > big.parallelism and "scale up" in need.reason
+
+
+def test_change_log_budget_counts_within_the_window_and_a_zero_budget_is_a_reason_not_a_crash():
+    log = ChangeLog()
+    assert log.since_last(100.0) == float("inf") and log.over_budget(100.0, 1, 3600.0) is None
+    log.record(100.0)
+    assert log.since_last(400.0) == 300.0
+    assert "budget of 1" in log.over_budget(400.0, 1, 3600.0)
+    assert log.over_budget(3700.0, 1, 3600.0) is None  # the change has left the window
+    assert "no optional change" in ChangeLog().over_budget(0.0, 0, 3600.0)
