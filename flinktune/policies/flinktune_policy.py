@@ -91,6 +91,8 @@ class FlinktunePolicy:
     _plans: PlanWindow = field(default_factory=PlanWindow, repr=False)
     _pending_since: float | None = None
     _changes: ChangeLog = field(default_factory=ChangeLog, repr=False)
+    #: The last change decided and not yet seen running: (when, target).
+    _proposed: tuple[float, Configuration] | None = field(default=None, repr=False)
 
     @property
     def capacity(self) -> CapacityModel:
@@ -158,6 +160,7 @@ class FlinktunePolicy:
             missing = "forecaster" if context.forecast is None else "surrogate"
             return Decision.keep(self.name, f"hold: no champion {missing} model is available yet")
         cur = state.config
+        self._confirm_change(cur)
         if self.shape is None and cur.with_(vertex_parallelism={}) != self.space.maximum:
             # A fresh policy object (a new decision task) on a job already tuned: adopt its shape
             # instead of choosing again, which could cost a redeploy for nothing.
@@ -267,8 +270,22 @@ class FlinktunePolicy:
         """
         return self._changes.over_budget(now, self.change_budget, self.budget_window_s)
 
+    def _confirm_change(self, running: Configuration) -> None:
+        """Count the last decided change against the budget and the dwell time once it runs.
+
+        A change the guard held back (stabilization, quota, a scale-down window) never ran: it
+        must not use the budget or reset the dwell time, or the policy would wait for a change
+        that did not happen. The decision time is what counts, as if it had been counted then.
+        """
+        if self._proposed is None:
+            return
+        at, target = self._proposed
+        self._proposed = None
+        if running.with_(vertex_parallelism={}) == target.with_(vertex_parallelism={}):
+            self._changes.record(at)
+
     def _change(self, state: JobState, target: Configuration, reason: str, inputs: dict) -> Decision:
-        self._changes.record(state.ts)
+        self._proposed = (state.ts, target)
         mode = "in-place rescale" if shape_of(target) == shape_of(state.config) else "savepoint redeploy"
         return Decision(Action.RECONFIGURE, f"{reason}; {target.describe()} by {mode}", self.name, target=target,
                         inputs=dict(inputs, mode=mode, target=target.to_dict()))  # fmt: skip

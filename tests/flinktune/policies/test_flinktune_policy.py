@@ -331,3 +331,22 @@ def test_change_log_budget_counts_within_the_window_and_a_zero_budget_is_a_reaso
     assert "budget of 1" in log.over_budget(400.0, 1, 3600.0)
     assert log.over_budget(3700.0, 1, 3600.0) is None  # the change has left the window
     assert "no optional change" in ChangeLog().over_budget(0.0, 0, 3600.0)
+
+
+def test_a_change_the_guard_held_back_uses_no_budget_and_no_dwell_time():
+    pol = make_policy("flinktune", SPACE, min_dwell_s=0, down_horizon_s=300, change_budget=1, budget_window_s=6 * 3600.0)
+    cfg = Configuration(16, 2, 2.0, 2048, 10)
+    pol.shape = shape_of(cfg)
+    pol.capacities.observe(pol.shape, 16, 80000.0)
+    down = pol.decide(_running(cfg, 80000.0, 5000.0, 300), ctx(5000.0))
+    assert down.action is Action.RECONFIGURE and down.target.parallelism < 16 and "scale down" in down.reason
+    ran = copy.deepcopy(pol)
+    # The guard held it back (one scale-down per window): the next window still shows p16. Had the
+    # decision used the one-change budget, this optional change would now wait; it never ran, so it
+    # is decided again.
+    again = pol.decide(_running(cfg, 80000.0, 5000.0, 600), ctx(5000.0))
+    assert again.action is Action.RECONFIGURE and again.target == down.target
+    # Had it run, it counts: the next optional change (a scale-up only the forecast asks for) waits.
+    small = down.target
+    wait = ran.decide(_running(small, 40000.0, 10000.0, 600), ctx(70000.0))
+    assert wait.action is Action.KEEP and "budget of 1" in wait.reason, wait.reason
