@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
                                  extras={"profiled_max_rate": top})
 
         loop = DecisionLoop(job=JOB, source=view, realizer=realizer, policy=policy, guard=guard, store=MemoryStateStore(),
-                            clock=SystemClock(), context=context, profiler=profiler, window_s=90, max_staleness_s=30)
+                            clock=SystemClock(), context=context, profiler=profiler, window_s=90, max_staleness_s=30,
+                            frozen_after_s=60)
         duration = args.minutes * 60
         next_step = time.time() + args.interval
         cpu.mark()

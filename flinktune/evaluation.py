@@ -122,6 +122,27 @@ def _analysis(df: pd.DataFrame, config: Configuration) -> CriticalityAnalysis | 
         return None
 
 
+_LIVE_METRICS = ("workloadRate", "numRecordsOutPerSecond", "pendingRecords", "latencyP95Ms")
+
+
+def _frozen_for_s(df: pd.DataFrame, newest: float) -> float:
+    """Seconds (up to ``newest``) over which every live metric kept one value per sample, 0 when one moved.
+
+    A metric's per-sample value is its sum over subtasks and vertices; the span runs back from the
+    newest sample to the last change of any live metric (or to the first sample, when none changed).
+    """
+    live = df[df["metric"].isin(_LIVE_METRICS)]
+    if live.empty:
+        return 0.0
+    table = live.groupby(["ts_ms", "metric"])["value"].sum().unstack("metric").sort_index()
+    if len(table) < 3:
+        return 0.0
+    changed = (table.diff().abs() > 0).any(axis=1).to_numpy()
+    changed[0] = False
+    last_change = table.index[np.flatnonzero(changed)[-1]] if changed.any() else table.index[0]
+    return newest - float(last_change) / 1000.0
+
+
 def evaluate(
     job: str,
     samples: pd.DataFrame,
@@ -130,8 +151,17 @@ def evaluate(
     *,
     window_s: int,
     max_staleness_s: float = 120.0,
+    frozen_after_s: float | None = None,
 ) -> JobState:
-    """Summarise ``samples`` (raw schema, the last ``window_s`` seconds) into a :class:`JobState`."""
+    """Summarise ``samples`` (raw schema, the last ``window_s`` seconds) into a :class:`JobState`.
+
+    ``frozen_after_s``: when given, samples that keep arriving but whose live values (the offered
+    rate, throughput, backlog and p95 latency) have not changed at all for that long are a
+    problem too. Fresh timestamps over frozen values are stale data in disguise: a Flink
+    JobManager whose metric fetcher stopped refreshing was seen to serve one set of values for
+    minutes while the job ran on (docs/results/local-flink.md). Leave it None for sources whose
+    values may legitimately be constant (synthetic test frames).
+    """
     problems: list[str] = []
     df = samples[samples["job"] == job] if "job" in samples else samples
     present = set(df["metric"].unique()) if not df.empty else set()
@@ -149,6 +179,12 @@ def evaluate(
     if not fresh:
         age = "no samples" if newest == float("-inf") else f"newest sample is {now - newest:.0f} s old"
         problems.append(f"stale data: {age} (limit {max_staleness_s:.0f} s)")
+
+    if frozen_after_s is not None and not df.empty:
+        frozen = _frozen_for_s(df, newest)
+        if frozen >= frozen_after_s:
+            problems.append(f"frozen metrics: rate, throughput, backlog and latency identical for {frozen:.0f} s while samples "
+                            f"keep arriving (limit {frozen_after_s:.0f} s); the metrics pipeline is not refreshing")
 
     rate = _job_metric(df, "workloadRate")
     thr = _throughput(df)

@@ -55,13 +55,16 @@ class DecisionLoop:
     profiler: Callable[[list[Configuration], float], None] | None = None
     window_s: int = 600
     max_staleness_s: float = 120.0
+    #: Hold when the live metrics have not moved for this long (None: no check); see ``evaluate``.
+    frozen_after_s: float | None = None
     dry_run: bool = False
 
     def step(self) -> StepOutcome:
         now = self.clock.now()
         samples = self.source.fetch(self.job, int((now - self.window_s) * 1000), int(now * 1000) + 1)
         current = self.realizer.current(self.job)
-        state = evaluate(self.job, samples, current, now, window_s=self.window_s, max_staleness_s=self.max_staleness_s)
+        state = evaluate(self.job, samples, current, now, window_s=self.window_s, max_staleness_s=self.max_staleness_s,
+                         frozen_after_s=self.frozen_after_s)
         ctx = self.context(state)
         planned = self.policy.decide(state, ctx)
         # Every decision quotes the bottleneck; a scale-up against key skew is held (annotate).

@@ -177,6 +177,10 @@ class LocalFlinkCluster:
             "restart-strategy.fixed-delay.delay": "2s",
             "metrics.fetcher.update-interval": "1000",  # REST metrics are a cache; refresh it every second
             "web.refresh-interval": "500",  # job-status cache: 3 s by default distorts measured downtimes
+            # The REST metric fetcher asks every TaskManager with this timeout and starts no new fetch
+            # until all answered: after a TaskManager kill its default (10 min) froze every metric for
+            # minutes (docs/results/local-flink.md). Job submission and savepoints take well under 30 s here.
+            "web.timeout": "30000",
             "web.upload.dir": str(d / "web-upload"),
             "heartbeat.interval": "2000",  # detect a lost TaskManager in seconds, not ~17 s
             "heartbeat.timeout": "10000",

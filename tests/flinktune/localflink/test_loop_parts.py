@@ -3,6 +3,8 @@ the rate plan, the hiding of profiling samples and the verdicts on reconfigurati
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -186,3 +188,20 @@ def test_needless_capacity_missed_latency_and_short_windows_are_not_correct():
         judge_changes(samples, [Change(60.0, 2, 4)], CAP, 3000.0, end_ts=700.0)
     with pytest.raises(ValueError, match="lack \\['latencyP95Ms'\\]"):
         judge_changes(samples[samples["metric"] == "workloadRate"], changes, CAP, 3000.0, end_ts=700.0)
+
+
+def test_frozen_rest_metrics_are_a_problem_only_when_they_really_froze():
+    """Recorded REST samples: 90 s from a run whose JobManager stopped refreshing its metrics after a
+    TaskManager kill (fresh timestamps, identical values), and 90 s of a healthy steady plateau."""
+    from flinktune.config_space import Configuration
+    from flinktune.evaluation import evaluate
+
+    rec = pd.read_csv(Path(__file__).parent / "data" / "rest_metrics_frozen_and_healthy.csv.gz")
+    cfg = Configuration(1, 1, 1.0, 1024, 10)
+    for window, frozen in (("frozen", True), ("healthy", False)):
+        df = rec[rec["window"] == window].drop(columns="window")
+        now = df["ts_ms"].max() / 1000.0 + 1
+        state = evaluate("loop-bench", df, cfg, now, window_s=90, max_staleness_s=30, frozen_after_s=60)
+        assert any(p.startswith("frozen metrics") for p in state.problems) is frozen, (window, state.problems)
+        # Without the check (the default) the frozen window reads as fit to act on: what the loop did.
+        assert not any(p.startswith("frozen metrics") for p in evaluate("loop-bench", df, cfg, now, window_s=90).problems)
