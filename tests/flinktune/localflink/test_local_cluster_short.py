@@ -79,18 +79,19 @@ def test_cluster_job_metrics_rescale_failure_and_stop(cluster, flink_setup, tmp_
         steps = {}
         # The step after the overload settles longer: the window vertex still works off what the overload
         # left in flight after the sources' backlog is dropped (one CI run measured 2,615 of 3,000 after 3 s).
-        for name, r, settle in (("low", 3000.0, 3), ("over", 1_000_000.0, 3), ("again", 3000.0, 10)):
-            steps[name], frame = run_step(control, rate, r, settle_s=settle, measure_s=10, source=source, cpu=cpu)
+        # Kept-up steps measure 15 s (as profiling does): 10 s through the 1 s REST cache read 10-13 % short.
+        for name, r, settle, measure in (("low", 3000.0, 5, 15), ("over", 1_000_000.0, 3, 10), ("again", 3000.0, 10, 15)):
+            steps[name], frame = run_step(control, rate, r, settle_s=settle, measure_s=measure, source=source, cpu=cpu)
             assert len(frame) >= 5 and (frame["target_rate"] == r).all()
             if steps[name].saturated:
                 assert reset_backlog(rate, control=control), "the backlog of the saturated step did not drain within 30 s"
         low, over, again = steps["low"], steps["over"], steps["again"]
-        assert not low.saturated and low.throughput == pytest.approx(3000, rel=0.1) and 0 < low.busy < 1
+        # Kept up (before and again after the overload): no growing backlog, a normal latency, the offered rate
+        # within 15 % (the REST counters' staleness; the saturation verdict's own 10 % band is for ramps).
+        for kept in (low, again):
+            assert kept.lag_growth <= 0.05 * 3000 and kept.latency_p95_ms < 2000, kept
+            assert kept.throughput == pytest.approx(3000, rel=0.15) and 0 < kept.busy < 1, kept
         assert over.saturated and over.throughput < 0.95e6 and over.lag_growth > 0, over
-        # Kept up again: no growing backlog and a normal latency. Its throughput is read through the 1 s REST
-        # cache over 10 s and has come out 10-13 % short here with no backlog growth, so it gets a wider band.
-        assert again.lag_growth <= 0.05 * 3000 and again.latency_p95_ms < 2000, again
-        assert again.throughput == pytest.approx(3000, rel=0.15), again
         assert low.flink_cores > 0 and np.isfinite(low.latency_p95_ms)
         row = observation_row("short-form", start, low)
         assert set(row) == set(PROFILING_COLUMNS) and row["input_rate"] == 3000.0
