@@ -21,6 +21,7 @@ import numpy as np
 from flinktune.localflink.cluster import ClusterError, LocalFlinkCluster
 from flinktune.localflink.jobcontrol import JobControl
 from flinktune.localflink.rest import RestError
+from flinktune.localflink.saturation import least_squares_rate
 
 __all__ = ["RecoveryResult", "kill_taskmanager", "recovery_point", "inject_taskmanager_failure"]
 
@@ -67,11 +68,6 @@ def _records_out(control: JobControl) -> float | None:
         return None
 
 
-def _slope(t: np.ndarray, v: np.ndarray) -> float:
-    tc = t - t.mean()
-    return float(np.dot(tc, v - v.mean()) / np.dot(tc, tc))
-
-
 def recovery_point(t: Sequence[float], count: Sequence[float], target_rate: float, *, tolerance: float = 0.2,
                    window_s: float = 8.0) -> float | None:
     """The first poll time from which the job emits at ``(1 - tolerance) x target_rate`` over ``window_s``, or None.
@@ -91,7 +87,7 @@ def recovery_point(t: Sequence[float], count: Sequence[float], target_rate: floa
         sel = (tt >= tt[i]) & (tt <= tt[i] + window_s) & (segment == segment[i])
         if sel.sum() < 3 or tt[sel][-1] - tt[i] < 0.8 * window_s:
             continue
-        if _slope(tt[sel], cc[sel]) >= (1.0 - tolerance) * target_rate:
+        if least_squares_rate(tt[sel], cc[sel]) >= (1.0 - tolerance) * target_rate:
             return float(tt[i])
     return None
 
@@ -113,7 +109,7 @@ def _rate(control: JobControl, span_s: float = 8.0, timeout_s: float = 40.0) -> 
         elif n is not None:
             t, c = [time.monotonic()], [n]  # the job restarted: start over
         if len(t) >= 3 and t[-1] - t[0] >= span_s and c[-1] > c[0]:
-            return _slope(np.array(t), np.array(c))
+            return least_squares_rate(np.array(t), np.array(c))
         time.sleep(1.0)
     raise ClusterError(f"job {control.spec.name!r} shows no source output within {timeout_s:.0f} s: cannot time a recovery "
                        "without a pre-failure rate")

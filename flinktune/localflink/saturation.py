@@ -39,6 +39,7 @@ __all__ = [
     "summarize_step",
     "next_step_rate",
     "estimate_capacity",
+    "least_squares_rate",
 ]
 
 SNAPSHOT_COLUMNS: tuple[str, ...] = ("t_s", "records_out", "busy_ms", "backpressured_ms", "pending")
@@ -107,7 +108,12 @@ class CapacityEstimate:
         return dict(asdict(self), busy_overestimate=self.busy_overestimate)
 
 
-def _slope(t: np.ndarray, v: np.ndarray) -> float:
+def least_squares_rate(t: np.ndarray, v: np.ndarray) -> float:
+    """Per-second rate of counter polls ``v`` taken at times ``t`` (s): the least-squares slope.
+
+    Use it for counters read through Flink's REST cache: each read can be up to a second stale,
+    which a slope over many polls averages out and a two-point difference does not.
+    """
     tc = t - t.mean()
     return float(np.dot(tc, v - v.mean()) / np.dot(tc, tc))
 
@@ -145,10 +151,10 @@ def summarize_step(frame: pd.DataFrame, target_rate: float, *, tolerance: float 
     drops = np.flatnonzero(np.diff(values[:, 1]) < 0)
     if drops.size:
         raise ValueError(f"{where}: counter records_out went backwards at t={t[drops[0] + 1]:.1f}: the job restarted during the step")
-    throughput = max(_slope(t, values[:, 1]), 0.0)
-    busy = float(np.clip(_slope(t, values[:, 2]) / 1000.0, 0.0, 1.0))
-    backpressure = float(np.clip(_slope(t, values[:, 3]) / 1000.0, 0.0, 1.0))
-    lag_growth = _slope(t, values[:, 4])
+    throughput = max(least_squares_rate(t, values[:, 1]), 0.0)
+    busy = float(np.clip(least_squares_rate(t, values[:, 2]) / 1000.0, 0.0, 1.0))
+    backpressure = float(np.clip(least_squares_rate(t, values[:, 3]) / 1000.0, 0.0, 1.0))
+    lag_growth = least_squares_rate(t, values[:, 4])
     busy_capacity = throughput / busy if busy >= 0.01 else math.inf
     short = throughput < (1.0 - 2.0 * tolerance) * target_rate
     growing = lag_growth > tolerance * target_rate
