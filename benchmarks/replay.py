@@ -3,7 +3,7 @@
 ``python benchmarks/replay.py [--traces ysb,tsw] [--hours 18] [--seed 7] [--forecaster peak] [--out docs/results]``
 writes ``replay-<trace>.md`` / ``.json`` / plots per trace (see :mod:`flinktune.replay`).
 The same as ``flinktune replay --trace ysb --policies all --hours 18 --failures every:45m --seed 7 --forecaster peak``.
-The forecaster defaults to ``peak`` (the direct peak model) here; ``naive`` reproduces rounds 1-3.
+The forecaster defaults to ``peak`` (the direct peak model), as in ``flinktune replay``; ``naive`` reproduces rounds 1-3.
 """
 
 from __future__ import annotations

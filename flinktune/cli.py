@@ -151,7 +151,7 @@ def replay(
     failures: str = typer.Option("every:45m", help="Failure schedule: none, every:<N>m, random:<N>/h."),
     seed: int = typer.Option(7, help="Seed of the trace, noise and failures."),
     out: Path = typer.Option(Path("docs/results"), help="Folder for the table (Markdown, JSON) and plots."),
-    forecaster: str = typer.Option("naive", help="Forecaster of the model-based policies: naive, darts or peak (the direct peak model; benchmarks/replay.py uses it)."),
+    forecaster: str = typer.Option("peak", help="Forecaster of the model-based policies: peak (the direct peak model, default), naive (seasonal naive, instant) or darts (a small TiDE)."),
     workers: int = typer.Option(2, min=1, max=8, help="Policies replayed in parallel processes."),
 ) -> None:
     """Replay every policy on the same trace, seed and failures; write the comparison table."""

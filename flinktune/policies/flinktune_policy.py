@@ -85,6 +85,7 @@ class FlinktunePolicy:
     reshape_utilization: float = 0.75
     change_budget: int = 4
     budget_window_s: float = 6 * 3600.0
+    reshape_on_down: bool = True
     name: str = "flinktune"
     shape: Shape | None = None
     capacities: ShapeCapacities = field(default_factory=ShapeCapacities)
@@ -215,6 +216,9 @@ class FlinktunePolicy:
         if down and budget is not None:
             return Decision.keep(self.name, f"hold p{cur.parallelism}: a scale-down to p{need_down.parallelism} waits: {budget}", **inputs)
         if down and self._changes.since_last(state.ts) >= self.min_dwell_s:
+            reshaped = self._reshape_down(state, context, sustained, need_down, inputs) if self.reshape_on_down else None
+            if reshaped is not None:
+                return reshaped
             return self._change(state, need_down, f"scale down in place: the highest rate planned over the last "
                                 f"{self.down_horizon_s / 60:.0f} min is {sustained:,.0f} rec/s; {why_down}", inputs)  # fmt: skip
         reshape = self._reshape(state, context, max(planned, sustained), inputs) if budget is None else None
@@ -259,6 +263,28 @@ class FlinktunePolicy:
         return self._change(state, best.config, f"re-choose the shape: for {held / 60:.0f} min the load (now {regime:,.0f} rec/s, "
                             f"the highest planned over the last {self.down_horizon_s / 60:.0f} min) has been carried "
                             f"{saving:.0%} cheaper by {best.describe()} than by {now_cfg.describe()} (cost {now_cost:.2f})",
+                            dict(inputs, shape_saving=saving))  # fmt: skip
+
+    def _reshape_down(self, state: JobState, context: PolicyContext, sustained: float, need_down: Configuration,
+                      inputs: dict) -> Decision | None:  # fmt: skip
+        """A due scale-down that lands on a cheaper shape instead, or None.
+
+        The scale-down already rests on what the re-shape rule waits ``shape_dwell_s`` for: the
+        load has stayed at or below ``sustained`` for ``down_horizon_s``. So when another shape,
+        sized alike (``reshape_utilization``) and able to grow in place, carries that rate at least
+        ``shape_saving`` cheaper than the in-place step down would, one redeploy does both: one
+        change against the budget instead of a scale-down now and a re-shape later.
+        """
+        best = self._best_shape(sustained, context, need_down, self.reshape_utilization)
+        down_cost = relative_cost(need_down, self.space)
+        if best is None or best.shape == self.shape or not best.grows or best.cost > (1.0 - self.shape_saving) * down_cost:
+            return None
+        self._pending_since = None
+        self.shape = best.shape
+        saving = 1.0 - best.cost / down_cost
+        return self._change(state, best.config, f"scale down onto a cheaper shape: the highest rate planned over the last "
+                            f"{self.down_horizon_s / 60:.0f} min is {sustained:,.0f} rec/s, which {best.describe()} carries "
+                            f"{saving:.0%} cheaper than {need_down.describe()} (cost {down_cost:.2f}), the in-place step down",
                             dict(inputs, shape_saving=saving))  # fmt: skip
 
     def _over_budget(self, now: float) -> str | None:

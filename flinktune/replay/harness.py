@@ -48,6 +48,31 @@ DECISION_INTERVAL_S: dict[str, int] = {
 #: shapes are ranked by measured capacity, so the surrogate is only a check and 3 are enough.
 FLINKTUNE_STARTUP_RUNS = 3
 
+#: How each model policy's profiling runs go in the twin (``ReplayModels`` fields; the recovery wait
+#: as a multiple of the recovery limit). Demeter's published runs wait 180 s, measure 60 s, inject a
+#: failure and wait out the recovery: the twin's 300 s (a 60 s warm-up, then 240 s) and its full
+#: recovery measurement stand for that. flinktune's profiler settles and measures for well under a
+#: minute per observation on a real Flink (steady capacities within 5 % across runs,
+#: docs/results/local-flink.md), so its runs measure 120 s; it skips the failure of a run that fell
+#: behind (such a job never catches up) and stops waiting for a recovery at twice the limit
+#: (Demeter's published profiler stops at 360 s for its 180 s limit): beyond that only "too slow"
+#: matters to the goals.
+PROFILE_RUNS: dict[str, dict[str, float]] = {
+    "demeter": {"profile_duration_s": 300},
+    "flinktune": {"profile_duration_s": 120, "recovery_wait_limits": 2.0, "skip_failure_when_behind": True},
+}
+
+
+def _profiling_fields(name: str, recovery_limit_s: float) -> dict[str, Any]:
+    spec = dict(PROFILE_RUNS.get(name, {}))
+    waits = spec.pop("recovery_wait_limits", None)
+    out: dict[str, Any] = {"profile_duration_s": int(spec.get("profile_duration_s", ReplayModels.profile_duration_s))}
+    if waits is not None:
+        out["recovery_wait_s"] = float(waits) * recovery_limit_s
+    if spec.get("skip_failure_when_behind"):
+        out["skip_failure_when_behind"] = True
+    return out
+
 
 @dataclass(frozen=True)
 class ReplaySettings:
@@ -59,7 +84,7 @@ class ReplaySettings:
     failures: str = "every:45m"
     seed: int = 7
     forecast_horizon_s: int = 600
-    forecaster: str = "naive"
+    forecaster: str = "peak"
     confidence: float = 0.95
     guard: GuardRules = field(default_factory=GuardRules)
 
@@ -120,7 +145,8 @@ def replay_policy(
         # The seasonal naive one forecasts from 10 min of history; it answers until the main one can.
         fallback = make_forecaster("naive", horizon_s=settings.forecast_horizon_s, seed=settings.seed).fit(past) \
             if settings.forecaster != "naive" else None  # fmt: skip
-        models = ReplayModels(profile, space, fc, seed=settings.seed, fallback=fallback)
+        models = ReplayModels(profile, space, fc, seed=settings.seed, fallback=fallback,
+                              **_profiling_fields(name, settings.recovery_limit_s))  # fmt: skip
         if name in MODEL_POLICIES:  # barre plans from the forecast and measured rates only: no profiling
             first = float(trace.iloc[: settings.forecast_horizon_s].max())
             # Demeter profiles its published design; flinktune only the shapes it chooses among

@@ -23,11 +23,15 @@ import pandas as pd
 from flinktune.config_space import Configuration, ConfigSpace
 from flinktune.stages import Forecaster
 from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.profiling import STABLE_S, initial_design, profile_configs
 
 __all__ = ["ReplayModels", "make_forecaster", "FORECASTERS"]
 
 log = logging.getLogger(__name__)
+
+#: A profiling run kept up when its throughput reached this share of the offered rate.
+KEPT_UP = 0.97
 
 #: Forecasters a replay can use: ``naive`` (seasonal naive, instant), ``darts`` (TiDE, small, CPU) or
 #: ``peak`` (gradient-boosted quantiles of the next window's peak, the rate a policy plans for; seconds to fit).
@@ -63,6 +67,12 @@ class ReplayModels:
     seed: int = 0
     fallback: Forecaster | None = None
     profile_duration_s: int = 300
+    #: Stop waiting for a profiling run's recovery after this many seconds and record it censored
+    #: there (None: wait as long as the twin measures, RECOVERY_CAP_S).
+    recovery_wait_s: float | None = None
+    #: Skip the failure injection of a run that fell behind the offered rate: it never catches up,
+    #: so its recovery is recorded as the longest wait without spending it.
+    skip_failure_when_behind: bool = False
     observations: pd.DataFrame | None = None
     surrogate: object | None = None
     cpu_core_s: float = 0.0
@@ -79,10 +89,20 @@ class ReplayModels:
     def profile(self, configs: list[Configuration], rate: float, ts: float | None = None) -> pd.DataFrame:
         """Profile ``configs`` at ``rate`` on the twin, charge them, and refit the surrogate."""
         obs = profile_configs(self.cluster, configs, [rate], duration_s=self.profile_duration_s, seed=self.seed + self.runs)
-        for cfg, rec in zip(configs, obs["recovery_s"].to_numpy()):
-            seconds = self.profile_duration_s + float(rec) + STABLE_S
+        wait = float(self.recovery_wait_s) if self.recovery_wait_s is not None else RECOVERY_CAP_S
+        recorded = []
+        for cfg, row in zip(configs, obs.itertuples(index=False)):
+            rec = float(row.recovery_s)
+            if self.skip_failure_when_behind and row.throughput < KEPT_UP * row.input_rate:
+                recovery, seconds = wait, float(self.profile_duration_s)
+            elif self.recovery_wait_s is not None and rec >= wait:  # censored: stopped once the wait is over
+                recovery, seconds = wait, self.profile_duration_s + wait
+            else:
+                recovery, seconds = rec, self.profile_duration_s + rec + STABLE_S
+            recorded.append(recovery)
             self.cpu_core_s += cfg.total_cpu * seconds
             self.memory_mb_s += cfg.total_memory_mb * seconds
+        obs["recovery_s"] = np.array(recorded, dtype=float)
         self.runs += len(configs)
         self.log.append({"ts": ts, "rate": float(rate), "configs": [c.to_dict() for c in configs]})
         self.observations = obs if self.observations is None else pd.concat([self.observations, obs], ignore_index=True)

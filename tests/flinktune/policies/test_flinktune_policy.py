@@ -73,11 +73,19 @@ def test_shape_once_then_in_place_scaling_with_dwell_before_scale_down():
     # the load drops at once: the sustained (last 30 min) plan still holds the larger size
     hold = pol.decide(state(bigger, rate=5000, busy=0.0625 * 8 / bigger.parallelism, ts=600), ctx(5000))
     assert hold.action is Action.KEEP
-    # after the horizon and the dwell time the scale-down happens, in place
+    # after the horizon and the dwell time the scale-down happens; 5000 rec/s is carried 50 % cheaper
+    # by half a core per slot, so it lands there in the same redeploy ...
+    later = copy.deepcopy(pol)
     pol.decide(state(bigger, rate=5000, busy=0.0625 * 8 / bigger.parallelism, ts=1500), ctx(5000))
     down = pol.decide(state(bigger, rate=5000, busy=0.0625 * 8 / bigger.parallelism, ts=2500), ctx(5000))
+    assert down.action is Action.RECONFIGURE and shape_of(down.target) != shape and "scale down onto a cheaper shape" in down.reason
+    assert down.target.total_cpu < bigger.total_cpu / 2
+    # ... and in place without that rule
+    later.reshape_on_down = False
+    later.decide(state(bigger, rate=5000, busy=0.0625 * 8 / bigger.parallelism, ts=1500), ctx(5000))
+    down = later.decide(state(bigger, rate=5000, busy=0.0625 * 8 / bigger.parallelism, ts=2500), ctx(5000))
     assert down.action is Action.RECONFIGURE and shape_of(down.target) == shape
-    assert down.target.parallelism < bigger.parallelism and "scale down" in down.reason
+    assert down.target.parallelism < bigger.parallelism and "scale down in place" in down.reason
 
 
 def test_a_failure_window_does_not_feed_the_capacity_model():
@@ -350,3 +358,25 @@ def test_a_change_the_guard_held_back_uses_no_budget_and_no_dwell_time():
     small = down.target
     wait = ran.decide(_running(small, 40000.0, 10000.0, 600), ctx(70000.0))
     assert wait.action is Action.KEEP and "budget of 1" in wait.reason, wait.reason
+
+
+def test_a_due_scale_down_lands_on_a_cheaper_shape_in_one_redeploy():
+    cfg = Configuration(16, 2, 2.0, 2048, 10)  # one core per slot, 16 cores
+
+    def policy(**kw):
+        pol = make_policy("flinktune", SPACE, down_horizon_s=300, min_dwell_s=0, **kw)
+        pol.shape = shape_of(cfg)
+        pol.capacities.observe(pol.shape, 16, 80000.0)
+        return pol
+
+    # the load fell to 8000 rec/s: p8 in place (8 cores) is due; half a core per slot carries it on 4
+    d = policy().decide(_running(cfg, 80000.0, 8000.0, 300), ctx(8000.0))
+    assert d.action is Action.RECONFIGURE and "scale down onto a cheaper shape" in d.reason and "savepoint redeploy" in d.reason
+    assert shape_of(d.target) == (4, 2.0, 3072, 10) and d.target.total_cpu == 4 and d.inputs["shape_saving"] >= 0.2
+    # without the rule: the in-place step down, and the re-shape would wait for its own dwell time
+    off = policy(reshape_on_down=False).decide(_running(cfg, 80000.0, 8000.0, 300), ctx(8000.0))
+    assert off.action is Action.RECONFIGURE and "in-place rescale" in off.reason
+    assert shape_of(off.target) == shape_of(cfg) and off.target.parallelism == 8
+    # a scale-down whose in-place step is already the cheapest stays in place
+    near = policy().decide(_running(cfg, 80000.0, 26000.0, 300), ctx(26000.0))
+    assert near.action is Action.RECONFIGURE and shape_of(near.target) == shape_of(cfg), near.reason

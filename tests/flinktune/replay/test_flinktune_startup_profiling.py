@@ -30,3 +30,53 @@ def test_flinktune_replay_profiles_its_small_design_only():
     ft = replay_policy("flinktune", trace, ClusterProfile.default("ysb"), SPACE, ReplaySettings(seed=5)).summary
     assert ft["profiling_runs"] == 2 * FLINKTUNE_STARTUP_RUNS < 16
     assert 0 < ft["profiling_cpu_core_hours"] < ft["cpu_core_hours"]
+
+
+@pytest.mark.parametrize("policy", ["flinktune", "demeter"])
+def test_profiling_runs_last_the_policys_own_run_length(policy, monkeypatch):
+    import flinktune.replay.models as replay_models
+    from flinktune.replay.harness import PROFILE_RUNS
+
+    seen: list[int] = []
+    real = replay_models.profile_configs
+
+    def recording(*args, duration_s, **kwargs):
+        seen.append(duration_s)
+        return real(*args, duration_s=duration_s, **kwargs)
+
+    monkeypatch.setattr(replay_models, "profile_configs", recording)
+    trace = generate_trace("ysb", 0.25, 5)
+    summary = replay_policy(policy, trace, ClusterProfile.default("ysb"), SPACE, ReplaySettings(seed=5)).summary
+    assert seen and set(seen) == {PROFILE_RUNS[policy]["profile_duration_s"]}
+    assert PROFILE_RUNS["demeter"] == {"profile_duration_s": 300}  # Demeter's published run stays as it is
+    assert summary["profiling_runs"] >= len(seen)
+
+
+def _models(**fields) -> ReplayModels:
+    return ReplayModels(ClusterProfile.default("ysb"), SPACE, make_forecaster("naive", horizon_s=600, seed=1), seed=1,
+                        profile_duration_s=60, **fields)  # fmt: skip
+
+
+def test_a_run_that_falls_behind_skips_its_failure_and_long_recoveries_are_censored():
+    from flinktune.config_space import Configuration
+    from flinktune.twin.mechanics import RECOVERY_CAP_S
+    from flinktune.twin.profiling import STABLE_S
+
+    # p8 configurations far below 150k rec/s: they fall behind and never recover (three: the surrogate's minimum)
+    small = [Configuration(8, 1, 1.0, 4096, 90), Configuration(8, 1, 1.0, 2048, 90), Configuration(8, 2, 2.0, 4096, 90)]
+    cores = sum(c.total_cpu for c in small)
+    full, lean = _models(), _models(recovery_wait_s=360.0, skip_failure_when_behind=True)
+    full.profile(small, 150_000.0)
+    lean.profile(small, 150_000.0)
+    obs = full.observations
+    assert (obs["throughput"] < 0.97 * obs["input_rate"]).all() and (obs["recovery_s"] == RECOVERY_CAP_S).all()
+    # waited out in full: the cap and the stable check are charged; skipped: only the measurement
+    assert full.cpu_core_s == pytest.approx(cores * (60 + RECOVERY_CAP_S + STABLE_S))
+    assert lean.cpu_core_s == pytest.approx(cores * 60)
+    assert (lean.observations["recovery_s"] == 360.0).all()  # still recorded as not recovering in time
+    # runs that keep up but recover slower than the wait are stopped there and recorded at it
+    slow = _models(recovery_wait_s=5.0)
+    slow.profile(small, 5_000.0)
+    o = slow.observations
+    assert (o["throughput"] >= 0.97 * o["input_rate"]).all() and (o["recovery_s"] == 5.0).all()
+    assert slow.cpu_core_s == pytest.approx(cores * 65)
