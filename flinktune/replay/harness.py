@@ -57,21 +57,19 @@ FLINKTUNE_STARTUP_RUNS = 3
 #: behind (such a job never catches up) and stops waiting for a recovery at twice the limit
 #: (Demeter's published profiler stops at 360 s for its 180 s limit): beyond that only "too slow"
 #: matters to the goals.
-PROFILE_RUNS: dict[str, dict[str, float]] = {
+PROFILE_RUNS: dict[str, dict[str, Any]] = {
     "demeter": {"profile_duration_s": 300},
     "flinktune": {"profile_duration_s": 120, "recovery_wait_limits": 2.0, "skip_failure_when_behind": True},
 }
 
 
 def _profiling_fields(name: str, recovery_limit_s: float) -> dict[str, Any]:
-    spec = dict(PROFILE_RUNS.get(name, {}))
-    waits = spec.pop("recovery_wait_limits", None)
-    out: dict[str, Any] = {"profile_duration_s": int(spec.get("profile_duration_s", ReplayModels.profile_duration_s))}
+    """``PROFILE_RUNS[name]`` as ``ReplayModels`` fields (the recovery wait in seconds); {} keeps the defaults."""
+    fields = dict(PROFILE_RUNS.get(name, {}))
+    waits = fields.pop("recovery_wait_limits", None)
     if waits is not None:
-        out["recovery_wait_s"] = float(waits) * recovery_limit_s
-    if spec.get("skip_failure_when_behind"):
-        out["skip_failure_when_behind"] = True
-    return out
+        fields["recovery_wait_s"] = float(waits) * recovery_limit_s
+    return fields
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ Use :class:`ReplayModels` for the model-based policies (demeter, flinktune) in a
 forecaster is fitted once on a preceding day of the same trace generator with another seed (so
 it never sees the replayed future), the surrogate on profiling runs of the twin. Every profiling
 run is charged: its configuration's reserved CPU and memory for the seconds it ran (warm-up,
-measurement, and the recovery after its injected failure), which the replay adds to the
-policy's totals, as Demeter's parallel profiling jobs cost real cluster resources. A
+measurement, and the recovery after its injected failure, unless the run skips the failure or
+stops waiting early: ``skip_failure_when_behind``, ``recovery_wait_s``), which the replay adds to
+the policy's totals, as Demeter's parallel profiling jobs cost real cluster resources. A
 ``fallback`` forecaster (the seasonal naive one, which needs 10 minutes of history) answers
 while the replayed job has run too briefly for the main one (the peak model needs 31 minutes):
 a job in service has that history, a replay that starts from nothing does not.
