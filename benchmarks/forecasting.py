@@ -1,13 +1,15 @@
 """Backtest table of every forecaster on the twin's 18 h traces (the issue-5 yardstick).
 
-Run: ``.venv/bin/python benchmarks/forecasting.py [--hours 18] [--train-hours 12] [--select-hours 3]
-[--epochs 20] [--seeds 7,8,9] [--models demeter-arima,peak-gbm]``; ``--quick`` is a smoke run (an
-origin every 10 minutes, 2 epochs; the Demeter baseline keeps its published settings, so it still
-dominates the time). For each seed and workload (ysb, tsw) the 1 s trace is binned to minutes; each
-model is fitted on the first ``--train-hours`` minus ``--select-hours`` (9 h), forecasts every
-origin of the next ``--select-hours`` to choose its planning and peak rules, is refitted on the
-first ``--train-hours`` (12 h) and forecasts the next 10 minutes at every origin after that, all of
-which are reported (:func:`models.forecasting.backtest.backtest_select_then_report`). The Demeter
+Run: ``.venv/bin/python benchmarks/forecasting.py [--hours 18] [--train-hours 12] [--select-hours 6]
+[--select-refits 3] [--epochs 20] [--seeds 7,8,9] [--models demeter-arima,peak-gbm]``; ``--quick`` is a
+smoke run (an origin every 10 minutes, 2 epochs; the Demeter baseline keeps its published settings,
+so it still dominates the time). For each seed and workload (ysb, tsw) the 1 s trace is binned to
+minutes. Each model chooses its planning and peak rules on every origin of the ``--select-hours``
+(6 h) before ``--train-hours`` (12 h), chaining forward: the span is cut into ``--select-refits``
+parts (2 h each) and the model is fitted on everything before each part, so the rules rest on 351
+origins forecast by models about as well informed as the report's. It is then refitted on the first
+``--train-hours`` and forecasts the next 10 minutes at every origin after that, all of which are
+reported (:func:`models.forecasting.backtest.backtest_select_then_report`). The Demeter
 baseline reads the 1 s trace, as published; the others read minute bins.
 Prints one JSON line per row as it goes, then a Markdown table of every row and, when Demeter ran,
 a table of each model's peak MAE relative to Demeter's per seed with the mean over seeds.
@@ -78,8 +80,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--hours", type=float, default=18.0)
     p.add_argument("--train-hours", type=float, default=12.0, help="report origins start here (the final fit's span)")
-    p.add_argument("--select-hours", type=float, default=3.0,
+    p.add_argument("--select-hours", type=float, default=6.0,
                    help="span before --train-hours whose origins choose the rules (the first fit ends where it starts)")
+    p.add_argument("--select-refits", type=int, default=3,
+                   help="parts of the selection span, each forecast by a model fitted on everything before it")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--seed", type=int, default=None, help="one trace seed (same as --seeds N)")
     p.add_argument("--seeds", type=_seeds, default=None, help="comma-separated trace seeds (default 7)")
@@ -95,6 +99,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     seeds = a.seeds or [7 if a.seed is None else a.seed]
     if not 0 < a.select_hours < a.train_hours < a.hours:
         p.error(f"need 0 < --select-hours < --train-hours < --hours, got {a.select_hours}, {a.train_hours}, {a.hours}")
+    if a.select_refits < 1:
+        p.error(f"--select-refits must be >= 1, got {a.select_refits}")
     if a.quick:
         a.stride_bins, a.epochs = max(a.stride_bins, _QUICK_STRIDE_BINS), min(a.epochs, _QUICK_EPOCHS)
     wanted = a.models.split(",") if a.models else None
@@ -113,7 +119,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 if wanted and name not in wanted:
                     continue
                 m = backtest_select_then_report(model, series, select_start=select_start, report_start=report_start,
-                                                stride_bins=a.stride_bins,
+                                                stride_bins=a.stride_bins, select_refits=a.select_refits,
                                                 inputs=raw if name == "demeter-arima" else None).metrics
                 if name == "demeter-arima":
                     demeter_mae = m["peak_mae"]

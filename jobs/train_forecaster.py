@@ -165,11 +165,13 @@ def _champion_on_window(name: str, series: pd.Series, spans: dict, settings: Set
 
 def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdout_frac: float = 0.25, seed: int = 0,
         candidates: tuple[str, ...] = CANDIDATES, margin: float = 0.05, max_under_rate: float = 0.05,
-        stride_bins: int = 1) -> dict:
+        stride_bins: int = 1, select_refits: int = 1) -> dict:
     """Backtest ``candidates``, register the best as ``flinktune-forecaster-<job>``, promote it if it wins.
 
     ``margin`` is relative: the challenger's ``peak_mae`` must be below ``(1 - margin)`` x the
-    champion's on the same window. Returns ``{model_name, version, promoted, champion, best,
+    champion's on the same window. ``select_refits`` > 1 chains forward over the selection span (a
+    refit before each of that many parts: steadier rules on a long span, that many more fits per
+    candidate). Returns ``{model_name, version, promoted, champion, best,
     planning_rule, metrics, champion_metrics, candidates: {name: metrics}}``.
     """
     import matplotlib.pyplot as plt
@@ -188,6 +190,8 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
         raise ValueError(f"margin must be in [0, 1), got {margin}")
     if not candidates:
         raise ValueError("candidates must name at least one forecaster")
+    if select_refits < 1:
+        raise ValueError(f"select_refits must be >= 1, got {select_refits}")
     settings = settings or load_settings()
     horizon_s, bin_s = settings.forecast_horizon_s, settings.forecast_bin_s
     raw = read_rate_history(Lake(settings.lake_dir), job)
@@ -220,7 +224,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     candidates = [c for c in candidates if fits[c]]
     models = {c: models[c] for c in candidates}
     spans = {"select_start": series.index[n_first_fit], "report_start": series.index[len(series) - n_hold],
-             "horizon_s": horizon_s, "stride_bins": stride_bins}
+             "horizon_s": horizon_s, "stride_bins": stride_bins, "select_refits": select_refits}
     name = f"flinktune-forecaster-{job}"
     registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
     experiment_id = registry.ensure_experiment(name)
@@ -256,7 +260,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
         version = registry.log_and_register(
             name, ForecasterPyfunc(horizon_s=horizon_s),
             params={"job": job, "candidate": best, "model": model.name, **_params(model), "horizon_s": horizon_s,
-                    "holdout_frac": holdout_frac, "planning_rule": scores[best]["rule"],
+                    "holdout_frac": holdout_frac, "select_refits": select_refits, "planning_rule": scores[best]["rule"],
                     "history_start": series.index[0].isoformat(), "history_end": series.index[-1].isoformat()},
             metrics=metrics, artifacts={"model": str(model_dir)}, files={"backtest": figs[best]}, experiment=name,
             pip_requirements=["mlflow==3.17.2", "darts==0.48.1", "torch==2.13.0", "pmdarima==2.1.1",
@@ -293,10 +297,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", default=",".join(CANDIDATES), help="comma-separated forecasters to compare")
     parser.add_argument("--margin", type=float, default=0.05, help="relative peak-MAE gain needed to replace the champion")
     parser.add_argument("--max-under-rate", type=float, default=0.05, help="highest acceptable under-forecast rate")
+    parser.add_argument("--select-refits", type=int, default=1,
+                        help="refits over the selection span (forward chaining; default 1 = one fit before it)")
     args = parser.parse_args(argv)
     summary = run(job=args.job, n_epochs=args.epochs, holdout_frac=args.holdout_frac, seed=args.seed,
                   candidates=tuple(c for c in args.candidates.split(",") if c), margin=args.margin,
-                  max_under_rate=args.max_under_rate)
+                  max_under_rate=args.max_under_rate, select_refits=args.select_refits)
     print(json.dumps(summary, sort_keys=True, default=float))
     return 0
 

@@ -24,8 +24,9 @@ Definitions (per origin ``o``; truth = the window series' bin means in ``[o, o +
 
 Rule choice (:func:`backtest_select_then_report`): the model is fitted on the data before
 ``select_start`` and forecasts every origin of the selection span ``[select_start, report_start)``
-(whose truth also ends before ``report_start``); there the planning rule (the cheapest rule whose
-under-forecast rate is at most ``max_under_rate``) and the peak rule are chosen. The model is then
+(whose truth also ends before ``report_start``), or chains forward over it with refits
+(``select_refits``); there the planning rule (the cheapest rule whose under-forecast rate is at
+most ``max_under_rate``) and the peak rule are chosen. The model is then
 refitted on everything before ``report_start``, as the retraining job would, and every report
 origin is scored with those rules, so both the rules and the model are out of sample for the
 report span.
@@ -265,19 +266,44 @@ class SelectedBacktest:
     metrics: dict[str, Any]
 
 
+def _chained_selection(model: Any, window: BacktestWindow, refits: int, inputs: pd.Series | None) -> BacktestResult:
+    """Forward chaining over the selection ``window``: ``refits`` consecutive parts of its origins,
+    each forecast by the model fitted on everything before that part's first origin."""
+    origins = window.origins
+    if not 1 <= refits <= len(origins):
+        raise ValueError(f"select_refits must be between 1 and the {len(origins)} selection origins, got {refits}")
+    forecasts, fit_s = [], 0.0
+    for part in np.array_split(np.arange(len(origins)), refits):
+        # Cut the series after the part's last horizon: the part window's origins are exactly this part's.
+        end = int(np.searchsorted(window.series.index, origins[part[-1]])) + window.horizon_bins
+        sub = BacktestWindow(window.series.iloc[:end], origins[part[0]], window.horizon_s, window.stride_bins)
+        result = run_backtest(model, sub, inputs=inputs, fit=True, timed_predicts=0)
+        forecasts += result.forecasts
+        fit_s += result.fit_s
+    return BacktestResult(getattr(model, "name", type(model).__name__), window, forecasts, fit_s, float("nan"),
+                          {"select_refits": refits})
+
+
 def backtest_select_then_report(model: Any, series: pd.Series, *, select_start: pd.Timestamp, report_start: pd.Timestamp,
                                 horizon_s: int = 600, stride_bins: int = 1, inputs: pd.Series | None = None,
-                                fit: bool = True, max_under_rate: float = 0.05,
+                                fit: bool = True, max_under_rate: float = 0.05, select_refits: int = 1,
                                 min_select_origins: int = MIN_SELECT_ORIGINS, timed_predicts: int = 5) -> SelectedBacktest:
     """Fit before ``select_start``, choose the rules on ``[select_start, report_start)``, refit, report.
 
     ``series`` is the binned truth (regular, UTC; :func:`prepare_rate_series`), ``inputs`` what the
     model reads (as in :func:`run_backtest`). With ``fit=False`` the model is used as it is for both
-    spans (a saved champion). Metrics cover every report origin (from ``report_start``); ``fit_s``
-    and ``predict_ms`` are those of the report refit.
+    spans (a saved champion). ``select_refits`` > 1 chains forward over the selection span: its
+    origins are cut into that many consecutive parts and the model is refitted before each (on
+    everything before the part), so a long selection span is forecast by models about as well
+    informed as the report's, at the cost of that many fits (ignored with ``fit=False``).
+    Metrics cover every report origin (from ``report_start``); ``fit_s`` and ``predict_ms`` are
+    those of the report refit.
     """
-    selection = run_backtest(model, selection_window(series, select_start, report_start, horizon_s, stride_bins,
-                                                     min_select_origins), inputs=inputs, fit=fit, timed_predicts=0)
+    window = selection_window(series, select_start, report_start, horizon_s, stride_bins, min_select_origins)
+    if fit and select_refits != 1:
+        selection = _chained_selection(model, window, select_refits, inputs)
+    else:
+        selection = run_backtest(model, window, inputs=inputs, fit=fit, timed_predicts=0)
     rule, peak_rule = choose_rules(selection, max_under_rate)
     report = run_backtest(model, BacktestWindow(series, pd.Timestamp(report_start), horizon_s, stride_bins), inputs=inputs,
                           fit=fit, timed_predicts=timed_predicts)

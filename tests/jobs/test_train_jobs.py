@@ -182,3 +182,14 @@ def test_candidates_needing_more_history_sit_the_round_out(settings):
     out = train_forecaster.run(job="demo", settings=settings, candidates=("tide-quantile", "darts-theta"),
                                n_epochs=1, stride_bins=5)
     assert out["skipped"] == ["darts-theta"] and out["best"] == "tide-quantile" and out["champion"] == "1"
+
+
+def test_train_forecaster_chains_the_selection_when_asked_and_records_it(settings):
+    base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
+    _write(base / "date=2024-03-01" / "part-0.parquet", _features().drop(columns=["job"]))
+    with pytest.raises(ValueError, match="select_refits must be >= 1, got 0"):
+        train_forecaster.run(job="demo", settings=settings, candidates=("darts-theta",), select_refits=0)
+    out = train_forecaster.run(job="demo", settings=settings, candidates=("darts-theta",), stride_bins=2, select_refits=2)
+    client = mlflow.MlflowClient()
+    run_id = client.get_model_version("flinktune-forecaster-demo", out["version"]).run_id
+    assert client.get_run(run_id).data.params["select_refits"] == "2" and out["metrics"]["origins"] > 0

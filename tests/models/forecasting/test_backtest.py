@@ -92,3 +92,61 @@ def test_a_short_selection_span_is_refused_with_the_span_named():
         selection_window(s, s.index[295], s.index[300])
     with pytest.raises(ValueError, match="must be before report_start"):
         selection_window(s, s.index[300], s.index[300])
+
+
+class _FitLog(SeasonalNaiveForecaster):
+    """Seasonal naive that records where each fit's data ends (the stage under test is the backtest)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fit_ends: list[pd.Timestamp] = []
+
+    def fit(self, series):
+        self.fit_ends.append(series.index[-1])
+        return super().fit(series)
+
+
+def test_forward_chained_selection_refits_before_each_part():
+    s = _calm_then_noisy()
+    select_start, report_start = s.index[200], s.index[300]
+    model = _FitLog()
+    run = backtest_select_then_report(model, s, select_start=select_start, report_start=report_start, select_refits=3)
+    origins = run.selection.window.origins  # 91 origins (100 bins less a 10-bin horizon, plus one)
+    assert len(origins) == 91 and len(run.selection.forecasts) == 91
+    assert [fc.start for fc in run.selection.forecasts] == list(origins)
+    # Parts of 31, 30 and 30 origins: each fit ends one bin before its part; then the report refit.
+    assert model.fit_ends == [s.index[199], s.index[230], s.index[260], s.index[299]]
+    assert run.selection.extra == {"select_refits": 3}
+    # The rules come from the chained forecasts: same calm span, same choice as with one fit.
+    one = backtest_select_then_report(_FitLog(), s, select_start=select_start, report_start=report_start)
+    assert (run.metrics["rule"], run.metrics["peak_rule"]) == (one.metrics["rule"], one.metrics["peak_rule"])
+    assert run.metrics["peak_mae"] == one.metrics["peak_mae"]  # the report refit is the same
+
+
+def test_chained_selection_changes_the_forecasts_of_later_parts():
+    # A level that climbs through the selection span: the refits learn the climb's season-over-season offset, so
+    # the later parts' forecasts move, while the first part (fitted before select_start either way) is unchanged.
+    s = _periodic(420, period=10, noise=30.0, seed=5)
+    s.iloc[250:] += np.linspace(0, 600, 170)
+    single = backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=s.index[200], report_start=s.index[320])
+    chained = backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=s.index[200],
+                                          report_start=s.index[320], select_refits=4)
+    first, late = slice(0, 28), slice(28, None)  # 111 origins in parts of 28, 28, 28, 27
+    pairs = list(zip(single.selection.forecasts, chained.selection.forecasts))
+    assert all(np.array_equal(a.mean, b.mean) for a, b in pairs[first])
+    assert sum(not np.array_equal(a.mean, b.mean) for a, b in pairs[late]) == len(pairs[late])
+
+
+def test_select_refits_out_of_range_is_refused_and_ignored_without_fitting():
+    s = _calm_then_noisy()
+    with pytest.raises(ValueError, match="select_refits must be between 1 and the 91 selection origins, got 0"):
+        backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=s.index[200], report_start=s.index[300],
+                                    select_refits=0)
+    with pytest.raises(ValueError, match="got 92"):
+        backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=s.index[200], report_start=s.index[300],
+                                    select_refits=92)
+    saved = _FitLog().fit(s.iloc[:200])
+    saved.fit_ends.clear()
+    backtest_select_then_report(saved, s, select_start=s.index[200], report_start=s.index[300], fit=False,
+                                select_refits=3)
+    assert saved.fit_ends == []  # a saved champion is used as it is
