@@ -6,7 +6,7 @@ smoke run (an origin every 10 minutes, 2 epochs; the Demeter baseline keeps its 
 so it still dominates the time). For each seed and workload (ysb, tsw) the 1 s trace is binned to
 minutes. Each model chooses its planning and peak rules on every origin of the ``--select-hours``
 (6 h) before ``--train-hours`` (12 h), chaining forward: the span is cut into ``--select-refits``
-parts (2 h each) and the model is fitted on everything before each part, so the rules rest on 351
+parts (about 2 h each) and the model is fitted on everything before each part, so the rules rest on 351
 origins forecast by models about as well informed as the report's. It is then refitted on the first
 ``--train-hours`` and forecasts the next 10 minutes at every origin after that, all of which are
 reported (:func:`models.forecasting.backtest.backtest_select_then_report`). The Demeter
