@@ -268,7 +268,8 @@ class SelectedBacktest:
 
 def _chained_selection(model: Any, window: BacktestWindow, refits: int, inputs: pd.Series | None) -> BacktestResult:
     """Forward chaining over the selection ``window``: ``refits`` consecutive parts of its origins,
-    each forecast by the model fitted on everything before that part's first origin."""
+    each forecast by the model fitted on everything before that part's first origin (``refits=1``:
+    the whole span from one fit before it)."""
     origins = window.origins
     if not 1 <= refits <= len(origins):
         raise ValueError(f"select_refits must be between 1 and the {len(origins)} selection origins, got {refits}")
@@ -300,10 +301,10 @@ def backtest_select_then_report(model: Any, series: pd.Series, *, select_start: 
     those of the report refit.
     """
     window = selection_window(series, select_start, report_start, horizon_s, stride_bins, min_select_origins)
-    if fit and select_refits != 1:
-        selection = _chained_selection(model, window, select_refits, inputs)
+    if fit:
+        selection = _chained_selection(model, window, select_refits, inputs)  # one part = one fit before the span
     else:
-        selection = run_backtest(model, window, inputs=inputs, fit=fit, timed_predicts=0)
+        selection = run_backtest(model, window, inputs=inputs, fit=False, timed_predicts=0)
     rule, peak_rule = choose_rules(selection, max_under_rate)
     report = run_backtest(model, BacktestWindow(series, pd.Timestamp(report_start), horizon_s, stride_bins), inputs=inputs,
                           fit=fit, timed_predicts=timed_predicts)
