@@ -36,7 +36,7 @@ import pandas as pd
 
 from flinktune.clock import SystemClock
 from flinktune.config_space import ConfigSpace, Configuration
-from flinktune.guard import GuardRules, SafetyGuard
+from flinktune.decision.guard import GuardRules, SafetyGuard
 from flinktune.localflink import (
     ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile, RestMetricsSource, free_port,
 )
@@ -46,12 +46,12 @@ from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.distribution import repo_root
 from flinktune.localflink.profiler import ProfileWhenUntrusted, SaturationProfiler, WithoutProfiling
 from flinktune.localflink.workload import RatePlan
-from flinktune.loop import DecisionLoop
+from flinktune.decision.loop import DecisionLoop
 from flinktune.metric_schema import PROFILING_COLUMNS
 from flinktune.policies.capacity import ShapeCapacities, shape_of
 from flinktune.policies.flinktune_policy import FlinktunePolicy
-from flinktune.stages import PolicyContext
-from flinktune.store import MemoryStateStore
+from flinktune.decision.stages import PolicyContext
+from flinktune.decision.store import MemoryStateStore
 from models.forecasting.types import QuantileForecast
 
 SPACE = ConfigSpace(parallelism=(1, 2), task_slots=(1,), cpu=(1.0,), memory_mb=(1024,), checkpoint_interval_s=(10,))

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration, ConfigSpace
-from flinktune.stages import RealizeResult
+from flinktune.decision.stages import RealizeResult
 from models.forecasting.types import QuantileForecast
 from models.surrogate.types import OUTCOMES, SurrogatePrediction
 

@@ -2,7 +2,7 @@
 
 On the embedded default (``FLINKTUNE_CLUSTER=twin``) the cluster is the twin: each tick lets the
 persisted twin run one decision interval on its trace (its metrics land in the raw lake), then
-makes one decision with :class:`flinktune.loop.DecisionLoop` and applies it to the twin. A profile
+makes one decision with :class:`flinktune.decision.loop.DecisionLoop` and applies it to the twin. A profile
 decision runs the profiling jobs on the twin at the planned rate and retrains the surrogate before
 the next tick, as the profiling and surrogate-retraining DAGs do in production.
 
@@ -30,14 +30,14 @@ from flinktune.clock import ManualClock, SystemClock
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import JobState
 from flinktune.evaluation import rate_series
-from flinktune.guard import SafetyGuard
+from flinktune.decision.guard import SafetyGuard
 from flinktune.lake import Lake
 from flinktune.lake_source import LakeMetricsSource
-from flinktune.loop import DecisionLoop
+from flinktune.decision.loop import DecisionLoop
 from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.settings import Settings, load_settings
-from flinktune.stages import PolicyContext
-from flinktune.store import SqliteStateStore
+from flinktune.decision.stages import PolicyContext
+from flinktune.decision.store import SqliteStateStore
 from flinktune.twin.simulator import TwinJob
 
 __all__ = ["run", "main", "FORECAST_HISTORY_S"]

@@ -20,7 +20,7 @@ from flinktune.clock import Clock, SystemClock
 from flinktune.config_space import Configuration
 from flinktune.kubernetes.body import config_from_object, config_patch, dry_run_diff, merge_patch
 from flinktune.kubernetes.crd import CRDSchema, load_crd_schema, validate_object
-from flinktune.stages import RealizeResult
+from flinktune.decision.stages import RealizeResult
 
 __all__ = ["KubernetesRealizer", "RealizeError", "GROUP", "VERSION", "PLURAL"]
 

@@ -40,7 +40,7 @@ from flinktune.localflink.realizer import LocalFlinkRealizer
 from flinktune.localflink.saturation import CapacityEstimate
 from flinktune.localflink.workload import RateFile
 from flinktune.metric_schema import PROFILING_COLUMNS
-from flinktune.stages import Policy, PolicyContext
+from flinktune.decision.stages import Policy, PolicyContext
 
 __all__ = ["ProfileWhenUntrusted", "SaturationProfiler", "WithoutProfiling"]
 

@@ -1,4 +1,4 @@
-"""A :class:`~flinktune.stages.Realizer` for the local cluster, with measured downtime.
+"""A :class:`~flinktune.decision.stages.Realizer` for the local cluster, with measured downtime.
 
 Use :class:`LocalFlinkRealizer` in the decision loop against a local cluster. Two paths:
 
@@ -25,7 +25,7 @@ from flinktune.config_space import Configuration
 from flinktune.localflink.cluster import LocalFlinkCluster
 from flinktune.localflink.jobcontrol import JobControl, JobControlError
 from flinktune.localflink.rest import RestError
-from flinktune.stages import RealizeResult
+from flinktune.decision.stages import RealizeResult
 
 __all__ = ["LocalFlinkRealizer", "RealizeRecord"]
 

@@ -52,7 +52,7 @@ from flinktune.policies.selection import CandidateScores, relative_cost, score_c
 from flinktune.policies.shape_choice import choose_shape, rank_shapes, roomy
 from flinktune.policies.shapes import SLOT_CORES, SizedShape, shape_candidates, shape_configs
 from flinktune.policies.sizing import ChangeLog, PlanWindow, current_demand, planned_rate, size_in_shape
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["FlinktunePolicy"]
 

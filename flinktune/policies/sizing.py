@@ -19,7 +19,7 @@ from flinktune.decision import JobState
 from flinktune.policies.capacity import Shape, ShapeCapacities
 from flinktune.policies.selection import score_candidates
 from flinktune.policies.shapes import shape_configs
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["planned_rate", "current_demand", "size_in_shape", "PlanWindow", "ChangeLog"]
 

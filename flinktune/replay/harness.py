@@ -19,14 +19,14 @@ import pandas as pd
 from flinktune.clock import ManualClock
 from flinktune.config_space import Configuration, ConfigSpace
 from flinktune.decision import JobState
-from flinktune.guard import GuardRules, SafetyGuard
-from flinktune.loop import DecisionLoop
+from flinktune.decision.guard import GuardRules, SafetyGuard
+from flinktune.decision.loop import DecisionLoop
 from flinktune.policies import MODEL_POLICIES, make_policy
 from flinktune.policies.shapes import startup_design
 from flinktune.replay.metrics import summarize
 from flinktune.replay.models import ReplayModels, make_forecaster
-from flinktune.stages import PolicyContext
-from flinktune.store import MemoryStateStore
+from flinktune.decision.stages import PolicyContext
+from flinktune.decision.store import MemoryStateStore
 from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
 from flinktune.twin.oracle import oracle_schedule
 from flinktune.twin.profile import ClusterProfile

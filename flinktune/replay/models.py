@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration, ConfigSpace
-from flinktune.stages import Forecaster
+from flinktune.decision.stages import Forecaster
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.profiling import STABLE_S, initial_design, profile_configs

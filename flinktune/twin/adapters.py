@@ -1,4 +1,4 @@
-"""The twin behind the decision loop's stage interfaces (flinktune.stages).
+"""The twin behind the decision loop's stage interfaces (flinktune.decision.stages).
 
 Use :class:`TwinMetricsSource` as the ``MetricsSource`` when the job is a twin: it serves the
 samples the twin emitted (kept in memory for ``retain_s``) or, given a lake, what was written
@@ -14,7 +14,7 @@ import pandas as pd
 
 from flinktune.config_space import Configuration
 from flinktune.lake import Lake
-from flinktune.stages import RealizeResult
+from flinktune.decision.stages import RealizeResult
 from flinktune.twin.simulator import TwinJob
 
 __all__ = ["TwinMetricsSource", "TwinRealizer"]

@@ -7,11 +7,11 @@ from flinktune.clock import ManualClock
 from flinktune.config_space import default_space
 from flinktune.decision import Action
 from flinktune.evaluation import evaluate, rate_series
-from flinktune.guard import SafetyGuard
-from flinktune.loop import DecisionLoop
+from flinktune.decision.guard import SafetyGuard
+from flinktune.decision.loop import DecisionLoop
 from flinktune.policies import make_policy
-from flinktune.stages import PolicyContext
-from flinktune.store import SqliteStateStore
+from flinktune.decision.stages import PolicyContext
+from flinktune.decision.store import SqliteStateStore
 from flinktune.testing import FrameMetricsSource, FunctionSurrogate, RecordingRealizer, StaticForecaster, raw_samples
 
 SPACE = default_space()

@@ -9,7 +9,7 @@ import pytest
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.lake import Lake
 from flinktune.metric_schema import PROFILING_COLUMNS
-from flinktune.stages import MetricsSource
+from flinktune.decision.stages import MetricsSource
 from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import initial_design, profile_configs, recovery_time

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from flinktune.decision import Decision, JobState
-from flinktune.stages import RealizeResult
+from flinktune.decision.stages import RealizeResult
 
 __all__ = ["SqliteStateStore", "MemoryStateStore", "DECISION_COLUMNS"]
 

@@ -18,8 +18,8 @@ from flinktune.clock import Clock
 from flinktune.config_space import Configuration
 from flinktune.decision import Action, Decision, JobState
 from flinktune.evaluation import evaluate
-from flinktune.guard import SafetyGuard
-from flinktune.stages import MetricsSource, Policy, PolicyContext, RealizeResult, Realizer
+from flinktune.decision.guard import SafetyGuard
+from flinktune.decision.stages import MetricsSource, Policy, PolicyContext, RealizeResult, Realizer
 
 __all__ = ["DecisionLoop", "StepOutcome"]
 

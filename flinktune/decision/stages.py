@@ -1,7 +1,7 @@
 """The stage interfaces of the decision loop (DESIGN.md section 4).
 
 Each stage is a small Protocol with a real implementation and a testing one, injected into
-:class:`flinktune.loop.DecisionLoop` together with a clock. Shapes:
+:class:`flinktune.decision.loop.DecisionLoop` together with a clock. Shapes:
 
 - ``MetricsSource.fetch(job, start_ms, end_ms)`` -> raw-schema frame (see ``metric_schema``).
 - ``Forecaster`` (``models.forecasting``): fit a rate series, predict a :class:`QuantileForecast`.
