@@ -20,7 +20,10 @@ from flinktune.decision.stages import RealizeResult
 from models.forecasting.types import QuantileForecast
 from models.surrogate.types import OUTCOMES, SurrogatePrediction
 
-__all__ = ["StaticForecaster", "FunctionSurrogate", "FrameMetricsSource", "RecordingRealizer", "raw_samples"]
+__all__ = [
+    "StaticForecaster", "FunctionSurrogate", "FrameMetricsSource", "RecordingRealizer", "FixedForecast", "FixedModels",
+    "raw_samples",
+]  # fmt: skip
 
 
 @dataclass
@@ -75,6 +78,26 @@ class FunctionSurrogate:
         mean = np.column_stack([np.log(lat), tms * cpu * np.minimum(util, 1.0), tms * mem * 0.6, np.log(rec)])
         std = np.column_stack([np.full(len(K), self.std), np.full(len(K), 0.1), np.full(len(K), 10.0), np.full(len(K), self.std)])
         return SurrogatePrediction(self.outcomes, mean, std)
+
+
+class FixedForecast:
+    """A ``ForecastProvider`` answering ``level`` rec/s (a :class:`StaticForecaster`) at every decision."""
+
+    def __init__(self, level: float, horizon_s: int = 600) -> None:
+        self.level, self.horizon_s = float(level), int(horizon_s)
+
+    def forecast(self, job: str, now: float):
+        return StaticForecaster(self.level).predict(pd.Series(dtype=float), self.horizon_s)
+
+
+class FixedModels:
+    """A ``ModelProvider`` with a fixed surrogate and profiling reach; ``refresh`` counts its calls."""
+
+    def __init__(self, surrogate, profiled_max_rate: float) -> None:
+        self.surrogate, self.profiled_max_rate, self.refreshed = surrogate, float(profiled_max_rate), 0
+
+    def refresh(self) -> None:
+        self.refreshed += 1
 
 
 @dataclass

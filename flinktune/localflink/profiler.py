@@ -145,6 +145,10 @@ class SaturationProfiler:
         heap = w.loc[w["metric"] == "heapUsedMb", "value"]
         return float(heap.mean()) if len(heap) else float("nan")
 
+    def profile(self, configs: list[Configuration], rate: float, now: float) -> None:
+        """The loop's ``Profiler`` stage: ramp ``configs`` (``rate`` and ``now`` are not needed, see the class doc)."""
+        self(configs, rate)
+
     def __call__(self, configs: list[Configuration], rate: float) -> None:
         t0 = time.time()
         before, before_rate = self.realizer.config, self.rate_file.get()

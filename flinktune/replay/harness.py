@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from flinktune.backends import Backend
 from flinktune.clock import ManualClock
-from flinktune.config_space import Configuration, ConfigSpace
-from flinktune.decision import JobState
-from flinktune.decision.guard import GuardRules, SafetyGuard
-from flinktune.decision.loop import DecisionLoop
+from flinktune.config_space import ConfigSpace
+from flinktune.decision.guard import GuardRules
+from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.policies import MODEL_POLICIES, make_policy
 from flinktune.policies.shapes import startup_design
 from flinktune.replay.metrics import summarize
-from flinktune.replay.models import ReplayModels, make_forecaster
-from flinktune.decision.stages import PolicyContext
+from flinktune.replay.models import ReplayModels, TraceForecast, make_forecaster
 from flinktune.decision.store import MemoryStateStore
 from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
 from flinktune.twin.oracle import oracle_schedule
@@ -100,23 +99,6 @@ class PolicyRun:
     mode_costs: pd.DataFrame | None = None
 
 
-def _context_factory(settings: ReplaySettings, models: ReplayModels | None, trace: pd.Series, clock: ManualClock) -> Callable[[JobState], PolicyContext]:
-    start = trace.index[0]
-
-    def context(state: JobState) -> PolicyContext:
-        ctx = PolicyContext(latency_target_ms=settings.latency_target_ms, recovery_limit_s=settings.recovery_limit_s)
-        if models is None:
-            return ctx
-        # The input rate seen so far (the last 6 h), as the metrics source would give it.
-        elapsed = int(clock.now() - start.timestamp())
-        ctx.forecast = models.forecast(trace.iloc[max(0, elapsed - 6 * 3600) : elapsed], settings.forecast_horizon_s)
-        ctx.surrogate = models.surrogate
-        ctx.extras["profiled_max_rate"] = models.profiled_max_rate
-        return ctx
-
-    return context
-
-
 def replay_policy(
     name: str,
     trace: pd.Series,
@@ -157,12 +139,11 @@ def replay_policy(
         else make_policy(name, space, **options)  # fmt: skip
     clock = ManualClock(start_ts)
     store = MemoryStateStore()
-    loop = DecisionLoop(
-        job="replay", source=TwinMetricsSource(twin), realizer=TwinRealizer(twin), policy=policy,
-        guard=SafetyGuard(space, settings.latency_target_ms, settings.guard), store=store, clock=clock,
-        context=_context_factory(settings, models, trace, clock),
-        profiler=(lambda configs, rate: models.profile(configs, rate, clock.now())) if models is not None else None,
-        window_s=interval, max_staleness_s=interval,
+    backend = Backend("twin", TwinMetricsSource(twin), TwinRealizer(twin), clock, profiler=models)
+    loop = build_decision_loop(
+        backend, LoopSettings("replay", settings.latency_target_ms, settings.recovery_limit_s, window_s=interval, max_staleness_s=interval),
+        policy=policy, space=space, store=store, guard_rules=settings.guard, models=models,
+        forecaster=TraceForecast(models, trace, settings.forecast_horizon_s) if models is not None else None,
     )  # fmt: skip
     values = trace.to_numpy(dtype=float)
     decisions: list[dict[str, Any]] = []
