@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.decision.reconfig import ReconfigMode, same_shape
 from flinktune.decision.stages import RealizeResult
 from models.forecasting.types import QuantileForecast
 from models.surrogate.types import OUTCOMES, SurrogatePrediction
@@ -123,10 +124,11 @@ class RecordingRealizer:
 
     def apply(self, job: str, config: Configuration) -> RealizeResult:
         if config == self.config:
-            return RealizeResult(False, "none")
+            return RealizeResult(False, ReconfigMode.NOOP)
+        mode = ReconfigMode.IN_PLACE if same_shape(self.config, config) else ReconfigMode.REDEPLOY
         self.config = config
         self.applied.append(config)
-        return RealizeResult(True, "redeploy", 30.0)
+        return RealizeResult(True, mode, 30.0)
 
 
 def raw_samples(job: str, start_s: int, seconds: int, *, rate: float, lag: float = 0.0, p95: float = 200.0,

@@ -26,6 +26,7 @@ import pandas as pd
 
 from flinktune.config_space import Configuration
 from flinktune.decision import Decision, JobState
+from flinktune.decision.reconfig import ReconfigMode
 from models.forecasting.types import QuantileForecast
 from models.surrogate.types import SurrogatePrediction
 
@@ -41,6 +42,7 @@ __all__ = [
     "Policy",
     "Guard",
     "RealizeResult",
+    "ReconfigMode",
     "Realizer",
     "StateStore",
 ]
@@ -148,10 +150,11 @@ class Guard(Protocol):
 
 @dataclass(frozen=True)
 class RealizeResult:
-    """What applying a configuration did: whether anything changed, how, and the downtime it cost."""
+    """What applying a configuration did: whether anything changed, how (one :class:`ReconfigMode`
+    for every realizer), and the downtime it cost (s)."""
 
     changed: bool
-    mode: str
+    mode: ReconfigMode
     downtime_s: float = 0.0
     detail: str = ""
 

@@ -74,7 +74,7 @@ def _row(job: str, ts: float, state: JobState, decision: Decision, result: Reali
         json.dumps(state.to_dict(), default=float),
         json.dumps(decision.inputs, default=float, sort_keys=True),
         int(bool(result and result.changed)),
-        result.mode if result else None,
+        str(result.mode) if result else None,
         float(result.downtime_s) if result else 0.0,
         int(dry_run),
     )

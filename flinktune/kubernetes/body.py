@@ -18,6 +18,7 @@ from typing import Any, Mapping
 import yaml
 
 from flinktune.config_space import Configuration, ConfigError
+from flinktune.decision.reconfig import ReconfigMode, same_shape
 
 __all__ = [
     "deployment_body", "config_patch", "config_from_object", "merge_patch", "dry_run_diff", "is_in_place",
@@ -109,13 +110,11 @@ def config_from_object(obj: Mapping[str, Any], vertex_ids: Mapping[str, str] | N
 
 def is_in_place(current: Configuration, target: Configuration, flink_version: str) -> bool:
     """True when only parallelism changes and Flink >= 1.18 (adaptive scheduler rescales in place)."""
-    same = (current.task_slots, current.cpu, current.memory_mb, current.checkpoint_interval_s) == (
-        target.task_slots, target.cpu, target.memory_mb, target.checkpoint_interval_s)  # fmt: skip
-    return same and flink_version in _IN_PLACE_VERSIONS
+    return same_shape(current, target) and flink_version in _IN_PLACE_VERSIONS
 
 
-def config_patch(obj: Mapping[str, Any], target: Configuration, vertex_ids: Mapping[str, str]) -> tuple[dict[str, Any], str]:
-    """(JSON merge patch, mode) moving ``obj`` to ``target``; mode is ``in-place`` or ``savepoint``.
+def config_patch(obj: Mapping[str, Any], target: Configuration, vertex_ids: Mapping[str, str]) -> tuple[dict[str, Any], ReconfigMode]:
+    """(JSON merge patch, mode) moving ``obj`` to ``target``; mode is ``IN_PLACE`` or ``REDEPLOY`` (savepoint).
 
     In place: only the parallelism overrides change (``spec.job.parallelism`` stays, since the
     operator redeploys on any other spec change). Savepoint: every owned field is written.
@@ -127,10 +126,10 @@ def config_patch(obj: Mapping[str, Any], target: Configuration, vertex_ids: Mapp
     rv = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion")} if (obj.get("metadata") or {}).get("resourceVersion") else {}
     if vertex_ids and is_in_place(current, target, version):
         patch = {"spec": {"flinkConfiguration": {OVERRIDES_KEY: owned["flinkConfiguration"][OVERRIDES_KEY], SCHEDULER_KEY: "adaptive"}}}
-        mode = "in-place"
+        mode = ReconfigMode.IN_PLACE
     else:
         patch = {"spec": owned}
-        mode = "savepoint"
+        mode = ReconfigMode.REDEPLOY
     if rv:
         patch["metadata"] = rv
     return patch, mode

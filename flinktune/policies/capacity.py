@@ -29,16 +29,10 @@ import numpy as np
 
 from flinktune.config_space import Configuration
 from flinktune.decision import JobState
+from flinktune.decision.reconfig import Shape, shape_of  # the one in-place rule's shape (re-exported)
 
 __all__ = ["CapacityModel", "ShapeCapacities", "Shape", "shape_of", "shape_from_json", "slot_share", "measured_capacity"]
 
-#: (task_slots, cpu, memory_mb, checkpoint_interval_s): what an in-place rescale keeps.
-Shape = tuple[int, float, int, int]
-
-
-def shape_of(cfg: Configuration) -> Shape:
-    """The knobs an in-place rescale cannot change."""
-    return (cfg.task_slots, cfg.cpu, cfg.memory_mb, cfg.checkpoint_interval_s)
 
 
 def slot_share(shape: Shape) -> float:

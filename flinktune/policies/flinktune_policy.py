@@ -47,6 +47,7 @@ import numpy as np
 
 from flinktune.config_space import Configuration, ConfigSpace
 from flinktune.decision import Action, Decision, JobState
+from flinktune.decision.reconfig import same_shape
 from flinktune.policies.capacity import CapacityModel, Shape, ShapeCapacities, measured_capacity, shape_from_json, shape_of
 from flinktune.policies.profiling import propose_profiling
 from flinktune.policies.selection import CandidateScores, relative_cost, score_candidates
@@ -341,7 +342,7 @@ class FlinktunePolicy:
 
     def _change(self, state: JobState, target: Configuration, reason: str, inputs: dict) -> Decision:
         self._proposed = (state.ts, target)
-        mode = "in-place rescale" if shape_of(target) == shape_of(state.config) else "savepoint redeploy"
+        mode = "in-place rescale" if same_shape(state.config, target) else "savepoint redeploy"
         return Decision(Action.RECONFIGURE, f"{reason}; {target.describe()} by {mode}", self.name, target=target,
                         inputs=dict(inputs, mode=mode, target=target.to_dict()))  # fmt: skip
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from flinktune.config_space import Configuration
 from flinktune.lake import Lake
+from flinktune.decision.reconfig import ReconfigMode
 from flinktune.decision.stages import RealizeResult
 from flinktune.twin.simulator import TwinJob
 
@@ -72,9 +73,10 @@ class TwinRealizer:
         before = twin.config
         downtime = twin.apply(config, mode=self.mode)
         rec = twin.last_reconfiguration or {}
-        mode = str(rec.get("mode", "noop"))
-        if mode == "noop":
-            return RealizeResult(changed=False, mode="noop", downtime_s=0.0, detail=f"already running {before.describe()}")
+        kind = str(rec.get("mode", "noop"))  # the twin's mechanics: noop, rescale or redeploy
+        if kind == "noop":
+            return RealizeResult(changed=False, mode=ReconfigMode.NOOP, downtime_s=0.0, detail=f"already running {before.describe()}")
+        mode = ReconfigMode.IN_PLACE if kind == "rescale" else ReconfigMode.REDEPLOY
         return RealizeResult(
             changed=True, mode=mode, downtime_s=downtime, detail=f"{before.describe()} -> {config.describe()} ({mode}, {downtime:.1f} s down)"
         )

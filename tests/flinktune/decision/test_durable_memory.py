@@ -28,7 +28,7 @@ from flinktune.twin.workload import generate_trace
 
 pytestmark = pytest.mark.slow
 
-TICKS = 6  # 30 min at flinktune's 300 s cadence: a failure, the first shape choice and what follows it
+TICKS = 4  # 20 min at flinktune's 300 s cadence: the first shape choice, a failure and what follows them
 SETTINGS = ReplaySettings(workload="ysb", seed=7, failures="every:15m", forecaster="naive")
 
 # One decide run: everything from disk, a fresh policy, one decision, everything back to disk.

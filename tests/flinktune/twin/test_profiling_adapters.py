@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from flinktune.decision.reconfig import ReconfigMode
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.lake import Lake
 from flinktune.metric_schema import PROFILING_COLUMNS
@@ -69,9 +70,9 @@ def test_realizer_applies_and_reports_mode_and_downtime() -> None:
     assert callable(realizer.current) and callable(realizer.apply)  # Realizer is not runtime-checkable
     assert realizer.apply("demo", SPACE.maximum).changed is False
     res = realizer.apply("demo", SPACE.maximum.with_(parallelism=20))
-    assert res.changed and res.mode == "rescale" and res.downtime_s > 0 and "p24" in res.detail
+    assert res.changed and res.mode is ReconfigMode.IN_PLACE and res.downtime_s > 0 and "p24" in res.detail
     res = realizer.apply("demo", SPACE.maximum.with_(parallelism=20, cpu=2.0))
-    assert res.mode == "redeploy" and realizer.current("demo").cpu == 2.0
+    assert res.mode is ReconfigMode.REDEPLOY and realizer.current("demo").cpu == 2.0
     with pytest.raises(KeyError, match="'other'"):
         realizer.current("other")
 
