@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+from collections import Counter
 from typing import Any, Mapping
 
 import yaml
@@ -93,13 +94,18 @@ def config_from_object(obj: Mapping[str, Any], vertex_ids: Mapping[str, str] | N
         p = int(spec["job"]["parallelism"])
         ck = str(conf.get(CHECKPOINT_KEY, "10s")).strip().lower()
         ck_s = int(ck[:-2]) // 1000 if ck.endswith("ms") else int(ck.rstrip("s"))
-        per: dict[str, int] = {}
         ids = {v: k for k, v in (vertex_ids or {}).items()}
+        overrides: dict[str, int] = {}
         for item in filter(None, str(conf.get(OVERRIDES_KEY, "")).split(",")):
             vid, _, par = item.partition(":")
-            vname = ids.get(vid.strip(), vid.strip())
-            if int(par) != p:
-                per[vname] = int(par)
+            overrides[ids.get(vid.strip(), vid.strip())] = int(par)
+        if vertex_ids and set(vertex_ids) <= set(overrides):
+            # An in-place rescale leaves spec.job.parallelism as deployed (changing it makes the operator
+            # redeploy) and writes every vertex's override: the overrides are what runs, the job's
+            # parallelism is their most common value (the larger on a tie).
+            counts = Counter(overrides[v] for v in vertex_ids)
+            p = max(counts, key=lambda v: (counts[v], v))
+        per = {v: par for v, par in overrides.items() if par != p}
         return Configuration(p, int(conf.get(SLOTS_KEY, 1)), float(res["cpu"]), _memory_mb(res["memory"], f"FlinkDeployment {name} spec.taskManager.resource.memory"), ck_s,
                              vertex_parallelism=tuple(sorted(per.items())))  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:

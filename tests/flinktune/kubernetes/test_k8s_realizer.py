@@ -126,3 +126,12 @@ def test_dry_run_prints_a_diff_and_sends_nothing():
         assert res.mode is ReconfigMode.DRY_RUN and not srv.patches
         assert "-      memory: 4096m" in res.detail and "+      memory: 2048m" in res.detail
     assert dry_run_diff(running(), {}) == ""
+
+
+def test_kubernetes_realizer_keeps_the_realizer_contract():
+    from stage_contracts import check_realizer
+
+    with FakeApiServer(running()) as srv:
+        check_realizer(realizer(srv), "ysb", BASE.with_(parallelism=16), Configuration(16, 2, 2.0, 2048, 30))
+    with FakeApiServer(running(version="v1_17")) as srv:  # no adaptive scheduler: every change redeploys
+        check_realizer(realizer(srv), "ysb", BASE.with_(parallelism=16), Configuration(16, 2, 2.0, 2048, 30), in_place_supported=False)

@@ -95,3 +95,10 @@ def test_metrics_source_over_twin_and_lake(tmp_path) -> None:
     )
     with pytest.raises(ValueError, match="exactly one"):
         TwinMetricsSource()
+
+
+def test_twin_realizer_keeps_the_realizer_contract() -> None:
+    from stage_contracts import check_realizer
+
+    realizer = TwinRealizer(TwinJob(PROFILE, SPACE.maximum, job="demo"))
+    check_realizer(realizer, "demo", SPACE.maximum.with_(parallelism=16), SPACE.maximum.with_(parallelism=16, task_slots=2))
