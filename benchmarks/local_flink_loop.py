@@ -34,8 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from flinktune.backends import Backend
-from flinktune.clock import SystemClock
+from flinktune.backends.local_flink import local_flink_backend
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.guard import GuardRules
 from flinktune.localflink import (
@@ -159,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         policy = ProfileWhenUntrusted(inner, capacity, SPACE)
         guard_rules = GuardRules(stabilization_s=60, scale_down_window_s=240, rollback_window_s=180)
 
-        backend = Backend("local-flink", view, realizer, SystemClock(), profiler=profiler)
+        backend = local_flink_backend(realizer, view, profiler)
         loop = build_decision_loop(backend, LoopSettings(JOB, args.latency_target_ms, 180.0, window_s=90, max_staleness_s=30,
                                                          frozen_after_s=60),
                                    policy=policy, space=SPACE, store=MemoryStateStore(), guard_rules=guard_rules,

@@ -27,8 +27,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from flinktune.backends import Backend
-from flinktune.clock import ManualClock, SystemClock
+from flinktune.backends.kubernetes import kubernetes_backend
+from flinktune.backends.twin import twin_backend
+from flinktune.clock import ManualClock
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import SqliteStateStore
@@ -120,7 +121,6 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
 
     configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
     from flinktune.orchestration.backends import load_backends
-    from flinktune.orchestration.cluster import make_realizer
 
     on_twin = load_backends().cluster == "twin"
     twin_dir = Path(settings.twin_dir) / job
@@ -136,12 +136,13 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
     space = default_space()
     lake = Lake(settings.lake_dir)
     store = SqliteStateStore(settings.state_db)
-    realizer = make_realizer(job, twin=twin, dry_run=dry_run)
-    twin_clock = ManualClock(twin.now) if twin is not None else None
-    if twin_clock is not None:
-        backend = Backend("twin", LakeMetricsSource(lake), realizer, twin_clock, profiler=TwinProfiler(settings, job))
+    # Both read the raw lake: the twin writes each interval there as it runs, the extractor keeps it fresh on Kubernetes.
+    twin_clock: ManualClock | None = None
+    if twin is not None:
+        twin_clock = ManualClock(twin.now)
+        backend = twin_backend(twin, twin_clock, job=job, source=LakeMetricsSource(lake), profiler=TwinProfiler(settings, job))
     else:  # Kubernetes: profile decisions are carried out by the flinktune_profile DAG the decide DAG triggers
-        backend = Backend("kubernetes", LakeMetricsSource(lake), realizer, SystemClock())
+        backend = kubernetes_backend(job, LakeMetricsSource(lake), dry_run=dry_run)
     # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
     loop_settings = LoopSettings(job, settings.latency_target_ms, settings.recovery_limit_s, window_s=settings.decision_interval_s,
                                  dry_run=dry_run and on_twin)  # fmt: skip

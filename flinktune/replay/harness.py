@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flinktune.backends import Backend
+from flinktune.backends.twin import twin_backend
 from flinktune.clock import ManualClock
 from flinktune.config_space import ConfigSpace
 from flinktune.decision.guard import GuardRules
@@ -26,7 +26,6 @@ from flinktune.policies.shapes import startup_design
 from flinktune.replay.metrics import summarize
 from flinktune.replay.models import ReplayModels, TraceForecast, make_forecaster
 from flinktune.decision.store import MemoryStateStore
-from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
 from flinktune.twin.oracle import oracle_schedule
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.reconfig_modes import reconfiguration_costs
@@ -158,7 +157,7 @@ def replay_loop(rig: ReplayRig, trace: pd.Series, store: Any, clock: ManualClock
     """The decision loop of ``rig`` on its twin (``clock`` follows the twin's time), built by
     :func:`~flinktune.decision.loop.build_decision_loop` with ``store``'s memory restored."""
     s = rig.settings
-    backend = Backend("twin", TwinMetricsSource(rig.twin), TwinRealizer(rig.twin), clock, profiler=rig.models)
+    backend = twin_backend(rig.twin, clock, profiler=rig.models)
     return build_decision_loop(
         backend, LoopSettings("replay", s.latency_target_ms, s.recovery_limit_s, window_s=rig.interval, max_staleness_s=rig.interval),
         policy=rig.policy, space=rig.space, store=store, guard_rules=s.guard, models=rig.models,

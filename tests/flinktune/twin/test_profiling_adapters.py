@@ -100,5 +100,14 @@ def test_metrics_source_over_twin_and_lake(tmp_path) -> None:
 def test_twin_realizer_keeps_the_realizer_contract() -> None:
     from stage_contracts import check_realizer
 
-    realizer = TwinRealizer(TwinJob(PROFILE, SPACE.maximum, job="demo"))
-    check_realizer(realizer, "demo", SPACE.maximum.with_(parallelism=16), SPACE.maximum.with_(parallelism=16, task_slots=2))
+    from flinktune.backends.twin import twin_backend
+    from flinktune.clock import ManualClock
+
+    twin = TwinJob(PROFILE, SPACE.maximum, job="demo")
+    check_realizer(TwinRealizer(twin), "demo", SPACE.maximum.with_(parallelism=16), SPACE.maximum.with_(parallelism=16, task_slots=2))
+    # The backend's one in-place rule says what the realizer does.
+    backend = twin_backend(twin, ManualClock(twin.now))
+    before = twin.config
+    for target in (before, before.with_(parallelism=20), before.with_(cpu=1.0)):
+        assert backend.mode_for(before, target) is backend.realizer.apply("demo", target).mode
+        before = target
