@@ -62,6 +62,9 @@ def test_loop_reconfigures_records_and_explains(tmp_path):
     assert list(rows["action"]) == ["reconfigure", "keep"]
     assert rows["changed"].tolist() == [1, 0] and all(r.strip() for r in rows["reason"])
     assert json.loads(rows["state"][0])["input_rate"] == pytest.approx(20000)
+    memory = store.policy_memory("j", "flinktune")  # saved with the decision; the next run restores it
+    # the change decided at t=600 was seen running at the next decision: it counts against the budget
+    assert memory["shape"] is not None and memory["proposed"] is None and memory["changes"] == {"last": 600.0, "counted": [600.0]}
 
 
 def test_loop_dry_run_changes_nothing(tmp_path):
@@ -74,3 +77,4 @@ def test_loop_dry_run_changes_nothing(tmp_path):
     )
     out = loop.step()
     assert out.decision.action is Action.RECONFIGURE and realizer.applied == [] and out.result is None
+    assert store.policy_memory("j", "flinktune") is None  # a dry run changes nothing, the policy's memory included
