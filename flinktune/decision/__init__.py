@@ -10,6 +10,7 @@ Modules, by concept:
 - :mod:`~flinktune.decision.loop`: :class:`~flinktune.decision.loop.DecisionLoop` and the one
   :func:`~flinktune.decision.loop.build_decision_loop` every caller uses.
 - :mod:`~flinktune.decision.store`: decisions, forecasts and policy memory, durable.
+- :mod:`~flinktune.decision.reconfig`: the one in-place rule and :class:`~flinktune.decision.reconfig.ReconfigMode`.
 
 Only the decision types are imported here: the policies and the analysis import them, and the
 loop imports those (importing the loop here would be a cycle).
