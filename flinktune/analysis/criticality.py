@@ -125,7 +125,7 @@ def scores_from_window(window: SubtaskWindow, *, forward_edges: Collection[tuple
     vs = window.vertices
     credit: dict[tuple[str, int], float] = {}
     for group in _groups(vs, set(forward_edges)):
-        lane_work = sum(vs[k].busy for k in group)
+        lane_work = np.sum([vs[k].busy for k in group], axis=0)
         share = _on_chain(lane_work, tie_tolerance * len(group))
         for k in group:
             c = (vs[k].busy * share).sum(axis=0)

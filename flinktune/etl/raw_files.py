@@ -73,7 +73,7 @@ def check_raw_files(job_dir: Path, start_ms: int | None = None, end_ms: int | No
                 raise RawFileError("file.schema", f, f"column {col!r} stored as {got}, expected {types[0]}")
         if hour is not None:
             lo, hi = _ts_bounds(meta, schema.get_field_index("ts_ms"))
-            if lo is not None and (lo < hour or hi >= hour + _HOUR_MS):
+            if lo is not None and hi is not None and (lo < hour or hi >= hour + _HOUR_MS):
                 span = f"{pd.Timestamp(lo, unit='ms', tz='UTC')} .. {pd.Timestamp(hi, unit='ms', tz='UTC')}"
                 raise RawFileError("file.partition", f, f"samples at ts_ms {lo}..{hi} ({span}) lie outside the file's hour partition")
         checked.append(f)

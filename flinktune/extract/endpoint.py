@@ -81,10 +81,7 @@ def endpoint_from_env(environ: Mapping[str, str] | None = None) -> PrometheusEnd
 
 def endpoint_from_airflow(conn_id: str) -> PrometheusEndpoint:
     """The endpoint of Airflow connection ``conn_id`` (host may carry the scheme; ``extra.token`` = bearer)."""
-    try:
-        from airflow.sdk import BaseHook
-    except ImportError:  # Airflow 2 layout
-        from airflow.hooks.base import BaseHook  # type: ignore[no-redef]
+    from airflow.sdk import BaseHook
 
     try:
         conn = BaseHook.get_connection(conn_id)

@@ -39,7 +39,7 @@ def _overrides(config: Configuration, vertex_ids: Mapping[str, str]) -> str:
     unknown = sorted(set(per) - set(vertex_ids))
     if unknown:
         raise ConfigError(f"vertex_parallelism names vertices without a known job vertex id: {unknown}; known: {sorted(vertex_ids)}")
-    return ",".join(f"{vertex_ids[v]}:{per.get(v, config.parallelism)}" for v in sorted(vertex_ids, key=vertex_ids.get))
+    return ",".join(f"{vertex_ids[v]}:{per.get(v, config.parallelism)}" for v in sorted(vertex_ids, key=lambda v: vertex_ids[v]))
 
 
 def _owned(config: Configuration, vertex_ids: Mapping[str, str]) -> dict[str, Any]:
@@ -131,7 +131,7 @@ def config_patch(obj: Mapping[str, Any], target: Configuration, vertex_ids: Mapp
     owned = _owned(target, vertex_ids)
     rv = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion")} if (obj.get("metadata") or {}).get("resourceVersion") else {}
     if vertex_ids and is_in_place(current, target, version):
-        patch = {"spec": {"flinkConfiguration": {OVERRIDES_KEY: owned["flinkConfiguration"][OVERRIDES_KEY], SCHEDULER_KEY: "adaptive"}}}
+        patch: dict[str, Any] = {"spec": {"flinkConfiguration": {OVERRIDES_KEY: owned["flinkConfiguration"][OVERRIDES_KEY], SCHEDULER_KEY: "adaptive"}}}
         mode = ReconfigMode.IN_PLACE
     else:
         patch = {"spec": owned}

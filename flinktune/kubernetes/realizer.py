@@ -65,7 +65,7 @@ class KubernetesRealizer:
             obj = self._get(job)  # a fresh read each time: the conflict means ours was stale
             before = config_from_object(obj, self.vertex_ids)
             patch, mode = config_patch(obj, target, self.vertex_ids)
-            validate_object(merge_patch(obj, patch), self.schema, what=f"FlinkDeployment {self.namespace}/{job} after the patch")
+            validate_object(merge_patch(obj, patch), self.schema or load_crd_schema(), what=f"FlinkDeployment {self.namespace}/{job} after the patch")
             self.last_diff = dry_run_diff(obj, patch)
             if self.dry_run:
                 return obj, ReconfigMode.DRY_RUN, before

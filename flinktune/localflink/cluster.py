@@ -326,7 +326,7 @@ class LocalFlinkCluster:
         jm = state.get("jobmanager")
         out: dict[str, Any] = {
             "state_dir": str(self.state_dir),
-            "running": bool(jm) and self._ours(int(jm["pid"])),
+            "running": jm is not None and self._ours(int(jm["pid"])),
             "rest": f"http://127.0.0.1:{state.get('rest_port', self.spec.rest_port)}",
             "jobmanager_pid": jm["pid"] if jm else None,
             "taskmanager_pids": [t.pid for t in self.taskmanagers()] if jm else [],

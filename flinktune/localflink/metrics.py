@@ -82,7 +82,7 @@ class RestMetricsSource:
         jid = self.control.job_id()
         details = self.rest.get(f"/jobs/{jid}") if jid else {}
         rows.append(("jobRunning", "", -1, 1.0 if details.get("state") == "RUNNING" else 0.0))
-        if details.get("state") == "RUNNING":
+        if jid and details.get("state") == "RUNNING":
             for v in details.get("vertices", []):
                 vid, p = v["id"], int(v.get("parallelism", 1))
                 ops = self._operator_names(jid, vid)

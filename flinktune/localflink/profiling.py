@@ -196,7 +196,7 @@ def run_step(control: JobControl, rate_file: RateFile, rate: float, *, settle_s:
         time.sleep(max(0.0, poll_s - (time.monotonic() - tick)))
     frame = pd.DataFrame(rows, columns=list(SNAPSHOT_COLUMNS))
     step = summarize_step(frame, rate, where=f"{where} at {rate:,.0f} rec/s")
-    extra: dict[str, float] = {}
+    extra: dict[str, Any] = {}  # float fields of StepSummary, passed by name to replace()
     if source is not None:
         window = source.fetch(source.job, int(t0 * 1000), int(time.time() * 1000) + 1)
         p95 = window.loc[window["metric"] == "latencyP95Ms", "value"]

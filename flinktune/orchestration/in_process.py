@@ -124,5 +124,6 @@ def _returns(dag_id: str, run_id: str) -> dict[str, Any]:
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        rows = session.scalars(XComModel.get_many(run_id=run_id, dag_ids=dag_id, key="return_value")).all()
+        # Airflow annotates get_many as selecting 1-tuples; scalars() yields the models themselves.
+        rows: list[Any] = list(session.scalars(XComModel.get_many(run_id=run_id, dag_ids=dag_id, key="return_value")))
         return {row.task_id: XComModel.deserialize_value(row) for row in rows}
