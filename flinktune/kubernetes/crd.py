@@ -1,7 +1,7 @@
 """Validate FlinkDeployment objects and patches against the operator's CRD schema.
 
 Use :func:`load_crd_schema` once (it reads ``flinkdeployments.flink.apache.org-v1*.yml`` from the
-CRD folder, ``../shared/crds`` of the repository by default or ``FLINKTUNE_CRD_DIR``) and
+CRD folder: ``FLINKTUNE_CRD_DIR`` if set, else the copy shipped in ``flinktune/resources/crds``) and
 :func:`validate_object` on every body before it is sent. A violation raises
 :class:`CRDValidationError` naming the CRD file, the JSON path and the rule that failed.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -43,9 +44,9 @@ class CRDSchema:
 
 
 def default_crd_dir() -> Path:
-    """``FLINKTUNE_CRD_DIR`` or the ``shared/crds`` folder beside the repository."""
+    """``FLINKTUNE_CRD_DIR``, else the operator release's CRD shipped as package data."""
     env = os.environ.get("FLINKTUNE_CRD_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "crds"
+    return Path(env) if env else Path(str(resources.files("flinktune") / "resources" / "crds"))
 
 
 @functools.lru_cache(maxsize=4)
