@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from flinktune.clock import SystemClock
+from flinktune.backends.local_flink import local_flink_backend
 from flinktune.config_space import ConfigSpace, Configuration
-from flinktune.guard import GuardRules, SafetyGuard
+from flinktune.decision.guard import GuardRules
 from flinktune.localflink import (
     ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile, RestMetricsSource, free_port,
 )
@@ -46,12 +46,11 @@ from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.distribution import repo_root
 from flinktune.localflink.profiler import ProfileWhenUntrusted, SaturationProfiler, WithoutProfiling
 from flinktune.localflink.workload import RatePlan
-from flinktune.loop import DecisionLoop
+from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.metric_schema import PROFILING_COLUMNS
 from flinktune.policies.capacity import ShapeCapacities, shape_of
 from flinktune.policies.flinktune_policy import FlinktunePolicy
-from flinktune.stages import PolicyContext
-from flinktune.store import MemoryStateStore
+from flinktune.decision.store import MemoryStateStore
 from models.forecasting.types import QuantileForecast
 
 SPACE = ConfigSpace(parallelism=(1, 2), task_slots=(1,), cpu=(1.0,), memory_mb=(1024,), checkpoint_interval_s=(10,))
@@ -68,6 +67,43 @@ def trend_forecast(source, job: str, now: float, horizon_s: int = 300, bin_s: in
     q50 = np.maximum(last + slope * t, 0.0)
     return QuantileForecast(start=pd.Timestamp(now, unit="s", tz="UTC"), bin_s=bin_s, mean=q50,
                             quantiles={0.5: q50, 0.9: q50 * 1.1}, model="linear-trend-3min")
+
+
+class TrendForecast:
+    """The benchmark's ``ForecastProvider``: :func:`trend_forecast` of the offered rate (wall clock)."""
+
+    def __init__(self, source) -> None:
+        self.source = source
+
+    def forecast(self, job: str, now: float) -> QuantileForecast:
+        return trend_forecast(self.source, job, time.time())
+
+
+class ProfiledModels:
+    """The benchmark's ``ModelProvider``: a surrogate from the profiled capacities once every
+    parallelism has a trusted one (None before), and the highest capacity profiled."""
+
+    def __init__(self, capacity: ProfiledCapacity, profiler: SaturationProfiler) -> None:
+        self.capacity, self.profiler = capacity, profiler
+
+    @property
+    def surrogate(self) -> CapacitySurrogate | None:
+        capacity, profiler = self.capacity, self.profiler
+        if not all(capacity.trusted(p) for p in SPACE.parallelism):
+            return None
+        unsat = [s for s in profiler.steps if not s["saturated"] and s["throughput"] > 0 and np.isfinite(s["flink_cores"])]
+        per_record = float(np.mean([s["flink_cores"] / s["throughput"] for s in unsat])) if unsat else 3e-5
+        heap = [o["memory_used_mb"] for o in profiler.observations if np.isfinite(o["memory_used_mb"])]
+        return CapacitySurrogate.from_estimates(SPACE, capacity.profiled.values(), recovery_s=profiler.recovery_s or 30.0,
+                                                cpu_core_s_per_record=per_record,
+                                                memory_used_mb=float(np.mean(heap)) if heap else 200.0)  # fmt: skip
+
+    @property
+    def profiled_max_rate(self) -> float:
+        return max((e.capacity for e in self.capacity.profiled.values()), default=0.0)
+
+    def refresh(self) -> None:
+        """Nothing to reload: both are read from the profiler's results when asked."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,24 +156,13 @@ def main(argv: list[str] | None = None) -> int:
         inner = FlinktunePolicy(SPACE, capacities=ShapeCapacities(models={shape_of(p1): capacity}), min_down_step=1,
                                 min_dwell_s=180, down_horizon_s=120)
         policy = ProfileWhenUntrusted(inner, capacity, SPACE)
-        guard = SafetyGuard(SPACE, args.latency_target_ms, GuardRules(stabilization_s=60, scale_down_window_s=240, rollback_window_s=180))
+        guard_rules = GuardRules(stabilization_s=60, scale_down_window_s=240, rollback_window_s=180)
 
-        def context(state) -> PolicyContext:
-            sur = None
-            if all(capacity.trusted(p) for p in SPACE.parallelism):
-                unsat = [s for s in profiler.steps if not s["saturated"] and s["throughput"] > 0 and np.isfinite(s["flink_cores"])]
-                per_record = float(np.mean([s["flink_cores"] / s["throughput"] for s in unsat])) if unsat else 3e-5
-                heap = [o["memory_used_mb"] for o in profiler.observations if np.isfinite(o["memory_used_mb"])]
-                sur = CapacitySurrogate.from_estimates(SPACE, capacity.profiled.values(), recovery_s=profiler.recovery_s or 30.0,
-                                                       cpu_core_s_per_record=per_record,
-                                                       memory_used_mb=float(np.mean(heap)) if heap else 200.0)
-            top = max((e.capacity for e in capacity.profiled.values()), default=0.0)
-            return PolicyContext(args.latency_target_ms, 180.0, forecast=trend_forecast(view, JOB, time.time()), surrogate=sur,
-                                 extras={"profiled_max_rate": top})
-
-        loop = DecisionLoop(job=JOB, source=view, realizer=realizer, policy=policy, guard=guard, store=MemoryStateStore(),
-                            clock=SystemClock(), context=context, profiler=profiler, window_s=90, max_staleness_s=30,
-                            frozen_after_s=60)
+        backend = local_flink_backend(realizer, view, profiler)
+        loop = build_decision_loop(backend, LoopSettings(JOB, args.latency_target_ms, 180.0, window_s=90, max_staleness_s=30,
+                                                         frozen_after_s=60),
+                                   policy=policy, space=SPACE, store=MemoryStateStore(), guard_rules=guard_rules,
+                                   forecaster=TrendForecast(view), models=ProfiledModels(capacity, profiler))
         duration = args.minutes * 60
         next_step = time.time() + args.interval
         cpu.mark()

@@ -1,4 +1,4 @@
-"""A :class:`~flinktune.stages.MetricsSource` over the lake's raw samples.
+"""A :class:`~flinktune.decision.stages.MetricsSource` over the lake's raw samples.
 
 Use it when the raw lake is fed close to real time (the twin writes each interval as it runs;
 the Prometheus extractor every few minutes). The stale-data guard rule catches a lake that lags.

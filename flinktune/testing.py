@@ -16,11 +16,15 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration, ConfigSpace
-from flinktune.stages import RealizeResult
+from flinktune.decision.reconfig import ReconfigMode, same_shape
+from flinktune.decision.stages import RealizeResult
 from models.forecasting.types import QuantileForecast
 from models.surrogate.types import OUTCOMES, SurrogatePrediction
 
-__all__ = ["StaticForecaster", "FunctionSurrogate", "FrameMetricsSource", "RecordingRealizer", "raw_samples"]
+__all__ = [
+    "StaticForecaster", "FunctionSurrogate", "FrameMetricsSource", "RecordingRealizer", "FixedForecast", "FixedModels",
+    "raw_samples",
+]  # fmt: skip
 
 
 @dataclass
@@ -77,6 +81,26 @@ class FunctionSurrogate:
         return SurrogatePrediction(self.outcomes, mean, std)
 
 
+class FixedForecast:
+    """A ``ForecastProvider`` answering ``level`` rec/s (a :class:`StaticForecaster`) at every decision."""
+
+    def __init__(self, level: float, horizon_s: int = 600) -> None:
+        self.level, self.horizon_s = float(level), int(horizon_s)
+
+    def forecast(self, job: str, now: float):
+        return StaticForecaster(self.level).predict(pd.Series(dtype=float), self.horizon_s)
+
+
+class FixedModels:
+    """A ``ModelProvider`` with a fixed surrogate and profiling reach; ``refresh`` counts its calls."""
+
+    def __init__(self, surrogate, profiled_max_rate: float) -> None:
+        self.surrogate, self.profiled_max_rate, self.refreshed = surrogate, float(profiled_max_rate), 0
+
+    def refresh(self) -> None:
+        self.refreshed += 1
+
+
 @dataclass
 class FrameMetricsSource:
     """Serves rows of ``frame`` (raw schema) within the asked range."""
@@ -100,10 +124,11 @@ class RecordingRealizer:
 
     def apply(self, job: str, config: Configuration) -> RealizeResult:
         if config == self.config:
-            return RealizeResult(False, "none")
+            return RealizeResult(False, ReconfigMode.NOOP)
+        mode = ReconfigMode.IN_PLACE if same_shape(self.config, config) else ReconfigMode.REDEPLOY
         self.config = config
         self.applied.append(config)
-        return RealizeResult(True, "redeploy", 30.0)
+        return RealizeResult(True, mode, 30.0)
 
 
 def raw_samples(job: str, start_s: int, seconds: int, *, rate: float, lag: float = 0.0, p95: float = 200.0,

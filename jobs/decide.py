@@ -2,7 +2,8 @@
 
 On the embedded default (``FLINKTUNE_CLUSTER=twin``) the cluster is the twin: each tick lets the
 persisted twin run one decision interval on its trace (its metrics land in the raw lake), then
-makes one decision with :class:`flinktune.loop.DecisionLoop` and applies it to the twin. A profile
+makes one decision with the loop :func:`flinktune.decision.loop.build_decision_loop` assembles
+(the guard's history and the policy's memory read back from the state store) and applies it to the twin. A profile
 decision runs the profiling jobs on the twin at the planned rate and retrains the surrogate before
 the next tick, as the profiling and surrogate-retraining DAGs do in production.
 
@@ -26,21 +27,20 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from flinktune.clock import ManualClock, SystemClock
+from flinktune.backends.kubernetes import kubernetes_backend
+from flinktune.backends.twin import twin_backend
+from flinktune.clock import ManualClock
 from flinktune.config_space import Configuration, default_space
-from flinktune.decision import JobState
+from flinktune.decision.loop import LoopSettings, build_decision_loop
+from flinktune.decision.store import SqliteStateStore
 from flinktune.evaluation import rate_series
-from flinktune.guard import SafetyGuard
 from flinktune.lake import Lake
 from flinktune.lake_source import LakeMetricsSource
-from flinktune.loop import DecisionLoop
 from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.settings import Settings, load_settings
-from flinktune.stages import PolicyContext
-from flinktune.store import SqliteStateStore
 from flinktune.twin.simulator import TwinJob
 
-__all__ = ["run", "main", "FORECAST_HISTORY_S"]
+__all__ = ["run", "main", "FORECAST_HISTORY_S", "ChampionModels", "LakeForecast", "TwinProfiler"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,50 @@ def _profiled_max_rate(settings: Settings, job: str) -> float:
     return float(np.nanmax(rates)) if rates.size else 0.0
 
 
+class ChampionModels:
+    """The ``ModelProvider`` of a decide run: the job's champion surrogate and the reach of its
+    profiling observations in the lake; :meth:`refresh` reloads both (after profiling retrained)."""
+
+    def __init__(self, settings: Settings, job: str) -> None:
+        self.settings, self.job = settings, job
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.surrogate = _load_champion(f"flinktune-surrogate-{self.job}")
+        self.profiled_max_rate = _profiled_max_rate(self.settings, self.job)
+
+
+class LakeForecast:
+    """The ``ForecastProvider`` of a decide run: the champion forecaster over the last
+    :data:`FORECAST_HISTORY_S` of the job's input rate in the raw lake."""
+
+    def __init__(self, lake: Lake, job: str, horizon_s: int) -> None:
+        self.lake, self.horizon_s = lake, int(horizon_s)
+        self.model = _load_champion(f"flinktune-forecaster-{job}")
+
+    def forecast(self, job: str, now: float):
+        if self.model is None:
+            return None
+        now_ms = int(now * 1000)
+        hist = self.lake.read_raw(job, now_ms - FORECAST_HISTORY_S * 1000, now_ms + 1, metrics=["workloadRate"])
+        return self.model.predict(rate_series(hist, job), self.horizon_s)
+
+
+class TwinProfiler:
+    """The twin's ``Profiler``: the profiling jobs at the planned rate, then the surrogate retrained
+    (what the profiling and surrogate-retraining DAGs do on a real cluster)."""
+
+    def __init__(self, settings: Settings, job: str) -> None:
+        self.settings, self.job = settings, job
+
+    def profile(self, configs: list[Configuration], rate: float, now: float) -> None:
+        from jobs import profile as profile_job
+        from jobs import train_surrogate
+
+        profile_job.run(job=self.job, configs=[c.to_dict() for c in configs], rates=[rate], settings=self.settings)
+        train_surrogate.run(job=self.job, settings=self.settings)
+
+
 def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = False, settings: Settings | None = None) -> dict:
     if policy not in POLICY_NAMES:
         raise ValueError(f"unknown policy {policy!r}; known policies: {', '.join(POLICY_NAMES)}")
@@ -77,7 +121,6 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
 
     configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
     from flinktune.orchestration.backends import load_backends
-    from flinktune.orchestration.cluster import make_realizer
 
     on_twin = load_backends().cluster == "twin"
     twin_dir = Path(settings.twin_dir) / job
@@ -93,52 +136,21 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
     space = default_space()
     lake = Lake(settings.lake_dir)
     store = SqliteStateStore(settings.state_db)
-    clock = ManualClock(twin.now) if twin is not None else SystemClock()
-    guard = SafetyGuard(space, settings.latency_target_ms).restore(store.decisions(job))
-    models: dict[str, Any] = {
-        "forecaster": _load_champion(f"flinktune-forecaster-{job}"),
-        "surrogate": _load_champion(f"flinktune-surrogate-{job}"),
-        "profiled_max_rate": _profiled_max_rate(settings, job),
-    }
-
-    def context(state: JobState) -> PolicyContext:
-        forecast = None
-        if models["forecaster"] is not None:
-            now_ms = int(clock.now() * 1000)
-            hist = lake.read_raw(job, now_ms - FORECAST_HISTORY_S * 1000, now_ms + 1, metrics=["workloadRate"])
-            forecast = models["forecaster"].predict(rate_series(hist, job), settings.forecast_horizon_s)
-        models["last_forecast"] = forecast
-        return PolicyContext(
-            latency_target_ms=settings.latency_target_ms,
-            recovery_limit_s=settings.recovery_limit_s,
-            forecast=forecast,
-            surrogate=models["surrogate"],
-            extras={"profiled_max_rate": models["profiled_max_rate"]},
-        )
-
-    def profile_on_twin(configs: list[Configuration], rate: float) -> None:
-        from jobs import profile as profile_job
-        from jobs import train_surrogate
-
-        profile_job.run(job=job, configs=[c.to_dict() for c in configs], rates=[rate], settings=settings)
-        train_surrogate.run(job=job, settings=settings)
-        models["surrogate"] = _load_champion(f"flinktune-surrogate-{job}")
-        models["profiled_max_rate"] = _profiled_max_rate(settings, job)
-
-    loop = DecisionLoop(
-        job=job,
-        source=LakeMetricsSource(lake),
-        realizer=make_realizer(job, twin=twin, dry_run=dry_run),
-        policy=make_policy(policy, space, confidence=settings.confidence),
-        guard=guard,
-        store=store,
-        clock=clock,
-        context=context,
-        profiler=profile_on_twin if on_twin else None,
-        window_s=settings.decision_interval_s,
-        # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
-        dry_run=dry_run and on_twin,
-    )
+    # Both read the raw lake: the twin writes each interval there as it runs, the extractor keeps it fresh on Kubernetes.
+    twin_clock: ManualClock | None = None
+    if twin is not None:
+        twin_clock = ManualClock(twin.now)
+        backend = twin_backend(twin, twin_clock, job=job, source=LakeMetricsSource(lake), profiler=TwinProfiler(settings, job))
+    else:  # Kubernetes: profile decisions are carried out by the flinktune_profile DAG the decide DAG triggers
+        backend = kubernetes_backend(job, LakeMetricsSource(lake), dry_run=dry_run)
+    # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
+    loop_settings = LoopSettings(job, settings.latency_target_ms, settings.recovery_limit_s, window_s=settings.decision_interval_s,
+                                 dry_run=dry_run and on_twin)  # fmt: skip
+    # The guard's history and the policy's memory come back from the state store (one run, one tick in production).
+    loop = build_decision_loop(backend, loop_settings, policy=make_policy(policy, space, confidence=settings.confidence),
+                               space=space, store=store, forecaster=LakeForecast(lake, job, settings.forecast_horizon_s),
+                               models=ChampionModels(settings, job))  # fmt: skip
+    clock = backend.clock
     interval = settings.decision_interval_s
     summaries = []
     for i in range(ticks):
@@ -159,11 +171,9 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
                 f"({len(rates)} of {interval} s); simulate a longer trace"
             )
         lake.write_raw(twin.run(rates.to_numpy()))
-        clock.set(twin.now)
+        assert twin_clock is not None  # there is one whenever there is a twin
+        twin_clock.set(twin.now)
         outcome = loop.step()
-        fc = models.pop("last_forecast", None)
-        if fc is not None and outcome.decision.inputs.get("planned_rate") is not None:
-            store.record_forecast(job, clock.now(), fc.model, float(outcome.decision.inputs["planned_rate"]), fc.to_frame())
         summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
                           "changed": bool(outcome.result and outcome.result.changed)})
         print(f"[decide {i + 1}/{ticks}] {outcome.line()}", flush=True)

@@ -16,7 +16,7 @@ from flinktune.config_space import default_space
 from flinktune.lake import Lake
 from flinktune.report import ReportInputs, write_report
 from flinktune.settings import Settings, load_settings
-from flinktune.store import SqliteStateStore
+from flinktune.decision.store import SqliteStateStore
 
 __all__ = ["run", "main", "read_features"]
 

@@ -51,7 +51,7 @@ def create_app(state_db: str | Path | None = None) -> FastAPI:
         return load_settings(state_db=state_db) if state_db is not None else load_settings()
 
     def _store() -> Any:
-        from flinktune.store import SqliteStateStore
+        from flinktune.decision.store import SqliteStateStore
 
         path = Path(_settings().state_db)
         if not path.is_file():  # SqliteStateStore would create it; a read-only view must not

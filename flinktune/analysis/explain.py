@@ -2,9 +2,9 @@
 
 Use :func:`explain` for the text every decision's reason ends with (the bottleneck, its share of
 the critical path, stragglers, the hot channel and whether scaling can help), and
-:func:`annotate` in the decision loop after the guard: it appends that text to the reason, puts
-the analysis in the decision's inputs, and turns a scale-up into keep when the bottleneck is a
-hot key (more parallelism does not remove skew: prefer no change).
+:func:`annotate` in the decision loop after the guard: it appends that text to the reason and
+puts the analysis in the decision's inputs, and changes nothing else. Holding a scale-up against
+a hot key is the guard's rule (``flinktune.decision.guard``), so that the guard has the last word.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from flinktune.analysis.criticality import CriticalityAnalysis
-from flinktune.decision import Action, Decision, JobState
+from flinktune.decision import Decision, JobState
 
 __all__ = ["explain", "annotate"]
 
@@ -36,21 +36,9 @@ def explain(analysis: CriticalityAnalysis | None) -> str:
     return "; ".join(parts)
 
 
-def _scales_up(decision: Decision, state: JobState) -> bool:
-    t, c = decision.target, state.config
-    if decision.action is not Action.RECONFIGURE or t is None:
-        return False
-    more = t.parallelism > c.parallelism or any(p > c.vertex_overrides().get(v, c.parallelism) for v, p in t.vertex_overrides().items())
-    return more
-
-
 def annotate(decision: Decision, state: JobState) -> Decision:
-    """``decision`` with the analysis quoted; a scale-up against key skew becomes keep (prefer no change)."""
+    """``decision`` with the window's analysis quoted in its reason and inputs; same action and target."""
     a = state.analysis
     inputs = dict(decision.inputs)
     inputs["bottleneck"] = a.to_dict() if a is not None else None
-    text = explain(a)
-    if a is not None and a.prefers_no_change and _scales_up(decision, state):
-        return Decision.keep(decision.policy, f"held {decision.action.value} to {decision.target.describe()}: {text}",  # type: ignore[union-attr]
-                             **inputs, held_target=decision.target.to_dict())  # type: ignore[union-attr]  # fmt: skip
-    return replace(decision, reason=f"{decision.reason} | {text}", inputs=inputs)
+    return replace(decision, reason=f"{decision.reason} | {explain(a)}", inputs=inputs)

@@ -1,4 +1,4 @@
-"""Extract from any :class:`~flinktune.stages.MetricsSource` (the twin, a buffered Flink REST poller).
+"""Extract from any :class:`~flinktune.decision.stages.MetricsSource` (the twin, a buffered Flink REST poller).
 
 Use :func:`extract_from_source` when the source already answers ``fetch(job, start_ms, end_ms)``
 with raw-schema rows: it walks the range in hour-aligned chunks and writes each through the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flinktune.extract.sink import ExtractResult, RawSink, hour_chunks
 from flinktune.metric_schema import METRICS
-from flinktune.stages import MetricsSource
+from flinktune.decision.stages import MetricsSource
 
 __all__ = ["copy_chunk", "extract_from_source"]
 

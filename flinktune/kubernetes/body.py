@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import copy
 import difflib
+from collections import Counter
 from typing import Any, Mapping
 
 import yaml
 
 from flinktune.config_space import Configuration, ConfigError
+from flinktune.decision.reconfig import ReconfigMode, same_shape
 
 __all__ = [
     "deployment_body", "config_patch", "config_from_object", "merge_patch", "dry_run_diff", "is_in_place",
@@ -92,13 +94,18 @@ def config_from_object(obj: Mapping[str, Any], vertex_ids: Mapping[str, str] | N
         p = int(spec["job"]["parallelism"])
         ck = str(conf.get(CHECKPOINT_KEY, "10s")).strip().lower()
         ck_s = int(ck[:-2]) // 1000 if ck.endswith("ms") else int(ck.rstrip("s"))
-        per: dict[str, int] = {}
         ids = {v: k for k, v in (vertex_ids or {}).items()}
+        overrides: dict[str, int] = {}
         for item in filter(None, str(conf.get(OVERRIDES_KEY, "")).split(",")):
             vid, _, par = item.partition(":")
-            vname = ids.get(vid.strip(), vid.strip())
-            if int(par) != p:
-                per[vname] = int(par)
+            overrides[ids.get(vid.strip(), vid.strip())] = int(par)
+        if vertex_ids and set(vertex_ids) <= set(overrides):
+            # An in-place rescale leaves spec.job.parallelism as deployed (changing it makes the operator
+            # redeploy) and writes every vertex's override: the overrides are what runs, the job's
+            # parallelism is their most common value (the larger on a tie).
+            counts = Counter(overrides[v] for v in vertex_ids)
+            p = max(counts, key=lambda v: (counts[v], v))
+        per = {v: par for v, par in overrides.items() if par != p}
         return Configuration(p, int(conf.get(SLOTS_KEY, 1)), float(res["cpu"]), _memory_mb(res["memory"], f"FlinkDeployment {name} spec.taskManager.resource.memory"), ck_s,
                              vertex_parallelism=tuple(sorted(per.items())))  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:
@@ -109,13 +116,11 @@ def config_from_object(obj: Mapping[str, Any], vertex_ids: Mapping[str, str] | N
 
 def is_in_place(current: Configuration, target: Configuration, flink_version: str) -> bool:
     """True when only parallelism changes and Flink >= 1.18 (adaptive scheduler rescales in place)."""
-    same = (current.task_slots, current.cpu, current.memory_mb, current.checkpoint_interval_s) == (
-        target.task_slots, target.cpu, target.memory_mb, target.checkpoint_interval_s)  # fmt: skip
-    return same and flink_version in _IN_PLACE_VERSIONS
+    return same_shape(current, target) and flink_version in _IN_PLACE_VERSIONS
 
 
-def config_patch(obj: Mapping[str, Any], target: Configuration, vertex_ids: Mapping[str, str]) -> tuple[dict[str, Any], str]:
-    """(JSON merge patch, mode) moving ``obj`` to ``target``; mode is ``in-place`` or ``savepoint``.
+def config_patch(obj: Mapping[str, Any], target: Configuration, vertex_ids: Mapping[str, str]) -> tuple[dict[str, Any], ReconfigMode]:
+    """(JSON merge patch, mode) moving ``obj`` to ``target``; mode is ``IN_PLACE`` or ``REDEPLOY`` (savepoint).
 
     In place: only the parallelism overrides change (``spec.job.parallelism`` stays, since the
     operator redeploys on any other spec change). Savepoint: every owned field is written.
@@ -127,10 +132,10 @@ def config_patch(obj: Mapping[str, Any], target: Configuration, vertex_ids: Mapp
     rv = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion")} if (obj.get("metadata") or {}).get("resourceVersion") else {}
     if vertex_ids and is_in_place(current, target, version):
         patch = {"spec": {"flinkConfiguration": {OVERRIDES_KEY: owned["flinkConfiguration"][OVERRIDES_KEY], SCHEDULER_KEY: "adaptive"}}}
-        mode = "in-place"
+        mode = ReconfigMode.IN_PLACE
     else:
         patch = {"spec": owned}
-        mode = "savepoint"
+        mode = ReconfigMode.REDEPLOY
     if rv:
         patch["metadata"] = rv
     return patch, mode

@@ -4,7 +4,7 @@ Use :func:`run_profiling_deployment` to measure one :class:`Configuration` of a 
 it reads the production FlinkDeployment ``base_job``, creates a copy named
 ``<base_job>-profile-<8 hex of the config>`` with the configuration applied (same image, jar and
 arguments, consuming the same input topic), waits until the job runs, lets it warm up, measures a
-window through a :class:`~flinktune.stages.MetricsSource` and returns one
+window through a :class:`~flinktune.decision.stages.MetricsSource` and returns one
 :data:`~flinktune.metric_schema.PROFILING_COLUMNS` row. The copy is deleted at the end, always,
 also when creation, start-up or measurement fails.
 
@@ -44,7 +44,7 @@ from flinktune.kubernetes.body import _memory_mb, deployment_body
 from flinktune.kubernetes.crd import CRDSchema, load_crd_schema, validate_object
 from flinktune.kubernetes.realizer import GROUP, PLURAL, VERSION
 from flinktune.metric_schema import PROFILING_COLUMNS, validate_frame
-from flinktune.stages import MetricsSource
+from flinktune.decision.stages import MetricsSource
 
 __all__ = [
     "ProfilingDeployment", "ProfilingError", "ResourceBudget", "profiling_deployment", "run_profiling_deployment",

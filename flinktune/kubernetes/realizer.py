@@ -20,7 +20,8 @@ from flinktune.clock import Clock, SystemClock
 from flinktune.config_space import Configuration
 from flinktune.kubernetes.body import config_from_object, config_patch, dry_run_diff, merge_patch
 from flinktune.kubernetes.crd import CRDSchema, load_crd_schema, validate_object
-from flinktune.stages import RealizeResult
+from flinktune.decision.reconfig import ReconfigMode
+from flinktune.decision.stages import RealizeResult
 
 __all__ = ["KubernetesRealizer", "RealizeError", "GROUP", "VERSION", "PLURAL"]
 
@@ -57,7 +58,7 @@ class KubernetesRealizer:
     def current(self, job: str) -> Configuration:
         return config_from_object(self._get(job), self.vertex_ids)
 
-    def _send(self, job: str, target: Configuration) -> tuple[dict[str, Any], str, Configuration]:
+    def _send(self, job: str, target: Configuration) -> tuple[dict[str, Any], ReconfigMode, Configuration]:
         from kubernetes.client.exceptions import ApiException
 
         for attempt in range(1, self.max_conflicts + 1):
@@ -67,7 +68,7 @@ class KubernetesRealizer:
             validate_object(merge_patch(obj, patch), self.schema, what=f"FlinkDeployment {self.namespace}/{job} after the patch")
             self.last_diff = dry_run_diff(obj, patch)
             if self.dry_run:
-                return obj, "dry-run", before
+                return obj, ReconfigMode.DRY_RUN, before
             try:
                 return self.api.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, job, patch), mode, before
             except ApiException as exc:
@@ -94,15 +95,15 @@ class KubernetesRealizer:
     def apply(self, job: str, config: Configuration) -> RealizeResult:
         before = self.current(job)
         if before == config:
-            return RealizeResult(False, "noop", 0.0, f"already running {config.describe()}")
+            return RealizeResult(False, ReconfigMode.NOOP, 0.0, f"already running {config.describe()}")
         t0 = self.clock.now()
         obj, mode, before = self._send(job, config)
-        if mode == "dry-run":
-            return RealizeResult(False, "dry-run", 0.0, self.last_diff)
+        if mode is ReconfigMode.DRY_RUN:
+            return RealizeResult(False, ReconfigMode.DRY_RUN, 0.0, self.last_diff)
         ok, why = self._wait_stable(job, (obj.get("metadata") or {}).get("generation"))
         if ok:
             return RealizeResult(True, mode, self.clock.now() - t0, f"{before.describe()} -> {config.describe()} ({mode}); {why}")
         self._send(job, before)  # roll back to what ran before
         back, why_back = self._wait_stable(job, None)
-        return RealizeResult(False, "rolled-back", self.clock.now() - t0,
+        return RealizeResult(False, ReconfigMode.ROLLED_BACK, self.clock.now() - t0,
                              f"{config.describe()} failed ({why}); rolled back to {before.describe()}: {why_back}")  # fmt: skip

@@ -1,4 +1,4 @@
-"""A :class:`~flinktune.stages.MetricsSource` over Flink's REST API (raw schema rows).
+"""A :class:`~flinktune.decision.stages.MetricsSource` over Flink's REST API (raw schema rows).
 
 Use :class:`RestMetricsSource` for a job on the local cluster: call :meth:`sample` every 1-5 s
 (or :meth:`start` a background poller) and :meth:`fetch` returns the buffered samples of a time

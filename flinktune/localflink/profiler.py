@@ -40,7 +40,7 @@ from flinktune.localflink.realizer import LocalFlinkRealizer
 from flinktune.localflink.saturation import CapacityEstimate
 from flinktune.localflink.workload import RateFile
 from flinktune.metric_schema import PROFILING_COLUMNS
-from flinktune.stages import Policy, PolicyContext
+from flinktune.decision.stages import Policy, PolicyContext
 
 __all__ = ["ProfileWhenUntrusted", "SaturationProfiler", "WithoutProfiling"]
 
@@ -144,6 +144,10 @@ class SaturationProfiler:
         w = self.source.fetch(self.job, int(t0 * 1000), int(time.time() * 1000) + 1)
         heap = w.loc[w["metric"] == "heapUsedMb", "value"]
         return float(heap.mean()) if len(heap) else float("nan")
+
+    def profile(self, configs: list[Configuration], rate: float, now: float) -> None:
+        """The loop's ``Profiler`` stage: ramp ``configs`` (``rate`` and ``now`` are not needed, see the class doc)."""
+        self(configs, rate)
 
     def __call__(self, configs: list[Configuration], rate: float) -> None:
         t0 = time.time()

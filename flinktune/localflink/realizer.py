@@ -1,4 +1,4 @@
-"""A :class:`~flinktune.stages.Realizer` for the local cluster, with measured downtime.
+"""A :class:`~flinktune.decision.stages.Realizer` for the local cluster, with measured downtime.
 
 Use :class:`LocalFlinkRealizer` in the decision loop against a local cluster. Two paths:
 
@@ -25,7 +25,8 @@ from flinktune.config_space import Configuration
 from flinktune.localflink.cluster import LocalFlinkCluster
 from flinktune.localflink.jobcontrol import JobControl, JobControlError
 from flinktune.localflink.rest import RestError
-from flinktune.stages import RealizeResult
+from flinktune.decision.reconfig import ReconfigMode, same_shape
+from flinktune.decision.stages import RealizeResult
 
 __all__ = ["LocalFlinkRealizer", "RealizeRecord"]
 
@@ -37,7 +38,7 @@ class RealizeRecord:
     ts: float
     before: Configuration
     after: Configuration
-    mode: str
+    mode: ReconfigMode
     downtime_s: float
 
 
@@ -63,14 +64,12 @@ class LocalFlinkRealizer:
 
     def apply(self, job: str, config: Configuration) -> RealizeResult:
         if config == self.config:
-            return RealizeResult(False, "noop", 0.0, "already in force")
+            return RealizeResult(False, ReconfigMode.NOOP, 0.0, "already in force")
         before = self.config
-        same_shape = (before.task_slots, before.memory_mb, before.checkpoint_interval_s) == (
-            config.task_slots, config.memory_mb, config.checkpoint_interval_s)
-        if same_shape:
-            mode, downtime = "in-place rescale", self._in_place(config)
+        if same_shape(before, config):
+            mode, downtime = ReconfigMode.IN_PLACE, self._in_place(config)
         else:
-            mode, downtime = "savepoint redeploy", self._redeploy(config)
+            mode, downtime = ReconfigMode.REDEPLOY, self._redeploy(config)
         self.config = config
         self.history.append(RealizeRecord(self.clock.now(), before, config, mode, downtime))
         return RealizeResult(True, mode, downtime, f"{before.describe()} -> {config.describe()}")

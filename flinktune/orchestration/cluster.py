@@ -36,7 +36,7 @@ def kubernetes_api(environ: Mapping[str, str] | None = None) -> Any:
 def make_realizer(
     job: str, *, twin: Any = None, dry_run: bool = False, api: Any = None, environ: Mapping[str, str] | None = None,
 ) -> Any:
-    """The :class:`flinktune.stages.Realizer` for ``job`` on the configured cluster.
+    """The :class:`flinktune.decision.stages.Realizer` for ``job`` on the configured cluster.
 
     ``twin`` (a ``TwinJob``) is required on the twin; ``api`` overrides the Kubernetes client
     (tests); ``dry_run`` makes the Kubernetes realizer only compute diffs.

@@ -60,7 +60,7 @@ def _champions(job: str, tracking_uri: str) -> list[dict[str, Any]]:
 
 def job_overview(job: str, settings: Any, *, limit: int = 10) -> dict[str, Any]:
     """The overview of ``job`` (shape in the module docstring) from ``settings`` (a ``Settings``)."""
-    from flinktune.store import SqliteStateStore
+    from flinktune.decision.store import SqliteStateStore
 
     state_db = Path(settings.state_db)
     rows: list[dict[str, Any]] = []

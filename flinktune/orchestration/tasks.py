@@ -138,7 +138,7 @@ def profile_request(job: str, decided: Mapping[str, Any], *, dry_run: bool) -> d
     ticks = {float(d["ts"]) for d in decided.get("decisions", []) if d.get("action") == "profile"}
     if dry_run or not ticks or load_backends().cluster == "twin":
         return None
-    from flinktune.store import SqliteStateStore
+    from flinktune.decision.store import SqliteStateStore
 
     rows = SqliteStateStore(_settings().state_db).decisions(job, limit=max(len(decided["decisions"]), 1))
     rows = rows[(rows["action"] == "profile") & rows["ts"].isin(ticks)]

@@ -1,4 +1,4 @@
-"""Tuning policies, each a :class:`flinktune.stages.Policy`, by name.
+"""Tuning policies, each a :class:`flinktune.decision.stages.Policy`, by name.
 
 Use :func:`make_policy` to build one from its name; :data:`POLICY_NAMES` lists them. Sources:
 static (the reference), demeter (Geldenhuys et al. 2024), flinktune (ours), reactive (Kubernetes
@@ -21,7 +21,7 @@ from flinktune.policies.oracle_policy import OraclePolicy
 from flinktune.policies.reactive import ReactivePolicy
 from flinktune.policies.sage import SagePolicy
 from flinktune.policies.static import StaticPolicy
-from flinktune.stages import Policy
+from flinktune.decision.stages import Policy
 
 __all__ = [
     "POLICY_NAMES", "MODEL_POLICIES", "make_policy", "AutoscalerPolicy", "BarrePolicy", "DemeterPolicy", "DS2Policy",

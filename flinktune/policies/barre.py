@@ -19,7 +19,7 @@ import numpy as np
 
 from flinktune.config_space import Configuration, ConfigSpace
 from flinktune.decision import Action, Decision, JobState
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["BarrePolicy", "measured_capacity"]
 

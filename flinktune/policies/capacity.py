@@ -29,16 +29,10 @@ import numpy as np
 
 from flinktune.config_space import Configuration
 from flinktune.decision import JobState
+from flinktune.decision.reconfig import Shape, shape_of  # the one in-place rule's shape (re-exported)
 
-__all__ = ["CapacityModel", "ShapeCapacities", "Shape", "shape_of", "slot_share", "measured_capacity"]
+__all__ = ["CapacityModel", "ShapeCapacities", "Shape", "shape_of", "shape_from_json", "slot_share", "measured_capacity"]
 
-#: (task_slots, cpu, memory_mb, checkpoint_interval_s): what an in-place rescale keeps.
-Shape = tuple[int, float, int, int]
-
-
-def shape_of(cfg: Configuration) -> Shape:
-    """The knobs an in-place rescale cannot change."""
-    return (cfg.task_slots, cfg.cpu, cfg.memory_mb, cfg.checkpoint_interval_s)
 
 
 def slot_share(shape: Shape) -> float:
@@ -139,3 +133,24 @@ class ShapeCapacities:
             return None
         base = self.models[src].estimate(parallelism)
         return None if base is None else base * share / src_share
+
+    def to_dict(self) -> dict:
+        """The measurements as JSON (shapes as lists, parallelism keys as strings); see :meth:`restore`."""
+        return {
+            "models": [{"shape": list(shape), "measured": {str(p): float(c) for p, c in m.measured.items()}}
+                       for shape, m in self.models.items() if m.measured],
+            "last": list(self.last) if self.last is not None else None,
+        }  # fmt: skip
+
+    def restore(self, d: dict) -> "ShapeCapacities":
+        """Take back the measurements of :meth:`to_dict` (this object's smoothing and exponent stay)."""
+        for entry in d.get("models", []):
+            model = self.model(shape_from_json(entry["shape"]))
+            model.measured = {int(p): float(c) for p, c in entry["measured"].items()}
+        self.last = shape_from_json(d["last"]) if d.get("last") is not None else None
+        return self
+
+
+def shape_from_json(values: list) -> Shape:
+    slots, cpu, memory_mb, checkpoint_s = values
+    return (int(slots), float(cpu), int(memory_mb), int(checkpoint_s))

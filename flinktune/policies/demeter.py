@@ -19,7 +19,7 @@ from flinktune.config_space import ConfigSpace
 from flinktune.decision import Action, Decision, JobState
 from flinktune.policies.profiling import propose_profiling
 from flinktune.policies.selection import score_candidates
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["DemeterPolicy"]
 

@@ -23,7 +23,7 @@ import numpy as np
 from flinktune.config_space import ConfigSpace
 from flinktune.decision import Action, Decision, JobState
 from flinktune.policies.grid import ceil_div, snap_parallelism, vertex_targets
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["DS2Policy", "ds2_parallelism"]
 

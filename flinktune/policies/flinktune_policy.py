@@ -41,18 +41,20 @@ Why this shape of policy (each point fixes something seen in replays of Demeter-
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from flinktune.config_space import Configuration, ConfigSpace
 from flinktune.decision import Action, Decision, JobState
-from flinktune.policies.capacity import CapacityModel, Shape, ShapeCapacities, measured_capacity, shape_of
+from flinktune.decision.reconfig import same_shape
+from flinktune.policies.capacity import CapacityModel, Shape, ShapeCapacities, measured_capacity, shape_from_json, shape_of
 from flinktune.policies.profiling import propose_profiling
 from flinktune.policies.selection import CandidateScores, relative_cost, score_candidates
 from flinktune.policies.shape_choice import choose_shape, rank_shapes, roomy
 from flinktune.policies.shapes import SLOT_CORES, SizedShape, shape_candidates, shape_configs
 from flinktune.policies.sizing import ChangeLog, PlanWindow, current_demand, planned_rate, size_in_shape
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["FlinktunePolicy"]
 
@@ -94,6 +96,34 @@ class FlinktunePolicy:
     _changes: ChangeLog = field(default_factory=ChangeLog, repr=False)
     #: The last change decided and not yet seen running: (when, target).
     _proposed: tuple[float, Configuration] | None = field(default=None, repr=False)
+
+    # -- memory (saved beside each decision, restored by the next decide run) -------------------
+    def memory(self) -> dict[str, Any]:
+        """What the next decision depends on, as JSON: the shape, measured capacities, the rates
+        planned over ``down_horizon_s``, a pending re-shape, the changes counted against the budget
+        and the last change decided but not yet seen running (:class:`~flinktune.decision.stages.PolicyMemory`)."""
+        return {
+            "shape": list(self.shape) if self.shape is not None else None,
+            "capacities": self.capacities.to_dict(),
+            "plans": self._plans.to_list(),
+            "pending_since": self._pending_since,
+            "changes": self._changes.to_dict(),
+            "proposed": [self._proposed[0], self._proposed[1].to_dict()] if self._proposed is not None else None,
+        }
+
+    def restore_memory(self, memory: dict[str, Any]) -> None:
+        """Continue from :meth:`memory` (saved by an earlier decide run); ValueError names a bad entry."""
+        try:
+            self.shape = shape_from_json(memory["shape"]) if memory.get("shape") is not None else None
+            self.capacities.restore(memory.get("capacities", {}))
+            self._plans = PlanWindow().restore(memory.get("plans", []))
+            self._pending_since = float(memory["pending_since"]) if memory.get("pending_since") is not None else None
+            self._changes = ChangeLog().restore(memory.get("changes", {}))
+            proposed = memory.get("proposed")
+            self._proposed = (float(proposed[0]), Configuration.from_dict(proposed[1], where="flinktune memory 'proposed'")) \
+                if proposed is not None else None  # fmt: skip
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"flinktune policy memory: cannot restore it ({type(exc).__name__}: {exc})") from None
 
     @property
     def capacity(self) -> CapacityModel:
@@ -312,7 +342,7 @@ class FlinktunePolicy:
 
     def _change(self, state: JobState, target: Configuration, reason: str, inputs: dict) -> Decision:
         self._proposed = (state.ts, target)
-        mode = "in-place rescale" if shape_of(target) == shape_of(state.config) else "savepoint redeploy"
+        mode = "in-place rescale" if same_shape(state.config, target) else "savepoint redeploy"
         return Decision(Action.RECONFIGURE, f"{reason}; {target.describe()} by {mode}", self.name, target=target,
                         inputs=dict(inputs, mode=mode, target=target.to_dict()))  # fmt: skip
 

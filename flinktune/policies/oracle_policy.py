@@ -12,7 +12,7 @@ import pandas as pd
 
 from flinktune.config_space import ConfigSpace
 from flinktune.decision import Action, Decision, JobState
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["OraclePolicy"]
 

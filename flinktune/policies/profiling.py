@@ -17,7 +17,7 @@ import numpy as np
 
 from flinktune.config_space import Configuration, ConfigSpace
 from flinktune.policies.selection import score_candidates
-from flinktune.stages import PolicyContext, Surrogate
+from flinktune.decision.stages import PolicyContext, Surrogate
 
 __all__ = ["propose_profiling", "most_uncertain"]
 

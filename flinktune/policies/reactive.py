@@ -21,7 +21,7 @@ import numpy as np
 from flinktune.config_space import ConfigSpace
 from flinktune.decision import Action, Decision, JobState
 from flinktune.policies.grid import snap_parallelism
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["ReactivePolicy"]
 

@@ -18,7 +18,7 @@ import numpy as np
 from flinktune.config_space import Configuration, ConfigSpace
 from flinktune.decision import Action, Decision, JobState
 from flinktune.policies.grid import grid_step
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["SagePolicy"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from flinktune.config_space import Configuration, ConfigSpace
-from flinktune.stages import Surrogate
+from flinktune.decision.stages import Surrogate
 
 __all__ = ["CandidateScores", "score_candidates", "relative_cost"]
 

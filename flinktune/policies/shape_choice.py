@@ -16,7 +16,7 @@ from flinktune.config_space import Configuration, ConfigSpace
 from flinktune.policies.capacity import Shape, ShapeCapacities, shape_of
 from flinktune.policies.selection import CandidateScores, relative_cost, score_candidates
 from flinktune.policies.shapes import SizedShape, shape_configs, slot_memory_mb
-from flinktune.stages import PolicyContext, Surrogate
+from flinktune.decision.stages import PolicyContext, Surrogate
 
 __all__ = ["choose_shape", "rank_shapes", "roomy"]
 

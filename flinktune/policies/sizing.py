@@ -19,7 +19,7 @@ from flinktune.decision import JobState
 from flinktune.policies.capacity import Shape, ShapeCapacities
 from flinktune.policies.selection import score_candidates
 from flinktune.policies.shapes import shape_configs
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["planned_rate", "current_demand", "size_in_shape", "PlanWindow", "ChangeLog"]
 
@@ -91,6 +91,14 @@ class PlanWindow:
             self._plans.popleft()
         return max(r for _, r in self._plans)
 
+    def to_list(self) -> list[list[float]]:
+        """The (time, rate) pairs held, oldest first, as JSON."""
+        return [[float(t), float(r)] for t, r in self._plans]
+
+    def restore(self, plans: list[list[float]]) -> "PlanWindow":
+        self._plans = deque((float(t), float(r)) for t, r in plans)
+        return self
+
 
 @dataclass
 class ChangeLog:
@@ -102,6 +110,15 @@ class ChangeLog:
 
     last: float = float("-inf")
     _counted: deque = field(default_factory=deque, repr=False)
+
+    def to_dict(self) -> dict:
+        """The last change and the changes still counted, as JSON (None: no change yet)."""
+        return {"last": self.last if np.isfinite(self.last) else None, "counted": [float(t) for t in self._counted]}
+
+    def restore(self, d: dict) -> "ChangeLog":
+        self.last = float(d["last"]) if d.get("last") is not None else float("-inf")
+        self._counted = deque(float(t) for t in d.get("counted", []))
+        return self
 
     def record(self, now: float) -> None:
         """A change at ``now``: it uses the budget and resets the dwell time."""

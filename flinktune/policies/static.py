@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from flinktune.config_space import ConfigSpace
 from flinktune.decision import Action, Decision, JobState
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 
 __all__ = ["StaticPolicy"]
 

@@ -11,30 +11,29 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from flinktune.backends.twin import twin_backend
 from flinktune.clock import ManualClock
-from flinktune.config_space import Configuration, ConfigSpace
-from flinktune.decision import JobState
-from flinktune.guard import GuardRules, SafetyGuard
-from flinktune.loop import DecisionLoop
+from flinktune.config_space import ConfigSpace
+from flinktune.decision.guard import GuardRules
+from flinktune.decision.loop import DecisionLoop, LoopSettings, build_decision_loop
 from flinktune.policies import MODEL_POLICIES, make_policy
 from flinktune.policies.shapes import startup_design
 from flinktune.replay.metrics import summarize
-from flinktune.replay.models import ReplayModels, make_forecaster
-from flinktune.stages import PolicyContext
-from flinktune.store import MemoryStateStore
-from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
+from flinktune.replay.models import ReplayModels, TraceForecast, make_forecaster
+from flinktune.decision.store import MemoryStateStore
 from flinktune.twin.oracle import oracle_schedule
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.reconfig_modes import reconfiguration_costs
 from flinktune.twin.simulator import TwinJob
 from flinktune.twin.workload import generate_trace
 
-__all__ = ["ReplaySettings", "PolicyRun", "replay_policy", "DECISION_INTERVAL_S"]
+__all__ = ["ReplaySettings", "PolicyRun", "ReplayRig", "prepare_replay", "replay_loop", "replay_policy", "run_replay",
+           "DECISION_INTERVAL_S"]
 
 #: Seconds between decisions per policy: the cadence each system publishes (HPA and the operator
 #: evaluate often and rely on their own windows; Demeter optimises every 10 minutes).
@@ -100,24 +99,21 @@ class PolicyRun:
     mode_costs: pd.DataFrame | None = None
 
 
-def _context_factory(settings: ReplaySettings, models: ReplayModels | None, trace: pd.Series, clock: ManualClock) -> Callable[[JobState], PolicyContext]:
-    start = trace.index[0]
+@dataclass
+class ReplayRig:
+    """One policy's replay, ready to run: the twin at static max, the policy, its models (already
+    bootstrapped) and its decision interval (s). Built by :func:`prepare_replay`."""
 
-    def context(state: JobState) -> PolicyContext:
-        ctx = PolicyContext(latency_target_ms=settings.latency_target_ms, recovery_limit_s=settings.recovery_limit_s)
-        if models is None:
-            return ctx
-        # The input rate seen so far (the last 6 h), as the metrics source would give it.
-        elapsed = int(clock.now() - start.timestamp())
-        ctx.forecast = models.forecast(trace.iloc[max(0, elapsed - 6 * 3600) : elapsed], settings.forecast_horizon_s)
-        ctx.surrogate = models.surrogate
-        ctx.extras["profiled_max_rate"] = models.profiled_max_rate
-        return ctx
-
-    return context
+    name: str
+    twin: TwinJob
+    policy: Any
+    models: ReplayModels | None
+    space: ConfigSpace
+    settings: ReplaySettings
+    interval: int
 
 
-def replay_policy(
+def prepare_replay(
     name: str,
     trace: pd.Series,
     profile: ClusterProfile,
@@ -126,9 +122,8 @@ def replay_policy(
     *,
     interval_s: int | None = None,
     policy_options: dict[str, Any] | None = None,
-) -> PolicyRun:
-    """Replay ``trace`` (rec/s, 1 s steps) under policy ``name``; the job starts at static max."""
-    started = time.perf_counter()
+) -> ReplayRig:
+    """The twin, policy and models of a replay of ``trace`` under ``name`` (see :func:`replay_policy`)."""
     interval = int(interval_s or DECISION_INTERVAL_S.get(name, 600))
     options = dict(policy_options or {})
     start_ts = int(trace.index[0].timestamp())
@@ -155,15 +150,47 @@ def replay_policy(
         options.setdefault("schedule", oracle_schedule(profile, trace, space, settings.latency_target_ms, settings.recovery_limit_s, interval))
     policy = make_policy(name, space, confidence=settings.confidence, **options) if name in MODEL_POLICIES or name == "oracle" \
         else make_policy(name, space, **options)  # fmt: skip
-    clock = ManualClock(start_ts)
-    store = MemoryStateStore()
-    loop = DecisionLoop(
-        job="replay", source=TwinMetricsSource(twin), realizer=TwinRealizer(twin), policy=policy,
-        guard=SafetyGuard(space, settings.latency_target_ms, settings.guard), store=store, clock=clock,
-        context=_context_factory(settings, models, trace, clock),
-        profiler=(lambda configs, rate: models.profile(configs, rate, clock.now())) if models is not None else None,
-        window_s=interval, max_staleness_s=interval,
+    return ReplayRig(name, twin, policy, models, space, settings, interval)
+
+
+def replay_loop(rig: ReplayRig, trace: pd.Series, store: Any, clock: ManualClock) -> DecisionLoop:
+    """The decision loop of ``rig`` on its twin (``clock`` follows the twin's time), built by
+    :func:`~flinktune.decision.loop.build_decision_loop` with ``store``'s memory restored."""
+    s = rig.settings
+    backend = twin_backend(rig.twin, clock, profiler=rig.models)
+    return build_decision_loop(
+        backend, LoopSettings("replay", s.latency_target_ms, s.recovery_limit_s, window_s=rig.interval, max_staleness_s=rig.interval),
+        policy=rig.policy, space=rig.space, store=store, guard_rules=s.guard, models=rig.models,
+        forecaster=TraceForecast(rig.models, trace, s.forecast_horizon_s) if rig.models is not None else None,
     )  # fmt: skip
+
+
+def replay_policy(
+    name: str,
+    trace: pd.Series,
+    profile: ClusterProfile,
+    space: ConfigSpace,
+    settings: ReplaySettings,
+    *,
+    interval_s: int | None = None,
+    policy_options: dict[str, Any] | None = None,
+    store: Any = None,
+) -> PolicyRun:
+    """Replay ``trace`` (rec/s, 1 s steps) under policy ``name``; the job starts at static max.
+
+    ``store`` (default a fresh ``MemoryStateStore``) receives every decision, keeps included.
+    """
+    started = time.perf_counter()
+    rig = prepare_replay(name, trace, profile, space, settings, interval_s=interval_s, policy_options=policy_options)
+    return run_replay(rig, trace, store=store, started=started)
+
+
+def run_replay(rig: ReplayRig, trace: pd.Series, *, store: Any = None, started: float | None = None) -> PolicyRun:
+    """Run a prepared replay over the whole ``trace`` in this process, one decision per interval."""
+    started = time.perf_counter() if started is None else started
+    twin, models, interval = rig.twin, rig.models, rig.interval
+    clock = ManualClock(twin.now)
+    loop = replay_loop(rig, trace, MemoryStateStore() if store is None else store, clock)
     values = trace.to_numpy(dtype=float)
     decisions: list[dict[str, Any]] = []
     for lo in range(0, len(values), interval):
@@ -177,7 +204,7 @@ def replay_policy(
                               "policy": out.decision.policy, "changed": bool(out.result and out.result.changed),
                               "mode": out.result.mode if out.result else None})  # fmt: skip
     hist = twin.history()
-    summary = summarize(hist, twin.reconfigurations, models, settings.recovery_limit_s)
+    summary = summarize(hist, twin.reconfigurations, models, rig.settings.recovery_limit_s)
     minutes = hist.set_index("ts")[["rate", "latency_p95_ms", "lag", "total_cpu", "total_memory_mb"]].resample("1min").mean()
-    costs = reconfiguration_costs(profile, twin.reconfigurations, hist)
-    return PolicyRun(name, summary, minutes, decisions, time.perf_counter() - started, mode_costs=costs)
+    costs = reconfiguration_costs(twin.profile, twin.reconfigurations, hist)
+    return PolicyRun(rig.name, summary, minutes, decisions, time.perf_counter() - started, mode_costs=costs)

@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration, ConfigSpace
-from flinktune.stages import Forecaster
+from flinktune.decision.stages import Forecaster
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.profiling import STABLE_S, initial_design, profile_configs
 
-__all__ = ["ReplayModels", "make_forecaster", "FORECASTERS"]
+__all__ = ["ReplayModels", "TraceForecast", "make_forecaster", "FORECASTERS"]
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,9 @@ class ReplayModels:
             warnings.simplefilter("ignore")  # GP fitting warnings (jitter, optimiser) are not actionable here
             self.surrogate = GPSurrogate(seed=self.seed).fit(X, df["input_rate"].to_numpy(dtype=float), Y)
 
+    def refresh(self) -> None:
+        """Nothing to reload: :meth:`profile` refits the surrogate itself (``ModelProvider``)."""
+
     def forecast(self, history: pd.Series, horizon_s: int):
         """A forecast from the rate history so far: the main forecaster's, else the ``fallback``'s
         while the history is too short for the main one, else None."""
@@ -141,3 +144,18 @@ class ReplayModels:
             except ValueError as exc:  # ForecastInputError: too little history yet
                 log.debug("no forecast from %s yet: %s", type(fc).__name__, exc)
         return None
+
+
+@dataclass
+class TraceForecast:
+    """The replay's ``ForecastProvider``: ``models``' forecast from the last ``history_s`` of the
+    replayed ``trace`` before ``now`` (the input rate the metrics source would show so far)."""
+
+    models: ReplayModels
+    trace: pd.Series
+    horizon_s: int
+    history_s: int = 6 * 3600
+
+    def forecast(self, job: str, now: float):
+        elapsed = int(now - self.trace.index[0].timestamp())
+        return self.models.forecast(self.trace.iloc[max(0, elapsed - self.history_s) : elapsed], self.horizon_s)

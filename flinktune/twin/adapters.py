@@ -1,4 +1,4 @@
-"""The twin behind the decision loop's stage interfaces (flinktune.stages).
+"""The twin behind the decision loop's stage interfaces (flinktune.decision.stages).
 
 Use :class:`TwinMetricsSource` as the ``MetricsSource`` when the job is a twin: it serves the
 samples the twin emitted (kept in memory for ``retain_s``) or, given a lake, what was written
@@ -14,7 +14,8 @@ import pandas as pd
 
 from flinktune.config_space import Configuration
 from flinktune.lake import Lake
-from flinktune.stages import RealizeResult
+from flinktune.decision.reconfig import ReconfigMode
+from flinktune.decision.stages import RealizeResult
 from flinktune.twin.simulator import TwinJob
 
 __all__ = ["TwinMetricsSource", "TwinRealizer"]
@@ -72,9 +73,10 @@ class TwinRealizer:
         before = twin.config
         downtime = twin.apply(config, mode=self.mode)
         rec = twin.last_reconfiguration or {}
-        mode = str(rec.get("mode", "noop"))
-        if mode == "noop":
-            return RealizeResult(changed=False, mode="noop", downtime_s=0.0, detail=f"already running {before.describe()}")
+        kind = str(rec.get("mode", "noop"))  # the twin's mechanics: noop, rescale or redeploy
+        if kind == "noop":
+            return RealizeResult(changed=False, mode=ReconfigMode.NOOP, downtime_s=0.0, detail=f"already running {before.describe()}")
+        mode = ReconfigMode.IN_PLACE if kind == "rescale" else ReconfigMode.REDEPLOY
         return RealizeResult(
             changed=True, mode=mode, downtime_s=downtime, detail=f"{before.describe()} -> {config.describe()} ({mode}, {downtime:.1f} s down)"
         )

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from flinktune.config_space import ConfigError, Configuration
+from flinktune.decision.reconfig import same_shape
 from flinktune.twin.profile import ClusterProfile
 
 __all__ = [
@@ -210,9 +211,9 @@ def reconfiguration(profile: ClusterProfile, old: Configuration, new: Configurat
         raise ConfigError(f"reconfiguration mode must be auto, rescale or redeploy, got {mode!r}")
     if old == new:
         return "noop", 0.0
-    others = [k for k in ("task_slots", "cpu", "memory_mb", "checkpoint_interval_s") if getattr(old, k) != getattr(new, k)]
-    can_rescale = profile.adaptive_scheduler and not others
+    can_rescale = profile.adaptive_scheduler and same_shape(old, new)
     if mode == "rescale" and not can_rescale:
+        others = [k for k in ("task_slots", "cpu", "memory_mb", "checkpoint_interval_s") if getattr(old, k) != getattr(new, k)]
         why = f"knob(s) {others} need a redeploy" if others else "the profile's adaptive scheduler is off"
         raise ConfigError(f"cannot rescale in place: {why}")
     if can_rescale and mode != "redeploy":

@@ -7,12 +7,11 @@ from flinktune.clock import ManualClock
 from flinktune.config_space import default_space
 from flinktune.decision import Action
 from flinktune.evaluation import evaluate, rate_series
-from flinktune.guard import SafetyGuard
-from flinktune.loop import DecisionLoop
+from flinktune.backends import Backend
+from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.policies import make_policy
-from flinktune.stages import PolicyContext
-from flinktune.store import SqliteStateStore
-from flinktune.testing import FrameMetricsSource, FunctionSurrogate, RecordingRealizer, StaticForecaster, raw_samples
+from flinktune.decision.store import SqliteStateStore
+from flinktune.testing import FixedForecast, FixedModels, FrameMetricsSource, FunctionSurrogate, RecordingRealizer, raw_samples
 
 SPACE = default_space()
 
@@ -49,11 +48,10 @@ def test_loop_reconfigures_records_and_explains(tmp_path):
     realizer = RecordingRealizer(SPACE.maximum)
     store = SqliteStateStore(tmp_path / "state.db")
     clock = ManualClock(600)
-    loop = DecisionLoop(
-        job="j", source=FrameMetricsSource(frame), realizer=realizer, policy=make_policy("flinktune", SPACE, memory_headroom=0.7),
-        guard=SafetyGuard(SPACE, 250.0), store=store, clock=clock,
-        context=lambda s: PolicyContext(250.0, 180.0, StaticForecaster(20000).predict(pd.Series(dtype=float), 600),
-                                        FunctionSurrogate(SPACE), extras={"profiled_max_rate": 1e6}),
+    loop = build_decision_loop(
+        Backend("test", FrameMetricsSource(frame), realizer, clock), LoopSettings("j", 250.0),
+        policy=make_policy("flinktune", SPACE, memory_headroom=0.7), space=SPACE, store=store,
+        forecaster=FixedForecast(20000), models=FixedModels(FunctionSurrogate(SPACE), 1e6),
     )
     out = loop.step()
     assert out.decision.action is Action.RECONFIGURE and realizer.applied == [out.decision.target]
@@ -68,12 +66,11 @@ def test_loop_reconfigures_records_and_explains(tmp_path):
 
 def test_loop_dry_run_changes_nothing(tmp_path):
     realizer = RecordingRealizer(SPACE.maximum)
-    loop = DecisionLoop(
-        job="j", source=FrameMetricsSource(raw_samples("j", 0, 600, rate=20000, p95=120)), realizer=realizer,
-        policy=make_policy("flinktune", SPACE, memory_headroom=0.7), guard=SafetyGuard(SPACE, 250.0), store=SqliteStateStore(tmp_path / "s.db"),
-        clock=ManualClock(600), dry_run=True,
-        context=lambda s: PolicyContext(250.0, 180.0, StaticForecaster(20000).predict(pd.Series(dtype=float), 600),
-                                        FunctionSurrogate(SPACE), extras={"profiled_max_rate": 1e6}),
+    store = SqliteStateStore(tmp_path / "s.db")
+    loop = build_decision_loop(
+        Backend("test", FrameMetricsSource(raw_samples("j", 0, 600, rate=20000, p95=120)), realizer, ManualClock(600)),
+        LoopSettings("j", 250.0, dry_run=True), policy=make_policy("flinktune", SPACE, memory_headroom=0.7), space=SPACE,
+        store=store, forecaster=FixedForecast(20000), models=FixedModels(FunctionSurrogate(SPACE), 1e6),
     )
     out = loop.step()
     assert out.decision.action is Action.RECONFIGURE and realizer.applied == [] and out.result is None

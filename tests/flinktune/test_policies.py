@@ -4,7 +4,7 @@ from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, JobState
 from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.policies.selection import relative_cost, score_candidates
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 from flinktune.testing import FunctionSurrogate, StaticForecaster
 
 SPACE = default_space()

@@ -7,8 +7,8 @@ import pytest
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Decision, Action
 from flinktune.report import ReportInputs, summarise, write_report
-from flinktune.stages import RealizeResult
-from flinktune.store import SqliteStateStore
+from flinktune.decision.stages import RealizeResult
+from flinktune.decision.store import SqliteStateStore
 from flinktune.testing import StaticForecaster, raw_samples
 from flinktune.evaluation import evaluate
 

@@ -18,8 +18,8 @@ from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision
 from flinktune.evaluation import evaluate
 from flinktune.orchestration.airflow_home import airflow_env
-from flinktune.stages import RealizeResult
-from flinktune.store import SqliteStateStore
+from flinktune.decision.stages import RealizeResult
+from flinktune.decision.store import SqliteStateStore
 from flinktune.testing import raw_samples
 
 pytestmark = pytest.mark.airflow

@@ -124,7 +124,7 @@ def test_nothing_busy_or_no_vertex_metrics_gives_none():
     assert explain(None).startswith("bottleneck: unknown")
 
 
-def test_evaluate_attaches_analysis_and_loop_annotation_holds_scale_up_on_skew():
+def test_evaluate_attaches_analysis_and_annotation_quotes_it_without_changing_the_decision():
     cfg = Configuration(8, 2, 2.0, 4096, 30)
     twin = TwinJob(ClusterProfile.default("tsw"), cfg, detail="subtask", seed=0,
                    imbalance=Imbalance(hot_vertex="window", hot_key_share=0.4, hot_subtask=2))
@@ -132,9 +132,10 @@ def test_evaluate_attaches_analysis_and_loop_annotation_holds_scale_up_on_skew()
     state = evaluate("demo", df, cfg, now=twin.now, window_s=120)
     assert state.analysis is not None and state.analysis.prefers_no_change
     json.dumps(state.to_dict())  # the store persists it
+    # Holding a scale-up on skew is the guard's rule now (tests/flinktune/decision/test_guard.py): annotate only quotes.
     up = Decision(Action.RECONFIGURE, "latency above target", "ds2", target=Configuration(16, 2, 2.0, 4096, 30))
-    held = annotate(up, state)
-    assert held.action is Action.KEEP and "key skew on window[2]" in held.reason and held.inputs["held_target"]["parallelism"] == 16
+    quoted = annotate(up, state)
+    assert quoted.action is Action.RECONFIGURE and quoted.target == up.target and "key skew on window[2]" in quoted.reason
     down = Decision(Action.RECONFIGURE, "over-provisioned", "ds2", target=Configuration(4, 2, 2.0, 4096, 30))
     kept = annotate(down, state)
     assert kept.action is Action.RECONFIGURE and kept.reason.startswith("over-provisioned | bottleneck: window")

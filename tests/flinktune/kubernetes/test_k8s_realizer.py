@@ -6,6 +6,7 @@ import pytest
 from json_http import JsonHandler
 from k8s_fake_server import LocalApiServer
 
+from flinktune.decision.reconfig import ReconfigMode
 from flinktune.clock import ManualClock
 from flinktune.config_space import Configuration
 from flinktune.kubernetes import (
@@ -89,7 +90,7 @@ def test_invalid_body_names_path_and_rule():
 def test_parallelism_only_change_is_an_in_place_override_patch():
     with FakeApiServer(running()) as srv:
         res = realizer(srv).apply("ysb", BASE.with_(parallelism=12, vertex_parallelism={"sink": 2}))
-        assert res.changed and res.mode == "in-place"
+        assert res.changed and res.mode is ReconfigMode.IN_PLACE
         (patch,) = srv.patches
         assert set(patch["spec"]) == {"flinkConfiguration"}  # spec.job.parallelism untouched: no redeploy
         assert patch["spec"]["flinkConfiguration"][OVERRIDES_KEY] == "aaa1:12,bbb2:12,ccc3:12,ddd4:2"
@@ -99,10 +100,10 @@ def test_parallelism_only_change_is_an_in_place_override_patch():
 def test_other_knobs_use_a_savepoint_upgrade_and_old_flink_never_rescales_in_place():
     with FakeApiServer(running()) as srv:
         res = realizer(srv).apply("ysb", Configuration(12, 2, 2.0, 2048, 30))
-        assert res.mode == "savepoint" and srv.obj["spec"]["taskManager"]["resource"] == {"cpu": 2.0, "memory": "2048m"}
+        assert res.mode is ReconfigMode.REDEPLOY and srv.obj["spec"]["taskManager"]["resource"] == {"cpu": 2.0, "memory": "2048m"}
         assert srv.obj["spec"]["job"]["upgradeMode"] == "savepoint" and srv.obj["spec"]["job"]["jarURI"] == "local:///opt/job.jar"
     _, mode = config_patch(running(version="v1_17"), BASE.with_(parallelism=12), VIDS)
-    assert mode == "savepoint"
+    assert mode is ReconfigMode.REDEPLOY
 
 
 def test_conflict_is_retried_on_a_fresh_read():
@@ -115,13 +116,22 @@ def test_conflict_is_retried_on_a_fresh_read():
 def test_failed_upgrade_is_rolled_back():
     with FakeApiServer(running(), fail=True) as srv:
         res = realizer(srv).apply("ysb", Configuration(8, 1, 1.0, 1024, 10))
-        assert not res.changed and res.mode == "rolled-back" and "FAILED" in res.detail
+        assert not res.changed and res.mode is ReconfigMode.ROLLED_BACK and "FAILED" in res.detail
         assert config_from_object(srv.obj, VIDS) == BASE and len(srv.patches) == 2
 
 
 def test_dry_run_prints_a_diff_and_sends_nothing():
     with FakeApiServer(running()) as srv:
         res = realizer(srv, dry_run=True).apply("ysb", Configuration(8, 2, 2.0, 2048, 30))
-        assert res.mode == "dry-run" and not srv.patches
+        assert res.mode is ReconfigMode.DRY_RUN and not srv.patches
         assert "-      memory: 4096m" in res.detail and "+      memory: 2048m" in res.detail
     assert dry_run_diff(running(), {}) == ""
+
+
+def test_kubernetes_realizer_keeps_the_realizer_contract():
+    from stage_contracts import check_realizer
+
+    with FakeApiServer(running()) as srv:
+        check_realizer(realizer(srv), "ysb", BASE.with_(parallelism=16), Configuration(16, 2, 2.0, 2048, 30))
+    with FakeApiServer(running(version="v1_17")) as srv:  # no adaptive scheduler: every change redeploys
+        check_realizer(realizer(srv), "ysb", BASE.with_(parallelism=16), Configuration(16, 2, 2.0, 2048, 30), in_place_supported=False)

@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pytest
 
+from flinktune.decision.reconfig import ReconfigMode
 from flinktune.config_space import Configuration
 from flinktune.evaluation import evaluate
 from flinktune.localflink import (
@@ -99,13 +100,13 @@ def test_cluster_job_metrics_rescale_failure_and_stop(cluster, flink_setup, tmp_
 
         # In place: a second TaskManager, then the adaptive scheduler takes p=2 without a redeploy.
         up = realizer.apply("short-form", start.with_(parallelism=2))
-        assert up.changed and up.mode == "in-place rescale" and 0 < up.downtime_s < 60
+        assert up.changed and up.mode is ReconfigMode.IN_PLACE and 0 < up.downtime_s < 60
         jid = control.require_job()
         assert control.parallelism(jid) == 2 and len(cluster.taskmanagers()) == 2
 
         # Savepoint redeploy: the checkpoint interval needs a restart from a savepoint.
         redeploy = realizer.apply("short-form", start.with_(parallelism=2, checkpoint_interval_s=5))
-        assert redeploy.mode == "savepoint redeploy" and 0 < redeploy.downtime_s < 60
+        assert redeploy.mode is ReconfigMode.REDEPLOY and 0 < redeploy.downtime_s < 60
         new_jid = control.require_job()
         assert new_jid != jid and control.checkpoint_interval_s(new_jid) == 5.0 and control.parallelism(new_jid) == 2
         restored = cluster.rest.get(f"/jobs/{new_jid}/checkpoints")["latest"]["restored"]

@@ -19,7 +19,7 @@ from flinktune.localflink.workload import RatePlan
 from flinktune.policies.capacity import ShapeCapacities, shape_of
 from flinktune.policies.flinktune_policy import FlinktunePolicy
 from flinktune.policies.static import StaticPolicy
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 from models.forecasting.types import QuantileForecast
 
 SPACE = ConfigSpace(parallelism=(1, 2), task_slots=(1,), cpu=(1.0,), memory_mb=(1024,), checkpoint_interval_s=(10,))

@@ -24,7 +24,7 @@ from flinktune.config_space import default_space
 from flinktune.decision import Decision
 from flinktune.evaluation import evaluate
 from flinktune.orchestration.airflow_home import airflow_env
-from flinktune.store import SqliteStateStore
+from flinktune.decision.store import SqliteStateStore
 from flinktune.testing import raw_samples
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(240)]

@@ -14,7 +14,7 @@ from flinktune.policies.capacity import CapacityModel, ShapeCapacities, measured
 from flinktune.policies.selection import CandidateScores
 from flinktune.policies.shapes import SLOT_CORES, shape_candidates, slot_memory_mb, startup_design
 from flinktune.policies.sizing import ChangeLog
-from flinktune.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext
 from flinktune.testing import FunctionSurrogate, StaticForecaster
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob

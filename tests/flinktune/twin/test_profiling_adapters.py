@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from flinktune.decision.reconfig import ReconfigMode
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.lake import Lake
 from flinktune.metric_schema import PROFILING_COLUMNS
-from flinktune.stages import MetricsSource
+from flinktune.decision.stages import MetricsSource
 from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import initial_design, profile_configs, recovery_time
@@ -69,9 +70,9 @@ def test_realizer_applies_and_reports_mode_and_downtime() -> None:
     assert callable(realizer.current) and callable(realizer.apply)  # Realizer is not runtime-checkable
     assert realizer.apply("demo", SPACE.maximum).changed is False
     res = realizer.apply("demo", SPACE.maximum.with_(parallelism=20))
-    assert res.changed and res.mode == "rescale" and res.downtime_s > 0 and "p24" in res.detail
+    assert res.changed and res.mode is ReconfigMode.IN_PLACE and res.downtime_s > 0 and "p24" in res.detail
     res = realizer.apply("demo", SPACE.maximum.with_(parallelism=20, cpu=2.0))
-    assert res.mode == "redeploy" and realizer.current("demo").cpu == 2.0
+    assert res.mode is ReconfigMode.REDEPLOY and realizer.current("demo").cpu == 2.0
     with pytest.raises(KeyError, match="'other'"):
         realizer.current("other")
 
@@ -94,3 +95,19 @@ def test_metrics_source_over_twin_and_lake(tmp_path) -> None:
     )
     with pytest.raises(ValueError, match="exactly one"):
         TwinMetricsSource()
+
+
+def test_twin_realizer_keeps_the_realizer_contract() -> None:
+    from stage_contracts import check_realizer
+
+    from flinktune.backends.twin import twin_backend
+    from flinktune.clock import ManualClock
+
+    twin = TwinJob(PROFILE, SPACE.maximum, job="demo")
+    check_realizer(TwinRealizer(twin), "demo", SPACE.maximum.with_(parallelism=16), SPACE.maximum.with_(parallelism=16, task_slots=2))
+    # The backend's one in-place rule says what the realizer does.
+    backend = twin_backend(twin, ManualClock(twin.now))
+    before = twin.config
+    for target in (before, before.with_(parallelism=20), before.with_(cpu=1.0)):
+        assert backend.mode_for(before, target) is backend.realizer.apply("demo", target).mode
+        before = target

@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from flinktune.stages import Surrogate
+from flinktune.decision.stages import Surrogate
 from models.surrogate.gp import fit_gp
 from models.surrogate.rgpe_surrogate import RGPESurrogate
 from models.surrogate.types import SurrogateDataWarning, SurrogateInputError

@@ -1,8 +1,8 @@
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision, JobState
-from flinktune.guard import GuardRules, SafetyGuard, is_scale_down
-from flinktune.store import MemoryStateStore
-from flinktune.stages import RealizeResult
+from flinktune.decision.guard import GuardRules, SafetyGuard, is_scale_down
+from flinktune.decision.store import MemoryStateStore
+from flinktune.decision.stages import RealizeResult
 
 SPACE = default_space()
 MAX = SPACE.maximum
@@ -89,3 +89,56 @@ def test_rollback_still_happens_in_steady_operation_after_the_grace_period():
     g.review(Decision.keep("test", "fine"), failed, now=400)
     d = g.review(Decision.keep("test", "fine"), state(SMALL, p95=5000), now=1100)
     assert d.action is Action.RECONFIGURE and d.target == MAX and d.reason.startswith("rollback")
+
+
+def _skewed_state():
+    """A real twin window whose bottleneck is a hot key: more parallelism cannot help."""
+    import numpy as np
+
+    from flinktune.evaluation import evaluate
+    from flinktune.twin import ClusterProfile, TwinJob
+    from flinktune.twin.imbalance import Imbalance
+
+    cfg = Configuration(8, 2, 2.0, 4096, 30)
+    twin = TwinJob(ClusterProfile.default("tsw"), cfg, job="j", detail="subtask", seed=0,
+                   imbalance=Imbalance(hot_vertex="window", hot_key_share=0.4, hot_subtask=2))  # fmt: skip
+    state = evaluate("j", twin.run(np.full(120, 40000.0)), cfg, now=twin.now, window_s=120)
+    assert state.analysis is not None and state.analysis.prefers_no_change and state.restarts == 0
+    return state
+
+
+def test_skew_rule_holds_a_planned_scale_up_and_says_why():
+    st = _skewed_state()
+    up = Configuration(16, 2, 2.0, 4096, 30)
+    d = guard().review(reconf(up, "latency above target"), st, now=st.ts)
+    assert d.action is Action.KEEP and d.reason.startswith("held reconfigure to") and "scaling does not help" in d.reason
+    assert d.inputs["held_target"]["parallelism"] == 16 and d.inputs["proposed_reason"] == "latency above target"
+    # a scale-down is no bet on parallelism: not held
+    assert guard().review(reconf(Configuration(8, 1, 1.0, 4096, 30)), st, now=st.ts).action is Action.RECONFIGURE
+
+
+def test_a_guard_rollback_is_never_held_by_the_skew_rule():
+    """The rollback to a larger configuration that met the goals is a scale-up in a skewed window:
+    the guard's last word stands, also after the analysis is quoted (the loop's order)."""
+    from dataclasses import replace
+
+    from flinktune.analysis import annotate
+
+    st = _skewed_state()
+    before = Configuration(16, 2, 2.0, 4096, 30)
+    g = SafetyGuard(SPACE, latency_target_ms=st.latency_p95_ms / 2)  # the skewed window misses the goal
+    g.record(st.ts - 400, replace(st, config=before, latency_p95_ms=1.0, lag_growth=0.0), st.config)
+    for planned in (Decision.keep("test", "fine"), reconf(Configuration(20, 2, 2.0, 4096, 30), "scale up")):
+        d = annotate(g.review(planned, st, now=st.ts), st)
+        assert d.action is Action.RECONFIGURE and d.target == before and d.reason.startswith("rollback"), d.reason
+
+
+def test_restore_keeps_the_failure_grace_across_restarts():
+    """A failure seen by an earlier run still excuses the catch-up miss in the next run (no rollback)."""
+    store = MemoryStateStore()
+    store.record_decision("j", 0, state(MAX, p95=300), reconf(SMALL), RealizeResult(True, "redeploy", 40))
+    failed = JobState("j", 300.0, SMALL, True, 30000, 30000, 0, 0.0, 5000, 4, 4000, 0.5, 0.0, 600, True, (), (), restarts=1)
+    store.record_decision("j", 400, failed, Decision.keep("test", "fine"), None)
+    g = guard(stabilization_s=300, rollback_window_s=900, failure_grace_s=600).restore(store.decisions("j"))
+    assert g.last_failure_ts == 400
+    assert g.review(Decision.keep("test", "fine"), state(SMALL, p95=5000), now=700).action is Action.KEEP

@@ -11,10 +11,15 @@ Rules, in order (the first that applies wins, and its reason says so):
    is refused;
 4. stabilization: no change within ``stabilization_s`` of the previous one (metrics after a
    restart are not yet trustworthy; Flink's own meters are ~60 s moving averages);
-5. at most one scale-down per ``scale_down_window_s``; scale-ups are never delayed by it.
+5. at most one scale-down per ``scale_down_window_s``; scale-ups are never delayed by it;
+6. skew hold: a scale-up planned against a hot key (the window's analysis says more parallelism
+   cannot remove the skew) is held: prefer no change. A rollback (rule 2) is never held by it:
+   returning to a configuration that met the goals is not a bet on parallelism.
 
-The guard remembers recent changes; rebuild it from the state store with :meth:`Guard.from_history`
-so that cooldowns survive restarts of the decision task.
+The guard has the last word: nothing after it changes what it decided (the analysis only quotes).
+It remembers recent changes and the last failure; rebuild it from the state store with
+:meth:`SafetyGuard.restore` so that cooldowns and the failure grace survive restarts of the
+decision task (each run of the decide job is a new process).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import pandas as pd
 from flinktune.config_space import Configuration, ConfigSpace
 from flinktune.decision import Action, Decision, JobState
 
-__all__ = ["GuardRules", "SafetyGuard", "is_scale_down"]
+__all__ = ["GuardRules", "SafetyGuard", "is_scale_down", "scales_up"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,12 @@ def is_scale_down(current: Configuration, target: Configuration) -> bool:
         or target.total_memory_mb < current.total_memory_mb
         or target.parallelism < current.parallelism
     )
+
+
+def scales_up(current: Configuration, target: Configuration) -> bool:
+    """True when ``target`` runs more subtasks than ``current`` (job parallelism or any vertex override)."""
+    more_vertex = any(p > current.vertex_overrides().get(v, current.parallelism) for v, p in target.vertex_overrides().items())
+    return target.parallelism > current.parallelism or more_vertex
 
 
 @dataclass
@@ -123,7 +134,16 @@ class SafetyGuard:
                     f"{self.rules.scale_down_window_s:.0f} s); proposed was: {decision.reason}",
                     **inputs,
                 )
-        return decision
+        return self._skew_hold(decision, state, inputs)
+
+    def _skew_hold(self, decision: Decision, state: JobState, inputs: dict) -> Decision:
+        """Rule 6: hold a planned scale-up when the bottleneck is a hot key (more subtasks do not remove skew)."""
+        a = state.analysis
+        target = decision.target
+        if a is None or not a.prefers_no_change or target is None or not scales_up(state.config, target):
+            return decision
+        return Decision.keep(decision.policy, f"held {decision.action.value} to {target.describe()}: scaling does not help "
+                             f"({a.scaling_why})", **inputs, held_target=target.to_dict())  # fmt: skip
 
     def record(self, now: float, state: JobState, applied: Configuration) -> None:
         """Remember a change that was carried out (call after the realizer succeeded)."""
@@ -132,11 +152,14 @@ class SafetyGuard:
             self.changes = self.changes[-50:]
 
     def restore(self, decisions: pd.DataFrame) -> "SafetyGuard":
-        """Rebuild the change memory from stored decisions (columns of ``store.DECISION_COLUMNS``)."""
+        """Rebuild the change memory and the last failure from stored decisions (columns of
+        ``store.DECISION_COLUMNS``, oldest first), as :meth:`review` and :meth:`record` left them."""
         for row in decisions.itertuples(index=False):
+            state = json.loads(row.state)
+            if int(state.get("restarts", 0)) > 0 and not state.get("problems"):
+                self.last_failure_ts = float(row.ts)
             if not int(row.changed) or not row.target:
                 continue
-            state = json.loads(row.state)
             before = Configuration.from_dict(state["config"], where=f"decision {row.id}")
             after = Configuration.from_dict(json.loads(row.target), where=f"decision {row.id}")
             met = state["latency_p95_ms"] <= self.latency_target_ms and state["lag_growth"] <= self.rules.lag_growth_tolerance

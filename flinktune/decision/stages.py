@@ -1,12 +1,16 @@
 """The stage interfaces of the decision loop (DESIGN.md section 4).
 
 Each stage is a small Protocol with a real implementation and a testing one, injected into
-:class:`flinktune.loop.DecisionLoop` together with a clock. Shapes:
+:class:`flinktune.decision.loop.DecisionLoop` together with a clock. Shapes:
 
 - ``MetricsSource.fetch(job, start_ms, end_ms)`` -> raw-schema frame (see ``metric_schema``).
 - ``Forecaster`` (``models.forecasting``): fit a rate series, predict a :class:`QuantileForecast`.
 - ``Surrogate`` (``models.surrogate``): fit (X, rates, Y) arrays, predict :class:`SurrogatePrediction`.
-- ``Policy.decide(state, context)`` -> :class:`Decision` with a reason.
+- ``ForecastProvider.forecast(job, now)`` -> the rate forecast the policy plans with (or None).
+- ``ModelProvider``: the current surrogate and how far profiling reached; ``refresh()`` after profiling.
+- ``Profiler.profile(configs, rate, now)``: short profiling runs where the cluster runs them.
+- ``Policy.decide(state, context)`` -> :class:`Decision` with a reason; a policy with memory
+  (:class:`PolicyMemory`) has it saved beside each decision and restored by the next run.
 - ``Guard.review(decision, state, now)`` -> the decision to carry out (possibly a hold).
 - ``Realizer.apply(job, config)`` -> :class:`RealizeResult`; a no-op when nothing changes.
 - ``StateStore``: durable decisions and their outcomes.
@@ -22,6 +26,7 @@ import pandas as pd
 
 from flinktune.config_space import Configuration
 from flinktune.decision import Decision, JobState
+from flinktune.decision.reconfig import ReconfigMode
 from models.forecasting.types import QuantileForecast
 from models.surrogate.types import SurrogatePrediction
 
@@ -29,10 +34,15 @@ __all__ = [
     "MetricsSource",
     "Forecaster",
     "Surrogate",
+    "ForecastProvider",
+    "ModelProvider",
+    "Profiler",
     "PolicyContext",
+    "PolicyMemory",
     "Policy",
     "Guard",
     "RealizeResult",
+    "ReconfigMode",
     "Realizer",
     "StateStore",
 ]
@@ -69,6 +79,49 @@ class Surrogate(Protocol):
     def predict(self, X: np.ndarray, rate: float) -> SurrogatePrediction: ...
 
 
+class ForecastProvider(Protocol):
+    """The forecast a policy plans with at ``now`` (epoch s): a fitted model over the rate history
+    the cluster shows; None while there is no model or too little history (the policy holds)."""
+
+    def forecast(self, job: str, now: float) -> QuantileForecast | None: ...
+
+
+class ModelProvider(Protocol):
+    """The learned models a policy consults besides the forecast.
+
+    ``surrogate`` is None while there is no champion; ``profiled_max_rate`` (rec/s) is the highest
+    rate profiling covered (0 before any). The loop calls :meth:`refresh` after a profile decision
+    was carried out, so the next decision sees the retrained surrogate.
+    """
+
+    @property
+    def surrogate(self) -> "Surrogate | None": ...
+
+    @property
+    def profiled_max_rate(self) -> float: ...
+
+    def refresh(self) -> None: ...
+
+
+class Profiler(Protocol):
+    """Runs short profiling jobs of ``configs`` at ``rate`` rec/s (``now``: epoch s of the decision)."""
+
+    def profile(self, configs: list[Configuration], rate: float, now: float) -> Any: ...
+
+
+@runtime_checkable
+class PolicyMemory(Protocol):
+    """A policy whose decisions depend on what it saw before (measured capacities, dwell times,
+    budgets, pending changes). :meth:`memory` is a JSON-serialisable dict; :meth:`restore_memory`
+    takes one back, so one decision per process decides as one long-lived object would."""
+
+    name: str
+
+    def memory(self) -> dict[str, Any]: ...
+
+    def restore_memory(self, memory: dict[str, Any]) -> None: ...
+
+
 @dataclass
 class PolicyContext:
     """What a policy may consult besides the job state: forecasts, models, goals, history."""
@@ -97,10 +150,11 @@ class Guard(Protocol):
 
 @dataclass(frozen=True)
 class RealizeResult:
-    """What applying a configuration did: whether anything changed, how, and the downtime it cost."""
+    """What applying a configuration did: whether anything changed, how (one :class:`ReconfigMode`
+    for every realizer), and the downtime it cost (s)."""
 
     changed: bool
-    mode: str
+    mode: ReconfigMode
     downtime_s: float = 0.0
     detail: str = ""
 
@@ -114,8 +168,11 @@ class Realizer(Protocol):
 
 
 class StateStore(Protocol):
-    """Durable record of decisions and their outcomes."""
+    """Durable record of decisions and their outcomes, and of the policy memory saved with them."""
 
-    def record_decision(self, job: str, ts: float, state: JobState, decision: Decision, result: RealizeResult | None) -> int: ...
+    def record_decision(self, job: str, ts: float, state: JobState, decision: Decision, result: RealizeResult | None, *,
+                        dry_run: bool = False, memory: tuple[str, dict[str, Any]] | None = None) -> int: ...  # fmt: skip
+
+    def policy_memory(self, job: str, policy: str) -> dict[str, Any] | None: ...
 
     def decisions(self, job: str, limit: int | None = None) -> pd.DataFrame: ...

@@ -1,0 +1,14 @@
+"""What each cluster kind (the twin, Kubernetes, a local Flink) gives the decision loop.
+
+Use :class:`Backend` to hand :func:`flinktune.decision.loop.build_decision_loop` one cluster's
+stages: where the metrics come from, what applies a configuration, whose clock the loop runs on,
+where profiling runs, and whether the cluster rescales in place (:meth:`Backend.mode_for`, the one
+in-place rule of :mod:`flinktune.decision.reconfig`). One factory per kind:
+:func:`~flinktune.backends.twin.twin_backend`, :func:`~flinktune.backends.kubernetes.kubernetes_backend`,
+:func:`~flinktune.backends.local_flink.local_flink_backend` (import them from their modules: each
+pulls in its cluster's client).
+"""
+
+from flinktune.backends.backend import CLUSTER_KINDS, Backend
+
+__all__ = ["Backend", "CLUSTER_KINDS"]

@@ -1,0 +1,23 @@
+"""A FlinkDeployment on Kubernetes as a cluster: the raw lake's samples, the patching realizer, the wall clock."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flinktune.backends.backend import Backend
+from flinktune.clock import SystemClock
+from flinktune.decision.stages import MetricsSource
+
+__all__ = ["kubernetes_backend"]
+
+
+def kubernetes_backend(job: str, source: MetricsSource, *, dry_run: bool = False, api: Any = None,
+                       environ: Mapping[str, str] | None = None) -> Backend:  # fmt: skip
+    """The FlinkDeployment ``job`` (with ``FLINKTUNE_CLUSTER=kubernetes``, the namespace and vertex ids
+    from ``environ``: :func:`flinktune.orchestration.cluster.make_realizer`), read through ``source``
+    (the raw lake the extractor keeps fresh). No profiler: the ``flinktune_profile`` DAG carries out profile decisions.
+    In place only on Flink >= 1.18 (checked per patch by the realizer)."""
+    from flinktune.orchestration.cluster import make_realizer
+
+    return Backend("kubernetes", source, make_realizer(job, dry_run=dry_run, api=api, environ=environ), SystemClock())
