@@ -215,19 +215,28 @@ def run_transfer_seed(seed: int, iterations: int, init: int, arm: str, *, n_cand
     return {"seed": seed, "arm": arm, "regret": regret, "weights": weights}
 
 
-def transfer_main(seeds: int, iterations: int, init: int, tolerance: float = 0.05) -> dict:
-    """Every arm on every seed; runs-to-tolerance and final regret per arm (mean and worst)."""
-    start = time.perf_counter()
-    runs: dict[str, list[list[float]]] = {a: [] for a in ARMS}
+def _transfer_run(args: tuple[int, int, int, str]) -> dict:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for s in range(seeds):
-            line = {"seed": s}
-            for arm in ARMS:
-                r = run_transfer_seed(s, iterations, init, arm)
-                runs[arm].append(r["regret"])
-                line[arm] = round(r["regret"][-1], 4)
-            print(json.dumps(line), flush=True)
+        warnings.simplefilter("ignore")  # jitter notes from gpytorch
+        return run_transfer_seed(*args)
+
+
+def transfer_main(seeds: int, iterations: int, init: int, tolerance: float = 0.05, workers: int = 1) -> dict:
+    """Every arm on every seed (``workers`` processes); runs-to-tolerance and final regret per arm (mean and worst)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    start = time.perf_counter()
+    tasks = [(s, iterations, init, arm) for s in range(seeds) for arm in ARMS]
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            results = list(pool.map(_transfer_run, tasks))
+    else:
+        results = [_transfer_run(t) for t in tasks]
+    runs: dict[str, list[list[float]]] = {a: [] for a in ARMS}
+    for r in results:
+        runs[r["arm"]].append(r["regret"])
+    for s in range(seeds):
+        print(json.dumps({"seed": s, **{arm: round(runs[arm][s][-1], 4) for arm in ARMS}}), flush=True)
 
     def runs_to(reg: list[float]) -> int:
         hit = [k for k, v in enumerate(reg) if v <= tolerance]
@@ -259,11 +268,12 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--init", type=int, default=3)
     p.add_argument("--no-dilution", action="store_true", help="RGPE without weight-dilution pruning")
     p.add_argument("--transfer", action="store_true", help="cross-job transfer for a new twin job (module doc)")
+    p.add_argument("--workers", type=int, default=1, help="--transfer: processes to run the seeds and arms in")
     a = p.parse_args(argv)
     if a.seeds < 1 or a.iterations < 1 or a.init < 3:
         p.error("--seeds and --iterations must be >= 1 and --init >= 3 (rank weights need 3 target points)")
     if a.transfer:
-        return transfer_main(a.seeds, a.iterations, a.init)
+        return transfer_main(a.seeds, a.iterations, a.init, workers=max(1, a.workers))
     if a.seeds < 2:
         p.error("--seeds must be >= 2 for a paired test")
     dil = None if a.no_dilution else 20
