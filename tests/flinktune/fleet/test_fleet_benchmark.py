@@ -1,0 +1,22 @@
+"""benchmarks/fleet.py on a tiny fleet: every job decided through the real loop, figures reported."""
+
+from benchmarks.fleet import main
+
+
+def test_one_cycle_decides_every_job_and_reports_its_figures(tmp_path, capsys):
+    out = tmp_path / "fleet.md"
+    r = main(["--jobs", "3", "--forecaster", "naive", "--out", str(out)])
+    assert r["failed"] == 0 and sum(r["actions"].values()) == 3
+    assert r["cycle_s"] > 0 and r["decisions_per_s"] > 0 and r["peak_rss_mib"] >= r["peak_rss_mib_after_setup"] > 0
+    table = out.read_text()
+    assert "| 3 |" in table and "benchmarks/fleet.py --jobs 3" in table
+
+
+def test_bad_options_are_refused(capsys):
+    import pytest
+
+    for argv in (["--jobs", "0"], ["--kinds", "ysb,cars"]):
+        with pytest.raises(SystemExit) as err:
+            main(argv)
+        assert err.value.code == 2
+    assert "--kinds takes ysb and/or tsw" in capsys.readouterr().err
