@@ -120,8 +120,16 @@ def _main(argv: list[str]) -> None:
     p.add_argument("--duration-s", type=int, default=300, help="seconds per profiling run before the failure")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    configs = json.loads(a.configs) if a.configs else None
-    rates = [float(x) for x in a.rates.split(",")] if a.rates else None
+    try:
+        configs = json.loads(a.configs) if a.configs else None
+    except ValueError as exc:
+        raise ValueError(f"--configs is not JSON ({exc}); give a JSON list of knob mappings") from None
+    if configs is not None and not isinstance(configs, list):
+        raise ValueError(f"--configs must be a JSON list of knob mappings, got {type(configs).__name__}")
+    try:
+        rates = [float(x) for x in a.rates.split(",")] if a.rates else None
+    except ValueError:
+        raise ValueError(f"--rates {a.rates!r}: give comma-separated numbers (rec/s)") from None
     print(json.dumps(run(job=a.job, configs=configs, rates=rates, duration_s=a.duration_s, seed=a.seed)))
 
 

@@ -35,11 +35,12 @@ def read_features(settings: Settings, job: str) -> pd.DataFrame:
 def run(*, job: str, since_ms: int | None = None, settings: Settings | None = None) -> dict:
     job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
+    features = read_features(settings, job)  # first: a job without features is refused before the store is opened (created)
     store = SqliteStateStore(settings.state_db)
     since = pd.Timestamp(since_ms, unit="ms", tz="UTC") if since_ms is not None else None
     inputs = ReportInputs(
         job=job,
-        features=read_features(settings, job),
+        features=features,
         decisions=store.decisions(job),
         forecasts=store.forecasts(job),
         latency_target_ms=settings.latency_target_ms,

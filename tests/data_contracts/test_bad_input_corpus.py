@@ -264,7 +264,7 @@ def test_spark_corpus_through_the_etl(kind, settings, spark):
     lake.write_raw(good())
     etl.run(job="demo", settings=settings)
     before = snapshot(lake.root / "curated")
-    assert {p.split("/")[0] for p in before} == {"features_1m", "features_10s"}
+    assert {p.split("/")[0] for p in before} == {"_snapshots", "features_1m", "features_10s"}
     breaks, exc, fragments = SPARK_CASES[kind]
     breaks(lake)
     with pytest.raises(exc) as err:
