@@ -109,7 +109,7 @@ def unit_problems(df: pd.DataFrame, config: Configuration, *, cpu_slack: float =
                    "is heap reported in bytes instead of MB?")
     for metric in _LATENCIES:
         lat = df.loc[df["metric"] == metric, "value"]
-        if len(lat) and 0 < float(lat.median()) < MIN_LATENCY_MS:
+        if len(lat) and float(lat.median()) < MIN_LATENCY_MS:
             out.append(f"{metric} median {float(lat.median()):.3g} ms is below {MIN_LATENCY_MS:g} ms; "
                        "is latency reported in seconds instead of milliseconds?")
             break  # one latency reason is enough: they share one unit
