@@ -246,8 +246,8 @@ def read_observations(path: str) -> pd.DataFrame:
 def _check_limits(df: pd.DataFrame) -> None:
     """Every row's knobs and rate within physical limits (parallelism 0 or 1e12 would fit nothing)."""
     for i, row in enumerate(df[[*KNOBS, "input_rate"]].to_dict("records")):
-        check_knobs(row, f"row {i + 1}")  # 1-based data row, as a person counts them below the header
-        check_rate(row["input_rate"], f"row {i + 1}: input_rate")
+        check_knobs(row, f"row {i}")  # 0-based data row, as the file's other errors count them
+        check_rate(row["input_rate"], f"row {i}: input_rate")
 
 
 def _check_knobs(df: pd.DataFrame) -> None:

@@ -135,17 +135,17 @@ CASES["trace_is_a_folder"] = (job("simulate", "--trace-file", "{tmp}", "--hours"
 
 # --- observations (twin calibrate) ----------------------------------------------------------------
 OBSERVATIONS: dict[str, tuple[str, str]] = {
-    "parallelism_0": ("0,1,1,1024,10,1000,1000,50,30\n", "row 2: parallelism"),
-    "parallelism_1e12": ("1e12,1,1,1024,10,1000,1000,50,30\n", "row 2: parallelism"),
-    "slots_2.7": ("8,2.7,1,1024,10,1000,1000,50,30\n", "row 2: task_slots: 2.7 is not a whole number"),
-    "cpu_negative": ("8,1,-1,1024,10,1000,1000,50,30\n", "row 2: cpu"),
-    "cpu_0": ("8,1,0,1024,10,1000,1000,50,30\n", "row 2: cpu"),
-    "memory_fraction": ("8,1,1,1024.5,10,1000,1000,50,30\n", "row 2: memory_mb"),
-    "checkpoint_0": ("8,1,1,1024,0,1000,1000,50,30\n", "row 2: checkpoint_interval_s"),
-    "rate_1e30": ("8,1,1,1024,10,1e30,1000,50,30\n", "row 2: input_rate"),
-    "rate_negative": ("8,1,1,1024,10,-5,1000,50,30\n", "row 2: input_rate"),
-    "parallelism_nan": ("nan,1,1,1024,10,1000,1000,50,30\n", "row 2: parallelism"),
-    "parallelism_text": ("many,1,1,1024,10,1000,1000,50,30\n", "row 2: parallelism"),
+    "parallelism_0": ("0,1,1,1024,10,1000,1000,50,30\n", "row 1: parallelism"),
+    "parallelism_1e12": ("1e12,1,1,1024,10,1000,1000,50,30\n", "row 1: parallelism"),
+    "slots_2.7": ("8,2.7,1,1024,10,1000,1000,50,30\n", "row 1: task_slots: 2.7 is not a whole number"),
+    "cpu_negative": ("8,1,-1,1024,10,1000,1000,50,30\n", "row 1: cpu"),
+    "cpu_0": ("8,1,0,1024,10,1000,1000,50,30\n", "row 1: cpu"),
+    "memory_fraction": ("8,1,1,1024.5,10,1000,1000,50,30\n", "row 1: memory_mb"),
+    "checkpoint_0": ("8,1,1,1024,0,1000,1000,50,30\n", "row 1: checkpoint_interval_s"),
+    "rate_1e30": ("8,1,1,1024,10,1e30,1000,50,30\n", "row 1: input_rate"),
+    "rate_negative": ("8,1,1,1024,10,-5,1000,50,30\n", "row 1: input_rate"),
+    "parallelism_nan": ("nan,1,1,1024,10,1000,1000,50,30\n", "row 1: parallelism"),
+    "parallelism_text": ("many,1,1,1024,10,1000,1000,50,30\n", "row 1: parallelism"),
 }
 for kind, (row, fragment) in OBSERVATIONS.items():
     CASES[f"calibrate[{kind}]"] = (
