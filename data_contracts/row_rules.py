@@ -9,6 +9,8 @@ YAML (parsed by :func:`parse_row_rules` / :func:`parse_required`, called from ``
         when: {column: metric, in: [busyTimeMsPerSecond]}
         check: {column: value, range: {max: 1100}}  # or allowed: [...], or regex: "..."
         severity: error
+      - name: cpu_within_cores_reserved            # no "when": every row
+        check: {column: cpu_used, at_most_product: {columns: [taskmanagers, cpu], factor: 1.5}}
     required_values:
       - name: metrics                                # rule id: required.<name>
         column: metric
@@ -28,6 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 
 from data_contracts.outcome import Failure
@@ -39,17 +42,19 @@ __all__ = [
 
 _ROW_KEYS = {"name", "when", "check", "severity", "description"}
 _WHEN_KEYS = {"column", "in"}
-_CHECK_KEYS = {"column", "range", "allowed", "regex"}
+_CHECK_KEYS = {"column", "range", "allowed", "regex", "at_most_product"}
 _REQ_KEYS = {"name", "column", "values", "per_window", "severity", "description"}
 _SAMPLE = 5
 
 
 @dataclass(frozen=True)
 class RowRule:
-    """Rows whose ``when_column`` is in ``when_in`` must have ``column`` within range / allowed / regex."""
+    """Rows whose ``when_column`` is in ``when_in`` (every row when it is None) must have ``column``
+    within range / allowed / regex, or at most ``factor`` times the product of the ``at_most`` columns
+    (a bound that depends on the row's own configuration: CPU used within the cores reserved)."""
 
     name: str
-    when_column: str
+    when_column: str | None
     when_in: tuple[Any, ...]
     column: str
     min: float | None = None
@@ -57,6 +62,13 @@ class RowRule:
     allowed: tuple[Any, ...] | None = None
     regex: str | None = None
     severity: str = "error"
+    at_most: tuple[str, ...] | None = None
+    factor: float = 1.0
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns a sample of a failing row shows."""
+        return list(dict.fromkeys([c for c in (self.when_column, self.column, *(self.at_most or ())) if c is not None]))
 
     @property
     def id(self) -> str:
@@ -67,6 +79,8 @@ class RowRule:
             return f"{self.column} in {list(self.allowed)}"
         if self.regex is not None:
             return f"{self.column} matching {self.regex!r}"
+        if self.at_most is not None:
+            return f"{self.column} at most {self.factor:g} x {' x '.join(self.at_most)}"
         lo = "-inf" if self.min is None else f"{self.min:g}"
         hi = "+inf" if self.max is None else f"{self.max:g}"
         return f"{self.column} between {lo} and {hi}"
@@ -120,18 +134,25 @@ def parse_row_rules(err: Err, raw: Any, columns: list[str], severity: Callable[[
         where = f"row_rules[{i}]"
         r = _mapping(err, r, where, _ROW_KEYS)
         name = _name(err, r.get("name"), f"{where}.name")
-        when = _mapping(err, r.get("when"), f"{where}.when", _WHEN_KEYS)
+        when = _mapping(err, r["when"], f"{where}.when", _WHEN_KEYS) if "when" in r else None
         check = _mapping(err, r.get("check"), f"{where}.check", _CHECK_KEYS)
-        for key, col in ((f"{where}.when.column", when.get("column")), (f"{where}.check.column", check.get("column"))):
+        named = [(f"{where}.check.column", check.get("column"))] + ([(f"{where}.when.column", when.get("column"))] if when else [])
+        for key, col in named:
             if col not in columns:
                 raise err(key, f"column {col!r} is not declared in columns {columns}")
-        if not isinstance(when.get("in"), list) or not when["in"]:
+        if when is not None and (not isinstance(when.get("in"), list) or not when["in"]):
             raise err(f"{where}.when.in", "must be a non-empty list")
-        kinds = [k for k in ("range", "allowed", "regex") if k in check]
+        kinds = [k for k in ("range", "allowed", "regex", "at_most_product") if k in check]
         if len(kinds) != 1:
-            raise err(f"{where}.check", f"needs exactly one of range, allowed, regex; got {kinds}")
+            raise err(f"{where}.check", f"needs exactly one of range, allowed, regex, at_most_product; got {kinds}")
         kw: dict[str, Any] = {}
-        if "range" in check:
+        if "at_most_product" in check:
+            prod = _mapping(err, check["at_most_product"], f"{where}.check.at_most_product", {"columns", "factor"})
+            cols = prod.get("columns")
+            if not isinstance(cols, list) or not cols or any(c not in columns for c in cols):
+                raise err(f"{where}.check.at_most_product.columns", f"must list declared columns, got {cols!r}")
+            kw = {"at_most": tuple(cols), "factor": _number(err, prod.get("factor", 1.0), f"{where}.check.at_most_product.factor")}
+        elif "range" in check:
             rng = _mapping(err, check["range"], f"{where}.check.range", {"min", "max"})
             if not rng:
                 raise err(f"{where}.check.range", "needs min and/or max")
@@ -145,7 +166,8 @@ def parse_row_rules(err: Err, raw: Any, columns: list[str], severity: Callable[[
                 raise err(f"{where}.check.regex", "must be a string pattern")
             kw["regex"] = check["regex"]
         sev = severity(r.get("severity", "error"), f"{where}.severity")
-        out.append(RowRule(name, when["column"], tuple(when["in"]), check["column"], severity=sev, **kw))
+        when_column, when_in = (when["column"], tuple(when["in"])) if when else (None, ())
+        out.append(RowRule(name, when_column, when_in, check["column"], severity=sev, **kw))
     return tuple(out)
 
 
@@ -171,7 +193,10 @@ def parse_required(err: Err, raw: Any, columns: list[str], severity: Callable[[A
 
 def row_rule_mask(df: pd.DataFrame, rule: RowRule) -> pd.Series:
     """True on the rows of ``df`` (pandas) that break ``rule``."""
-    applies = df[rule.when_column].isin(list(rule.when_in)).fillna(False).astype(bool)
+    if rule.when_column is None:
+        applies = pd.Series(True, index=df.index)
+    else:
+        applies = df[rule.when_column].isin(list(rule.when_in)).fillna(False).astype(bool)
     col = df[rule.column]
     if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
         x = pd.to_numeric(col, errors="coerce").astype("float64")
@@ -182,6 +207,9 @@ def row_rule_mask(df: pd.DataFrame, rule: RowRule) -> pd.Series:
         bad = ~col.isin(list(rule.allowed))
     elif rule.regex is not None:
         bad = ~col.astype("string").str.fullmatch(rule.regex).fillna(False).astype(bool)
+    elif rule.at_most is not None:
+        bound = rule.factor * np.prod([pd.to_numeric(df[c], errors="coerce").astype("float64") for c in rule.at_most], axis=0)
+        bad = pd.Series(x.to_numpy(dtype="float64", na_value=np.nan) > bound, index=df.index)  # a missing bound skips the row
     else:
         bad = pd.Series(False, index=df.index)
         if rule.min is not None:
@@ -192,7 +220,10 @@ def row_rule_mask(df: pd.DataFrame, rule: RowRule) -> pd.Series:
 
 
 def row_rule_failure(rule: RowRule, count: int, rows: int, sample: list[dict[str, Any]]) -> Failure:
-    detail = f"rows with {rule.when_column} in {list(rule.when_in)[:4]}{'...' if len(rule.when_in) > 4 else ''} need {rule.expected()}"
+    if rule.when_column is None:
+        detail = f"every row needs {rule.expected()}"
+    else:
+        detail = f"rows with {rule.when_column} in {list(rule.when_in)[:4]}{'...' if len(rule.when_in) > 4 else ''} need {rule.expected()}"
     pct = f"; {100.0 * count / rows:.3g}% of rows" if rows else ""
     return Failure(rule.id, rule.column, rule.severity, tuple(sample), count, detail + pct)
 
@@ -203,8 +234,7 @@ def row_rule_failures_pandas(df: pd.DataFrame, rules: tuple[RowRule, ...]) -> li
         bad = row_rule_mask(df, rule)
         n = int(bad.sum())
         if n:
-            cols = list(dict.fromkeys([rule.when_column, rule.column]))
-            sample = [{k: _py(v) for k, v in r.items()} for r in df.loc[bad, cols].head(_SAMPLE).to_dict("records")]
+            sample = [{k: _py(v) for k, v in r.items()} for r in df.loc[bad, rule.columns].head(_SAMPLE).to_dict("records")]
             out.append(row_rule_failure(rule, n, len(df), sample))
     return out
 

@@ -130,7 +130,7 @@ def spark_failures(df: Any, contract: Contract, now: dt.datetime | None) -> tupl
     # aggregates per column serve every range rule on it); only when a bound is crossed does an
     # exact count run (a second pass, on the failure path only). Nulls, NaN and sets are counted.
     ranged = {c.name for c in contract.columns if c.name not in keys and (c.min is not None or c.max is not None)}
-    ranged |= {r.column for r in contract.row_rules if r.column not in keys and r.allowed is None and r.regex is None}
+    ranged |= {r.column for r in contract.row_rules if r.column not in keys and r.allowed is None and r.regex is None and r.at_most is None}
     types = {f.name: type(f.dataType).__name__ for f in df.schema.fields}
     counted = {k: v for k, v in conds.items() if k[0] not in keys and k[1] != "range"}
     aggs = [F.count(F.lit(1)).alias("_rows"), _fresh_value(df, contract)]
@@ -138,7 +138,7 @@ def spark_failures(df: Any, contract: Contract, now: dt.datetime | None) -> tupl
     for name in sorted(ranged):
         aggs += [F.min(_real(name, types)).alias(f"_min_{name}"), F.max(_real(name, types)).alias(f"_max_{name}")]
     rules = [(r, _row_condition(r, df, with_when=r.when_column not in keys)) for r in contract.row_rules]
-    numeric = [cond for r, cond in rules if r.column not in keys and (r.allowed is not None or r.regex is not None)]
+    numeric = [cond for r, cond in rules if r.column not in keys and (r.allowed is not None or r.regex is not None or r.at_most is not None)]
     aggs += [F.sum(F.when(cond, 1).otherwise(0)).alias(f"_r{i}") for i, cond in enumerate(numeric)]
     run_keys, run_aggs = spark_counter_keys(contract.counters, keys, types)
     g = df.groupBy(_window_index(contract, df), *keys, *run_keys).agg(*aggs, *run_aggs).toPandas()
@@ -207,7 +207,7 @@ def _num(s: pd.Series) -> pd.Series:
 
 def _row_failures(df: Any, g: pd.DataFrame, rules: list[tuple[RowRule, Any]], keys: list[str], rows: int) -> list[Failure]:
     out = []
-    numbered = [r for r, _ in rules if r.column not in keys and (r.allowed is not None or r.regex is not None)]
+    numbered = [r for r, _ in rules if r.column not in keys and (r.allowed is not None or r.regex is not None or r.at_most is not None)]
     for rule, cond in rules:
         applies = g[rule.when_column].isin(list(rule.when_in)) if rule.when_column in keys else pd.Series(True, index=g.index)
         full = _row_condition(rule, df, with_when=True)
@@ -218,8 +218,7 @@ def _row_failures(df: Any, g: pd.DataFrame, rules: list[tuple[RowRule, Any]], ke
         else:
             bad = df.filter(full).count() if (applies & _crosses(g, rule.column, rule.min, rule.max)).any() else 0
         if bad:
-            cols = list(dict.fromkeys([rule.when_column, rule.column]))
-            sample = [{k: _plain(v) for k, v in r.asDict().items()} for r in df.filter(full).select(*cols).limit(SAMPLE_SIZE).collect()]
+            sample = [{k: _plain(v) for k, v in r.asDict().items()} for r in df.filter(full).select(*rule.columns).limit(SAMPLE_SIZE).collect()]
             out.append(row_rule_failure(rule, bad, rows, sample))
     return out
 
@@ -237,13 +236,20 @@ def _row_condition(rule: RowRule, df: Any, *, with_when: bool = True) -> Any:
         bad = ~col.isin(list(rule.allowed))
     elif rule.regex is not None:
         bad = ~col.rlike(f"^(?:{rule.regex})$")
+    elif rule.at_most is not None:
+        bound = F.lit(rule.factor)
+        for c in rule.at_most:
+            bound = bound * F.col(c).cast("double")
+        bad = F.coalesce(col > bound, F.lit(False))  # a missing bound skips the row
     else:
         bad = F.lit(False)
         if rule.min is not None:
             bad = bad | (col < F.lit(rule.min))
         if rule.max is not None:
             bad = bad | (col > F.lit(rule.max))
-    return (F.col(rule.when_column).isin(list(rule.when_in)) & real & bad) if with_when else (real & bad)
+    if with_when and rule.when_column is not None:
+        return F.col(rule.when_column).isin(list(rule.when_in)) & real & bad
+    return real & bad
 
 
 def _required_failures(g: pd.DataFrame, contract: Contract) -> list[Failure]:

@@ -18,9 +18,20 @@ from typing import Optional
 
 import typer
 
+from flinktune.entry import BoundaryGroup
+from flinktune.job_name import JobNameError, job_name
+
 __all__ = ["app"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Keep Flink jobs near their cheapest safe configuration.")
+app = typer.Typer(cls=BoundaryGroup, add_completion=False, no_args_is_help=True,
+                  help="Keep Flink jobs near their cheapest safe configuration.")
+
+
+@app.callback()
+def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show the traceback of an unexpected error.")) -> None:
+    """Keep Flink jobs near their cheapest safe configuration."""
+    # An error in any subcommand is one line and exit code 2 (flinktune.entry); --debug keeps tracebacks.
+    ctx.meta["flinktune.debug"] = debug
 
 DEMO_MARKER = ".flinktune-demo"
 
@@ -39,6 +50,31 @@ class PolicyName(str, Enum):
 def _fail(message: str) -> None:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code=2)
+
+
+def _job(value: str) -> str:
+    try:
+        return job_name(value, where="--job")
+    except JobNameError as exc:
+        _fail(str(exc))
+    return value  # pragma: no cover - _fail raises
+
+
+def _out_file(path: Path, option: str = "--out") -> Path:
+    """``path`` if a file can be written there: not a folder, in an existing folder."""
+    if path.is_dir():
+        _fail(f"{option} {path} is a folder; give a file path")
+    if not path.parent.is_dir():
+        _fail(f"{option} {path}: folder {path.parent} does not exist (or is a file); create it first")
+    return path
+
+
+def _out_dir(path: Path, option: str = "--out") -> Path:
+    """``path`` if it is a folder or can become one (nothing in its way is a file)."""
+    for p in (path, *path.parents):
+        if p.exists() and not p.is_dir():
+            _fail(f"{option} {path}: {p} is a file, not a folder; give a folder path")
+    return path
 
 
 def _fresh_demo_dir(var_dir: Path) -> None:
@@ -63,10 +99,7 @@ def demo(
     var_dir: Path = typer.Option(Path("var/demo"), help="State folder of the demo (recreated on every run)."),
 ) -> None:
     """Run the whole pipeline on the twin and print the report's path."""
-    import re
-
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", job):
-        _fail(f"--job {job!r} is not a valid job name (lower-case letters, digits and dashes, at most 63)")
+    job = _job(job)
     if trace_file is not None:
         from flinktune.twin.workload import TraceError, load_trace_csv
 
@@ -126,6 +159,7 @@ def decide(
     """Run the decision task for a job (state from FLINKTUNE_* settings)."""
     from jobs.decide import run
 
+    job = _job(job)
     try:
         typer.echo(json.dumps(run(job=job, ticks=ticks, policy=policy.value, dry_run=dry_run), indent=2))
     except (FileNotFoundError, ValueError) as exc:
@@ -137,6 +171,7 @@ def report(job: str = typer.Option(..., help="Job name.")) -> None:
     """Write the report of a job and print its path."""
     from jobs.report import run
 
+    job = _job(job)
     try:
         typer.echo(run(job=job)["report"])
     except (FileNotFoundError, ValueError) as exc:
@@ -157,6 +192,7 @@ def replay(
     """Replay every policy on the same trace, seed and failures; write the comparison table."""
     from flinktune.replay import cli_replay
 
+    out = _out_dir(out)
     try:
         result = cli_replay(trace, policies, hours, failures, seed, out, forecaster=forecaster, workers=workers)
     except (FileNotFoundError, ValueError) as exc:
@@ -182,6 +218,7 @@ def twin_calibrate(
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
+    out = _out_file(out)
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
         result = calibrate(read_observations(str(observations)), base, holdout=holdout, seed=seed, duration_s=duration_s)
@@ -203,6 +240,7 @@ def twin_predict(
     from flinktune.twin.calibration import CalibrationError, predict_table, read_observations
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
+    out = _out_file(out) if out else None
     try:
         prof = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
         pred = predict_table(prof, read_observations(str(table)))

@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 import yaml
 
+from flinktune.limits import MAX_PARALLELISM, LimitError, check_int, check_knobs
+
 __all__ = [
     "KNOBS",
     "Configuration",
@@ -113,14 +115,20 @@ class Configuration:
         if missing:
             raise ConfigError(f"{where}: missing key(s) {missing}")
         try:
+            # Physical limits first: 2.7 slots is refused, not truncated to 2.
+            knobs = check_knobs(data, where)
+            vertices = dict(data.get("vertex_parallelism") or {})
             return cls(
-                parallelism=int(data["parallelism"]),
-                task_slots=int(data["task_slots"]),
-                cpu=float(data["cpu"]),
-                memory_mb=int(data["memory_mb"]),
-                checkpoint_interval_s=int(data["checkpoint_interval_s"]),
-                vertex_parallelism=tuple(sorted((str(k), int(v)) for k, v in dict(data.get("vertex_parallelism") or {}).items())),
+                parallelism=int(knobs["parallelism"]),
+                task_slots=int(knobs["task_slots"]),
+                cpu=float(knobs["cpu"]),
+                memory_mb=int(knobs["memory_mb"]),
+                checkpoint_interval_s=int(knobs["checkpoint_interval_s"]),
+                vertex_parallelism=tuple(sorted(
+                    (str(k), check_int(v, f"{where}: vertex_parallelism[{k!r}]", 1, MAX_PARALLELISM)) for k, v in vertices.items())),
             )
+        except LimitError as exc:
+            raise ConfigError(str(exc)) from None
         except (TypeError, ValueError) as exc:
             if isinstance(exc, ConfigError):
                 raise ConfigError(f"{where}: {exc}") from None

@@ -21,6 +21,7 @@ import pandas as pd
 from flinktune.analysis.criticality import CriticalityAnalysis, analyse
 from flinktune.config_space import Configuration
 from flinktune.decision import JobState, VertexMetrics
+from flinktune.metric_quality import quality_problems
 
 log = logging.getLogger(__name__)
 
@@ -122,27 +123,6 @@ def _analysis(df: pd.DataFrame, config: Configuration) -> CriticalityAnalysis | 
         return None
 
 
-_LIVE_METRICS = ("workloadRate", "numRecordsOutPerSecond", "pendingRecords", "latencyP95Ms")
-
-
-def _frozen_for_s(df: pd.DataFrame, newest: float) -> float:
-    """Seconds (up to ``newest``) over which every live metric kept one value per sample, 0 when one moved.
-
-    A metric's per-sample value is its sum over subtasks and vertices; the span runs back from the
-    newest sample to the last change of any live metric (or to the first sample, when none changed).
-    """
-    live = df[df["metric"].isin(_LIVE_METRICS)]
-    if live.empty:
-        return 0.0
-    table = live.groupby(["ts_ms", "metric"])["value"].sum().unstack("metric").sort_index()
-    if len(table) < 3:
-        return 0.0
-    changed = (table.diff().abs() > 0).any(axis=1).to_numpy()
-    changed[0] = False
-    last_change = table.index[np.flatnonzero(changed)[-1]] if changed.any() else table.index[0]
-    return newest - float(last_change) / 1000.0
-
-
 def evaluate(
     job: str,
     samples: pd.DataFrame,
@@ -176,15 +156,8 @@ def evaluate(
 
     newest = float(df["ts_ms"].max()) / 1000.0 if not df.empty else float("-inf")
     fresh = (now - newest) <= max_staleness_s
-    if not fresh:
-        age = "no samples" if newest == float("-inf") else f"newest sample is {now - newest:.0f} s old"
-        problems.append(f"stale data: {age} (limit {max_staleness_s:.0f} s)")
-
-    if frozen_after_s is not None and not df.empty:
-        frozen = _frozen_for_s(df, newest)
-        if frozen >= frozen_after_s:
-            problems.append(f"frozen metrics: rate, throughput, backlog and latency identical for {frozen:.0f} s while samples "
-                            f"keep arriving (limit {frozen_after_s:.0f} s); the metrics pipeline is not refreshing")
+    # Staleness, frozen values, duplicate or overlapping samples, units out of range for `config`.
+    problems += quality_problems(df, config, now, max_staleness_s=max_staleness_s, frozen_after_s=frozen_after_s)
 
     rate = _job_metric(df, "workloadRate")
     thr = _throughput(df)

@@ -17,27 +17,26 @@ by the ``flinktune_profile`` DAG that the decide DAG triggers.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from flinktune.backends.kubernetes import kubernetes_backend
 from flinktune.backends.twin import twin_backend
 from flinktune.clock import ManualClock
+from flinktune.entry import OneLineParser, run_main
+from flinktune.job_name import job_name
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import SqliteStateStore
 from flinktune.evaluation import rate_series
-from flinktune.lake import Lake
-from flinktune.lake_source import LakeMetricsSource
+from flinktune.lake import PROFILING_OBSERVATIONS, Lake, LakeMetricsSource
 from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.settings import Settings, load_settings
+from flinktune.twin.job_store import job_dir
 from flinktune.twin.simulator import TwinJob
 
 __all__ = ["run", "main", "FORECAST_HISTORY_S", "ChampionModels", "LakeForecast", "TwinProfiler"]
@@ -46,6 +45,8 @@ log = logging.getLogger(__name__)
 
 #: How much input-rate history the forecaster sees at predict time.
 FORECAST_HISTORY_S = 6 * 3600
+#: Hold when the live metrics have not moved for this long (a metrics pipeline that stopped refreshing).
+FROZEN_AFTER_S = 300.0
 
 
 def _load_champion(name: str) -> Any | None:
@@ -59,11 +60,10 @@ def _load_champion(name: str) -> Any | None:
 
 
 def _profiled_max_rate(settings: Settings, job: str) -> float:
-    base = Lake(settings.lake_dir).curated_dir("profiling_observations") / f"job={job}"
-    files = sorted(base.rglob("*.parquet")) if base.exists() else []
-    if not files:
+    frames = Lake(settings.lake_dir).read_dataset(PROFILING_OBSERVATIONS, job, columns=["input_rate"])
+    if not frames:
         return 0.0
-    rates = np.concatenate([pq.read_table(f, columns=["input_rate"]).column(0).to_numpy() for f in files])
+    rates = np.concatenate([f["input_rate"].to_numpy(dtype=float) for f in frames])
     return float(np.nanmax(rates)) if rates.size else 0.0
 
 
@@ -116,6 +116,7 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
         raise ValueError(f"unknown policy {policy!r}; known policies: {', '.join(POLICY_NAMES)}")
     if ticks < 1:
         raise ValueError(f"ticks must be >= 1, got {ticks}")
+    job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
     from models.registry import configure
 
@@ -123,7 +124,7 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
     from flinktune.orchestration.backends import load_backends
 
     on_twin = load_backends().cluster == "twin"
-    twin_dir = Path(settings.twin_dir) / job
+    twin_dir = job_dir(settings.twin_dir, job)
     twin_path, trace_path = twin_dir / "twin.json", twin_dir / "trace.parquet"
     twin, trace = None, None
     if on_twin:
@@ -144,8 +145,9 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
     else:  # Kubernetes: profile decisions are carried out by the flinktune_profile DAG the decide DAG triggers
         backend = kubernetes_backend(job, LakeMetricsSource(lake), dry_run=dry_run)
     # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
+    # frozen_after_s: the metric quality gates (flinktune.metric_quality) hold on frozen values.
     loop_settings = LoopSettings(job, settings.latency_target_ms, settings.recovery_limit_s, window_s=settings.decision_interval_s,
-                                 dry_run=dry_run and on_twin)  # fmt: skip
+                                 frozen_after_s=FROZEN_AFTER_S, dry_run=dry_run and on_twin)  # fmt: skip
     # The guard's history and the policy's memory come back from the state store (one run, one tick in production).
     loop = build_decision_loop(backend, loop_settings, policy=make_policy(policy, space, confidence=settings.confidence),
                                space=space, store=store, forecaster=LakeForecast(lake, job, settings.forecast_horizon_s),
@@ -182,8 +184,13 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
     return {"job": job, "policy": policy, "decisions": summaries, "end_ms": int(clock.now() * 1000)}
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m jobs.decide", description=__doc__)
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jobs.decide``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    return run_main("python -m jobs.decide", _main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    p = OneLineParser(prog="python -m jobs.decide", description=__doc__)
     p.add_argument("--job", required=True)
     p.add_argument("--ticks", type=int, default=1)
     p.add_argument("--policy", choices=POLICY_NAMES, default="flinktune")
@@ -193,4 +200,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

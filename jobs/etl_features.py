@@ -13,15 +13,13 @@ raised: nothing is transformed) -> transform (one scan of raw into 10-s partial 
 in memory, from which both grains are built) -> validate the per-minute and the 10-s rows against
 their contracts (each failing one is quarantined; nothing is written unless both pass; the first
 violation is raised) -> stage-then-commit the affected ``job/date`` partitions of ``features_1m``,
-then of ``features_10s`` (:mod:`flinktune.etl.curated`). The range is widened to whole minutes, so
-partial windows never overwrite complete ones; rerunning a range rewrites byte-identical files. A
-crash between the two commits leaves ``features_1m`` new and ``features_10s`` old, each whole;
-rerunning the range makes them agree.
+and of ``features_10s`` in one snapshot commit (:mod:`flinktune.etl.curated`): a crash anywhere in
+it leaves readers both grains old or both new. The range is widened to whole minutes, so partial
+windows never overwrite complete ones; rerunning a range rewrites byte-identical files.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -29,6 +27,8 @@ import time
 from typing import Any
 
 from data_contracts import ContractViolation, ValidationOutcome, validate
+from flinktune.entry import OneLineParser, run_main
+from flinktune.job_name import job_name
 from flinktune.clock import Clock
 from flinktune.etl.curated import to_features_frame, write_features
 from flinktune.etl.features import GRAINS, NoRawDataError, features_from_parts, read_raw, ten_second_parts
@@ -83,6 +83,7 @@ def run(
     :class:`data_contracts.ContractViolation` (batch quarantined),
     :class:`~flinktune.etl.raw_files.RawFileError` or :class:`~flinktune.etl.features.NoRawDataError`.
     """
+    job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
     if start_ms is not None and end_ms is not None and end_ms <= start_ms:
         raise ValueError(f"end_ms {end_ms} must be after start_ms {start_ms}")
@@ -129,11 +130,10 @@ def run(
     if violations:
         raise violations[0]
     lap("validate_curated")
-    written = {}
-    for ds in DATASETS:
-        root = lake.curated_dir(ds)
-        files = write_features(root, job, frames[ds], start, end)
-        written[ds] = {"rows": int(len(frames[ds])), "path": str(root / f"job={job}"), "files": [str(f) for f in files]}
+    # One commit switches both grains: readers never see a new features_1m beside an old features_10s.
+    files = write_features(lake.curated_root, job, {ds: frames[ds] for ds in DATASETS}, start, end)
+    written = {ds: {"rows": int(len(frames[ds])), "path": str(lake.curated_job_dir(ds, job)), "files": [str(f) for f in files[ds]]}
+               for ds in DATASETS}
     lap("commit")
     return {
         "dataset": DATASET,
@@ -152,7 +152,12 @@ def _warnings(*outcomes: ValidationOutcome) -> list[Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.etl_features", description=__doc__.splitlines()[0])
+    """``python -m jobs.etl_features``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    return run_main("python -m jobs.etl_features", _main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = OneLineParser(prog="python -m jobs.etl_features", description=__doc__.splitlines()[0])
     parser.add_argument("--job", required=True, help="Flink job name (raw partition job=<job>)")
     parser.add_argument("--start-ms", type=int, default=None, help="range start, epoch ms UTC (default: first sample)")
     parser.add_argument("--end-ms", type=int, default=None, help="range end (exclusive), epoch ms UTC (default: after last sample)")
@@ -160,7 +165,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     summary = run(job=args.job, start_ms=args.start_ms, end_ms=args.end_ms)
     print(json.dumps(summary, sort_keys=True))
-    return 0
 
 
 if __name__ == "__main__":

@@ -17,11 +17,12 @@ Re-extracting a range replaces its files (see :mod:`flinktune.extract.sink`).
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
 
+from flinktune.entry import OneLineParser, run_main
+from flinktune.job_name import job_name
 from flinktune.clock import Clock, SystemClock
 from flinktune.extract.sink import RawSink
 from flinktune.lake import Lake
@@ -47,11 +48,16 @@ def run(
     clock: Clock | None = None,
 ) -> dict:
     """Extract ``job`` in ``[start_ms, end_ms)`` from ``source``; returns the JSON summary."""
+    job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; known: {list(SOURCES)}")
     if end_ms <= start_ms:
         raise ValueError(f"end_ms {end_ms} must be after start_ms {start_ms}")
+    if not step_s > 0:
+        raise ValueError(f"step_s (--step-s) must be > 0 seconds, got {step_s!r}")
+    if not interval_s > 0:
+        raise ValueError(f"interval_s must be > 0 seconds, got {interval_s!r}")
     sink = RawSink(Lake(settings.lake_dir))  # type: ignore[arg-type]
     if source == "prometheus":
         from flinktune.extract.endpoint import resolve_endpoint
@@ -73,7 +79,12 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m jobs.extract_metrics", description=__doc__.splitlines()[0])
+    """``python -m jobs.extract_metrics``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    return run_main("python -m jobs.extract_metrics", _main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    p = OneLineParser(prog="python -m jobs.extract_metrics", description=__doc__.splitlines()[0])
     p.add_argument("--job", required=True, help="Flink job (deployment) name")
     p.add_argument("--source", default="prometheus", choices=SOURCES)
     p.add_argument("--start-ms", type=int, required=True, help="range start, epoch ms UTC")
@@ -87,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
     summary = run(job=a.job, source=a.source, start_ms=a.start_ms, end_ms=a.end_ms, conn_id=a.conn_id, step_s=a.step_s,
                   chunk_s=a.chunk_s, flink_port=a.flink_port)  # fmt: skip
     print(json.dumps(summary, sort_keys=True))
-    return 0
 
 
 if __name__ == "__main__":

@@ -8,19 +8,19 @@ persisted twin, its cluster profile and clock are used, so observations match th
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import os
-import uuid
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
+from flinktune.entry import OneLineParser, run_main
+from flinktune.job_name import job_name
 from flinktune.config_space import ConfigError, Configuration, default_space
-from flinktune.lake import Lake
+from flinktune.lake import PROFILING_OBSERVATIONS, Lake
+from flinktune.limits import check_rate
 from flinktune.settings import Settings, load_settings
 from flinktune.twin.job_store import TWIN_FILE, job_dir
 from flinktune.twin.profile import ClusterProfile
@@ -29,7 +29,7 @@ from flinktune.twin.simulator import DEFAULT_START_TS, TwinJob
 
 __all__ = ["run", "main", "DATASET", "DEFAULT_RATES", "DESIGN_SIZE"]
 
-DATASET = "profiling_observations"
+DATASET = PROFILING_OBSERVATIONS
 #: Rates profiled when the job has no simulated history, rec/s.
 DEFAULT_RATES: tuple[float, ...] = (20_000.0, 50_000.0, 80_000.0)
 #: Size of the default initial design.
@@ -68,12 +68,7 @@ def _write_observations(df: pd.DataFrame, settings: Settings) -> Path:
     from flinktune.etl.observations import validate_observations
 
     validate_observations(df, settings, batch_id=f"{jobs[0]}-{runhash}")
-    path = Lake(settings.lake_dir).curated_dir(DATASET) / f"job={jobs[0]}" / f"part-{runhash}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    df.drop(columns=["job"]).to_parquet(tmp, index=False)
-    os.replace(tmp, path)
-    return path
+    return Lake(settings.lake_dir).write_observations(df.drop(columns=["job"]), str(jobs[0]), f"part-{runhash}")
 
 
 def run(
@@ -86,6 +81,7 @@ def run(
     settings: Settings | None = None,
 ) -> dict:
     """Profile ``configs`` x ``rates`` for ``job``; returns ``{rows, path}``."""
+    job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
     cfgs = _configs(configs, seed)
     twin_path = job_dir(settings.twin_dir, job) / TWIN_FILE
@@ -101,24 +97,41 @@ def run(
         else:
             rate_list = list(DEFAULT_RATES)
     else:
-        rate_list = [float(r) for r in rates]
+        rate_list = [check_rate(r, f"rates[{i}]") for i, r in enumerate(rates)]
+        if not rate_list:
+            raise ValueError("rates: empty list; pass None for rates from the job's simulated input")
+    if not duration_s > 0:
+        raise ValueError(f"duration_s (--duration-s) must be > 0 seconds, got {duration_s!r}")
     df = profile_configs(profile, cfgs, rate_list, duration_s=duration_s, seed=seed, job=job, start_ts=start_ts)
     path = _write_observations(df, settings)
     return {"rows": int(len(df)), "path": str(path)}
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m jobs.profile", description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jobs.profile``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    return run_main("python -m jobs.profile", _main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    p = OneLineParser(prog="python -m jobs.profile", description=__doc__.splitlines()[0])
     p.add_argument("--job", required=True, help="job (FlinkDeployment) name")
     p.add_argument("--configs", default=None, help="JSON list of configurations (knob mappings); default: initial design")
     p.add_argument("--rates", default=None, help="comma-separated rates, rec/s; default: from the job's simulated input")
     p.add_argument("--duration-s", type=int, default=300, help="seconds per profiling run before the failure")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    configs = json.loads(a.configs) if a.configs else None
-    rates = [float(x) for x in a.rates.split(",")] if a.rates else None
+    try:
+        configs = json.loads(a.configs) if a.configs else None
+    except ValueError as exc:
+        raise ValueError(f"--configs is not JSON ({exc}); give a JSON list of knob mappings") from None
+    if configs is not None and not isinstance(configs, list):
+        raise ValueError(f"--configs must be a JSON list of knob mappings, got {type(configs).__name__}")
+    try:
+        rates = [float(x) for x in a.rates.split(",")] if a.rates else None
+    except ValueError:
+        raise ValueError(f"--rates {a.rates!r}: give comma-separated numbers (rec/s)") from None
     print(json.dumps(run(job=a.job, configs=configs, rates=rates, duration_s=a.duration_s, seed=a.seed)))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -8,12 +8,13 @@ twin and the whole trace under ``<twin_dir>/<job>/`` so ``jobs.decide`` continue
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pandas as pd
 
+from flinktune.entry import OneLineParser, run_main
+from flinktune.job_name import job_name
 from flinktune.config_space import ConfigSpace
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
@@ -40,6 +41,7 @@ def run(
     settings: Settings | None = None,
 ) -> dict:
     """Simulate ``hours`` of ``job``; returns ``{job, start_ms, end_ms, rows, files}`` (end exclusive)."""
+    job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; known: {sorted(WORKLOADS)}")
@@ -66,8 +68,13 @@ def run(
     return {"job": job, "start_ms": start_ts * 1000, "end_ms": twin.now * 1000, "rows": rows, "files": files}
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m jobs.simulate", description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jobs.simulate``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    return run_main("python -m jobs.simulate", _main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    p = OneLineParser(prog="python -m jobs.simulate", description=__doc__.splitlines()[0])
     p.add_argument("--job", default="demo", help="job (FlinkDeployment) name")
     p.add_argument("--workload", default="ysb", choices=sorted(WORKLOADS), help="generated workload and built-in job")
     p.add_argument("--hours", type=float, default=6.0, help="hours to simulate")
@@ -78,4 +85,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

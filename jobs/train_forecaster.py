@@ -23,10 +23,8 @@ under-forecast rate is acceptable; the decision is written on the version as the
 from __future__ import annotations
 
 import logging
-import argparse
 import json
 import math
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,6 +34,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from flinktune.entry import OneLineParser, run_main
+from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
 
@@ -55,8 +55,8 @@ def read_rate_history(lake: Lake, job: str) -> pd.Series:
 
     Raises FileNotFoundError (no files) or ValueError (empty, missing columns) naming the path.
     """
-    base = lake.curated_dir(DATASET) / f"job={job}"
-    files = sorted(base.rglob("*.parquet")) if base.exists() else []
+    base = lake.curated_job_dir(DATASET, job)
+    files = lake.dataset_files(DATASET, job)
     if not files:
         raise FileNotFoundError(f"dataset {DATASET} has no parquet files for job {job!r} under {base}; run jobs.etl_features first")
     frames = []
@@ -192,6 +192,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
         raise ValueError("candidates must name at least one forecaster")
     if select_refits < 1:
         raise ValueError(f"select_refits must be >= 1, got {select_refits}")
+    job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
     horizon_s, bin_s = settings.forecast_horizon_s, settings.forecast_bin_s
     raw = read_rate_history(Lake(settings.lake_dir), job)
@@ -289,7 +290,12 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.train_forecaster", description=__doc__.splitlines()[0])
+    """``python -m jobs.train_forecaster``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    return run_main("python -m jobs.train_forecaster", _main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = OneLineParser(prog="python -m jobs.train_forecaster", description=__doc__.splitlines()[0])
     parser.add_argument("--job", required=True, help="job name (curated features_1m partition job=<job>)")
     parser.add_argument("--epochs", type=int, default=20, help="training epochs (default 20)")
     parser.add_argument("--holdout-frac", type=float, default=0.25, help="share of history held out for the backtest")
@@ -304,8 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                   candidates=tuple(c for c in args.candidates.split(",") if c), margin=args.margin,
                   max_under_rate=args.max_under_rate, select_refits=args.select_refits)
     print(json.dumps(summary, sort_keys=True, default=float))
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -19,9 +19,7 @@ The GPs are small and exact, so they train on CPU whatever ``settings.device`` s
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import tempfile
 import time
 import warnings
@@ -31,6 +29,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from flinktune.entry import OneLineParser, run_main
+from flinktune.job_name import job_name
 from flinktune.config_space import KNOBS, ConfigError, ConfigSpace, Configuration
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
@@ -48,8 +48,8 @@ def read_observations(lake: Lake, job: str) -> pd.DataFrame:
     """
     from models.surrogate.types import OUTCOMES
 
-    base = lake.curated_dir(DATASET) / f"job={job}"
-    files = sorted(base.rglob("*.parquet")) if base.exists() else []
+    base = lake.curated_job_dir(DATASET, job)
+    files = lake.dataset_files(DATASET, job)
     if not files:
         raise FileNotFoundError(f"dataset {DATASET} has no parquet files for job {job!r} under {base}; run jobs.profile first")
     needed = [*KNOBS, "input_rate", *OUTCOMES]
@@ -107,6 +107,7 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
 
     if kind not in KINDS:
         raise ValueError(f"unknown surrogate kind {kind!r}; expected one of {KINDS}")
+    job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
     space = ConfigSpace()
     df = read_observations(Lake(settings.lake_dir), job)
@@ -157,14 +158,18 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.train_surrogate", description=__doc__.splitlines()[0])
+    """``python -m jobs.train_surrogate``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    return run_main("python -m jobs.train_surrogate", _main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = OneLineParser(prog="python -m jobs.train_surrogate", description=__doc__.splitlines()[0])
     parser.add_argument("--job", required=True, help="job name (curated profiling_observations partition job=<job>)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kind", choices=KINDS, default="gp", help="gp: pooled GPs; rgpe: rank-weighted bucket GPs")
     args = parser.parse_args(argv)
     print(json.dumps(run(job=args.job, seed=args.seed, kind=args.kind), sort_keys=True, default=float))
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -29,10 +29,10 @@ from fastapi import FastAPI, HTTPException, Path as PathParam, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from airflow.plugins_manager import AirflowPlugin
+from flinktune.job_name import JOB_NAME_PATTERN  # the one job-name rule (light: re and pydantic)
 
 __all__ = ["FlinktunePlugin", "create_app"]
 
-JOB_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"  # as the DAGs' job param
 _JSON_COLUMNS = ("target", "profile_configs", "state", "inputs")  # stored as JSON text
 _PLOT_PATTERN = r"^[A-Za-z0-9_-]+\.png$"  # a bare file name: no path can escape the report folder
 

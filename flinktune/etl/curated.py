@@ -1,25 +1,23 @@
-"""Stage-then-commit writes of curated partitions (``job=<job>/date=<YYYY-MM-DD>/part-00000.parquet``).
+"""Writes and reads of the curated feature datasets (``features_10s`` and ``features_1m``: same columns).
 
-Use :func:`write_features` to merge newly computed feature rows (``features_10s`` or
-``features_1m``: same columns) for one job and a time range into a curated dataset, and :func:`read_features` to read them back with pandas. Each
-partition holds one parquet file with a fixed Arrow schema, rows sorted by ``window_start``, so
-rerunning the same window writes byte-identical files.
+Use :func:`write_features` to merge newly computed feature rows of one job and a time range into
+both datasets at once, and :func:`read_features` to read one back with pandas. Each day partition
+holds one parquet file ``job=<job>/date=<YYYY-MM-DD>/part-<content hash>.parquet`` with a fixed
+Arrow schema and rows sorted by ``window_start``, so rerunning the same window writes
+byte-identical files under the same names.
 
-Commit protocol (a crash at any point leaves every partition either old or new, never half):
-
-1. Build each affected partition in ``<dataset>/_staging/<uuid>/``: the existing rows outside the
-   recomputed range plus the new rows (so a partial-day rerun keeps the rest of the day).
-2. :func:`commit`: per partition, move the live folder to ``_trash/<uuid>/``, move the staged one
-   into place, then delete the trash. Readers (Spark, pyarrow) skip ``_``-prefixed folders.
-3. :func:`recover` (run before every write) puts back a trashed partition whose live folder is
-   missing (a crash between the two moves) and clears leftovers.
+Commit protocol: every affected partition of every dataset is written first under its new
+(content-addressed) name beside the old file, then one snapshot pointer that names the live
+files of both datasets is renamed into place (:mod:`flinktune.lake.snapshot`). Readers that list
+files through the pointer (:meth:`flinktune.lake.Lake.dataset_files`) see both datasets old or
+both new, whichever step a crash interrupts; files of an interrupted commit are removed before
+the next one.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
+import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -27,11 +25,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flinktune.etl.features import FEATURE_COLUMNS, INT_COLUMNS
+from flinktune.job_name import job_name
+from flinktune.lake.atomic import atomic_write
+from flinktune.lake.snapshot import collect_garbage, commit_snapshot, snapshot_files
 
-__all__ = ["FEATURES_SCHEMA", "PART_FILE", "write_features", "read_features", "commit", "recover", "to_features_frame"]
-
-PART_FILE = "part-00000.parquet"
-_STAGING, _TRASH = "_staging", "_trash"
+__all__ = ["FEATURES_SCHEMA", "write_features", "read_features", "to_features_frame", "part_name"]
 
 #: Columns stored in a features file of either grain (job and date live in the partition path).
 FEATURES_SCHEMA = pa.schema(
@@ -54,35 +52,9 @@ def to_features_frame(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def _partition(root: Path, job: str, date: str) -> Path:
-    return root / f"job={job}" / f"date={date}"
-
-
-def recover(root: Path) -> None:
-    """Undo a crash between the two moves of :func:`commit`, and drop stale staging folders."""
-    trash = root / _TRASH
-    if trash.is_dir():
-        for moved in sorted(trash.glob("*/job=*/date=*")):
-            live = root / moved.parent.name / moved.name
-            if not live.exists():
-                live.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(moved, live)
-        shutil.rmtree(trash)
-    shutil.rmtree(root / _STAGING, ignore_errors=True)
-
-
-def commit(root: Path, staged: dict[Path, Path | None]) -> None:
-    """Swap staged partition folders into place (``None`` removes the live partition)."""
-    trash = root / _TRASH / uuid.uuid4().hex
-    for live, new in sorted(staged.items(), key=lambda kv: str(kv[0])):
-        if live.exists():
-            backup = trash / live.parent.name / live.name
-            backup.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(live, backup)  # keep the old until the new is in place
-        if new is not None:
-            live.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(new, live)
-    shutil.rmtree(trash, ignore_errors=True)
+def part_name(data: bytes) -> str:
+    """The file name of a partition's content: equal content, equal name (reruns rewrite nothing new)."""
+    return f"part-{hashlib.sha256(data).hexdigest()[:16]}.parquet"
 
 
 def _days(start: pd.Timestamp, end: pd.Timestamp) -> list[str]:
@@ -90,56 +62,62 @@ def _days(start: pd.Timestamp, end: pd.Timestamp) -> list[str]:
     return [d.strftime("%Y-%m-%d") for d in pd.date_range(start.normalize(), last.normalize(), freq="D")]
 
 
-def write_features(root: str | Path, job: str, rows: pd.DataFrame, start_ms: int, end_ms: int) -> list[Path]:
-    """Replace ``job``'s rows with ``window_start`` in ``[start_ms, end_ms)`` by ``rows``; returns live files.
-
-    ``rows`` must all belong to ``job`` and the range (checked). Affected partitions are the days
-    the range touches; a day left with no rows loses its partition.
-    """
-    root = Path(root)
+def _check_rows(job: str, dataset: str, rows: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
     rows = to_features_frame(rows)
-    start, end = pd.Timestamp(start_ms, unit="ms", tz="UTC"), pd.Timestamp(end_ms, unit="ms", tz="UTC")
     other_jobs = sorted(set(rows["job"].dropna()) - {job})
     if other_jobs:
-        raise ValueError(f"features for job {job!r} contain rows of other job(s) {other_jobs}")
+        raise ValueError(f"{dataset} for job {job!r} contain rows of other job(s) {other_jobs}")
     outside = rows[(rows["window_start"] < start) | (rows["window_start"] >= end)]
     if len(outside):
-        raise ValueError(f"features for job {job!r}: {len(outside)} row(s) outside [{start}, {end}), e.g. {outside['window_start'].iloc[0]}")
-    recover(root)
-    staging = root / _STAGING / uuid.uuid4().hex
-    staged: dict[Path, Path | None] = {}
-    written: list[Path] = []
-    try:
-        day_of = rows["window_start"].dt.strftime("%Y-%m-%d")
-        for day in _days(start, end):
-            live = _partition(root, job, day)
-            new = rows[day_of == day]
-            if (live / PART_FILE).exists():
-                old = pq.read_table(live / PART_FILE).to_pandas()
-                old.insert(0, "job", job)
-                keep = old[(old["window_start"] < start) | (old["window_start"] >= end)]
-                new = pd.concat([to_features_frame(keep), new], ignore_index=True) if len(keep) else new
-            elif new.empty:
-                continue
-            if new.empty:
-                staged[live] = None
-                continue
-            new = new.sort_values("window_start", kind="stable")
-            target = _partition(staging, job, day)
-            target.mkdir(parents=True)
-            table = pa.Table.from_pandas(new.drop(columns=["job"]), schema=FEATURES_SCHEMA, preserve_index=False)
-            pq.write_table(table, target / PART_FILE, compression="snappy")
-            staged[live] = target
-            written.append(live / PART_FILE)
-        commit(root, staged)
-    finally:
-        shutil.rmtree(root / _STAGING, ignore_errors=True)
-    return written
+        raise ValueError(f"{dataset} for job {job!r}: {len(outside)} row(s) outside [{start}, {end}), e.g. {outside['window_start'].iloc[0]}")
+    return rows
 
 
-def read_features(root: str | Path, job: str, start_ms: int | None = None, end_ms: int | None = None) -> pd.DataFrame:
-    """Curated features of ``job`` in ``[start_ms, end_ms)`` (all when None), sorted by window."""
-    files = sorted(Path(root).glob(f"job={job}/date=*/{PART_FILE}"))
+def _stage_dataset(job_dir: Path, live: list[Path], job: str, rows: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> list[Path]:
+    """Write the dataset's affected day partitions under new names; returns every file of the new snapshot."""
+    by_day: dict[str, list[Path]] = {}
+    for f in live:
+        by_day.setdefault(f.parent.name.removeprefix("date="), []).append(f)
+    day_of = rows["window_start"].dt.strftime("%Y-%m-%d")
+    for day in _days(start, end):
+        new = rows[day_of == day]
+        old_files = by_day.pop(day, [])
+        if old_files:
+            old = pd.concat([pq.read_table(f).to_pandas() for f in old_files], ignore_index=True)
+            old.insert(0, "job", job)
+            keep = old[(old["window_start"] < start) | (old["window_start"] >= end)]
+            new = pd.concat([to_features_frame(keep), new], ignore_index=True) if len(keep) else new
+        if new.empty:
+            continue  # a day left with no rows loses its partition
+        new = new.sort_values("window_start", kind="stable")
+        table = pa.Table.from_pandas(new.drop(columns=["job"]), schema=FEATURES_SCHEMA, preserve_index=False)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="snappy")
+        data = sink.getvalue().to_pybytes()
+        by_day[day] = [atomic_write(job_dir / f"date={day}" / part_name(data), data)]
+    return sorted(f for files in by_day.values() for f in files)
+
+
+def write_features(curated_root: str | Path, job: str, frames: Mapping[str, pd.DataFrame], start_ms: int, end_ms: int) -> dict[str, list[Path]]:
+    """Replace ``job``'s rows with ``window_start`` in ``[start_ms, end_ms)`` in each dataset of ``frames``.
+
+    ``frames`` maps a dataset name (a folder under ``curated_root``) to its new rows, which must
+    all belong to ``job`` and the range (checked before anything is written). Every dataset
+    switches in the same commit. Returns the live files of each dataset after the commit.
+    """
+    root = Path(curated_root)
+    job = job_name(job)
+    start, end = pd.Timestamp(start_ms, unit="ms", tz="UTC"), pd.Timestamp(end_ms, unit="ms", tz="UTC")
+    checked = {ds: _check_rows(job, ds, rows, start, end) for ds, rows in frames.items()}
+    collect_garbage(root, job)  # files of an interrupted commit
+    staged = {ds: _stage_dataset(root / ds / f"job={job}", snapshot_files(root, ds, job), job, rows, start, end) for ds, rows in checked.items()}
+    commit_snapshot(root, job, staged)
+    return staged
+
+
+def read_features(curated_root: str | Path, dataset: str, job: str, start_ms: int | None = None, end_ms: int | None = None) -> pd.DataFrame:
+    """Curated ``dataset`` of ``job`` in ``[start_ms, end_ms)`` (all when None), sorted by window."""
+    files = snapshot_files(curated_root, dataset, job)
     frames = [pq.read_table(f).to_pandas() for f in files]
     if not frames:
         return to_features_frame(pd.DataFrame({c: [] for c in FEATURE_COLUMNS}))

@@ -107,12 +107,12 @@ class RawSink:
         written = None
         if len(df):
             part = df.sort_values(["ts_ms", "metric", "vertex", "subtask"], kind="stable")[list(RAW_COLUMNS)]
-            written = Lake._atomic_parquet(part.drop(columns=["job"]).reset_index(drop=True), target)
-        self._drop_overlaps(target, lo, hi - 1)
+            written = self.lake.write_raw_file(part.drop(columns=["job"]).reset_index(drop=True), target)
+        self._drop_overlaps(self.lake, target, lo, hi - 1)
         return written
 
     @staticmethod
-    def _drop_overlaps(target: Path, first: int, last: int) -> None:
+    def _drop_overlaps(lake: Lake, target: Path, first: int, last: int) -> None:
         if not target.parent.is_dir():
             return
         for f in target.parent.iterdir():
@@ -129,6 +129,6 @@ class RawSink:
             old = pq.read_table(f).to_pandas()
             keep = old[(old["ts_ms"] < first) | (old["ts_ms"] > last)].reset_index(drop=True)
             if len(keep):
-                Lake._atomic_parquet(keep, f)
+                lake.write_raw_file(keep, f)
             else:
                 f.unlink(missing_ok=True)

@@ -26,10 +26,17 @@ def kubernetes_api(environ: Mapping[str, str] | None = None) -> Any:
     from kubernetes import client, config
 
     env = os.environ if environ is None else environ
-    if env.get("KUBERNETES_SERVICE_HOST"):
-        config.load_incluster_config()
-    else:
-        config.load_kube_config(config_file=env.get("KUBECONFIG"))
+    try:
+        if env.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config()
+        else:
+            config.load_kube_config(config_file=env.get("KUBECONFIG"))
+    except (config.ConfigException, OSError, TypeError, ValueError) as exc:
+        # The client's messages run over several lines; the first says what is missing.
+        where = "in-cluster service account" if env.get("KUBERNETES_SERVICE_HOST") else f"kubeconfig {env.get('KUBECONFIG') or '~/.kube/config'}"
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise BackendError(f"FLINKTUNE_CLUSTER=kubernetes: cannot load the {where} ({detail}); "
+                           "set KUBECONFIG to a readable kubeconfig or run inside the cluster") from None
     return client.CustomObjectsApi()
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from airflow.sdk import Asset, Param
 
+from flinktune.job_name import JOB_NAME_PATTERN  # a Kubernetes name: part of model names and lake paths
+
 __all__ = [
     "CHAMPIONS",
     "CONFIGURATION_SCHEMA",
@@ -37,8 +39,6 @@ FEATURES_10S = Asset("flinktune://lake/features_10s")
 CHAMPIONS = Asset("flinktune://models/champions")
 """Updated when a forecaster or surrogate champion is registered in MLflow (``flinktune_train``)."""
 
-# A Kubernetes-style name: it becomes part of MLflow model names and lake partition paths.
-JOB_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 
 # Must equal flinktune.policies.POLICY_NAMES (a test checks it); not imported here because the
 # policies pull in scipy, which would blow the DAG parse budget.

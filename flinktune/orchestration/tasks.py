@@ -105,8 +105,7 @@ def _profile_on_kubernetes(job: str, config: Mapping[str, Any], *, rates: Sequen
 
     from flinktune.config_space import Configuration
     from flinktune.kubernetes.profiling import ResourceBudget, run_profiling_deployment
-    from flinktune.lake import Lake
-    from flinktune.lake_source import LakeMetricsSource
+    from flinktune.lake import Lake, LakeMetricsSource
     from flinktune.orchestration.cluster import kubernetes_api
     from jobs.profile import _write_observations
 

@@ -22,6 +22,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from flinktune.config_space import KNOBS, Configuration
+from flinktune.limits import LimitError, check_knobs, check_rate
 from flinktune.twin.mechanics import RECOVERY_CAP_S, steady_state
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import overload_horizon_s
@@ -236,9 +237,17 @@ def read_observations(path: str) -> pd.DataFrame:
         raise CalibrationError(f"{path}: cannot read observations: {exc}") from None
     try:
         _check_knobs(df)
-    except CalibrationError as exc:
+        _check_limits(df)
+    except (CalibrationError, LimitError) as exc:
         raise CalibrationError(f"{path}: {exc}") from None
     return df
+
+
+def _check_limits(df: pd.DataFrame) -> None:
+    """Every row's knobs and rate within physical limits (parallelism 0 or 1e12 would fit nothing)."""
+    for i, row in enumerate(df[[*KNOBS, "input_rate"]].to_dict("records")):
+        check_knobs(row, f"row {i}")  # 0-based data row, as the file's other errors count them
+        check_rate(row["input_rate"], f"row {i}: input_rate")
 
 
 def _check_knobs(df: pd.DataFrame) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from flinktune.job_name import job_name
 from flinktune.twin.simulator import TwinJob
 
 __all__ = ["TWIN_FILE", "TRACE_FILE", "job_dir", "save_job", "load_job", "load_trace", "upcoming_rates"]
@@ -23,7 +24,8 @@ TRACE_FILE = "trace.parquet"
 
 
 def job_dir(twin_dir: str | Path, job: str) -> Path:
-    return Path(twin_dir) / job
+    """``<twin_dir>/<job>``, for a valid job name only (never a path outside ``twin_dir``)."""
+    return Path(twin_dir) / job_name(job)
 
 
 def save_job(twin_dir: str | Path, twin: TwinJob, trace: pd.Series) -> dict[str, str]:

@@ -19,10 +19,14 @@ import numpy as np
 import pandas as pd
 from scipy.signal import lfilter
 
+from flinktune.limits import MAX_RATE
+
 __all__ = ["TraceError", "WORKLOADS", "generate_trace", "inject_bursts", "load_trace_csv"]
 
 #: Workload kinds and their nominal (low, high) rate over an 18 h trace, rec/s.
 WORKLOADS: dict[str, tuple[float, float]] = {"ysb": (17_000.0, 88_000.0), "tsw": (30_000.0, 113_000.0)}
+#: The shortest trace accepted by default: one decision interval (Settings.decision_interval_s), seconds.
+MIN_TRACE_S = 600.0
 _DEFAULT_START = pd.Timestamp("2024-01-01T00:00:00Z")
 
 
@@ -139,13 +143,14 @@ def _parse_ts(text: str, where: str) -> float:
     return ts.value / 1e9
 
 
-def load_trace_csv(path: str | Path, scale: float = 1.0) -> pd.Series:
+def load_trace_csv(path: str | Path, scale: float = 1.0, *, min_span_s: float = MIN_TRACE_S) -> pd.Series:
     """Read ``timestamp,value`` / ``timestamp|value`` lines (optional header) into a 1 s trace.
 
     Timestamps may be epoch seconds, epoch milliseconds or ISO 8601; the step must be regular (any
     size); values are rec/s, multiplied by ``scale`` and linearly interpolated onto a 1 s grid.
     Raises :class:`TraceError` naming the file and line for a malformed line, a timestamp that does
-    not increase, a negative or NaN rate, an irregular step or an empty file.
+    not increase, a negative, NaN or unphysical rate (:data:`flinktune.limits.MAX_RATE`), an
+    irregular step, an empty file or a trace shorter than ``min_span_s`` (one decision interval).
     """
     path = Path(path)
     try:
@@ -168,8 +173,8 @@ def load_trace_csv(path: str | Path, scale: float = 1.0) -> pd.Series:
             value = float(parts[1])
         except ValueError:
             raise TraceError(f"{where}: value {parts[1]!r} is not a number") from None
-        if not math.isfinite(value) or value < 0:
-            raise TraceError(f"{where}: rate {parts[1]!r} must be a finite number >= 0")
+        if not math.isfinite(value) or value < 0 or value * scale >= MAX_RATE:
+            raise TraceError(f"{where}: rate {parts[1]!r} must be a finite number >= 0 and below {MAX_RATE:g} rec/s")
         ts = _parse_ts(parts[0], where)
         if times and ts <= times[-1]:
             raise TraceError(f"{where}: timestamp {parts[0]!r} does not increase (previous line is later or equal)")
@@ -182,6 +187,10 @@ def load_trace_csv(path: str | Path, scale: float = 1.0) -> pd.Series:
     if not times:
         raise TraceError(f"{path}: empty trace (no data lines)")
     t = np.asarray(times)
+    # A 1-row or 1-ms-step trace would replay as one second: too short to decide anything on.
+    if t[-1] - t[0] < min_span_s:
+        raise TraceError(f"{path}: the trace spans {t[-1] - t[0]:g} s ({len(t)} line(s)); at least {min_span_s:g} s "
+                         "(one decision interval) is needed; check the timestamps' unit")
     grid = np.arange(math.ceil(t[0]), math.floor(t[-1]) + 1, dtype=np.int64)
     if grid.size == 0:
         raise TraceError(f"{path}: the trace spans less than one whole second")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from flinktune.job_name import JOB_NAME_PATTERN
 from flinktune.orchestration.airflow_home import DEFAULT_DAGS_FOLDER, airflow_env, prepare_airflow_home
 from flinktune.orchestration.runner import DagParamsError, run_dag
 
@@ -138,7 +139,7 @@ def test_every_dag_has_tags_docs_params_and_retrying_tasks_with_timeouts(inspect
         assert "flinktune" in dag["tags"] and len(dag["tags"]) >= 2, dag_id
         assert dag_id in dag["doc_md"], f"{dag_id}: doc_md should describe the DAG"
         assert dag["catchup"] is False and dag["max_active_runs"] == 1, dag_id
-        assert dag["params"]["job"]["pattern"] == "^[a-z0-9][a-z0-9-]{0,62}$", dag_id
+        assert dag["params"]["job"]["pattern"] == JOB_NAME_PATTERN, dag_id  # the one job-name rule
         assert dag["defaults"]["job"] == "demo", dag_id
         for task_id, task in dag["tasks"].items():
             assert task["retries"] >= 1 and task["retry_delay_s"] > 0, f"{dag_id}.{task_id}"

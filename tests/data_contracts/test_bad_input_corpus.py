@@ -154,7 +154,7 @@ def lake_with_curated(tmp_path):
     rows = pd.DataFrame({c: [1.0, 2.0] for c in FEATURE_COLUMNS})
     rows["job"] = "demo"
     rows["window_start"] = pd.to_datetime([START - 2 * MIN, START - MIN], unit="ms", utc=True)
-    curated.write_features(lake.curated_dir("features_1m"), "demo", rows, START - 2 * MIN, START)
+    curated.write_features(lake.curated_root, "demo", {"features_1m": rows}, START - 2 * MIN, START)
     return lake
 
 
@@ -264,7 +264,7 @@ def test_spark_corpus_through_the_etl(kind, settings, spark):
     lake.write_raw(good())
     etl.run(job="demo", settings=settings)
     before = snapshot(lake.root / "curated")
-    assert {p.split("/")[0] for p in before} == {"features_1m", "features_10s"}
+    assert {p.split("/")[0] for p in before} == {"_snapshots", "features_1m", "features_10s"}
     breaks, exc, fragments = SPARK_CASES[kind]
     breaks(lake)
     with pytest.raises(exc) as err:

@@ -168,7 +168,7 @@ def test_train_surrogate_input_errors_name_file_and_row(settings):
         train_surrogate.run(job="demo", settings=settings)
     obs.loc[4, "parallelism"] = 0
     _write(base / "part-0.parquet", obs)
-    with pytest.raises(ConfigError, match=r"part-0.parquet, row 4: configuration field 'parallelism'"):
+    with pytest.raises(ConfigError, match=r"part-0.parquet, row 4: parallelism: 0 is outside the physical range"):
         train_surrogate.run(job="demo", settings=settings)
     _write(base / "part-0.parquet", _observations(2, seed=3))
     with pytest.raises(ValueError, match=r"profiling_observations job=demo: outcome 'latency_ms': 2 distinct"):

@@ -59,7 +59,7 @@ def test_bursts_are_sudden_steps_within_bounds() -> None:
 def test_csv_pipe_epoch_ms_is_resampled_to_one_second(tmp_path) -> None:
     f = tmp_path / "trace.csv"
     f.write_text("timestamp|value\n1704067200000|100\n1704067210000|200\n1704067220000|100\n")
-    s = load_trace_csv(f, scale=2.0)
+    s = load_trace_csv(f, scale=2.0, min_span_s=0)
     assert len(s) == 21 and s.index[0] == pd.Timestamp("2024-01-01T00:00:00Z")
     assert s.iloc[0] == 200.0 and s.iloc[5] == pytest.approx(300.0) and s.iloc[10] == 400.0
 
@@ -67,7 +67,7 @@ def test_csv_pipe_epoch_ms_is_resampled_to_one_second(tmp_path) -> None:
 def test_csv_iso_comma_no_header(tmp_path) -> None:
     f = tmp_path / "t.csv"
     f.write_text("2024-01-01T00:00:00Z,5\n2024-01-01T00:00:01Z,6\n2024-01-01T00:00:02Z,7\n")
-    assert load_trace_csv(f).tolist() == [5.0, 6.0, 7.0]
+    assert load_trace_csv(f, min_span_s=0).tolist() == [5.0, 6.0, 7.0]
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from flinktune.lake import Lake
+from flinktune.lake.root import Lake
 
 __all__ = ["LakeMetricsSource"]
 

@@ -1,0 +1,146 @@
+"""Metric quality gates: is a window of raw samples fit to decide on? Pure functions, no I/O.
+
+Use :func:`quality_problems` on the samples the decision loop fetched, with the configuration in
+force; each returned string is a reason to hold, written for a person (the guard holds on any).
+The rules:
+
+- **frozen**: the live metrics (offered rate, throughput, backlog, p95 latency) kept one value for
+  ``frozen_after_s`` while samples kept arriving: a metrics pipeline that stopped refreshing;
+- **duplicates and overlaps**: two samples of one series at the same timestamp, or closer than
+  ``min_step_ms`` (overlapping raw files, two scrapers): sums over them would be inflated;
+- **staleness**: the newest sample is older than ``max_staleness_s``;
+- **units out of physical range for the configuration in force**: CPU used above the cores
+  reserved (with ``cpu_slack``; a percentage read as cores), heap used above the memory
+  configured (bytes read as MB), latency below 1 ms (seconds read as milliseconds).
+
+The ETL's contracts carry the same unit rules (``data_contracts/contracts/features_*.yaml``,
+rules ``row.latency_in_milliseconds``, ``row.cpu_within_cores_reserved`` and
+``row.heap_within_memory_configured``), so a batch the gate would hold on is flagged there too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from flinktune.config_space import Configuration
+
+__all__ = [
+    "LIVE_METRICS", "MIN_LATENCY_MS", "CPU_SLACK", "MIN_STEP_MS", "quality_problems", "frozen_for_s",
+    "duplicate_problems", "staleness_problem", "unit_problems",
+]  # fmt: skip
+
+#: The metrics whose values must move while a job runs (summed over subtasks per timestamp).
+LIVE_METRICS: tuple[str, ...] = ("workloadRate", "numRecordsOutPerSecond", "pendingRecords", "latencyP95Ms")
+#: End-to-end latency below this is a unit error (seconds stored as milliseconds), not a fast job.
+MIN_LATENCY_MS = 1.0
+#: CPU used may exceed the cores reserved by this factor (bursting above requests) before it is a unit error.
+CPU_SLACK = 1.5
+#: Two samples of one series closer than this are overlapping sources (no scraper samples faster).
+MIN_STEP_MS = 250
+_LATENCIES = ("latencyP50Ms", "latencyP95Ms", "latencyP99Ms")
+_KEY = ["metric", "vertex", "subtask", "ts_ms"]
+
+
+def frozen_for_s(df: pd.DataFrame, newest: float) -> float:
+    """Seconds (up to ``newest``) over which every live metric kept one value per sample, 0 when one moved.
+
+    A metric's per-sample value is its sum over subtasks and vertices; the span runs back from the
+    newest sample to the last change of any live metric (or to the first sample, when none changed).
+    """
+    live = df[df["metric"].isin(LIVE_METRICS)]
+    if live.empty:
+        return 0.0
+    table = live.groupby(["ts_ms", "metric"])["value"].sum().unstack("metric").sort_index()
+    if len(table) < 3:
+        return 0.0
+    changed = (table.diff().abs() > 0).any(axis=1).to_numpy()
+    changed[0] = False
+    last_change = table.index[np.flatnonzero(changed)[-1]] if changed.any() else table.index[0]
+    return newest - float(last_change) / 1000.0
+
+
+def duplicate_problems(df: pd.DataFrame, *, min_step_ms: int = MIN_STEP_MS) -> list[str]:
+    """Samples of one series at one timestamp, or closer than ``min_step_ms``: one reason each kind."""
+    if df.empty:
+        return []
+    out = []
+    dup = df.duplicated(_KEY, keep=False)
+    if dup.any():
+        first = df[dup].iloc[0]
+        out.append(f"duplicate samples: {int(dup.sum())} rows share (metric, vertex, subtask, ts_ms) with another, e.g. "
+                   f"{first['metric']} at ts_ms {int(first['ts_ms'])}; overlapping raw files would count them twice")
+    uniq = df.drop_duplicates(_KEY).sort_values(_KEY)
+    gaps = uniq.groupby(["metric", "vertex", "subtask"], sort=False)["ts_ms"].diff()
+    close = gaps < min_step_ms
+    if close.any():
+        row = uniq[close.to_numpy()].iloc[0]
+        out.append(f"overlapping samples: {int(close.sum())} sample(s) less than {min_step_ms} ms after the previous one "
+                   f"of their series, e.g. {row['metric']} at ts_ms {int(row['ts_ms'])}; two sources write the same series")
+    return out
+
+
+def staleness_problem(newest: float, now: float, max_staleness_s: float) -> str | None:
+    """The reason to hold when the newest sample (epoch s, ``-inf`` for none) is too old, else None."""
+    if now - newest <= max_staleness_s:
+        return None
+    age = "no samples" if newest == float("-inf") else f"newest sample is {now - newest:.0f} s old"
+    return f"stale data: {age} (limit {max_staleness_s:.0f} s)"
+
+
+def _job_values(df: pd.DataFrame, metric: str) -> pd.Series:
+    return df.loc[df["metric"] == metric].groupby("ts_ms")["value"].sum()
+
+
+def unit_problems(df: pd.DataFrame, config: Configuration, *, cpu_slack: float = CPU_SLACK) -> list[str]:
+    """Values no job in ``config`` can show: a unit error upstream (reasons name metric, value and bound)."""
+    out = []
+    cpu = _job_values(df, "cpuLoad")
+    cores = config.total_cpu
+    if len(cpu) and float(cpu.median()) > cores * cpu_slack:
+        out.append(f"cpuLoad median {float(cpu.median()):.3g} cores is above the {cores:g} cores reserved "
+                   f"(x{cpu_slack:g}); is CPU reported in percent instead of cores?")
+    heap = _job_values(df, "heapUsedMb")
+    memory = config.total_memory_mb
+    if len(heap) and float(heap.median()) > memory:
+        out.append(f"heapUsedMb median {float(heap.median()):.3g} MB is above the {memory} MB configured; "
+                   "is heap reported in bytes instead of MB?")
+    for metric in _LATENCIES:
+        lat = df.loc[df["metric"] == metric, "value"]
+        if len(lat) and float(lat.median()) < MIN_LATENCY_MS:
+            out.append(f"{metric} median {float(lat.median()):.3g} ms is below {MIN_LATENCY_MS:g} ms; "
+                       "is latency reported in seconds instead of milliseconds?")
+            break  # one latency reason is enough: they share one unit
+    return out
+
+
+def quality_problems(
+    samples: pd.DataFrame,
+    config: Configuration,
+    now: float,
+    *,
+    max_staleness_s: float,
+    frozen_after_s: float | None = None,
+) -> list[str]:
+    """Every reason to hold on ``samples`` (raw schema, one job, finite values) under ``config`` at ``now`` (epoch s).
+
+    ``frozen_after_s`` None skips the frozen rule (sources whose values may legitimately be
+    constant, e.g. synthetic test frames).
+    """
+    newest = float(samples["ts_ms"].max()) / 1000.0 if not samples.empty else float("-inf")
+    problems = []
+    stale = staleness_problem(newest, now, max_staleness_s)
+    if stale:
+        problems.append(stale)
+    if samples.empty:
+        return problems
+    if frozen_after_s is not None and math.isfinite(newest):
+        frozen = frozen_for_s(samples, newest)
+        if frozen >= frozen_after_s:
+            problems.append(f"frozen metrics: rate, throughput, backlog and latency identical for {frozen:.0f} s while samples "
+                            f"keep arriving (limit {frozen_after_s:.0f} s); the metrics pipeline is not refreshing")
+    problems += duplicate_problems(samples)
+    problems += unit_problems(samples, config)
+    return problems
