@@ -11,11 +11,12 @@ this repository's ``plugins/`` (see :mod:`flinktune.orchestration.airflow_home`)
 JSON:
 
 - ``GET /flinktune/jobs`` -> ``{"jobs": [name, ...]}``: jobs with recorded decisions.
-- ``GET /flinktune/decisions?job=demo&limit=20`` -> ``{"job", "state_db", "decisions": [row, ...]}``,
+- ``GET /flinktune/decisions?job=demo&limit=20`` -> ``{"job", "decisions": [row, ...]}``,
   newest last; a row is the state store's ``decisions`` table (action, reason, target, ...).
 
 The state database is ``FLINKTUNE_STATE_DB`` (default ``<FLINKTUNE_VAR_DIR>/state/flinktune.db``),
-read per request. Airflow loads this file in every process (dag.test runs included), so the
+read per request. Responses name settings, never server paths (a path tells a caller about the
+host; the operator knows where ``FLINKTUNE_STATE_DB`` points). Airflow loads this file in every process (dag.test runs included), so the
 flinktune modules, which pull in pandas, are imported inside the handlers only.
 """
 
@@ -35,6 +36,7 @@ __all__ = ["FlinktunePlugin", "create_app"]
 
 _JSON_COLUMNS = ("target", "profile_configs", "state", "inputs")  # stored as JSON text
 _PLOT_PATTERN = r"^[A-Za-z0-9_-]+\.png$"  # a bare file name: no path can escape the report folder
+NO_STATE = "no flinktune state database yet (FLINKTUNE_STATE_DB): no decision has been recorded"
 
 
 def _base(request: Request) -> str:
@@ -42,7 +44,8 @@ def _base(request: Request) -> str:
 
 
 def create_app(state_db: str | Path | None = None) -> FastAPI:
-    """The FastAPI app; ``state_db`` fixes the database (tests), else settings are read per request."""
+    """The FastAPI app; ``state_db`` fixes the database (tests), else settings are read per request. Responses name settings, never server paths (a path tells a caller about the
+host; the operator knows where ``FLINKTUNE_STATE_DB`` points)."""
     app = FastAPI(title="flinktune", description="Decisions recorded by flinktune's decision loop (read-only).")
 
     def _settings() -> Any:
@@ -55,7 +58,7 @@ def create_app(state_db: str | Path | None = None) -> FastAPI:
 
         path = Path(_settings().state_db)
         if not path.is_file():  # SqliteStateStore would create it; a read-only view must not
-            raise HTTPException(status_code=404, detail=f"no flinktune state database at {path}")
+            raise HTTPException(status_code=404, detail=NO_STATE)
         return SqliteStateStore(path)
 
     @app.get("/jobs")
@@ -75,7 +78,7 @@ def create_app(state_db: str | Path | None = None) -> FastAPI:
             for column in _JSON_COLUMNS:
                 if isinstance(row.get(column), str):
                     row[column] = json.loads(row[column])
-        return {"job": job, "state_db": str(store.path), "decisions": rows}
+        return {"job": job, "decisions": rows}
 
     @app.get("/", response_class=HTMLResponse)
     def index(request: Request) -> str:
@@ -83,7 +86,7 @@ def create_app(state_db: str | Path | None = None) -> FastAPI:
 
         path = Path(_settings().state_db)
         if not path.is_file():
-            return index_page([], base=_base(request), note=f"no flinktune state database at {path} yet")
+            return index_page([], base=_base(request), note=NO_STATE)
         return index_page(_store().jobs(), base=_base(request))
 
     @app.get("/job/{job}", response_class=HTMLResponse)
