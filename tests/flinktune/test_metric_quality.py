@@ -8,7 +8,7 @@ import pytest
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action
 from flinktune.evaluation import evaluate
-from flinktune.guard import SafetyGuard
+from flinktune.decision.guard import SafetyGuard
 from flinktune.metric_quality import duplicate_problems, quality_problems, unit_problems
 from flinktune.testing import raw_samples
 from jobs.decide import FROZEN_AFTER_S
