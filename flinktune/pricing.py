@@ -15,6 +15,7 @@ Set ``FLINKTUNE_PRICE_CPU_CORE_HOUR`` / ``FLINKTUNE_PRICE_MEMORY_GIB_HOUR`` /
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -42,9 +43,12 @@ class PriceList(BaseSettings):
             raise ValueError("price list: cpu_core_hour and memory_gib_hour are both 0, so every configuration would cost nothing")
         return self
 
-    def cost(self, cpu_core_hours: float, memory_gib_hours: float) -> float:
-        """Money for ``cpu_core_hours`` reserved core-hours and ``memory_gib_hours`` GiB-hours."""
-        return float(cpu_core_hours) * self.cpu_core_hour + float(memory_gib_hours) * self.memory_gib_hour
+    def cost(self, cpu_core_hours: Any, memory_gib_hours: Any) -> Any:
+        """Money for ``cpu_core_hours`` reserved core-hours and ``memory_gib_hours`` GiB-hours.
+
+        Floats give a float; arrays or Series of the same shape give the cost element-wise."""
+        total = cpu_core_hours * self.cpu_core_hour + memory_gib_hours * self.memory_gib_hour
+        return float(total) if isinstance(total, (int, float)) or getattr(total, "ndim", 1) == 0 else total
 
     def money(self, amount: float) -> str:
         """``amount`` in this currency, e.g. ``USD 1.23`` (two decimals; four below one cent)."""
