@@ -13,7 +13,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from flinktune.report.period import Events, ReportInputs
-from flinktune.report.plots import MARKS, planned_against_peak
+from flinktune.report.plots import MARKS, POLICY_COLOURS, planned_against_peak, within
 
 __all__ = ["figures", "plotly_js", "figure_div"]
 
@@ -77,13 +77,14 @@ def _same_load(inputs: ReportInputs, ev: Events) -> go.Figure:
     assert cmp is not None
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.05,
                         subplot_titles=("p95 latency (minute mean)", "reserved CPU cores", f"running cost, {cmp.prices.currency}"))  # fmt: skip
+    ev = within(ev, ev.tuning_start)
     for o in cmp.outcomes.values():
         m = o.minutes
-        width = 2.5 if o.actual else 1.2
+        line = {"width": 2.5 if o.actual else 1.2, "color": POLICY_COLOURS.get(o.policy)}
         cost = cmp.prices.cost(m["total_cpu"] / 60.0, m["total_memory_mb"] / 1024.0 / 60.0).cumsum()
         for row, y in ((1, m["latency_p95_ms"]), (2, m["total_cpu"]), (3, cost)):
-            fig.add_trace(go.Scatter(x=m.index, y=y, name=o.label, legendgroup=o.policy, showlegend=row == 1,
-                                     line={"width": width}), row=row, col=1)  # fmt: skip
+            fig.add_trace(go.Scatter(x=m.index, y=y, name=o.label, legendgroup=o.policy, showlegend=row == 1, line=line),
+                          row=row, col=1)
     fig.add_hline(y=cmp.latency_target_ms, line={"color": "#d62728", "dash": "dash"}, row=1, col=1)
     fig.update_yaxes(type="log", title_text="ms", row=1, col=1)
     _mark(fig, ev, 3)

@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 
 from flinktune.report.period import Events, ReportInputs  # noqa: E402
 
-__all__ = ["write_plots", "planned_against_peak", "MARKS"]
+__all__ = ["write_plots", "planned_against_peak", "within", "MARKS", "POLICY_COLOURS"]
 
 #: How each kind of event is drawn (matplotlib and Plotly alike): colour, dash, label.
 MARKS: dict[str, tuple[str, str, str]] = {
@@ -28,6 +28,17 @@ MARKS: dict[str, tuple[str, str, str]] = {
     "profiling": ("#9467bd", "dashdot", "profiling"),
 }
 _MPL_DASH = {"solid": "-", "dot": ":", "dashdot": "-.", "dash": "--"}
+#: One colour per policy in every figure, so a policy is the same line in each panel.
+POLICY_COLOURS: dict[str, str] = {"flinktune": "#1f77b4", "static": "#7f7f7f", "autoscaler": "#ff7f0e", "demeter": "#2ca02c",
+                                  "reactive": "#8c564b", "ds2": "#e377c2", "sage": "#bcbd22", "barre": "#17becf", "oracle": "#000000"}  # fmt: skip
+
+
+def within(ev: Events, start: pd.Timestamp | None) -> Events:
+    """The events from ``start`` on (the same-load views cover the tuned period only)."""
+    if start is None:
+        return ev
+    keep = lambda ts: [t for t in ts if t >= start]  # noqa: E731
+    return Events(ev.tuning_start, keep(ev.failures), keep(ev.reconfigurations), keep(ev.profiling))
 
 
 def planned_against_peak(inputs: ReportInputs) -> pd.DataFrame:
@@ -132,9 +143,10 @@ def _same_load(inputs: ReportInputs, ev: Events, path: Path) -> None:
     cmp = inputs.comparison
     assert cmp is not None
     fig, axes = plt.subplots(3, 1, figsize=(11, 8), sharex=True)
+    ev = within(ev, ev.tuning_start)
     for o in cmp.outcomes.values():
         m = o.minutes
-        style = {"lw": 1.6 if o.actual else 0.9, "alpha": 1.0 if o.actual else 0.8}
+        style = {"lw": 1.6 if o.actual else 0.9, "alpha": 1.0 if o.actual else 0.8, "color": POLICY_COLOURS.get(o.policy)}
         axes[0].plot(m.index, m["latency_p95_ms"], label=o.label, **style)
         axes[1].plot(m.index, m["total_cpu"], **style)
         cost_per_min = cmp.prices.cost(m["total_cpu"] / 60.0, m["total_memory_mb"] / 1024.0 / 60.0)

@@ -45,8 +45,15 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     assert all("rec/s" in line or "rollback" in line for line in reconf)  # every change says why
     summary = json.loads((report.parent / "summary.json").read_text())
     assert summary["reconfigurations"] >= 1
-    for png in ("rate_forecast.png", "configuration.png", "latency.png", "resources.png"):
+    for png in ("same_load.png", "rate_forecast.png", "configuration.png", "latency.png", "resources.png"):
         assert (report.parent / png).stat().st_size > 5000
+    # the tuned hour replayed under the other policies from the same state, and a verdict on that same load
+    assert set(summary["same_load"]) == {"flinktune", "static", "autoscaler", "demeter"}
+    assert summary["same_load"]["static"]["failures"] == summary["same_load"]["flinktune"]["failures"]
+    assert "## The same load under each policy" in text and "## Verdict: " in text.splitlines()[2]
+    assert (report.parent / "report.html").stat().st_size > 1_000_000  # plotly.js inline: opens offline
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last == f"verdict: {summary['verdict']['headline']}" and ("met all" in last or "MISSED" in last), last
 
     # the champions are in the registry the demo configured
     code = (
