@@ -77,6 +77,8 @@ def _money(inputs: ReportInputs) -> dict[str, Any] | None:
 
 def _saved(cost: float, other: float, cmp: Any) -> str:
     s, money = savings(cost, other, cmp.hours), cmp.prices.money
+    if abs(s.per_month) < 0.005:
+        return f"the same cost over these {cmp.hours:.1f} h: nothing saved"
     head = f"saved {money(s.saved)}" if s.saved > 0 else f"cost {money(-s.saved)} more"
     return f"{head} over these {cmp.hours:.1f} h: {money(abs(s.per_day))} per day, {money(abs(s.per_month))} per month at this rate"
 

@@ -131,10 +131,15 @@ def same_load_from_twin(twin: TwinJob, trace: pd.Series, start_ts: int, end_ts: 
     rebuilt = _rebuild_start(twin, trace, start_ts, first)
     again = rebuilt.history()
     recorded = hist[secs < start_ts].reset_index(drop=True)
-    if len(again) != len(recorded) or not np.allclose(again["lag"].to_numpy(), recorded["lag"].to_numpy(), rtol=1e-6, atol=1e-3):
-        bad = int(np.argmax(~np.isclose(again["lag"].to_numpy()[: len(recorded)], recorded["lag"].to_numpy()[: len(again)], rtol=1e-6, atol=1e-3)))
+    n = min(len(again), len(recorded))
+    same = np.ones(max(len(again), len(recorded)), dtype=bool)
+    same[n:] = False
+    for col in ("lag", "latency_p95_ms", "total_cpu"):  # the state, the noise and the configuration
+        same[:n] &= np.isclose(again[col].to_numpy()[:n], recorded[col].to_numpy()[:n], rtol=1e-6, atol=1e-3)
+    if not same.all():
+        bad = int(np.argmin(same))
         raise ValueError(f"job {twin.job!r}: re-running the twin does not reproduce its recorded history (first difference at "
-                         f"{recorded['ts'].iloc[min(bad, len(recorded) - 1)]}); the counterfactuals would not see the same load")  # fmt: skip
+                         f"second {bad} of {len(recorded)}); the counterfactuals would not see the same load")  # fmt: skip
     window = (trace.index >= pd.Timestamp(start_ts, unit="s", tz="UTC")) & (trace.index < pd.Timestamp(end_ts, unit="s", tz="UTC"))
     period = hist[(secs >= start_ts) & (secs < end_ts)].reset_index(drop=True)
     changes = [r for r in twin.reconfigurations if start_ts <= r["ts"] < end_ts]

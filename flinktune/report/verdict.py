@@ -102,8 +102,12 @@ def judge(comparison: Comparison, goals: Goals | None = None, reference: str = "
 
 def _cost_check(cost: float, ref_cost: float, hours: float, prices: PriceList, ref_name: str) -> GoalCheck:
     s = savings(cost, ref_cost, hours)
-    rate = (f"saving {prices.money(s.per_day)} per day, {prices.money(s.per_month)} per month at this rate" if s.saved > 0
-            else f"costing {prices.money(-s.per_day)} more per day, {prices.money(-s.per_month)} per month at this rate")  # fmt: skip
+    if abs(s.per_month) < 0.005:
+        rate = "the same money: nothing saved"
+    elif s.saved > 0:
+        rate = f"saving {prices.money(s.per_day)} per day, {prices.money(s.per_month)} per month at this rate"
+    else:
+        rate = f"costing {prices.money(-s.per_day)} more per day, {prices.money(-s.per_month)} per month at this rate"
     return GoalCheck("cost", cost < ref_cost, (
         f"{prices.money(cost)} against {ref_name}'s {prices.money(ref_cost)} for the same {hours:.1f} h "
         f"({cost / ref_cost if ref_cost else float('nan'):.2f} x), {rate}."))  # fmt: skip
