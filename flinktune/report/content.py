@@ -130,7 +130,9 @@ def report_content(inputs: ReportInputs, goals: Goals | None = None) -> dict[str
         "prices": inputs.prices.describe(),
         "verdict": verdict.to_dict() | {"checks": [{"goal": c.goal, "word": c.word, "met": c.met, "sentence": c.sentence} for c in verdict.checks]},
         "same_load": _same_load_table(inputs),
-        "no_comparison": inputs.comparison_note if inputs.comparison is None else "",
+        "no_comparison": (inputs.comparison_note or "No counterfactual on the same load was given to this report, so the verdict "
+                          "judges latency against the target itself and cost against static's reservation.")
+                         if inputs.comparison is None else "",  # fmt: skip
         "money": _money(inputs),
         "context": _context_table(inputs, whole),
         "decisions": _decisions(inputs),
