@@ -48,7 +48,7 @@ def _same_load_table(inputs: ReportInputs) -> dict[str, Any] | None:
         (f"minutes over the {_ms(cmp.latency_target_ms)} target", lambda m: f"{m['minutes_over_target']:.0f}"),
         (f"recoveries over {limit:.0f} s / failures", lambda m: f"{m['recoveries_over_limit']:.0f} / {m['failures']:.0f}"),
         ("slowest recovery", lambda m: f"{m['recovery_max_s']:.0f} s"),
-        ("reconfigurations (downtime)", lambda m: f"{m['reconfigurations']:.0f} ({m['downtime_s']:.0f} s)"),
+        ("reconfigurations (seconds not running, failures included)", lambda m: f"{m['reconfigurations']:.0f} ({m['downtime_s']:.0f} s)"),
         ("profiling runs", lambda m: f"{m['profiling_runs']:.0f}"),
     ]  # fmt: skip
     heads = [o.label for o in cmp.outcomes.values()]
