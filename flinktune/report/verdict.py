@@ -97,6 +97,10 @@ def judge(comparison: Comparison, goals: Goals | None = None, reference: str = "
         f"{slow:.0f} of {run['failures']:.0f} recoveries took longer than {limit:.0f} s (static: {ref_slow:.0f} of "
         f"{ref['failures']:.0f}); the slowest took {run['recovery_max_s']:.0f} s."))  # fmt: skip
     cost = _cost_check(run["priced_cost"], ref["priced_cost"], hours, prices, "static")
+    profiling = prices.cost(run["profiling_cpu_core_hours"], run["profiling_memory_gib_hours"])
+    if profiling > 0:  # a one-time start-up profiling inflates a short period's rate: say how much of it that is
+        cost = GoalCheck(cost.goal, cost.met, f"{cost.sentence[:-1]}; {prices.money(profiling)} of the run's cost is its "
+                                              f"{run['profiling_runs']:.0f} profiling runs.")  # fmt: skip
     return Verdict(comparison.run.policy, (latency, recovery, cost), f"against static on the same {hours:.1f} h of load")
 
 

@@ -62,9 +62,10 @@ def test_the_verdict_is_met_or_missed_per_goal_with_the_numbers():
     assert [c.met for c in slow.checks] == [False, True, True] and "too slow" in slow.checks[0].sentence
     late = judge(_comparison(_measures(cpu_core_hours=60.0, minutes_over_target=13.0)))
     assert late.checks[0].met is False and "too many" in late.checks[0].sentence
-    dear = judge(_comparison(_measures(cpu_core_hours=100.0, recoveries_over_limit=1.0)))
+    dear = judge(_comparison(_measures(cpu_core_hours=100.0, recoveries_over_limit=1.0, profiling_cpu_core_hours=10.0, profiling_runs=3.0)))
     assert [c.met for c in dear.checks] == [True, False, False] and not dear.met
     assert dear.headline().startswith("flinktune MISSED 2 of 3 goals") and "more per day" in dear.checks[2].sentence
+    assert dear.checks[2].sentence.endswith(f"; USD {10 * 0.04048:.2f} of the run's cost is its 3 profiling runs.")
     strict = judge(_comparison(_measures(cpu_core_hours=60.0, latency_p95_ms=500.0)), Goals(p95_vs_static=1.2))
     assert strict.checks[0].met is False
     with pytest.raises(ValueError, match="reference policy 'autoscaler'"):
