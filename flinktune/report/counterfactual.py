@@ -15,7 +15,6 @@ has no counterfactual and says so.
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,20 +199,16 @@ def _replay(name: str, same: SameLoad, space: ConfigSpace, settings: ReplaySetti
 
 def compare_on_same_load(
     same: SameLoad, space: ConfigSpace, *, latency_target_ms: float, recovery_limit_s: float, prices: PriceList,
-    policies: tuple[str, ...] = COUNTERFACTUAL_POLICIES, workload: str = "ysb", workers: int = 1,
+    policies: tuple[str, ...] = COUNTERFACTUAL_POLICIES, workload: str = "ysb",
 ) -> Comparison:  # fmt: skip
-    """Replay ``policies`` over ``same`` and measure them and the run alike; ``workers`` > 1 replays in processes."""
+    """Replay ``policies`` over ``same`` (one after the other, in this process) and measure them and the run alike.
+
+    ``workload`` names the generator Demeter's replayed forecaster trains on (a preceding day of it)."""
     seed, failures = int(same.start_state["seed"]), str(same.start_state["failures"])
     settings = ReplaySettings(workload=workload, latency_target_ms=latency_target_ms, recovery_limit_s=recovery_limit_s,
                               failures=failures, seed=seed)  # fmt: skip
     others = [p for p in dict.fromkeys(policies) if p != same.policy]
-    if workers > 1 and len(others) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(others))) as pool:
-            order = sorted(others, key=lambda p: p != "demeter")  # the slowest first, so the processes end together
-            futures = {p: pool.submit(_replay, p, same, space, settings) for p in order}
-            runs = {p: futures[p].result() for p in others}
-    else:
-        runs = {p: _replay(p, same, space, settings) for p in others}
+    runs = {p: _replay(p, same, space, settings) for p in others}
     hours = same.hours
     minutes = _per_minute(same.history)
     summary = summarize(same.history, same.reconfigurations, same.spend, recovery_limit_s)
