@@ -65,8 +65,11 @@ def comparison_for(inputs: ReportInputs, settings: Settings, policies: tuple[str
         return None, "No decision was recorded, so there is no tuned period to compare."
     twin, trace = load_job(settings.twin_dir, inputs.job)
     end = int(min(twin.now, inputs.features["window_start"].max().timestamp() + 60))
-    same = same_load_from_twin(twin, trace, int(start.timestamp()), end, policy=inputs.policy,
-                               profiling=_profiling_observations(settings, inputs.job))  # fmt: skip
+    try:
+        same = same_load_from_twin(twin, trace, int(start.timestamp()), end, policy=inputs.policy,
+                                   profiling=_profiling_observations(settings, inputs.job))  # fmt: skip
+    except ValueError as exc:  # the report still says what happened, and why it has no counterfactual
+        return None, f"No counterfactual: {exc}."
     from flinktune.twin.workload import WORKLOADS
 
     # The workload names the generator Demeter's replayed forecaster trains on (a preceding day of it).
