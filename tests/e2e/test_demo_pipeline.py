@@ -60,11 +60,16 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
         "import mlflow, json; mlflow.set_tracking_uri('sqlite:///" + str(var_dir / "mlflow" / "mlflow.db") + "');"
         "c = mlflow.MlflowClient();"
         "print(json.dumps({n: c.get_model_version_by_alias(n, 'champion').version for n in "
-        "['flinktune-forecaster-demo', 'flinktune-surrogate-demo']}))"
+        "['flinktune-forecaster-demo', 'flinktune-surrogate-demo']}));"
+        "e = c.get_experiment_by_name('flinktune-report-demo');"
+        "r = c.search_runs([e.experiment_id])[0];"
+        "print(json.dumps([a.path for a in c.list_artifacts(r.info.run_id, 'report')]))"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert set(json.loads(out.stdout.strip().splitlines()[-1])) == {"flinktune-forecaster-demo", "flinktune-surrogate-demo"}
+    champions, artifacts = out.stdout.strip().splitlines()[-2:]
+    assert set(json.loads(champions)) == {"flinktune-forecaster-demo", "flinktune-surrogate-demo"}
+    assert {"report/report.html", "report/report.md", "report/summary.json"} <= set(json.loads(artifacts))  # the report in MLflow
     # decisions were stored durably
     import sqlite3
 
