@@ -147,6 +147,9 @@ def demo(
         f"reconfigurations, CPU {tuned['cpu_vs_static']:.2f} x and memory {tuned['memory_vs_static']:.2f} x static max"
     )
     typer.echo(f"report: {reports[-1]}")
+    typer.echo(f"html report: {reports[-1].parent / 'report.html'}")
+    # The last line is the verdict, a miss included: what a newcomer reads first.
+    typer.echo(f"verdict: {summary['verdict']['headline']}")
 
 
 @app.command()

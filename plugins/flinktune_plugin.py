@@ -6,7 +6,8 @@ this repository's ``plugins/`` (see :mod:`flinktune.orchestration.airflow_home`)
 - ``GET /flinktune/`` -> the jobs with recorded decisions, each linking to its page.
 - ``GET /flinktune/job/<job>`` -> the configuration in force, the last decisions with reasons,
   the champion model versions (linked to the MLflow UI at ``FLINKTUNE_MLFLOW_UI_URL``) and the
-  latest report's plots (``GET /flinktune/job/<job>/plots/<file>.png``).
+  latest report's verdict and plots (``GET /flinktune/job/<job>/plots/<file>.png``), linking to
+- ``GET /flinktune/job/<job>/report`` -> the latest report's HTML (interactive plots, self-contained).
 
 JSON:
 
@@ -95,6 +96,15 @@ host; the operator knows where ``FLINKTUNE_STATE_DB`` points)."""
         from flinktune.orchestration.overview_html import job_page as render
 
         return render(job_overview(job, _settings()), base=_base(request))
+
+    @app.get("/job/{job}/report")
+    def report_html(job: str = PathParam(..., pattern=JOB_NAME_PATTERN)) -> FileResponse:
+        from flinktune.orchestration.overview import latest_report_dir
+
+        folder = latest_report_dir(_settings().reports_dir, job)
+        if folder is None or not (folder / "report.html").is_file():
+            raise HTTPException(status_code=404, detail=f"no HTML report for job {job} (run flinktune_report)")
+        return FileResponse(folder / "report.html", media_type="text/html")
 
     @app.get("/job/{job}/plots/{name}")
     def plot(job: str = PathParam(..., pattern=JOB_NAME_PATTERN), name: str = PathParam(..., pattern=_PLOT_PATTERN)) -> FileResponse:

@@ -22,6 +22,18 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install -q --upgrade pip wheel setuptools
 fi
 
+# Chromium (Debian's package) for the test that opens the HTML report in a real headless browser.
+# Installed where missing and possible (root with apt-get); otherwise that one test skips and says why.
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing chromium (Debian package) for the HTML report's browser test"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+      || echo "bootstrap: could not install chromium; the browser test will be skipped" >&2
+  else
+    echo "bootstrap: /usr/bin/chromium is missing (apt-get install chromium as root); the browser test will be skipped" >&2
+  fi
+fi
+
 stamp="$VENV/.flinktune-install-stamp"
 want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VENV/bin/python" -c 'import flinktune, torch' 2>/dev/null; then

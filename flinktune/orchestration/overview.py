@@ -8,7 +8,7 @@ not a new empty file. Shape::
      "config": {knob: value} | None, "config_since": float | None,     # from the newest decision
      "decisions": [{"ts", "policy", "action", "reason", "target", "changed", "mode", "dry_run"}],  # newest first
      "champions": [{"kind", "model", "version" | None, "url" | None, "note" | None}],
-     "report": {"dir", "markdown", "plots": [file name, ...]} | None}
+     "report": {"dir", "markdown", "plots": [file name, ...], "html": bool, "verdict": str | None} | None}
 """
 
 from __future__ import annotations
@@ -58,6 +58,14 @@ def _champions(job: str, tracking_uri: str) -> list[dict[str, Any]]:
     return out
 
 
+def _verdict(report_dir: Path) -> str | None:
+    """The report's one-line verdict from its summary.json (None for reports written before verdicts)."""
+    try:
+        return str(json.loads((report_dir / "summary.json").read_text())["verdict"]["headline"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def job_overview(job: str, settings: Any, *, limit: int = 10) -> dict[str, Any]:
     """The overview of ``job`` (shape in the module docstring) from ``settings`` (a ``Settings``)."""
     from flinktune.decision.store import SqliteStateStore
@@ -83,6 +91,7 @@ def job_overview(job: str, settings: Any, *, limit: int = 10) -> dict[str, Any]:
     report = None if report_dir is None else {
         "dir": str(report_dir), "markdown": str(report_dir / "report.md"),
         "plots": sorted(p.name for p in report_dir.glob("*.png")),
+        "html": (report_dir / "report.html").is_file(), "verdict": _verdict(report_dir),
     }
     return {"job": job, "state_db": str(state_db), "config": config, "config_since": since, "decisions": decisions,
             "champions": _champions(job, str(settings.mlflow_tracking_uri)), "report": report}

@@ -80,6 +80,11 @@ def job_page(overview: dict[str, Any], *, base: str = "/flinktune/") -> str:
     if report is None:
         parts.append('<p class="note">No report yet (run flinktune_report).</p>')
     else:
+        if report.get("verdict"):
+            parts.append(f'<p id="report-verdict"><strong>Verdict:</strong> {escape(report["verdict"])}</p>')
+        if report.get("html"):
+            parts.append(f'<p><a id="report-link" href="{escape(base)}job/{quote(job)}/report">Open the full report (HTML, '
+                         "interactive plots)</a></p>")
         parts.append(f'<p class="note">{escape(report["markdown"])}</p>')
         parts += [f'<img src="{escape(base)}job/{quote(job)}/plots/{quote(name)}" alt="{escape(name)}">' for name in report["plots"]]
     return _doc(f"flinktune: {job}", "".join(parts))

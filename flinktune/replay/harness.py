@@ -122,13 +122,25 @@ def prepare_replay(
     *,
     interval_s: int | None = None,
     policy_options: dict[str, Any] | None = None,
+    start_state: dict[str, Any] | None = None,
 ) -> ReplayRig:
-    """The twin, policy and models of a replay of ``trace`` under ``name`` (see :func:`replay_policy`)."""
+    """The twin, policy and models of a replay of ``trace`` under ``name`` (see :func:`replay_policy`).
+
+    ``start_state``: a twin state (``TwinJob.state_dict()``, taken at the trace's first second) to
+    continue instead of static max, e.g. a job after the hours it ran before: its configuration, lag,
+    noise and failure schedule go on from there (the run report's counterfactuals on the same load)."""
     interval = int(interval_s or DECISION_INTERVAL_S.get(name, 600))
     options = dict(policy_options or {})
     start_ts = int(trace.index[0].timestamp())
-    twin = TwinJob(profile, space.maximum, job="replay", seed=settings.seed, start_ts=start_ts, failures=settings.failures,
-                   retain_s=interval + 60)  # fmt: skip
+    if start_state is not None:
+        # Only what happens from the trace's first second on is measured: no earlier history or changes.
+        state = {k: v for k, v in start_state.items() if k != "history"}
+        twin = TwinJob.from_state_dict({**state, "job": "replay", "retain_s": interval + 60, "reconfigurations": []})
+        if twin.now != start_ts:
+            raise ValueError(f"replay {name}: the start state is at t={twin.now}, the trace starts at t={start_ts}")
+    else:
+        twin = TwinJob(profile, space.maximum, job="replay", seed=settings.seed, start_ts=start_ts, failures=settings.failures,
+                       retain_s=interval + 60)  # fmt: skip
     models: ReplayModels | None = None
     if name in MODEL_POLICIES or name == "barre":
         # Train the forecaster on a preceding day of the same generator with another seed.
@@ -175,13 +187,16 @@ def replay_policy(
     interval_s: int | None = None,
     policy_options: dict[str, Any] | None = None,
     store: Any = None,
+    start_state: dict[str, Any] | None = None,
 ) -> PolicyRun:
-    """Replay ``trace`` (rec/s, 1 s steps) under policy ``name``; the job starts at static max.
+    """Replay ``trace`` (rec/s, 1 s steps) under policy ``name``; the job starts at static max,
+    or from ``start_state`` (see :func:`prepare_replay`).
 
     ``store`` (default a fresh ``MemoryStateStore``) receives every decision, keeps included.
     """
     started = time.perf_counter()
-    rig = prepare_replay(name, trace, profile, space, settings, interval_s=interval_s, policy_options=policy_options)
+    rig = prepare_replay(name, trace, profile, space, settings, interval_s=interval_s, policy_options=policy_options,
+                         start_state=start_state)  # fmt: skip
     return run_replay(rig, trace, store=store, started=started)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from flinktune.pricing import PriceList, load_prices
 from flinktune.replay.harness import PolicyRun
 from flinktune.replay.metrics import relative_table
 
@@ -26,7 +27,7 @@ _HEAD = [
     ("latency_p95_ms", "p95", "{:.2f}"), ("latency_p99_ms", "p99", "{:.2f}"), ("mean_lag", "mean lag", "{:.2f}"),
     ("recovery_mean_s", "recovery mean s", "{:.0f}"), ("recoveries_over_limit", "recoveries > limit", "{:.0f}"),
     ("reconfigurations", "reconfigurations", "{:.0f}"), ("downtime_s", "downtime s", "{:.0f}"),
-    ("profiling_runs", "profiling runs", "{:.0f}"),
+    ("profiling_runs", "profiling runs", "{:.0f}"), ("priced_cost", "priced cost", "{:.2f}"),
 ]  # fmt: skip
 
 
@@ -37,10 +38,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def markdown_table(table: pd.DataFrame) -> str:
-    """The relative table as Markdown (CPU, memory, latency and lag as ratios to static)."""
-    lines = ["| policy | " + " | ".join(h for _, h, _ in _HEAD) + " |", "|---" * (len(_HEAD) + 1) + "|"]
+    """The relative table as Markdown (CPU, memory, latency, lag and priced cost, when present, as ratios to static)."""
+    head = [h for h in _HEAD if h[0] in table.columns]
+    lines = ["| policy | " + " | ".join(h for _, h, _ in head) + " |", "|---" * (len(head) + 1) + "|"]
     for name, row in table.iterrows():
-        lines.append(f"| {name} | " + " | ".join(fmt.format(row[c]) for c, _, fmt in _HEAD) + " |")
+        lines.append(f"| {name} | " + " | ".join(fmt.format(row[c]) for c, _, fmt in head) + " |")
     return "\n".join(lines)
 
 
@@ -128,15 +130,24 @@ def _plots(runs: dict[str, PolicyRun], table: pd.DataFrame, out: Path, stem: str
     return paths
 
 
-def write_results(runs: dict[str, PolicyRun], out_dir: str | Path, trace_name: str, meta: dict[str, Any], *, plots: bool = True) -> dict[str, Path]:
-    """Write the table, JSON and plots for ``runs`` (must include static); returns the paths by kind."""
+def write_results(runs: dict[str, PolicyRun], out_dir: str | Path, trace_name: str, meta: dict[str, Any], *, plots: bool = True,
+                  prices: PriceList | None = None) -> dict[str, Path]:  # fmt: skip
+    """Write the table, JSON and plots for ``runs`` (must include static); returns the paths by kind.
+
+    ``prices`` (default :func:`flinktune.pricing.load_prices`) prices each run's core-hours and
+    GiB-hours, profiling included: the table's priced cost is relative to static's, the JSON absolute."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    prices = prices or load_prices()
     table = relative_table({n: r.summary for n, r in runs.items()})
+    priced = {n: prices.cost(r.summary["cpu_core_hours"], r.summary["memory_gib_hours"]) for n, r in runs.items()}
+    table["priced_cost"] = [priced[n] / priced["static"] if priced["static"] else float("nan") for n in table.index]
     stem = f"replay-{trace_name}"
     md = [f"# Replay: {trace_name}", "", f"Command: `{meta.get('command', '')}`", "",
           "CPU, memory, latency quantiles and mean lag are relative to static (24 x (1 CPU, 4 GiB)); "
-          "CPU and memory include profiling. Recovery, reconfigurations and downtime are absolute.", "",
+          "CPU and memory include profiling. Recovery, reconfigurations and downtime are absolute. "
+          f"Priced cost: core-hours and GiB-hours at {prices.describe()}; static costs {prices.money(priced['static'])} "
+          f"over the {meta.get('hours', '?')} h.", "",
           markdown_table(table), "", "## Reconfiguration cost by mode", "",
           "What each policy's changes would cost carried out by savepoint redeploy, in-place rescale (parallelism-only "
           "changes; others fall back to redeploy) or live fine-grained state migration (a what-if; see "
@@ -148,6 +159,8 @@ def write_results(runs: dict[str, PolicyRun], out_dir: str | Path, trace_name: s
         "meta": meta,
         "absolute": {n: r.summary for n, r in runs.items()},
         "relative": json.loads(table.to_json(orient="index")),
+        "priced_cost": priced,
+        "prices": prices.model_dump(),
         "wall_s": {n: r.wall_s for n, r in runs.items()},
         "decisions": {n: r.decisions for n, r in runs.items()},
         "reconfiguration_cost_by_mode": _mode_totals(runs),

@@ -45,19 +45,31 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     assert all("rec/s" in line or "rollback" in line for line in reconf)  # every change says why
     summary = json.loads((report.parent / "summary.json").read_text())
     assert summary["reconfigurations"] >= 1
-    for png in ("rate_forecast.png", "configuration.png", "latency.png", "resources.png"):
+    for png in ("same_load.png", "rate_forecast.png", "configuration.png", "latency.png", "resources.png"):
         assert (report.parent / png).stat().st_size > 5000
+    # the tuned hour replayed under the other policies from the same state, and a verdict on that same load
+    assert set(summary["same_load"]) == {"flinktune", "static", "autoscaler", "demeter"}
+    assert summary["same_load"]["static"]["failures"] == summary["same_load"]["flinktune"]["failures"]
+    assert "## The same load under each policy" in text and "## Verdict: " in text.splitlines()[2]
+    assert (report.parent / "report.html").stat().st_size > 1_000_000  # plotly.js inline: opens offline
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last == f"verdict: {summary['verdict']['headline']}" and ("met all" in last or "MISSED" in last), last
 
     # the champions are in the registry the demo configured
     code = (
         "import mlflow, json; mlflow.set_tracking_uri('sqlite:///" + str(var_dir / "mlflow" / "mlflow.db") + "');"
         "c = mlflow.MlflowClient();"
         "print(json.dumps({n: c.get_model_version_by_alias(n, 'champion').version for n in "
-        "['flinktune-forecaster-demo', 'flinktune-surrogate-demo']}))"
+        "['flinktune-forecaster-demo', 'flinktune-surrogate-demo']}));"
+        "e = c.get_experiment_by_name('flinktune-report-demo');"
+        "r = c.search_runs([e.experiment_id])[0];"
+        "print(json.dumps([a.path for a in c.list_artifacts(r.info.run_id, 'report')]))"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert set(json.loads(out.stdout.strip().splitlines()[-1])) == {"flinktune-forecaster-demo", "flinktune-surrogate-demo"}
+    champions, artifacts = out.stdout.strip().splitlines()[-2:]
+    assert set(json.loads(champions)) == {"flinktune-forecaster-demo", "flinktune-surrogate-demo"}
+    assert {"report/report.html", "report/report.md", "report/summary.json"} <= set(json.loads(artifacts))  # the report in MLflow
     # decisions were stored durably
     import sqlite3
 

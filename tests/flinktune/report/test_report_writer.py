@@ -63,4 +63,8 @@ def test_summary_json_has_the_tuned_period_apart(tmp_path):
     path = write_report(ReportInputs("j", f, store.decisions("j"), store.forecasts("j"), 1000.0, SPACE), tmp_path / "r")
     s = json.loads((path.parent / "summary.json").read_text())
     assert s["hours"] == pytest.approx(2.0) and s["tuned"]["hours"] == pytest.approx(70 / 60)
-    assert "| measure | before tuning | tuned |" in path.read_text()
+    text = path.read_text()
+    assert "| measure | before tuning | tuned |" in text
+    # no counterfactual: judged against the target itself and static's fixed reservation, recovery not judged
+    assert "## No counterfactual" in text and "- **recovery limit: not judged.**" in text
+    assert s["verdict"]["checks"][2]["met"] is True  # 1 h at 24 cores, then 12 cores: cheaper than static's 24 throughout

@@ -1,0 +1,141 @@
+"""What a report says, as plain data both templates render: verdict, money, the same-load table,
+the context of the hours before tuning, and every decision in plain words.
+
+Use :func:`report_content` on :class:`flinktune.report.period.ReportInputs` (features already cut
+to the report's period); the Markdown and HTML templates (:mod:`flinktune.report.render`) only
+lay it out, so the two never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from flinktune.pricing import savings
+from flinktune.report.period import ReportInputs, summarise, tuned_start
+from flinktune.report.verdict import Goals, Verdict, judge, judge_alone
+from flinktune.report.wording import headline_and_detail, plain_config
+
+__all__ = ["report_content", "verdict_of"]
+
+
+def _ms(v: float) -> str:
+    return f"{v / 1000:,.1f} s" if v >= 10_000 else f"{v:,.0f} ms"
+
+
+def verdict_of(inputs: ReportInputs, goals: Goals | None = None) -> Verdict:
+    """Against static on the same load when there is a comparison; else against the target and static's reservation."""
+    if inputs.comparison is not None:
+        return judge(inputs.comparison, goals)
+    f, start = inputs.features, tuned_start(inputs)
+    tuned = f[f["window_start"] >= start] if start is not None and (f["window_start"] >= start).any() else f
+    mx = inputs.space.maximum
+    return judge_alone(inputs.policy, summarise(inputs, tuned), static_cpu=mx.total_cpu, static_memory_gib=mx.total_memory_mb / 1024.0,
+                       latency_target_ms=inputs.latency_target_ms, prices=inputs.prices, goals=goals)  # fmt: skip
+
+
+def _same_load_table(inputs: ReportInputs) -> dict[str, Any] | None:
+    cmp = inputs.comparison
+    if cmp is None:
+        return None
+    money, limit = cmp.prices.money, cmp.recovery_limit_s
+    rows = [
+        ("priced cost (profiling included)", lambda m: money(m["priced_cost"])),
+        ("CPU core-hours (of which profiling)", lambda m: f"{m['cpu_core_hours']:.1f} ({m['profiling_cpu_core_hours']:.1f})"),
+        ("memory GiB-hours (of which profiling)", lambda m: f"{m['memory_gib_hours']:.1f} ({m['profiling_memory_gib_hours']:.1f})"),
+        ("p95 latency", lambda m: _ms(m["latency_p95_ms"])),
+        (f"minutes over the {_ms(cmp.latency_target_ms)} target", lambda m: f"{m['minutes_over_target']:.0f}"),
+        (f"recoveries over {limit:.0f} s / failures", lambda m: f"{m['recoveries_over_limit']:.0f} / {m['failures']:.0f}"),
+        ("slowest recovery", lambda m: f"{m['recovery_max_s']:.0f} s"),
+        ("reconfigurations (seconds not running, failures included)", lambda m: f"{m['reconfigurations']:.0f} ({m['downtime_s']:.0f} s)"),
+        ("profiling runs", lambda m: f"{m['profiling_runs']:.0f}"),
+    ]  # fmt: skip
+    heads = [o.label for o in cmp.outcomes.values()]
+    body = [{"measure": label, "cells": [fmt(o.measures) for o in cmp.outcomes.values()]} for label, fmt in rows]
+    return {"heads": heads, "rows": body, "note": cmp.note, "hours": cmp.hours}
+
+
+def _money(inputs: ReportInputs) -> dict[str, Any] | None:
+    cmp = inputs.comparison
+    if cmp is None:
+        return None
+    run = cmp.run.measures
+    lines = []
+    for o in cmp.outcomes.values():
+        if o.actual:
+            continue
+        lines.append({"against": o.label, "text": _saved(run["priced_cost"], o.measures["priced_cost"], cmp)})
+    prof = cmp.prices.cost(run["profiling_cpu_core_hours"], run["profiling_memory_gib_hours"])
+    static = cmp.outcomes.get("static")
+    running = None
+    if static is not None and not static.actual and prof > 0:  # what the configurations alone cost, profiling set apart
+        running = _saved(run["priced_cost"] - prof, static.measures["priced_cost"], cmp)
+    return {"lines": lines, "prices": cmp.prices.describe(), "hours": cmp.hours, "profiling": cmp.prices.money(prof),
+            "profiling_runs": int(run["profiling_runs"]), "running_vs_static": running}  # fmt: skip
+
+
+def _saved(cost: float, other: float, cmp: Any) -> str:
+    s, money = savings(cost, other, cmp.hours), cmp.prices.money
+    if abs(s.per_month) < 0.005:
+        return f"the same cost over these {cmp.hours:.1f} h: nothing saved"
+    head = f"saved {money(s.saved)}" if s.saved > 0 else f"cost {money(-s.saved)} more"
+    return f"{head} over these {cmp.hours:.1f} h: {money(abs(s.per_day))} per day, {money(abs(s.per_month))} per month at this rate"
+
+
+def _context_table(inputs: ReportInputs, whole: dict[str, float]) -> dict[str, Any]:
+    f, start = inputs.features, tuned_start(inputs)
+    periods = [("whole period", whole)]
+    if start is not None and (f["window_start"] < start).any() and (f["window_start"] >= start).any():
+        periods = [("before tuning", summarise(inputs, f[f["window_start"] < start])), ("tuned", summarise(inputs, f[f["window_start"] >= start]))]
+    money = inputs.prices.money
+    rows = [
+        ("hours", lambda s: f"{s['hours']:.1f}"),
+        ("reserved CPU core-hours", lambda s: f"{s['cpu_core_hours']:.1f} ({s['cpu_vs_static']:.2f} x static max)"),
+        ("reserved memory GiB-hours", lambda s: f"{s['memory_gib_hours']:.1f} ({s['memory_vs_static']:.2f} x static max)"),
+        ("priced reservation (no profiling)", lambda s: money(s["priced_cost"])),
+        ("latency p50 (median of minutes)", lambda s: _ms(s["latency_p50_ms"])),
+        ("latency p95 (95th pct of minutes)", lambda s: _ms(s["latency_p95_ms"])),
+        ("minutes with p95 over target", lambda s: f"{s['minutes_over_target']}"),
+        ("mean consumer lag", lambda s: f"{s['mean_lag']:,.0f} records"),
+        ("reconfigurations", lambda s: f"{s['reconfigurations']} ({s['downtime_s']:.0f} s downtime)"),
+    ]  # fmt: skip
+    return {"heads": [name for name, _ in periods], "rows": [{"measure": label, "cells": [fmt(s) for _, s in periods]} for label, fmt in rows]}
+
+
+def _decisions(inputs: ReportInputs) -> list[dict[str, str]]:
+    out = []
+    for row in inputs.decisions.itertuples(index=False):
+        head, detail = headline_and_detail(str(row.reason))
+        applied = f"{row.mode}, {row.downtime_s:.0f} s down" if int(row.changed) else ("dry run" if int(row.dry_run) else "-")
+        out.append({"time": pd.to_datetime(row.ts, unit="s", utc=True).strftime("%Y-%m-%d %H:%M"), "policy": str(row.policy),
+                    "action": str(row.action), "applied": applied, "headline": head, "detail": detail})  # fmt: skip
+    return out
+
+
+def report_content(inputs: ReportInputs, goals: Goals | None = None) -> dict[str, Any]:
+    """Everything the templates render (plain strings and numbers), plus ``summary`` for summary.json."""
+    f = inputs.features
+    whole = summarise(inputs)
+    verdict = verdict_of(inputs, goals)
+    mx = inputs.space.maximum
+    start = tuned_start(inputs)
+    return {
+        "job": inputs.job,
+        "period": f"{f['window_start'].min():%Y-%m-%d %H:%M} to {f['window_start'].max() + pd.Timedelta(minutes=1):%Y-%m-%d %H:%M} UTC "
+                  f"({whole['hours']:.1f} h of per-minute features)",
+        "tuning_start": f"{start:%Y-%m-%d %H:%M} UTC" if start is not None else None,
+        "target": _ms(inputs.latency_target_ms),
+        "static": plain_config(mx.parallelism, mx.task_slots, mx.taskmanagers, mx.cpu, mx.memory_mb, mx.checkpoint_interval_s),
+        "prices": inputs.prices.describe(),
+        "verdict": verdict.to_dict() | {"checks": [{"goal": c.goal, "word": c.word, "met": c.met, "sentence": c.sentence} for c in verdict.checks]},
+        "same_load": _same_load_table(inputs),
+        "no_comparison": (inputs.comparison_note or "No counterfactual on the same load was given to this report, so the verdict "
+                          "judges latency against the target itself and cost against static's reservation.")
+                         if inputs.comparison is None else "",  # fmt: skip
+        "money": _money(inputs),
+        "context": _context_table(inputs, whole),
+        "decisions": _decisions(inputs),
+        "summary": whole,
+        "verdict_obj": verdict,
+    }

@@ -1,0 +1,64 @@
+"""Counterfactuals on the same load: the replayed policies see the run's own trace, state, noise and failures."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from flinktune.config_space import Configuration, default_space
+from flinktune.pricing import PriceList
+from flinktune.report.counterfactual import compare_on_same_load, profiling_spend, same_load_from_twin
+from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.simulator import TwinJob
+from flinktune.twin.workload import generate_trace
+
+SPACE = default_space()
+PRICES = PriceList()
+
+
+def _twin_run(change_at_s: int | None = None) -> tuple[TwinJob, pd.Series, int]:
+    """40 min of history then 30 min "tuned" (no change: what static does), failures every 20 min."""
+    trace = generate_trace("ysb", 1.5, 5)
+    twin = TwinJob(ClusterProfile.default("ysb"), SPACE.maximum, job="j", seed=5, start_ts=int(trace.index[0].timestamp()), failures="every:20m")
+    rates = trace.to_numpy()
+    if change_at_s is not None:  # a change before tuning starts: the rebuilt state must carry it
+        twin.run(rates[:change_at_s])
+        twin.apply(Configuration(16, 1, 1.0, 4096, 10))
+        twin.run(rates[change_at_s:2400])
+    else:
+        twin.run(rates[:2400])
+    start = twin.now
+    twin.run(rates[2400:4200])
+    return twin, trace, start
+
+
+def test_static_replayed_on_the_same_load_reproduces_a_run_that_changed_nothing():
+    twin, trace, start = _twin_run()
+    same = same_load_from_twin(twin, trace, start)
+    assert same.hours == pytest.approx(0.5) and len(same.history) == 1800
+    cmp = compare_on_same_load(same, SPACE, latency_target_ms=1000, recovery_limit_s=180, prices=PRICES, policies=("static",))
+    run, static = cmp.run.measures, cmp.outcomes["static"].measures
+    # same trace, starting state, noise and failure schedule: the very same seconds
+    for key in ("cpu_core_hours", "memory_gib_hours", "latency_p95_ms", "mean_lag", "failures", "recovery_max_s", "minutes_over_target"):
+        assert run[key] == pytest.approx(static[key], rel=1e-9), key
+    assert run["failures"] >= 1 and len(cmp.failures) == run["failures"]
+    assert run["priced_cost"] == pytest.approx(PRICES.cost(24 * 0.5, 96 * 0.5))
+
+
+def test_a_change_before_tuning_is_part_of_the_rebuilt_state_and_a_twin_that_cannot_rebuild_is_refused():
+    twin, trace, start = _twin_run(change_at_s=1200)
+    same = same_load_from_twin(twin, trace, start)
+    assert same.start_state["config"]["parallelism"] == 16 and same.reconfigurations == []
+    twin.seed += 1  # another noise stream: the history is no longer what re-running gives
+    with pytest.raises(ValueError, match="does not reproduce its recorded history"):
+        same_load_from_twin(twin, trace, start)
+    with pytest.raises(ValueError, match="not inside the twin's history"):
+        same_load_from_twin(twin, trace, start, twin.now + 600)
+
+
+def test_profiling_is_charged_for_the_runs_in_the_period_only():
+    obs = pd.DataFrame({"ts_ms": [0, 1_000_000, 2_000_000], "parallelism": 24, "task_slots": 1, "cpu": 1.0, "memory_mb": 4096,
+                        "checkpoint_interval_s": 10, "recovery_s": [10.0, 20.0, 30.0]})  # fmt: skip
+    spend = profiling_spend(obs, 1000, 2000, run_s=100)
+    assert spend.runs == 1 and spend.cpu_core_s == pytest.approx(24 * (100 + 20 + 30))  # run + recovery + 30 s stable
+    assert profiling_spend(None, 0, 1).runs == 0

@@ -1,0 +1,179 @@
+"""The verdict: met / missed per goal in plain words, forced misses included, and the HTML report
+and the plugin page opened in a real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from flinktune.config_space import default_space
+from flinktune.decision import Decision
+from flinktune.evaluation import evaluate
+from flinktune.pricing import PriceList
+from flinktune.report import ReportInputs, compare_on_same_load, same_load_from_twin, write_report
+from flinktune.report.counterfactual import Comparison, Outcome
+from flinktune.report.verdict import Goals, judge
+from flinktune.store import SqliteStateStore
+from flinktune.testing import raw_samples
+from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.simulator import TwinJob
+from flinktune.twin.workload import generate_trace
+
+SPACE = default_space()
+PRICES = PriceList()
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+def _measures(**kw: float) -> dict[str, float]:
+    base = {"cpu_core_hours": 96.0, "memory_gib_hours": 384.0, "profiling_cpu_core_hours": 0.0, "profiling_memory_gib_hours": 0.0,
+            "profiling_runs": 0.0, "latency_p50_ms": 150.0, "latency_p95_ms": 400.0, "latency_p99_ms": 900.0, "mean_lag": 100.0,
+            "failures": 5.0, "recovery_mean_s": 60.0, "recovery_max_s": 80.0, "recoveries_over_limit": 0.0, "reconfigurations": 0.0,
+            "downtime_s": 150.0, "hours": 4.0, "minutes_over_target": 4.0}  # fmt: skip
+    base.update(kw)
+    base["priced_cost"] = PRICES.cost(base["cpu_core_hours"], base["memory_gib_hours"])
+    return base
+
+
+def _comparison(run: dict[str, float]) -> Comparison:
+    empty = pd.DataFrame()
+    outcomes = {"flinktune": Outcome("flinktune", "flinktune (this run)", run, empty, [], actual=True),
+                "static": Outcome("static", "static", _measures(), empty, [])}  # fmt: skip
+    return Comparison(outcomes, "flinktune", 4.0, PRICES, 1000.0, 180.0, [])
+
+
+def test_the_verdict_is_met_or_missed_per_goal_with_the_numbers():
+    good = judge(_comparison(_measures(cpu_core_hours=60.0, memory_gib_hours=200.0, latency_p95_ms=590.0, minutes_over_target=12.0)))
+    assert good.met and [c.met for c in good.checks] == [True, True, True]
+    assert good.headline().startswith("flinktune met all 3 goals") and "saving USD" in good.checks[2].sentence
+    # 1.5 x static's p95 is the limit, and static's 4 minutes + 2 per hour over 4 h
+    slow = judge(_comparison(_measures(cpu_core_hours=60.0, latency_p95_ms=601.0)))
+    assert [c.met for c in slow.checks] == [False, True, True] and "too slow" in slow.checks[0].sentence
+    late = judge(_comparison(_measures(cpu_core_hours=60.0, minutes_over_target=13.0)))
+    assert late.checks[0].met is False and "too many" in late.checks[0].sentence
+    dear = judge(_comparison(_measures(cpu_core_hours=100.0, recoveries_over_limit=1.0, profiling_cpu_core_hours=10.0, profiling_runs=3.0)))
+    assert [c.met for c in dear.checks] == [True, False, False] and not dear.met
+    assert dear.headline().startswith("flinktune MISSED 2 of 3 goals") and "more per day" in dear.checks[2].sentence
+    assert dear.checks[2].sentence.endswith(f"; USD {10 * 0.04048:.2f} of the run's cost is its 3 profiling runs.")
+    strict = judge(_comparison(_measures(cpu_core_hours=60.0, latency_p95_ms=500.0)), Goals(p95_vs_static=1.2))
+    assert strict.checks[0].met is False
+    with pytest.raises(ValueError, match="reference policy 'autoscaler'"):
+        judge(_comparison(_measures()), reference="autoscaler")
+
+
+def _features(hist: pd.DataFrame) -> pd.DataFrame:
+    """The twin's seconds as curated per-minute features (the columns a report reads)."""
+    h = hist.set_index("ts")
+    f = h.resample("1min").agg({"rate": "mean", "throughput": "mean", "lag": "mean", "latency_p50_ms": "max", "latency_p95_ms": "max",
+                                "cpu_used": "mean", "memory_used_mb": "mean", "taskmanagers": "last", "cpu": "last",
+                                "memory_mb": "last", "parallelism": "last", "task_slots": "last", "checkpoint_interval_s": "last",
+                                "restarts": lambda s: float(s.iloc[-1] - s.iloc[0])})  # fmt: skip
+    return f.rename(columns={"rate": "input_rate"}).reset_index().rename(columns={"ts": "window_start"}).assign(job="j")
+
+
+@pytest.fixture(scope="module")
+def missed_report(tmp_path_factory) -> Path:
+    """A run that changed nothing, so it cannot be cheaper than static on the same load: a forced cost miss."""
+    tmp = tmp_path_factory.mktemp("report")
+    trace = generate_trace("ysb", 1.5, 5)
+    twin = TwinJob(ClusterProfile.default("ysb"), SPACE.maximum, job="j", seed=5, start_ts=int(trace.index[0].timestamp()), failures="every:20m")
+    twin.run(trace.to_numpy()[:2400])
+    start = twin.now
+    twin.run(trace.to_numpy()[2400:4200])
+    store = SqliteStateStore(tmp / "s.db")
+    st = evaluate("j", raw_samples("j", 0, 600, rate=30000), SPACE.maximum, 600, window_s=600)
+    for k in (1, 2, 3):  # decisions every 10 min from the first tick: the tuner is in charge from `start`
+        store.record_decision("j", float(start + 600 * k), st, Decision.keep("flinktune", "p24 fits 30,000 rec/s; keep / bottleneck: none"), None)
+    same = same_load_from_twin(twin, trace, start)
+    cmp = compare_on_same_load(same, SPACE, latency_target_ms=1000, recovery_limit_s=180, prices=PRICES, policies=("static", "autoscaler"))
+    inputs = ReportInputs("j", _features(twin.history()), store.decisions("j"), store.forecasts("j"), 1000.0, SPACE, comparison=cmp)
+    return write_report(inputs, tmp / "reports")
+
+
+def test_a_run_that_cannot_beat_static_is_reported_as_a_miss(missed_report: Path):
+    text = missed_report.read_text()
+    assert text.splitlines()[2] == "## Verdict: MISSED"
+    assert "**flinktune MISSED 1 of 3 goals (latency met, recovery limit met, cost missed) against static on the same 0.5 h of load.**" in text
+    # 24 cores and 96 GiB for half an hour either way
+    assert "- **cost: missed.** USD 0.70 against static's USD 0.70 for the same 0.5 h (1.00 x), the same money: nothing saved." in text
+    assert "| measure | flinktune (this run) | static (24 TaskManagers x 1 CPU) | operator autoscaler |" in text
+    assert "parallelism 24 fits 30,000 rec/s; keep" in text  # plain words in the reasons
+    summary = json.loads((missed_report.parent / "summary.json").read_text())
+    assert summary["verdict"]["met"] is False and [c["met"] for c in summary["verdict"]["checks"]] == [True, True, False]
+    assert summary["same_load"]["flinktune"]["priced_cost"] == pytest.approx(summary["same_load"]["static"]["priced_cost"])
+    html = (missed_report.parent / "report.html").read_text()
+    assert 'class="missed"' in html and "cost: missed." in html and "<script src" not in html  # plotly.js inline
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+SERVE = r"""
+import sys, uvicorn
+from airflow import plugins_manager
+apps, _ = plugins_manager.get_fastapi_plugins()
+app = {e["url_prefix"]: e["app"] for e in apps}["/flinktune"]
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+
+
+@pytest.mark.airflow
+def test_the_html_report_and_the_plugin_page_render_in_headless_chromium(missed_report: Path, tmp_path: Path):
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium package (scripts/bootstrap.sh does it as root)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    from flinktune.orchestration.airflow_home import airflow_env
+
+    # the plugin serves the latest report of job j from the state database the decisions are in
+    db = tmp_path / "state.db"
+    shutil.copy(missed_report.parent.parent.parent / "s.db", db)
+    port = _free_port()
+    env = {**os.environ, **airflow_env(tmp_path / "var"), "FLINKTUNE_STATE_DB": str(db),
+           "FLINKTUNE_REPORTS_DIR": str(missed_report.parent.parent), "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'none.db'}"}  # fmt: skip
+    server = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch_persistent_context(tempfile.mkdtemp(dir=tmp_path), executable_path=CHROMIUM, headless=True,
+                                                           args=CHROMIUM_FLAGS)  # fmt: skip
+            page = browser.new_page()
+            fetched: list[str] = []
+            page.on("request", lambda r: fetched.append(r.url))
+            page.goto(missed_report.parent.joinpath("report.html").as_uri())
+            page.wait_for_selector("#plot-same-load .main-svg", timeout=30_000)
+            assert page.locator("#verdict").is_visible() and "Verdict: MISSED" in page.locator("#verdict h2").inner_text()
+            plots = page.locator(".js-plotly-plot")
+            assert plots.count() == 4
+            for i in range(plots.count()):  # every figure drew its lines
+                assert plots.nth(i).locator(".scatterlayer .trace").count() >= 2
+            assert all(u.startswith("file://") for u in fetched), f"the report fetched {fetched}"  # works offline
+            deadline = time.monotonic() + 60
+            while True:  # the API server is up once it answers
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert server.poll() is None and time.monotonic() < deadline, server.stdout.read().decode()[-3000:] if server.poll() is not None else "no server"
+                    time.sleep(0.5)
+            page.goto(f"http://127.0.0.1:{port}/job/j")
+            assert "MISSED 1 of 3 goals" in page.locator("#report-verdict").inner_text()
+            page.click("#report-link")
+            page.wait_for_selector("#plot-same-load .main-svg", timeout=30_000)
+            assert "Verdict: MISSED" in page.locator("#verdict h2").inner_text()
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
