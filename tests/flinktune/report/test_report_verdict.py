@@ -23,7 +23,7 @@ from flinktune.pricing import PriceList
 from flinktune.report import ReportInputs, compare_on_same_load, same_load_from_twin, write_report
 from flinktune.report.counterfactual import Comparison, Outcome
 from flinktune.report.verdict import Goals, judge
-from flinktune.store import SqliteStateStore
+from flinktune.decision.store import SqliteStateStore
 from flinktune.testing import raw_samples
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob
