@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from scipy.stats import wilcoxon
 
+from flinktune.pricing import PriceList
 from models.surrogate.rgpe_surrogate import RGPESurrogate
 
 __all__ = ["main", "run_seed", "run_transfer_seed", "transfer_main"]
@@ -103,7 +104,8 @@ def run_seed(seed: int, iterations: int, init: int, *, use_bases: bool, dilution
 TRANSFER_RATE = 40_000.0
 LATENCY_TARGET_MS = 1000.0
 RECOVERY_LIMIT_S = 180.0
-GIB_PER_CORE_PRICE = 0.11  # a GiB-hour costs about 0.11 vCPU-hours on a cloud on-demand price list
+# A GiB-hour in vCPU-hours on the default price list (flinktune.pricing; about 0.11).
+GIB_PER_CORE_PRICE = PriceList.model_fields["memory_gib_hour"].default / PriceList.model_fields["cpu_core_hour"].default
 ARMS = ("none", "own-rates", "other-jobs")
 
 
@@ -135,7 +137,7 @@ def slack(profile, configs, rate: float) -> np.ndarray:
 
 
 def priced_cost(configs) -> np.ndarray:
-    """Known before any run: cores + 0.11 x GiB reserved (a GiB-hour priced at about 0.11 vCPU-hours)."""
+    """Known before any run: cores + GiB reserved x :data:`GIB_PER_CORE_PRICE` (the default price list, in cores)."""
     return np.array([c.total_cpu + GIB_PER_CORE_PRICE * c.total_memory_mb / 1024.0 for c in configs])
 
 

@@ -31,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from flinktune.job_name import JobName
+from flinktune.pricing import PriceList, load_prices
 
 __all__ = [
     "ANNOTATION_PREFIX",
@@ -73,8 +74,8 @@ class JobSettings(BaseModel):
     dry_run: bool = Field(False, description="Decide and record, but never apply a change.")
     min_parallelism: int | None = Field(None, ge=1, le=10_000, description="Lowest parallelism flinktune may set.")
     max_parallelism: int | None = Field(None, ge=1, le=10_000, description="Highest parallelism flinktune may set.")
-    price_cpu_hour: float | None = Field(None, gt=0, description="Price of one core-hour for this job (else the default list).")
-    price_gib_hour: float | None = Field(None, gt=0, description="Price of one GiB-hour for this job (else the default list).")
+    price_cpu_core_hour: float | None = Field(None, gt=0, description="Price of one reserved core-hour for this job (else the price list).")
+    price_memory_gib_hour: float | None = Field(None, gt=0, description="Price of one reserved GiB-hour for this job (else the price list).")
 
     @field_validator("policy")
     @classmethod
@@ -85,6 +86,11 @@ class JobSettings(BaseModel):
         if value not in usable:
             raise ValueError(f"unknown policy {value!r}; use one of {', '.join(usable)}")
         return value
+
+    def prices(self) -> PriceList:
+        """The price list (``FLINKTUNE_PRICE_*`` or its defaults) with this job's own prices where it sets them."""
+        own = {"cpu_core_hour": self.price_cpu_core_hour, "memory_gib_hour": self.price_memory_gib_hour}
+        return load_prices(**{k: v for k, v in own.items() if v is not None})
 
     @model_validator(mode="after")
     def _bounds_in_order(self) -> "JobSettings":

@@ -148,3 +148,10 @@ def test_one_jobs_failure_or_disappearance_never_blocks_the_others(tmp_path):
     assert outcomes["b"].status == "held" and "vanished from the cluster" in outcomes["b"].message
     assert (outcomes["c"].status, outcomes["c"].result) == ("done", "decided c")
     assert outcomes["d"].status == "held" and "unknown policy 'x'" in outcomes["d"].message
+
+
+def test_a_jobs_own_prices_override_the_price_list_and_bad_ones_hold_it(tmp_path):
+    fleet = load_fleet_file(_write(tmp_path, "jobs:\n  - {name: a, price_cpu_core_hour: 0.05}\n  - {name: b, price_memory_gib_hour: -1}\n"))
+    prices = fleet.get("a").settings.prices()
+    assert (prices.cpu_core_hour, prices.memory_gib_hour) == (0.05, 0.004445)
+    assert "price_memory_gib_hour: Input should be greater than 0" in fleet.get("b").held
