@@ -157,16 +157,16 @@ def _md(df: pd.DataFrame) -> str:
     return head + "".join("| " + " | ".join(_fmt(v) for v in row) + " |\n" for row in df.itertuples(index=False))
 
 
-def run(data: Path, out: Path | None, *, hours: float | None, rows: int | None, seed: int, workers: int, command: str) -> dict:
+def run(data: Path, out: Path | None, *, hours: float | None, rows: int | None, seed: int, workers: int, command: str, max_nfev: int = 60) -> dict:
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given)."""
     t0 = time.perf_counter()
     runs_csv = pd.read_csv(data / "profiling_runs.csv")
     if rows:
         runs_csv = runs_csv.groupby("run", group_keys=False).head(int(np.ceil(rows / runs_csv["run"].nunique()))).head(rows)
     base = ClusterProfile.default("ysb")
-    folds = cross_validate(runs_csv, base, group_by="run")
+    folds = cross_validate(runs_csv, base, group_by="run", max_nfev=max_nfev)
     cv_mean = folds.drop(columns=["run"]).mean()
-    twin = fit_grey_box(runs_csv.drop(columns=["run"]), base)
+    twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     space = space_from_runs(runs_csv)
     measured = measured_table(data)
     static_row = pd.read_csv(data / "summary_by_method.csv").set_index("method").loc["baseline"]
@@ -223,11 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=None, help="Use only this many profiling runs, spread over the runs (quick check).")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--max-nfev", type=int, default=60, help="Model evaluations per mechanism-fit stage (lower for a quick check).")
     args = ap.parse_args(argv)
     if not (args.data / "profiling_runs.csv").exists():
         ap.error(f"--data {args.data}: no profiling_runs.csv (not a folder in the demeter-ads format)")
     command = "python benchmarks/twin_fidelity.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    r = run(args.data, args.out, hours=args.hours, rows=args.rows, seed=args.seed, workers=args.workers, command=command)
+    r = run(args.data, args.out, hours=args.hours, rows=args.rows, seed=args.seed, workers=args.workers, command=command, max_nfev=args.max_nfev)
     print(render(r, args.data, command))
     return 0
 

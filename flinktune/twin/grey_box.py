@@ -83,13 +83,13 @@ def check_profiling_runs(obs: pd.DataFrame, *, group_by: str | None = None, wher
         bad = ~np.isfinite(num[col]) | (num[col] <= 0)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise CalibrationError(f"{where}: column {col!r} row {obs.index[i]} must be a positive number, got {obs[col].iloc[i]!r}")
+            raise CalibrationError(f"{where}: column {col!r} row {obs.index[i]} must be a positive number, got {obs[col].iloc[i]}")
     for col in ("latency_ms", "recovery_s"):
         text = obs[col].astype(str).str.strip()
         bad = (num[col].isna() & obs[col].notna() & (text != "") & (text.str.lower() != "nan")) | np.isinf(num[col]) | (num[col] < 0)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise CalibrationError(f"{where}: column {col!r} row {obs.index[i]} must be empty or a non-negative number, got {obs[col].iloc[i]!r}")
+            raise CalibrationError(f"{where}: column {col!r} row {obs.index[i]} must be empty or a non-negative number, got {obs[col].iloc[i]!r:.40}")
     if len(num) < 3:
         raise CalibrationError(f"{where}: need at least 3 rows, got {len(num)}")
     if num["throughput"].notna().sum() and not num["recovery_s"].notna().any():
@@ -244,6 +244,7 @@ def fit_grey_box(
     recovery_limit_s: float = 180.0,
     duration_s: int = 240,
     seed: int = 0,
+    max_nfev: int = 60,
 ) -> GreyBoxTwin:
     """Fit the mechanism (least squares) and then the correction on its residuals.
 
@@ -251,7 +252,7 @@ def fit_grey_box(
     the end of measuring); ``recovery_cap_s`` the profiler's cap (values at or above are censored).
     """
     obs, notes = check_profiling_runs(observations)
-    profile, fitted = fit_mechanism(obs, base, recovery_cap_s=recovery_cap_s, duration_s=duration_s)
+    profile, fitted = fit_mechanism(obs, base, recovery_cap_s=recovery_cap_s, duration_s=duration_s, max_nfev=max_nfev)
     mech = _mechanism(profile, obs, overload_horizon_s(duration_s))
     x = _features(obs, mech)
     rate = obs["input_rate"].to_numpy(float)
@@ -292,7 +293,9 @@ MECHANISM_STAGES: dict[str, tuple[str, ...]] = {
 }
 
 
-def fit_mechanism(obs: pd.DataFrame, base: ClusterProfile, *, recovery_cap_s: float = 360.0, duration_s: int = 240) -> tuple[ClusterProfile, dict[str, float]]:
+def fit_mechanism(
+    obs: pd.DataFrame, base: ClusterProfile, *, recovery_cap_s: float = 360.0, duration_s: int = 240, max_nfev: int = 60,
+) -> tuple[ClusterProfile, dict[str, float]]:  # fmt: skip
     """Fit the mechanistic twin's parameters stage by stage (:data:`MECHANISM_STAGES`), censoring-aware.
 
     Capacity: a run that kept up (throughput >= 0.95 x rate) only says capacity >= its throughput
@@ -332,7 +335,7 @@ def fit_mechanism(obs: pd.DataFrame, base: ClusterProfile, *, recovery_cap_s: fl
         def res(x: np.ndarray, names: tuple[str, ...] = names, stage: str = stage, current: ClusterProfile = current) -> np.ndarray:
             return residuals_for(stage, _mechanism(apply_params(current, dict(zip(names, np.exp(x)))), obs, horizon))
 
-        fit = least_squares(res, x0, bounds=(lo, hi), diff_step=1e-3, max_nfev=60)
+        fit = least_squares(res, x0, bounds=(lo, hi), diff_step=1e-3, max_nfev=max_nfev)
         values = dict(zip(names, np.exp(fit.x)))
         profile = apply_params(current, values)
         fitted.update({p: float(v) for p, v in values.items()})
