@@ -38,6 +38,7 @@ from flinktune.config_space import KNOBS, ConfigSpace  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.metrics import relative_table  # noqa: E402
 from flinktune.replay.runner import run_replay  # noqa: E402
+from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.grey_box import cross_validate, fit_grey_box  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 from flinktune.twin.workload import load_trace_csv  # noqa: E402
@@ -181,14 +182,18 @@ def run(data: Path, out: Path | None, *, hours: float | None, rows: int | None, 
     # The peak forecaster needs more than 2 h of history to fit; a short quick-check window uses the
     # seasonal naive one (said in the output).
     forecaster = "peak" if len(trace) >= 3 * 3600 else "naive"
-    settings = ReplaySettings(workload="ads", failures=failures, seed=seed, forecaster=forecaster)
+    # The latency goal of every policy and the guard: Demeter's published boundary, 2.14 x the lowest
+    # profiled latency (ANCHORS.md 1.3), from this folder's runs (a fixed 1 s would call every
+    # configuration of a job whose idle latency is above 1 s "bad").
+    latency_target_ms = BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
+    settings = ReplaySettings(workload="ads", failures=failures, seed=seed, forecaster=forecaster, latency_target_ms=latency_target_ms)
     replays = run_replay(trace, "ysb", list(METHODS), settings, workers=workers, progress=None, space=space, profile=twin.profile)
     replayed = replayed_table(replays)
     table = compare(replayed, measured)
     result = {
         "folds": folds, "cv_mean": cv_mean, "params": twin.params, "replayed": replayed, "measured": measured,
         "comparison": table, "failures": failures, "failures_from": failures_from, "static_note": static_note,
-        "hours": len(trace) / 3600.0, "forecaster": forecaster, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
+        "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
     }  # fmt: skip
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -204,7 +209,7 @@ def render(r: dict, data: Path, command: str) -> str:
     )  # fmt: skip
     return (
         f"# Twin fidelity: {data.name}\n\nCommand: `{command}`\n\n"
-        f"Profiling runs: {r['rows']}; trace: {r['hours']:.1f} h; forecaster of the model policies: {r['forecaster']}; failures: `{r['failures']}` ({r['failures_from']}); "
+        f"Profiling runs: {r['rows']}; trace: {r['hours']:.1f} h; forecaster of the model policies: {r['forecaster']}; latency goal {r['latency_target_ms']:.0f} ms (2.14 x the lowest profiled latency, Demeter's boundary); failures: `{r['failures']}` ({r['failures_from']}); "
         f"wall time {r['wall_s']:.0f} s.\n\n"
         "## Profiling runs, leave-one-run-out (mean over the held-out runs)\n\n" + _md(cv_rows) +
         "\nPer held-out run:\n\n" + _md(r["folds"].round(4)) +
