@@ -180,6 +180,7 @@ def twin_calibrate(
     duration_s: int = typer.Option(300, min=30, help="Length of the profiling runs, seconds."),
     group_by: Optional[str] = typer.Option(None, help="Column naming each real run (e.g. run): fit the grey-box twin and score it leave-one-group-out."),
     recovery_cap_s: float = typer.Option(360.0, min=1.0, help="The profiler's recovery cap (with --group-by): a recovery at or above it did not recover."),
+    max_nfev: int = typer.Option(60, min=1, help="Model evaluations per mechanism-fit stage (with --group-by; lower: faster, coarser)."),
 ) -> None:
     """Fit the twin's parameters to profiling observations and report the held-out error.
 
@@ -190,7 +191,7 @@ def twin_calibrate(
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     if group_by:
-        _twin_calibrate_grey_box(observations, out, profile, workload, group_by, recovery_cap_s, duration_s)
+        _twin_calibrate_grey_box(observations, out, profile, workload, group_by, recovery_cap_s, duration_s, max_nfev)
         return
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
@@ -202,7 +203,9 @@ def twin_calibrate(
     typer.echo(json.dumps({"profile": str(out), "params": result.params, "train": result.train, "holdout": result.holdout}, default=float))
 
 
-def _twin_calibrate_grey_box(observations: Path, out: Path, profile: Optional[Path], workload: "Workload", group_by: str, cap: float, duration_s: int) -> None:
+def _twin_calibrate_grey_box(
+    observations: Path, out: Path, profile: Optional[Path], workload: "Workload", group_by: str, cap: float, duration_s: int, max_nfev: int,
+) -> None:  # fmt: skip
     import pandas as pd
 
     from flinktune.twin.calibration import CalibrationError
@@ -212,7 +215,7 @@ def _twin_calibrate_grey_box(observations: Path, out: Path, profile: Optional[Pa
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
         obs = pd.read_csv(observations)
-        kwargs = {"recovery_cap_s": cap, "duration_s": duration_s}
+        kwargs = {"recovery_cap_s": cap, "duration_s": duration_s, "max_nfev": max_nfev}
         folds = cross_validate(obs, base, group_by=group_by, **kwargs)
         twin = fit_grey_box(obs.drop(columns=[group_by]), base, **kwargs)
     except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
