@@ -31,7 +31,7 @@ def slice_dir(tmp_path_factory) -> Path:
 
 def test_every_figure_is_produced(slice_dir, tmp_path) -> None:
     out = tmp_path / "fidelity.md"
-    r = run(slice_dir, out, hours=None, rows=None, seed=3, workers=1, command="test", max_nfev=4)
+    r = run(slice_dir, out, hours=None, rows=None, seeds=[3], workers=1, command="test", max_nfev=4)
     assert r["rows"] == 30 and abs(r["hours"] - 2.0) < 0.01
     assert r["failures"] == "every:45m"  # the median gap of the measured injections
     for score in CV_TARGETS:
