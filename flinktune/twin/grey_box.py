@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import KNOBS, Configuration
-from flinktune.twin.calibration import _BOUNDS, CalibrationError, apply_params
+from flinktune.twin.calibration import PARAM_BOUNDS, CalibrationError, apply_params
 from flinktune.twin.mechanics import steady_state
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import overload_horizon_s
@@ -327,8 +327,8 @@ def fit_mechanism(
         start = {p: (1.0 if p == "cost_scale" else float(getattr(profile, p))) for p in names}
         if start.get("shared_core_knee", 1.0) <= 0:
             start["shared_core_knee"] = 0.5  # off in the base profile: start inside the range
-        lo = np.log([_BOUNDS[p][0] for p in names])
-        hi = np.log([_BOUNDS[p][1] for p in names])
+        lo = np.log([PARAM_BOUNDS[p][0] for p in names])
+        hi = np.log([PARAM_BOUNDS[p][1] for p in names])
         x0 = np.clip(np.log([max(start[p], 1e-9) for p in names]), lo + 1e-6, hi - 1e-6)
         current = profile
 
