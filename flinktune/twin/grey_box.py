@@ -28,7 +28,6 @@ and is used for every other target.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
