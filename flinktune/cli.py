@@ -154,12 +154,14 @@ def replay(
     forecaster: str = typer.Option("peak", help="Forecaster of the model-based policies: peak (the direct peak model, default), naive (seasonal naive, instant) or darts (a small TiDE)."),
     workers: int = typer.Option(2, min=1, max=8, help="Policies replayed in parallel processes."),
     profile: Optional[str] = typer.Option(None, help="Cluster profile: ysb, tsw, ads (calibrated on Demeter's real ADS runs) or a profile YAML (default: the trace's built-in one)."),
+    latency_target_ms: float = typer.Option(1000.0, min=1.0, help="The policies' and the guard's latency goal, ms (ads: its idle latency is about 1.1 s; Demeter's boundary there is 2369 ms)."),
 ) -> None:
     """Replay every policy on the same trace, seed and failures; write the comparison table."""
     from flinktune.replay import cli_replay
 
     try:
-        result = cli_replay(trace, policies, hours, failures, seed, out, forecaster=forecaster, workers=workers, profile=profile)
+        result = cli_replay(trace, policies, hours, failures, seed, out, forecaster=forecaster, workers=workers, profile=profile,
+                            latency_target_ms=latency_target_ms)
     except (FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
     typer.echo(json.dumps(result, default=str, indent=2) if not isinstance(result, str) else result)

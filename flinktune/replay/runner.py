@@ -132,7 +132,8 @@ def cli_replay(
     runs = run_replay(series, workload, names, settings, workers=workers, profile=prof)
     wall = time.perf_counter() - t0
     cmd = command or (f"flinktune replay --trace {trace} --policies {policies} --hours {hours:g} --failures {failures} --seed {seed}"
-                      f" --forecaster {forecaster} --out {out_dir}" + (f" --profile {profile}" if profile else ""))  # fmt: skip
+                      f" --forecaster {forecaster} --out {out_dir}" + (f" --profile {profile}" if profile else "")
+                    + (f" --latency-target-ms {latency_target_ms:g}" if latency_target_ms != 1000.0 else ""))  # fmt: skip
     meta = {"command": cmd, "trace": trace, "workload": workload, "hours": hours, "failures": failures, "seed": seed,
             "forecaster": forecaster, "latency_target_ms": latency_target_ms, "recovery_limit_s": recovery_limit_s,
             "wall_s": round(wall, 1), "workers": workers, "profile": profile or workload}  # fmt: skip
