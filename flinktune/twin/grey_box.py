@@ -14,11 +14,12 @@ Which part is which:
   and catch-up. This is what the replay simulator runs on.
 - Learned correction (gradient-boosted trees on the knobs, derived layout features, the rate and
   the mechanism's own predictions): throughput as a log-ratio to the mechanism (with 10 %/90 %
-  quantile models for its uncertainty; the keeps-up class follows from it), the latency class and level, the
-  recovery class (at most ``recovery_limit_s``) and the recovery time below the profiler's cap.
-  Real profiling runs show effects the mechanism does not (a profiling job reading a backlog
-  reports more than the offered rate; ``input_rate`` is only approximated by the production job's
-  throughput; failures that never recover at the profiler's cap), so the correction learns those.
+  quantile models for its uncertainty; the keeps-up class follows from it), the latency class and
+  level, the recovery class (at most ``recovery_limit_s``) and the recovery time below the profiler's cap.
+  Real profiling runs show effects the mechanism does not (throughputs up to 2.6x the recorded
+  rate, which we read as a profiling job draining a backlog; ``input_rate`` is only approximated by
+  the production job's throughput; failures that never recover before the profiler's cap), so the
+  correction learns those.
 
 Censoring: a recovery at or above ``recovery_cap_s`` (360 s for Demeter's profiler) means "did
 not recover before the cap"; it counts as a slow recovery in the class model and is left out of
