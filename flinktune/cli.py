@@ -191,13 +191,16 @@ def replay(
     out: Path = typer.Option(Path("docs/results"), help="Folder for the table (Markdown, JSON) and plots."),
     forecaster: str = typer.Option("peak", help="Forecaster of the model-based policies: peak (the direct peak model, default), naive (seasonal naive, instant) or darts (a small TiDE)."),
     workers: int = typer.Option(2, min=1, max=8, help="Policies replayed in parallel processes."),
+    profile: Optional[str] = typer.Option(None, help="Cluster profile: ysb, tsw, ads (calibrated on Demeter's real ADS runs) or a profile YAML (default: the trace's built-in one)."),
+    latency_target_ms: float = typer.Option(1000.0, min=1.0, help="The policies' and the guard's latency goal, ms (ads: its idle latency is about 1.1 s; Demeter's boundary there is 2369 ms)."),
 ) -> None:
     """Replay every policy on the same trace, seed and failures; write the comparison table."""
     from flinktune.replay import cli_replay
 
     out = _out_dir(out)
     try:
-        result = cli_replay(trace, policies, hours, failures, seed, out, forecaster=forecaster, workers=workers)
+        result = cli_replay(trace, policies, hours, failures, seed, out, forecaster=forecaster, workers=workers, profile=profile,
+                            latency_target_ms=latency_target_ms)
     except (FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
     typer.echo(json.dumps(result, default=str, indent=2) if not isinstance(result, str) else result)
@@ -216,12 +219,22 @@ def twin_calibrate(
     holdout: float = typer.Option(0.25, min=0.0, max=0.9, help="Share of runs held out to score the fit."),
     seed: int = typer.Option(0, help="Seed of the held-out split."),
     duration_s: int = typer.Option(300, min=30, help="Length of the profiling runs, seconds."),
+    group_by: Optional[str] = typer.Option(None, help="Column naming each real run (e.g. run): fit the grey-box twin and score it leave-one-group-out."),
+    recovery_cap_s: float = typer.Option(360.0, min=1.0, help="The profiler's recovery cap (with --group-by): a recovery at or above it did not recover."),
+    max_nfev: int = typer.Option(60, min=1, help="Model evaluations per mechanism-fit stage (with --group-by; lower: faster, coarser)."),
 ) -> None:
-    """Fit the twin's parameters to profiling observations and report the held-out error."""
+    """Fit the twin's parameters to profiling observations and report the held-out error.
+
+    With ``--group-by``: the grey-box twin (mechanism + learned correction), scored leave-one-group-out;
+    the mechanism goes to ``--out`` (YAML) and the whole twin beside it (``<out>.greybox.joblib``).
+    """
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     out = _out_file(out)
+    if group_by:
+        _twin_calibrate_grey_box(observations, out, profile, workload, group_by, recovery_cap_s, duration_s, max_nfev)
+        return
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
         result = calibrate(read_observations(str(observations)), base, holdout=holdout, seed=seed, duration_s=duration_s)
@@ -232,21 +245,50 @@ def twin_calibrate(
     typer.echo(json.dumps({"profile": str(out), "params": result.params, "train": result.train, "holdout": result.holdout}, default=float))
 
 
+def _twin_calibrate_grey_box(
+    observations: Path, out: Path, profile: Optional[Path], workload: "Workload", group_by: str, cap: float, duration_s: int, max_nfev: int,
+) -> None:  # fmt: skip
+    import pandas as pd
+
+    from flinktune.twin.calibration import CalibrationError
+    from flinktune.twin.grey_box import cross_validate, fit_grey_box
+    from flinktune.twin.profile import ClusterProfile, ProfileError
+
+    try:
+        base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
+        obs = pd.read_csv(observations)
+        kwargs = {"recovery_cap_s": cap, "duration_s": duration_s, "max_nfev": max_nfev}
+        folds = cross_validate(obs, base, group_by=group_by, **kwargs)
+        twin = fit_grey_box(obs.drop(columns=[group_by]), base, **kwargs)
+    except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        _fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
+    twin.profile.to_yaml(out)
+    whole = twin.save(Path(f"{out}.greybox.joblib"))
+    typer.echo(folds.round(4).to_string(index=False))
+    mean = folds.drop(columns=[group_by]).mean().to_dict()
+    typer.echo(json.dumps({"profile": str(out), "grey_box": str(whole), "params": twin.params, "leave_one_out_mean": mean, "notes": twin.notes}, default=float))
+
+
 @twin_app.command("predict")
 def twin_predict(
     table: Path = typer.Option(..., "--input", exists=True, dir_okay=False, help="CSV of configurations and rates (knob columns + input_rate)."),
     profile: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, help="Cluster profile (default: the built-in one)."),
     workload: Workload = typer.Option(Workload.ysb, help="Built-in job shape (without --profile)."),
     out: Optional[Path] = typer.Option(None, help="Write the predictions here (CSV) instead of printing them."),
+    grey_box: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, help="A grey-box twin (<profile>.greybox.joblib from calibrate --group-by): mechanism + correction with uncertainty."),
 ) -> None:
     """Predict throughput, p95 latency, recovery time and CPU for each row."""
     from flinktune.twin.calibration import CalibrationError, predict_table, read_observations
+    from flinktune.twin.grey_box import GreyBoxTwin
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     out = _out_file(out) if out else None
     try:
-        prof = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
-        pred = predict_table(prof, read_observations(str(table)))
+        if grey_box:
+            pred = GreyBoxTwin.load(grey_box).predict(read_observations(str(table)))
+        else:
+            prof = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
+            pred = predict_table(prof, read_observations(str(table)))
     except (CalibrationError, ProfileError) as exc:
         _fail(str(exc))
     if out:

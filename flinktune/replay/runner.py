@@ -24,7 +24,10 @@ from flinktune.twin.failures import parse_failures
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.workload import WORKLOADS, generate_trace, load_trace_csv
 
-__all__ = ["run_replay", "cli_replay", "resolve_policies", "load_replay_trace"]
+__all__ = ["run_replay", "cli_replay", "resolve_policies", "load_replay_trace", "resolve_profile", "SHIPPED_PROFILES"]
+
+#: Calibrated profiles shipped beside the built-in ones (name -> file).
+SHIPPED_PROFILES: dict[str, Path] = {"ads": Path(__file__).resolve().parents[1] / "resources" / "cluster_profile_ads.yaml"}
 
 
 def resolve_policies(policies: str | Sequence[str]) -> list[str]:
@@ -65,27 +68,45 @@ class _Progress:
         self.stream.flush()
 
 
-def _one(name: str, trace: pd.Series, workload: str, settings: ReplaySettings) -> PolicyRun:
+def resolve_profile(profile: str | Path | None, workload: str) -> ClusterProfile:
+    """The cluster profile for ``--profile``: none (the built-in one for ``workload``), a shipped
+    name (``ysb``, ``tsw``, or ``ads``: calibrated on Demeter's real ADS runs) or a profile YAML path."""
+    if profile is None or str(profile) in WORKLOADS:
+        return ClusterProfile.default(str(profile) if profile is not None else workload)
+    if str(profile) in SHIPPED_PROFILES:
+        return ClusterProfile.from_yaml(SHIPPED_PROFILES[str(profile)])
+    path = Path(profile)
+    if not path.exists():
+        raise FileNotFoundError(f"--profile {profile!r}: neither a shipped profile ({', '.join([*WORKLOADS, *SHIPPED_PROFILES])}) nor an existing file")
+    return ClusterProfile.from_yaml(path)
+
+
+def _one(name: str, trace: pd.Series, profile: ClusterProfile, space: ConfigSpace, settings: ReplaySettings) -> PolicyRun:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    return replay_policy(name, trace, ClusterProfile.default(workload), default_space(), settings)
+    return replay_policy(name, trace, profile, space, settings)
 
 
 def run_replay(
     trace: pd.Series, workload: str, policies: Sequence[str], settings: ReplaySettings, *, workers: int = 2,
-    progress: TextIO | None = sys.stderr, space: ConfigSpace | None = None,
+    progress: TextIO | None = sys.stderr, space: ConfigSpace | None = None, profile: ClusterProfile | None = None,
 ) -> dict[str, PolicyRun]:  # fmt: skip
-    """Replay every policy on ``trace``; ``workers`` > 1 uses processes. Result ordered as ``policies``."""
+    """Replay every policy on ``trace``; ``workers`` > 1 uses processes. Result ordered as ``policies``.
+
+    ``profile`` is the twin's cluster profile (default: the built-in one for ``workload``).
+    """
+    prof = profile or ClusterProfile.default(workload)
+    space = space or default_space()
     bar = _Progress(len(policies), progress) if progress is not None else None
     runs: dict[str, PolicyRun] = {}
     # Slowest first so the two processes finish together.
     order = sorted(policies, key=lambda p: {"demeter": 0, "flinktune": 1}.get(p, 2))
     if workers <= 1:
         for name in order:
-            runs[name] = replay_policy(name, trace, ClusterProfile.default(workload), space or default_space(), settings)
+            runs[name] = replay_policy(name, trace, prof, space, settings)
             bar and bar.step(name)
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_one, name, trace, workload, settings): name for name in order}
+            futures = {pool.submit(_one, name, trace, prof, space, settings): name for name in order}
             for fut in as_completed(futures):
                 runs[futures[fut]] = fut.result()
                 bar and bar.step(futures[fut])
@@ -96,6 +117,7 @@ def cli_replay(
     trace: str = "ysb", policies: str = "all", hours: float = 18.0, failures: str = "every:45m", seed: int = 7,
     out_dir: str | Path = "docs/results", *, forecaster: str = "peak", latency_target_ms: float = 1000.0,
     recovery_limit_s: float = 180.0, workers: int = 2, plots: bool = True, command: str | None = None,
+    profile: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The ``flinktune replay`` command: run, write table + JSON + plots, return a summary dict."""
     if not hours > 0:
@@ -103,16 +125,18 @@ def cli_replay(
     parse_failures(failures)  # a bad spec fails before any work
     names = resolve_policies(policies)
     series, workload = load_replay_trace(trace, hours, seed)
+    prof = resolve_profile(profile, workload)
     settings = ReplaySettings(workload=workload, failures=failures, seed=seed, forecaster=forecaster,
                               latency_target_ms=latency_target_ms, recovery_limit_s=recovery_limit_s)  # fmt: skip
     t0 = time.perf_counter()
-    runs = run_replay(series, workload, names, settings, workers=workers)
+    runs = run_replay(series, workload, names, settings, workers=workers, profile=prof)
     wall = time.perf_counter() - t0
     cmd = command or (f"flinktune replay --trace {trace} --policies {policies} --hours {hours:g} --failures {failures} --seed {seed}"
-                      f" --forecaster {forecaster} --out {out_dir}")  # fmt: skip
+                      f" --forecaster {forecaster} --out {out_dir}" + (f" --profile {profile}" if profile else "")
+                    + (f" --latency-target-ms {latency_target_ms:g}" if latency_target_ms != 1000.0 else ""))  # fmt: skip
     meta = {"command": cmd, "trace": trace, "workload": workload, "hours": hours, "failures": failures, "seed": seed,
             "forecaster": forecaster, "latency_target_ms": latency_target_ms, "recovery_limit_s": recovery_limit_s,
-            "wall_s": round(wall, 1), "workers": workers}  # fmt: skip
+            "wall_s": round(wall, 1), "workers": workers, "profile": profile or workload}  # fmt: skip
     name = Path(trace).stem if trace not in WORKLOADS else trace
     paths = write_results(runs, out_dir, name, meta, plots=plots)
     return {"wall_s": wall, "paths": {k: str(v) for k, v in paths.items()}, "policies": names}

@@ -28,7 +28,7 @@ from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import overload_horizon_s
 
 __all__ = [
-    "FIT_PARAMS", "BAD_LATENCY_FACTOR", "CalibrationError", "CalibrationResult", "calibrate", "evaluate",
+    "FIT_PARAMS", "EXTRA_FIT_PARAMS", "PARAM_BOUNDS", "BAD_LATENCY_FACTOR", "CalibrationError", "CalibrationResult", "calibrate", "evaluate",
     "apply_params", "predict_table", "read_observations",
 ]
 
@@ -42,6 +42,18 @@ FIT_PARAMS: dict[str, tuple[float, float]] = {
     "failure_detection_s": (0.1, 300.0),  # a killed local TaskManager is noticed in ~0.5 s
     "gc_slowdown": (0.01, 20.0),
 }
+#: Further parameters that may be named in ``params`` (not fitted unless asked): contention of
+#: slots sharing a core, which real runs with several slots per core show (issue 18).
+EXTRA_FIT_PARAMS: dict[str, tuple[float, float]] = {
+    "shared_core_knee": (0.05, 1.0),
+    "shared_core_exponent": (0.01, 3.0),
+    "restart_base_s": (0.1, 200.0),
+    "checkpoint_async_overhead": (0.001, 0.5),
+    "task_base_mb": (1.0, 400.0),
+    "tm_overhead_mb": (50.0, 900.0),
+}
+#: Bounds of every parameter calibration can fit (low, high).
+PARAM_BOUNDS = {**FIT_PARAMS, **EXTRA_FIT_PARAMS}
 #: A latency at least this many times the lowest at the same rate is "bad" (4 ** atanh(0.5)).
 BAD_LATENCY_FACTOR = 2.14
 _SCORES = ("throughput_mape", "recovery_mape", "latency_class_accuracy")
@@ -180,9 +192,9 @@ def calibrate(
     runs' length (as given to ``profile_configs``).
     """
     names = list(params or FIT_PARAMS)
-    unknown = [p for p in names if p not in FIT_PARAMS]
+    unknown = [p for p in names if p not in PARAM_BOUNDS]
     if unknown:
-        raise CalibrationError(f"cannot fit parameter(s) {unknown}; fittable: {sorted(FIT_PARAMS)}")
+        raise CalibrationError(f"cannot fit parameter(s) {unknown}; fittable: {sorted(PARAM_BOUNDS)}")
     obs = _check(observations)
     if not 0 <= holdout < 1:
         raise CalibrationError(f"holdout must be in [0, 1), got {holdout}")
@@ -191,8 +203,10 @@ def calibrate(
     perm = rng.permutation(len(obs))
     test, train = obs.iloc[perm[:n_test]].reset_index(drop=True), obs.iloc[perm[n_test:]].reset_index(drop=True)
     start = {p: (1.0 if p == "cost_scale" else float(getattr(base, p))) for p in names}
-    lo = np.log([FIT_PARAMS[p][0] for p in names])
-    hi = np.log([FIT_PARAMS[p][1] for p in names])
+    if "shared_core_knee" in start and start["shared_core_knee"] <= 0:
+        start["shared_core_knee"] = 0.5  # off in the base profile: start the search inside the range
+    lo = np.log([PARAM_BOUNDS[p][0] for p in names])
+    hi = np.log([PARAM_BOUNDS[p][1] for p in names])
     x0 = np.clip(np.log([max(start[p], 1e-9) for p in names]), lo + 1e-9, hi - 1e-9)
     y_thr, y_cpu = train["throughput"].to_numpy(), train["cpu_used"].to_numpy()
     y_lat = np.log(np.maximum(train["latency_ms"].to_numpy(), 1e-3))

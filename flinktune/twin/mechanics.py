@@ -80,9 +80,13 @@ class Layout:
 
 
 def effective_cores(profile: ClusterProfile, cores: float) -> float:
-    """Worth of ``cores`` per slot in full cores (diminishing above the knee)."""
+    """Worth of ``cores`` per slot in full cores (diminishing above the knee, and below the
+    shared-core knee where several slots contend for one core)."""
     k = profile.core_knee
     if cores <= k:
+        s = profile.shared_core_knee
+        if 0 < cores < s:
+            return cores * (cores / s) ** profile.shared_core_exponent
         return cores
     return k + profile.extra_core_efficiency * (cores - k) ** profile.extra_core_exponent
 

@@ -42,6 +42,8 @@ class ClusterProfile(BaseModel):
     core_knee: float = Field(1.0, gt=0, description="Cores per slot up to which each core is fully effective.")
     extra_core_efficiency: float = Field(0.7, ge=0, le=1, description="Worth of the first core beyond the knee (diminishing returns).")
     extra_core_exponent: float = Field(0.85, gt=0, le=1, description="Exponent on cores beyond the knee (<1: each further core is worth less).")
+    shared_core_knee: float = Field(0.0, ge=0, le=1, description="Cores per slot below which slots sharing a core contend (context switches, cache misses); 0: no contention.")
+    shared_core_exponent: float = Field(0.5, ge=0, le=3, description="How fast a shared core loses worth below shared_core_knee: worth x (cores/knee) ** exponent.")
     coordination_overhead: float = Field(0.004, ge=0, description="Extra per-record cost per additional subtask, every vertex (coordination).")
     shuffle_overhead: float = Field(0.008, ge=0, description="Extra per-record cost per additional subtask on rebalance/hash vertices (network shuffle).")
     idle_cores_per_tm: float = Field(0.05, ge=0, description="Cores a TaskManager burns when idle (JVM, heartbeats).")

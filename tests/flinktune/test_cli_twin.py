@@ -55,3 +55,27 @@ def test_calibrate_names_bad_file_content(tmp_path):
     assert not (tmp_path / "p.yaml").exists()
     res = runner.invoke(app, ["twin", "predict", "--input", str(csv), "--workload", "nope"])
     assert res.exit_code != 0
+
+
+def test_calibrate_group_by_run_writes_grey_box_that_predict_uses(tmp_path):
+    # Simulated runs in three groups (as Demeter's three real runs): leave-one-group-out scores, the
+    # mechanism profile and the whole grey-box twin; predict reads the latter.
+    truth = ClusterProfile.default()
+    rng = np.random.default_rng(4)
+    configs = [ConfigSpace().candidates()[i] for i in rng.choice(200, 8, replace=False)]
+    obs = profile_configs(truth, configs, [15_000, 40_000], duration_s=120, seed=5).drop(columns=["cpu_used"])
+    obs["run"] = np.arange(len(obs)) % 3
+    csv, out = tmp_path / "runs.csv", tmp_path / "p.yaml"
+    obs.to_csv(csv, index=False)
+    res = runner.invoke(app, ["twin", "calibrate", "--observations", str(csv), "--out", str(out), "--group-by", "run", "--duration-s", "120", "--max-nfev", "4"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output.strip().splitlines()[-1])
+    assert np.isfinite(summary["leave_one_out_mean"]["throughput_mape"])
+    assert ClusterProfile.from_yaml(out).shared_core_knee > 0
+    table = tmp_path / "configs.csv"
+    obs.drop(columns=["run"]).head(3).to_csv(table, index=False)
+    res = runner.invoke(app, ["twin", "predict", "--input", str(table), "--grey-box", summary["grey_box"]])
+    assert res.exit_code == 0, res.output
+    assert "throughput_lo" in res.output.splitlines()[0]
+    res = runner.invoke(app, ["twin", "calibrate", "--observations", str(csv), "--out", str(out), "--group-by", "nope"])
+    assert res.exit_code != 0 and "missing column(s) ['nope']" in res.output

@@ -1,0 +1,257 @@
+"""Does the twin reproduce real measurements? Calibrate on a data folder, replay its trace, compare.
+
+Use on any folder in the demeter-ads format (``../shared/data/demeter-ads/README.md``):
+
+    python benchmarks/twin_fidelity.py --data ../shared/data/demeter-ads --out docs/results/twin-fidelity-ads.md
+
+1. Profiling runs, leave-one-run-out (``profiling_runs.csv``, column ``run``): the grey-box twin
+   (:mod:`flinktune.twin.grey_box`) fitted on the other runs predicts each run; scores against
+   the issue-18 targets, for the corrected twin and the mechanism alone.
+2. Replay: the mechanism fitted on all runs replays static, demeter, autoscaler and reactive on the
+   folder's trace (``trace_x3.csv``, or the first ``*.csv`` with ``timestamp,value``) with its
+   failures (the median gap between injections in ``results_recovery_per_injection.csv``, else
+   ``every:45m``), side by side with the measured means (``summary_by_method.csv``; profiling cost
+   from ``profiling_overhead.csv``).
+
+Nothing about the workload is built in: the configuration space is the set of knob values in the
+profiling runs, and its maximum (most parallelism, one slot, least CPU, most memory, shortest
+checkpoint interval) must match the static baseline's measured footprint (TaskManagers, cores and
+GiB per TaskManager from ``summary_by_method.csv``); a mismatch is reported, not hidden.
+``--hours``/``--rows`` cut the trace and the profiling runs for a quick check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from flinktune.config_space import KNOBS, ConfigSpace  # noqa: E402
+from flinktune.replay.harness import ReplaySettings  # noqa: E402
+from flinktune.replay.metrics import relative_table  # noqa: E402
+from flinktune.replay.runner import run_replay  # noqa: E402
+from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
+from flinktune.twin.grey_box import cross_validate, fit_grey_box  # noqa: E402
+from flinktune.twin.profile import ClusterProfile  # noqa: E402
+from flinktune.twin.workload import load_trace_csv  # noqa: E402
+
+#: Replayed policy -> the method's name in the measured summaries.
+METHODS = {"static": "baseline", "demeter": "demeter", "autoscaler": "operator", "reactive": "reactive"}
+#: Leave-one-run-out targets (issue 18): (score, comparison, bound).
+CV_TARGETS = {
+    "throughput_mape": ("<=", 0.12),
+    "keeps_up_accuracy": (">=", 0.90),
+    "latency_class_accuracy": (">=", 0.85),
+    "recovery_class_accuracy": (">=", 0.85),
+    "recovery_mape": ("<=", 0.30),
+}
+
+
+def _trace_file(data: Path) -> Path:
+    if (data / "trace_x3.csv").exists():
+        return data / "trace_x3.csv"
+    for f in sorted(data.glob("*.csv")):
+        if pd.read_csv(f, nrows=1).columns.tolist() == ["timestamp", "value"]:
+            return f
+    raise FileNotFoundError(f"{data}: no trace file (trace_x3.csv or a timestamp,value CSV)")
+
+
+def failure_spec(data: Path) -> tuple[str, str]:
+    """(twin failure spec, where it comes from): the median gap between the measured injections."""
+    f = data / "results_recovery_per_injection.csv"
+    if f.exists():
+        inj = pd.read_csv(f)
+        gaps = inj.sort_values(["run", "inj_ts"]).groupby("run")["inj_ts"].diff().dropna()
+        if len(gaps):
+            minutes = max(1, int(round(float(gaps.median()) / 60.0)))
+            return f"every:{minutes}m", f"median gap between {len(inj)} measured injections in {f.name}"
+    return "every:45m", "no injection file: Demeter's protocol (every 45 min)"
+
+
+def space_from_runs(runs: pd.DataFrame) -> ConfigSpace:
+    """The configuration space spanned by the profiling runs' knob values."""
+    values = {k: tuple(sorted(set(runs[k].astype(float)))) for k in KNOBS}
+    ints = ("parallelism", "task_slots", "memory_mb", "checkpoint_interval_s")
+    return ConfigSpace(**{k: tuple(int(v) for v in values[k]) if k in ints else values[k] for k in KNOBS})
+
+
+def measured_table(data: Path) -> pd.DataFrame:
+    """Measured means per method, relative to static where the replay reports ratios."""
+    s = pd.read_csv(data / "summary_by_method.csv").set_index("method")
+    base = s.loc["baseline"]
+    out = pd.DataFrame(index=list(METHODS))
+    for pol, m in METHODS.items():
+        r = s.loc[m]
+        out.loc[pol, "cpu"] = r["cpu_cores_mean"] / base["cpu_cores_mean"]
+        out.loc[pol, "memory"] = r["mem_gib_mean"] / base["mem_gib_mean"]
+        out.loc[pol, "p50"] = r["lat_median_ms"] / base["lat_median_ms"]
+        out.loc[pol, "p95"] = r["lat_p95_ms"] / base["lat_p95_ms"]
+        out.loc[pol, "p99"] = r["lat_p99_ms"] / base["lat_p99_ms"]
+        out.loc[pol, "slow_recoveries"] = r["n_rec_gt180"]
+        out.loc[pol, "reconfigurations"] = r["n_reconfigs"] if np.isfinite(r["n_reconfigs"]) else np.nan
+    prof = data / "profiling_overhead.csv"
+    if prof.exists():
+        cost = pd.read_csv(prof)["profiling_cpu_core_h"].mean()
+        hours = pd.read_csv(data / "summary_per_run.csv")["dur_h"].mean() if (data / "summary_per_run.csv").exists() else 18.0
+        out["profiling_cpu"] = 0.0
+        out.loc["demeter", "profiling_cpu"] = cost / (base["cpu_cores_mean"] * hours)
+    return out
+
+
+def replayed_table(runs: dict) -> pd.DataFrame:
+    rel = relative_table({k: v.summary for k, v in runs.items()})
+    static_cpu = runs["static"].summary["cpu_core_hours"]
+    return pd.DataFrame({
+        "cpu": rel["cpu_core_hours"] - rel["profiling_cpu_core_hours"] / static_cpu,
+        "memory": rel["memory_gib_hours"] - rel["profiling_memory_gib_hours"] / runs["static"].summary["memory_gib_hours"],
+        "p50": rel["latency_p50_ms"], "p95": rel["latency_p95_ms"], "p99": rel["latency_p99_ms"],
+        "slow_recoveries": rel["recoveries_over_limit"], "reconfigurations": rel["reconfigurations"],
+        "profiling_cpu": rel["profiling_cpu_core_hours"] / static_cpu,
+    })  # fmt: skip
+
+
+def compare(replayed: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
+    """One row per (policy, figure): twin, measured, the target and whether it is met."""
+    rows = []
+    for pol in METHODS:
+        for fig in ("cpu", "memory", "p50", "p95", "p99", "slow_recoveries", "reconfigurations", "profiling_cpu"):
+            if fig not in measured.columns:
+                continue
+            t, m = float(replayed.loc[pol, fig]), float(measured.loc[pol, fig])
+            if not np.isfinite(m):
+                rows.append((pol, fig, t, m, "not measured", None))
+                continue
+            if fig in ("cpu", "memory"):
+                target, ok = "within +-0.08", abs(t - m) <= 0.08
+            elif fig in ("p50", "p95", "p99"):
+                target, ok = "within 2x", (t > 0 and m > 0 and max(t / m, m / t) <= 2.0)
+            elif fig == "profiling_cpu":
+                target, ok = "(reported)", None
+            else:
+                target, ok = "+-50 % or +-2", abs(t - m) <= max(2.0, 0.5 * m)
+            rows.append((pol, fig, t, m, target, ok))
+    out = pd.DataFrame(rows, columns=["policy", "figure", "twin", "measured", "target", "met"])
+    for fig in ("cpu", "p95"):
+        same = list(replayed[fig].rank().loc[list(METHODS)]) == list(measured[fig].rank().loc[list(METHODS)])
+        order_t = " < ".join(replayed[fig].sort_values().index)
+        order_m = " < ".join(measured[fig].sort_values().index)
+        out.loc[len(out)] = ("all", f"ranking on {fig}", order_t, order_m, "same order", same)
+    return out
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, (float, np.floating)):
+        return "n/a" if not np.isfinite(v) else f"{v:.3f}"
+    return str(v)
+
+
+def _md(df: pd.DataFrame) -> str:
+    head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
+    return head + "".join("| " + " | ".join(_fmt(v) for v in row) + " |\n" for row in df.itertuples(index=False))
+
+
+def run(
+    data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
+) -> dict:  # fmt: skip
+    """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
+
+    The replay runs once per seed (failures and noise); the comparison uses the mean over seeds and
+    the per-seed range is reported beside it.
+    """
+    t0 = time.perf_counter()
+    runs_csv = pd.read_csv(data / "profiling_runs.csv")
+    if rows:
+        runs_csv = runs_csv.groupby("run", group_keys=False).head(int(np.ceil(rows / runs_csv["run"].nunique()))).head(rows)
+    base = ClusterProfile.default("ysb")
+    folds = cross_validate(runs_csv, base, group_by="run", max_nfev=max_nfev)
+    cv_mean = folds.drop(columns=["run"]).mean()
+    twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
+    space = space_from_runs(runs_csv)
+    measured = measured_table(data)
+    static_row = pd.read_csv(data / "summary_by_method.csv").set_index("method").loc["baseline"]
+    mx = space.maximum
+    static_note = (f"space maximum {mx.describe()} vs measured static {static_row['tm_mean']:g} TaskManagers x "
+                   f"({static_row['cpu_cores_mean'] / static_row['tm_mean']:g} CPU, {static_row['mem_gib_mean'] / static_row['tm_mean']:.2f} GiB)")  # fmt: skip
+    trace = load_trace_csv(_trace_file(data))
+    if hours:
+        trace = trace[trace.index < trace.index[0] + pd.Timedelta(hours=hours)]
+    trace = trace.resample("1s").mean().interpolate()
+    failures, failures_from = failure_spec(data)
+    # The peak forecaster needs more than 2 h of history to fit; a short quick-check window uses the
+    # seasonal naive one (said in the output).
+    forecaster = "peak" if len(trace) >= 3 * 3600 else "naive"
+    # The latency goal of every policy and the guard: Demeter's published boundary, 2.14 x the lowest
+    # profiled latency (ANCHORS.md 1.3), from this folder's runs (a fixed 1 s would call every
+    # configuration of a job whose idle latency is above 1 s "bad").
+    latency_target_ms = BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
+    per_seed = []
+    for seed in seeds:
+        settings = ReplaySettings(workload="ads", failures=failures, seed=seed, forecaster=forecaster, latency_target_ms=latency_target_ms)
+        replays = run_replay(trace, "ysb", list(METHODS), settings, workers=workers, progress=None, space=space, profile=twin.profile)
+        per_seed.append(replayed_table(replays))
+    stacked = pd.concat(per_seed, keys=list(seeds), names=["seed", "policy"])
+    replayed = stacked.groupby(level="policy").mean().loc[list(METHODS)]
+    table = compare(replayed, measured)
+    lo, hi = stacked.groupby(level="policy").min(), stacked.groupby(level="policy").max()
+    table["seed range"] = [
+        f"{lo.loc[p, f]:.3f}-{hi.loc[p, f]:.3f}" if p in lo.index and f in lo.columns else "" for p, f in zip(table["policy"], table["figure"])
+    ]  # fmt: skip
+    result = {
+        "folds": folds, "cv_mean": cv_mean, "params": twin.params, "replayed": replayed, "measured": measured,
+        "comparison": table, "seeds": list(seeds), "failures": failures, "failures_from": failures_from, "static_note": static_note,
+        "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
+    }  # fmt: skip
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(render(result, data, command))
+    return result
+
+
+def render(r: dict, data: Path, command: str) -> str:
+    cv = r["cv_mean"]
+    cv_rows = pd.DataFrame(
+        [(k, cv[k], cv.get(f"mech_{k}", np.nan), f"{op} {b:g}", (cv[k] <= b) if op == "<=" else (cv[k] >= b)) for k, (op, b) in CV_TARGETS.items()],
+        columns=["score", "grey-box", "mechanism only", "target", "met"],
+    )  # fmt: skip
+    return (
+        f"# Twin fidelity: {data.name}\n\nCommand: `{command}`\n\n"
+        f"Profiling runs: {r['rows']}; trace: {r['hours']:.1f} h; forecaster of the model policies: {r['forecaster']}; latency goal {r['latency_target_ms']:.0f} ms (2.14 x the lowest profiled latency, Demeter's boundary); failures: `{r['failures']}` ({r['failures_from']}); "
+        f"wall time {r['wall_s']:.0f} s.\n\n"
+        "## Profiling runs, leave-one-run-out (mean over the held-out runs)\n\n" + _md(cv_rows) +
+        "\nPer held-out run:\n\n" + _md(r["folds"].round(4)) +
+        "\nMechanism fitted on all runs (the profile the replays use): " +
+        ", ".join(f"`{k}`={v:.4g}" for k, v in r["params"].items()) + "\n\n"
+        f"## Replayed methods against measured (relative to static; recoveries and reconfigurations per run; twin: mean over seeds {r['seeds']})\n\n"
+        f"Static: {r['static_note']}.\n\n" + _md(r["comparison"]) + "\n"
+    )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, required=True, help="A folder in the demeter-ads format.")
+    ap.add_argument("--out", type=Path, default=None, help="Markdown file for the figures.")
+    ap.add_argument("--hours", type=float, default=None, help="Replay only the first hours of the trace (quick check).")
+    ap.add_argument("--rows", type=int, default=None, help="Use only this many profiling runs, spread over the runs (quick check).")
+    ap.add_argument("--seeds", default="7", help="Comma-separated replay seeds (the comparison uses their mean).")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--max-nfev", type=int, default=60, help="Model evaluations per mechanism-fit stage (lower for a quick check).")
+    args = ap.parse_args(argv)
+    if not (args.data / "profiling_runs.csv").exists():
+        ap.error(f"--data {args.data}: no profiling_runs.csv (not a folder in the demeter-ads format)")
+    command = "python benchmarks/twin_fidelity.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    r = run(args.data, args.out, hours=args.hours, rows=args.rows, seeds=[int(x) for x in args.seeds.split(",") if x.strip()], workers=args.workers, command=command, max_nfev=args.max_nfev)
+    print(render(r, args.data, command))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

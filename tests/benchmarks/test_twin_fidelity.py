@@ -1,0 +1,55 @@
+"""benchmarks/twin_fidelity.py on a small slice of the real data (2 h of trace, 30 profiling runs): every figure is produced."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks.twin_fidelity import CV_TARGETS, METHODS, main, run
+
+DATA = Path(os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[2].parent / "shared" / "data" / "demeter-ads"))
+
+
+@pytest.fixture(scope="module")
+def slice_dir(tmp_path_factory) -> Path:
+    if not (DATA / "profiling_runs.csv").exists():
+        pytest.skip(f"real data not found at {DATA}")
+    out = tmp_path_factory.mktemp("ads-slice")
+    runs = pd.read_csv(DATA / "profiling_runs.csv")
+    runs.groupby("run", group_keys=False).head(10).to_csv(out / "profiling_runs.csv", index=False)
+    trace = pd.read_csv(DATA / "trace_x3.csv")
+    trace[trace["timestamp"] < trace["timestamp"].iloc[0] + 2 * 3600].to_csv(out / "trace_x3.csv", index=False)
+    for name in ("summary_by_method.csv", "summary_per_run.csv", "results_recovery_per_injection.csv", "profiling_overhead.csv"):
+        shutil.copy(DATA / name, out / name)
+    return out
+
+
+def test_every_figure_is_produced(slice_dir, tmp_path) -> None:
+    out = tmp_path / "fidelity.md"
+    r = run(slice_dir, out, hours=None, rows=None, seeds=[3], workers=1, command="test", max_nfev=4)
+    assert r["rows"] == 30 and abs(r["hours"] - 2.0) < 0.01
+    assert r["failures"] == "every:45m"  # the median gap of the measured injections
+    for score in CV_TARGETS:
+        assert np.isfinite(r["cv_mean"][score]), score
+    table = r["comparison"]
+    for pol in METHODS:
+        rows = table[table["policy"] == pol]
+        assert {"cpu", "memory", "p50", "p95", "p99", "slow_recoveries", "reconfigurations", "profiling_cpu"} <= set(rows["figure"])
+        assert np.isfinite(rows["twin"].astype(float)).all(), pol
+    assert {"ranking on cpu", "ranking on p95"} <= set(table["figure"])
+    text = out.read_text()
+    assert "leave-one-run-out" in text and "ranking on p95" in text and "reconfigurations" in text
+    # Measured figures come from the folder, not from constants: Demeter's CPU relative to static.
+    demeter_cpu = table[(table["policy"] == "demeter") & (table["figure"] == "cpu")]["measured"].iloc[0]
+    assert demeter_cpu == pytest.approx(19.62 / 24.0)
+
+
+def test_a_folder_without_profiling_runs_is_named(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--data", str(tmp_path)])
+    assert "no profiling_runs.csv" in capsys.readouterr().err
