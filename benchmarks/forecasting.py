@@ -50,7 +50,7 @@ from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.statistical import StatisticalForecaster
 
-__all__ = ["main", "COLUMNS", "CHAMPION_CANDIDATES", "ratio_table"]
+__all__ = ["main", "run_trace", "COLUMNS", "CHAMPION_CANDIDATES", "ratio_table"]
 
 COLUMNS = ["seed", "workload", "model", "chosen", "rule", "peak_rule", "peak_mae", "raw_peak_mae", "peak_mase", "vs_demeter", "under_rate",
            "over_provisioning", "published_rule_under_rate", "fit_s", "predict_ms", "origins"]
@@ -102,18 +102,22 @@ def ratio_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _run_trace(a, wanted: list[str] | None, seed: int, workload: str, raw: pd.Series, train_hours: float,
-               select_hours: float) -> list[dict]:
-    """Every wanted model on one trace (protocol in the module doc), then the champion row."""
+def run_trace(models: dict, raw: pd.Series, *, seed: int, workload: str, select_start: pd.Timestamp | None = None,
+              report_start: pd.Timestamp | None = None, train_hours: float | None = None,
+              select_hours: float | None = None, stride_bins: int = 1, select_refits: int = 3) -> list[dict]:
+    """Every model of ``models`` (name -> fresh forecaster) on one trace, then the champion row.
+
+    ``raw`` is the trace (rec/s, tz-aware, any step); the truth is its minute bins. The spans are
+    ``select_start`` / ``report_start`` or hours from the start. Returns the rows as printed.
+    """
     series = prepare_rate_series(raw, bin_s=60).values
-    report_start = series.index[0] + pd.Timedelta(hours=train_hours)
-    select_start = report_start - pd.Timedelta(hours=select_hours)
+    if report_start is None:
+        report_start = series.index[0] + pd.Timedelta(hours=train_hours)
+        select_start = report_start - pd.Timedelta(hours=select_hours)
     demeter_mae, rows, backtests = None, [], {}
-    for name, model in _models(a, seed).items():
-        if wanted and name not in wanted:
-            continue
+    for name, model in models.items():
         bt = backtest_select_then_report(model, series, select_start=select_start, report_start=report_start,
-                                         stride_bins=a.stride_bins, select_refits=a.select_refits,
+                                         stride_bins=stride_bins, select_refits=select_refits,
                                          inputs=raw if name in _READS_RAW else None)
         backtests[name] = bt
         m = dict(bt.metrics)
@@ -185,12 +189,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
         hours = (raw.index[-1] - raw.index[0]).total_seconds() / 3600 + 1 / 3600
         traces.append((Path(path).stem, raw, *spans(hours, f"the length of trace {path}")))
     gen_spans = spans(a.hours, "--hours") if workloads else None
+    def chosen(seed: int) -> dict:
+        return {n: m for n, m in _models(a, seed).items() if not wanted or n in wanted}
+
+    common = dict(stride_bins=a.stride_bins, select_refits=a.select_refits)
     rows = []
     for workload, raw, train, select in traces:
-        rows += _run_trace(a, wanted, seeds[0], workload, raw, train, select)
+        rows += run_trace(chosen(seeds[0]), raw, seed=seeds[0], workload=workload, train_hours=train,
+                          select_hours=select, **common)
     for seed in seeds:
         for workload in workloads:
-            rows += _run_trace(a, wanted, seed, workload, generate_trace(workload, a.hours, seed), *gen_spans)
+            rows += run_trace(chosen(seed), generate_trace(workload, a.hours, seed), seed=seed, workload=workload,
+                              train_hours=gen_spans[0], select_hours=gen_spans[1], **common)
     print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS))
     for r in rows:
         print("| " + " | ".join(str(r.get(c, "")) for c in COLUMNS) + " |")
