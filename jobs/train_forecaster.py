@@ -253,7 +253,8 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     choice = choose_champion(backtests, max_under_rate=max_under_rate, registrable=registrable)
     best = choice.name
     for cand in candidates:
-        scores[cand].update({f"selection_{k}": v for k, v in choice.selection[cand].items() if isinstance(v, float)})
+        scores[cand].update({f"selection_{k}": v for k, v in choice.selection[cand].items()
+                             if isinstance(v, float) and math.isfinite(v) and k not in ("fit_s", "predict_ms")})
     for cand in candidates:
         if cand != best:
             _log_candidate(experiment_id, cand, models[cand], scores[cand], figs[cand], tags)
@@ -300,7 +301,8 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
         client.set_registered_model_alias(name, registry.CHAMPION, version)
     client.set_model_version_tag(name, version, "promotion", f"{'promoted' if promoted else 'kept champion'}: {why}")
     return {"model_name": name, "version": version, "promoted": promoted, "champion": registry.champion_version(name),
-            "best": best, "best_reason": choice.reason, "planning_rule": scores[best]["rule"],
+            "best": best, "best_reason": choice.reason, "select_start": spans["select_start"].isoformat(),
+            "report_start": spans["report_start"].isoformat(), "planning_rule": scores[best]["rule"],
             "peak_rule": scores[best]["peak_rule"], "metrics": metrics,
             "champion_metrics": champion, "candidates": scores, "skipped": skipped}
 
