@@ -95,7 +95,7 @@ def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, dev
     if name in ("darts-peak-linear", "darts-peak-hgb"):
         # The job reads curated bins, so the model reads them at their own step.
         return DartsPeakForecaster(estimator=name.rsplit("-", 1)[1], bin_s=bin_s, input_bin_s=bin_s,
-                                   default_horizon_s=horizon_s, seed=seed)
+                                   default_horizon_s=horizon_s, max_gap_bins=5, seed=seed)
     if name in ("darts-theta", "darts-ets"):
         return StatisticalForecaster(kind=name.split("-")[1], bin_s=bin_s, default_horizon_s=horizon_s)
     if name == "seasonal-naive":

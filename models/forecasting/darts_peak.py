@@ -63,7 +63,8 @@ class DartsPeakForecaster:
     traces, ``bin_s`` for minute features), ``default_horizon_s`` (the window whose peak is
     modelled), ``train_stride_s`` (spacing of training rows), ``min_train_rows`` (rows
     :meth:`fit` needs), ``max_iter`` / ``learning_rate`` / ``max_leaf_nodes`` / ``min_samples_leaf``
-    (trees only), ``max_gap_bins`` (input repair, in input bins), ``seed``.
+    (trees only), ``max_gap_bins`` (input repair, in input bins: 30 = 5 minutes at 10 s, as the
+    minute models' 5 bins), ``seed``.
     """
 
     #: :meth:`historical_forecasts` takes the input at any step (backtests pass the raw trace).
