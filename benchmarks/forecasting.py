@@ -1,16 +1,31 @@
-"""Backtest table of every forecaster on the twin's 18 h traces (the issue-5 yardstick).
+"""Backtest table of every forecaster on real traces and the twin's 18 h traces (issues 5 and 19).
 
-Run: ``.venv/bin/python benchmarks/forecasting.py [--hours 18] [--train-hours 12] [--select-hours 6]
-[--select-refits 3] [--epochs 20] [--seeds 7,8,9] [--models demeter-arima,peak-gbm]``; ``--quick`` is a
+Run: ``.venv/bin/python benchmarks/forecasting.py [--trace FILE ...] [--hours 18] [--train-hours 12]
+[--select-hours 6] [--select-refits 3] [--epochs 20] [--seeds 7,8,9] [--workloads ysb,tsw]
+[--models demeter-arima,seasonal-naive,peak-gbm,darts-peak-linear,darts-peak-hgb]``; ``--quick`` is a
 smoke run (an origin every 10 minutes, 2 epochs; the Demeter baseline keeps its published settings,
-so it still dominates the time). For each seed and workload (ysb, tsw) the 1 s trace is binned to
-minutes. Each model chooses its planning and peak rules on every origin of the ``--select-hours``
-(6 h) before ``--train-hours`` (12 h), chaining forward: the span is cut into ``--select-refits``
-parts (about 2 h each) and the model is fitted on everything before each part, so the rules rest on 351
-origins forecast by models about as well informed as the report's. It is then refitted on the first
-``--train-hours`` and forecasts the next 10 minutes at every origin after that, all of which are
-reported (:func:`models.forecasting.backtest.backtest_select_then_report`). The Demeter
-baseline reads the 1 s trace, as published; the others read minute bins.
+so it still dominates the time).
+
+Inputs: ``--trace FILE`` (repeatable) backtests a recorded trace (``timestamp,value`` or
+``timestamp|value``, :func:`flinktune.twin.workload.load_trace_csv`) over its whole length, with
+the same rules for any trace: report its last third, choose the rules on the third before (unless
+``--train-hours`` / ``--select-hours`` are given, counted from the trace's start). Its rows are
+labelled with the file's stem as workload, once with the first seed. Generated twin traces
+(``--workloads``, default ysb,tsw, or none when a trace is given without ``--workloads``) run per
+seed over ``--hours``. Every trace is binned to minutes for the truth. Each model chooses its
+planning and peak rules on every origin of the ``--select-hours`` (6 h) before ``--train-hours``
+(12 h), chaining forward: the span is cut into ``--select-refits`` parts (about 2 h each) and the
+model is fitted on everything before each part, so the rules rest on 351 origins forecast by
+models about as well informed as the report's. It is then refitted on the first ``--train-hours``
+and forecasts the next 10 minutes at every origin after that, all of which are reported
+(:func:`models.forecasting.backtest.backtest_select_then_report`). The Demeter baseline reads
+the 1 s trace, as published, and so do the darts peak models (on 10 s bins); the others read
+minute bins.
+
+The ``champion`` row is what the retraining job would register from the champion candidates
+(peak-gbm, darts-peak-linear, darts-peak-hgb, those run):
+:func:`models.forecasting.champion.choose_champion` on the selection span only, with the chosen
+model's report metrics and its name in ``chosen``.
 Prints one JSON line per row as it goes, then a Markdown table of every row and, when Demeter ran,
 a table of each model's peak MAE relative to Demeter's per seed with the mean over seeds.
 """
@@ -19,12 +34,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from flinktune.twin.workload import generate_trace
+from flinktune.twin.workload import TraceError, generate_trace, load_trace_csv
 from models.forecasting.backtest import backtest_select_then_report
+from models.forecasting.champion import choose_champion
+from models.forecasting.darts_peak import DartsPeakForecaster
 from models.forecasting.darts_forecaster import DartsQuantileForecaster
 from models.forecasting.demeter_arima import DemeterArimaForecaster
 from models.forecasting.peak_forecaster import DirectPeakForecaster
@@ -32,11 +50,15 @@ from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.statistical import StatisticalForecaster
 
-__all__ = ["main", "COLUMNS", "ratio_table"]
+__all__ = ["main", "run_trace", "COLUMNS", "CHAMPION_CANDIDATES", "ratio_table"]
 
-COLUMNS = ["seed", "workload", "model", "rule", "peak_rule", "peak_mae", "raw_peak_mae", "peak_mase", "vs_demeter", "under_rate",
+COLUMNS = ["seed", "workload", "model", "chosen", "rule", "peak_rule", "peak_mae", "raw_peak_mae", "peak_mase", "vs_demeter", "under_rate",
            "over_provisioning", "published_rule_under_rate", "fit_s", "predict_ms", "origins"]
 _QUICK_STRIDE_BINS, _QUICK_EPOCHS = 10, 2
+#: Models that read the 1 s trace rather than its minute bins.
+_READS_RAW = ("demeter-arima", "darts-peak-linear", "darts-peak-hgb")
+#: The candidates the champion row chooses from (the retraining job's registrable peak models).
+CHAMPION_CANDIDATES = ("peak-gbm", "darts-peak-linear", "darts-peak-hgb")
 
 
 def _models(args, seed: int) -> dict:
@@ -47,6 +69,8 @@ def _models(args, seed: int) -> dict:
         "darts-theta": StatisticalForecaster(kind="theta"),
         "tide-quantile": DartsQuantileForecaster(n_epochs=args.epochs, device=args.device, seed=seed),
         "peak-gbm": DirectPeakForecaster(seed=seed),
+        "darts-peak-linear": DartsPeakForecaster(estimator="linear", input_bin_s=10, seed=seed),
+        "darts-peak-hgb": DartsPeakForecaster(estimator="hgb", input_bin_s=10, seed=seed),
     }
 
 
@@ -70,18 +94,58 @@ def ratio_table(rows: list[dict]) -> str:
     for workload, model in keys:
         cells = [by.get((s, workload, model), {}).get("vs_demeter", float("nan")) for s in seeds]
         unders = [by[(s, workload, model)]["under_rate"] for s in seeds if (s, workload, model) in by]
-        mean = float(np.mean(cells)) if cells and not np.isnan(cells).any() else float("nan")
-        lines.append(f"| {workload} | {model} | " + " | ".join(f"{c:.3f}" for c in cells)
+        present = [c for s, c in zip(seeds, cells) if (s, workload, model) in by]  # a trace runs on one seed
+        mean = float(np.mean(present)) if present and not np.isnan(present).any() else float("nan")
+        lines.append(f"| {workload} | {model} | " + " | ".join("" if (s, workload, model) not in by else f"{c:.3f}"
+                                                                 for s, c in zip(seeds, cells))
                      + f" | {mean:.3f} | {max(unders):.3f} |")
     return "\n".join(lines)
 
 
+def run_trace(models: dict, raw: pd.Series, *, seed: int, workload: str, select_start: pd.Timestamp | None = None,
+              report_start: pd.Timestamp | None = None, train_hours: float | None = None,
+              select_hours: float | None = None, stride_bins: int = 1, select_refits: int = 3) -> list[dict]:
+    """Every model of ``models`` (name -> fresh forecaster) on one trace, then the champion row.
+
+    ``raw`` is the trace (rec/s, tz-aware, any step); the truth is its minute bins. The spans are
+    ``select_start`` / ``report_start`` or hours from the start. Returns the rows as printed.
+    """
+    series = prepare_rate_series(raw, bin_s=60).values
+    if report_start is None:
+        report_start = series.index[0] + pd.Timedelta(hours=train_hours)
+        select_start = report_start - pd.Timedelta(hours=select_hours)
+    demeter_mae, rows, backtests = None, [], {}
+    for name, model in models.items():
+        bt = backtest_select_then_report(model, series, select_start=select_start, report_start=report_start,
+                                         stride_bins=stride_bins, select_refits=select_refits,
+                                         inputs=raw if name in _READS_RAW else None)
+        backtests[name] = bt
+        m = dict(bt.metrics)
+        if name == "demeter-arima":
+            demeter_mae = m["peak_mae"]
+        m["vs_demeter"] = m["peak_mae"] / demeter_mae if demeter_mae else float("nan")
+        rows.append({"seed": seed, "workload": workload, "model": name,
+                     **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}})
+        print(json.dumps(rows[-1]), flush=True)
+    pool = [c for c in CHAMPION_CANDIDATES if c in backtests]
+    if pool:
+        choice = choose_champion({c: backtests[c] for c in pool})
+        won = next(r for r in rows if r["model"] == choice.name)
+        rows.append({**won, "model": "champion", "chosen": choice.name, "reason": choice.reason})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--hours", type=float, default=18.0)
-    p.add_argument("--train-hours", type=float, default=12.0, help="report origins start here (the final fit's span)")
-    p.add_argument("--select-hours", type=float, default=6.0,
-                   help="span before --train-hours whose origins choose the rules (the first fit ends where it starts)")
+    p.add_argument("--trace", action="append", default=[], metavar="FILE",
+                   help="a recorded trace (timestamp,value); repeatable; backtested over its whole length")
+    p.add_argument("--hours", type=float, default=18.0, help="length of the generated traces")
+    p.add_argument("--train-hours", type=float, default=None,
+                   help="report origins start here (the final fit's span); default 2/3 of the trace")
+    p.add_argument("--select-hours", type=float, default=None,
+                   help="span before --train-hours whose origins choose the rules (the first fit ends where it "
+                        "starts); default 1/3 of the trace")
     p.add_argument("--select-refits", type=int, default=3,
                    help="parts of the selection span, each forecast by a model fitted on everything before it")
     p.add_argument("--epochs", type=int, default=20)
@@ -91,14 +155,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: an origin every {_QUICK_STRIDE_BINS} minutes, {_QUICK_EPOCHS} epochs")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
-    p.add_argument("--workloads", default="ysb,tsw")
+    p.add_argument("--workloads", default=None,
+                   help="generated twin traces (default ysb,tsw; none when --trace is given; 'none' for none)")
     p.add_argument("--models", default=None, help="comma-separated subset of model names")
     a = p.parse_args(argv)
     if a.seed is not None and a.seeds is not None:
         p.error("give --seed or --seeds, not both")
     seeds = a.seeds or [7 if a.seed is None else a.seed]
-    if not 0 < a.select_hours < a.train_hours < a.hours:
-        p.error(f"need 0 < --select-hours < --train-hours < --hours, got {a.select_hours}, {a.train_hours}, {a.hours}")
     if a.select_refits < 1:
         p.error(f"--select-refits must be >= 1, got {a.select_refits}")
     if a.quick:
@@ -107,31 +170,45 @@ def main(argv: list[str] | None = None) -> list[dict]:
     unknown = set(wanted or []) - set(_models(a, 0))
     if unknown:
         p.error(f"--models: unknown {sorted(unknown)}; known: {sorted(_models(a, 0))}")
+    workloads = a.workloads if a.workloads is not None else ("" if a.trace else "ysb,tsw")
+    workloads = [w for w in workloads.split(",") if w and w != "none"]
+
+    def spans(hours: float, what: str) -> tuple[float, float]:
+        train = a.train_hours if a.train_hours is not None else hours * 2 / 3
+        select = a.select_hours if a.select_hours is not None else hours / 3
+        if not 0 < select < train < hours:
+            p.error(f"need 0 < --select-hours < --train-hours < {what}, got {select:g}, {train:g}, {hours:g} h")
+        return train, select
+
+    traces = []
+    for path in a.trace:
+        try:
+            raw = load_trace_csv(path)
+        except TraceError as exc:
+            p.error(f"--trace: {exc}")
+        hours = (raw.index[-1] - raw.index[0]).total_seconds() / 3600 + 1 / 3600
+        traces.append((Path(path).stem, raw, *spans(hours, f"the length of trace {path}")))
+    gen_spans = spans(a.hours, "--hours") if workloads else None
+    def chosen(seed: int) -> dict:
+        return {n: m for n, m in _models(a, seed).items() if not wanted or n in wanted}
+
+    common = dict(stride_bins=a.stride_bins, select_refits=a.select_refits)
     rows = []
+    for workload, raw, train, select in traces:
+        rows += run_trace(chosen(seeds[0]), raw, seed=seeds[0], workload=workload, train_hours=train,
+                          select_hours=select, **common)
     for seed in seeds:
-        for workload in a.workloads.split(","):
-            raw = generate_trace(workload, a.hours, seed)
-            series = prepare_rate_series(raw, bin_s=60).values
-            report_start = series.index[0] + pd.Timedelta(hours=a.train_hours)
-            select_start = report_start - pd.Timedelta(hours=a.select_hours)
-            demeter_mae = None
-            for name, model in _models(a, seed).items():
-                if wanted and name not in wanted:
-                    continue
-                m = backtest_select_then_report(model, series, select_start=select_start, report_start=report_start,
-                                                stride_bins=a.stride_bins, select_refits=a.select_refits,
-                                                inputs=raw if name == "demeter-arima" else None).metrics
-                if name == "demeter-arima":
-                    demeter_mae = m["peak_mae"]
-                m["vs_demeter"] = m["peak_mae"] / demeter_mae if demeter_mae else float("nan")
-                rows.append({"seed": seed, "workload": workload, "model": name,
-                             **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}})
-                print(json.dumps(rows[-1]), flush=True)
+        for workload in workloads:
+            rows += run_trace(chosen(seed), generate_trace(workload, a.hours, seed), seed=seed, workload=workload,
+                              train_hours=gen_spans[0], select_hours=gen_spans[1], **common)
     print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS))
     for r in rows:
         print("| " + " | ".join(str(r.get(c, "")) for c in COLUMNS) + " |")
     if any(r["model"] == "demeter-arima" for r in rows):
         print("\nPeak MAE relative to demeter-arima (per seed, mean over seeds):\n" + ratio_table(rows))
+    for r in rows:
+        if r["model"] == "champion":
+            print(f"champion {r['workload']} seed {r['seed']}: {r['chosen']}: {r['reason']}")
     return rows
 
 

@@ -7,9 +7,12 @@ report window, and the span of half its length just before it as the selection s
 minutes). Every candidate (the direct peak model, TiDE, Theta, seasonal naive, the Demeter ARIMA
 baseline, ...) is fitted on the data before the selection span, chooses its planning and peak
 rules there, is refitted on the data before the report window and scored on all of its origins,
-then logged to MLflow with its params, metrics and a backtest plot. The best candidate (lowest
-``peak_mae`` among those whose under-forecast rate is at most ``max_under_rate``) is refit on the
-whole history and registered as a new version of ``flinktune-forecaster-<job>``.
+then logged to MLflow with its params, metrics and a backtest plot. The best candidate is chosen
+by the benchmark's champion rule (:func:`models.forecasting.champion.choose_champion`: lowest
+peak MAE on the selection span among those whose under-forecast rate there is at most
+``max_under_rate``), refit on the whole history and registered as a new version of
+``flinktune-forecaster-<job>``, with its planning and peak rules, its report and selection
+metrics (``selection_*``) and the reason for the choice (tag ``champion_rule``).
 
 Champion/challenger: the current ``@champion`` is backtested on the SAME spans (its saved model
 when it was trained before the selection span starts; otherwise, to avoid scoring it on data it has seen,
@@ -47,7 +50,8 @@ DATASET = "features_1m"
 PROMOTION_METRIC = "peak_mae"
 #: Default candidates. The Demeter baseline ("demeter-arima", ~1-2 min on 2 cores) is opt-in: the benchmark
 #: measures it, and the scheduled retrain stays fast.
-CANDIDATES: tuple[str, ...] = ("peak-gbm", "tide-quantile", "darts-theta", "seasonal-naive")
+CANDIDATES: tuple[str, ...] = ("peak-gbm", "darts-peak-linear", "darts-peak-hgb", "tide-quantile", "darts-theta",
+                               "seasonal-naive")
 
 
 def read_rate_history(lake: Lake, job: str) -> pd.Series:
@@ -77,6 +81,7 @@ def read_rate_history(lake: Lake, job: str) -> pd.Series:
 def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, device: str, seed: int) -> Any:
     """A fresh forecaster for candidate ``name`` (one of :data:`CANDIDATES`, or ``darts-ets``)."""
     from models.forecasting.darts_forecaster import DartsQuantileForecaster
+    from models.forecasting.darts_peak import DartsPeakForecaster
     from models.forecasting.demeter_arima import DemeterArimaForecaster
     from models.forecasting.peak_forecaster import DirectPeakForecaster
     from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
@@ -87,6 +92,10 @@ def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, dev
                                        device=device, seed=seed)
     if name == "peak-gbm":
         return DirectPeakForecaster(bin_s=bin_s, default_horizon_s=horizon_s, seed=seed)
+    if name in ("darts-peak-linear", "darts-peak-hgb"):
+        # The job reads curated bins, so the model reads them at their own step.
+        return DartsPeakForecaster(estimator=name.rsplit("-", 1)[1], bin_s=bin_s, input_bin_s=bin_s,
+                                   default_horizon_s=horizon_s, max_gap_bins=5, seed=seed)
     if name in ("darts-theta", "darts-ets"):
         return StatisticalForecaster(kind=name.split("-")[1], bin_s=bin_s, default_horizon_s=horizon_s)
     if name == "seasonal-naive":
@@ -180,6 +189,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
 
     from models import registry
     from models.forecasting.backtest import MIN_SELECT_ORIGINS, backtest_select_then_report
+    from models.forecasting.champion import choose_champion
     from models.forecasting.pyfunc import ForecasterPyfunc
     from models.forecasting.series_prep import prepare_rate_series
     from models.forecasting.types import ForecastInputError
@@ -231,16 +241,21 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     experiment_id = registry.ensure_experiment(name)
     tags = {"job": job, "select_start": spans["select_start"].isoformat(), "window_start": spans["report_start"].isoformat(),
             "window_end": series.index[-1].isoformat()}
-    results, scores, figs = {}, {}, {}
-    for cand, model in models.items():
-        backtest = backtest_select_then_report(model, series, max_under_rate=max_under_rate, **spans)
-        results[cand], scores[cand] = backtest.report, backtest.metrics
-        figs[cand] = _plot(results[cand], scores[cand]["rule"])
+    results, scores, figs, backtests = {}, {}, {}, {}
     registrable = [c for c in candidates if hasattr(models[c], "save")]  # seasonal naive is a yardstick only
     if not registrable:
         raise ValueError(f"candidates {list(candidates)}: none can be registered (all lack save)")
-    safe = [c for c in registrable if scores[c]["under_rate"] <= max_under_rate]
-    best = min(safe, key=lambda c: scores[c]["peak_mae"]) if safe else min(registrable, key=lambda c: scores[c]["under_rate"])
+    for cand, model in models.items():
+        backtest = backtest_select_then_report(model, series, max_under_rate=max_under_rate, **spans)
+        backtests[cand], results[cand], scores[cand] = backtest, backtest.report, backtest.metrics
+        figs[cand] = _plot(results[cand], scores[cand]["rule"])
+    # The benchmark's rule (models.forecasting.champion): chosen on the selection span, so the report
+    # metrics logged below stay out of sample.
+    choice = choose_champion(backtests, max_under_rate=max_under_rate, registrable=registrable)
+    best = choice.name
+    for cand in candidates:
+        scores[cand].update({f"selection_{k}": v for k, v in choice.selection[cand].items()
+                             if isinstance(v, float) and math.isfinite(v) and k not in ("fit_s", "predict_ms")})
     for cand in candidates:
         if cand != best:
             _log_candidate(experiment_id, cand, models[cand], scores[cand], figs[cand], tags)
@@ -262,11 +277,13 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
             name, ForecasterPyfunc(horizon_s=horizon_s),
             params={"job": job, "candidate": best, "model": model.name, **_params(model), "horizon_s": horizon_s,
                     "holdout_frac": holdout_frac, "select_refits": select_refits, "planning_rule": scores[best]["rule"],
+                    "peak_rule": scores[best]["peak_rule"],
                     "history_start": series.index[0].isoformat(), "history_end": series.index[-1].isoformat()},
             metrics=metrics, artifacts={"model": str(model_dir)}, files={"backtest": figs[best]}, experiment=name,
             pip_requirements=["mlflow==3.17.2", "darts==0.48.1", "torch==2.13.0", "pmdarima==2.1.1",
                               "scikit-learn==1.9.1"],
-            tags={**tags, "planning_rule": scores[best]["rule"], "role": "challenger"}, signature=signature,
+            tags={**tags, "planning_rule": scores[best]["rule"], "peak_rule": scores[best]["peak_rule"],
+                  "role": "challenger", "champion_rule": choice.reason}, signature=signature,
         )
     for fig in figs.values():
         plt.close(fig)
@@ -285,7 +302,9 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
         client.set_registered_model_alias(name, registry.CHAMPION, version)
     client.set_model_version_tag(name, version, "promotion", f"{'promoted' if promoted else 'kept champion'}: {why}")
     return {"model_name": name, "version": version, "promoted": promoted, "champion": registry.champion_version(name),
-            "best": best, "planning_rule": scores[best]["rule"], "metrics": metrics,
+            "best": best, "best_reason": choice.reason, "select_start": spans["select_start"].isoformat(),
+            "report_start": spans["report_start"].isoformat(), "planning_rule": scores[best]["rule"],
+            "peak_rule": scores[best]["peak_rule"], "metrics": metrics,
             "champion_metrics": champion, "candidates": scores, "skipped": skipped}
 
 

@@ -1,7 +1,9 @@
 """Workload forecasting: predict the input rate of the next bins with quantiles.
 
-``DartsQuantileForecaster`` (TiDE, darts) and ``DirectPeakForecaster`` (boosted quantile trees for
-the next bins and their peak) are the learned models, ``SeasonalNaiveForecaster`` the baseline,
+``DartsQuantileForecaster`` (TiDE, darts), ``DartsPeakForecaster`` (darts quantile regression of
+the next bins and their peak from fine-grained covariates) and ``DirectPeakForecaster`` (boosted
+quantile trees for the next bins and their peak) are the learned models, ``choose_champion`` picks
+among them on the selection span, ``SeasonalNaiveForecaster`` the baseline,
 ``planned_rate`` turns a forecast into the rate to plan for. Names are imported lazily so that
 importing this package (e.g. from an Airflow DAG file) does not pull in torch and darts.
 """
@@ -13,7 +15,9 @@ from typing import Any
 
 __all__ = [
     "DartsQuantileForecaster",
+    "DartsPeakForecaster",
     "DirectPeakForecaster",
+    "choose_champion",
     "SeasonalNaiveForecaster",
     "ForecastInputError",
     "QuantileForecast",
@@ -23,6 +27,8 @@ __all__ = [
 
 _HOME = {
     "DartsQuantileForecaster": "models.forecasting.darts_forecaster",
+    "DartsPeakForecaster": "models.forecasting.darts_peak",
+    "choose_champion": "models.forecasting.champion",
     "DirectPeakForecaster": "models.forecasting.peak_forecaster",
     "SeasonalNaiveForecaster": "models.forecasting.seasonal_naive",
     "ForecastInputError": "models.forecasting.types",

@@ -15,6 +15,13 @@ were chosen over a linear or small MLP quantile regressor (same features, pinbal
 backtests on twin traces of seeds 7-9: lower peak error on tsw, mixed on ysb
 (``docs/results/forecasting.md``).
 
+Why a hand-written model beside :class:`~models.forecasting.darts_peak.DartsPeakForecaster`
+(``estimator="hgb"``, the same idea in darts): darts' regression models fit one regressor per
+target column, while this one shares a single bin model across the horizon steps (the step is a
+feature), on minute bins; darts has no way to express that sharing. It stays a champion candidate
+because it wins on some traces (tsw in ``docs/results/forecasting.md``); the champion rule
+(:mod:`models.forecasting.champion`) decides per job.
+
 Output: a :class:`QuantileForecast` whose per-bin quantiles are the bin models' (sorted across
 levels so they never cross; ``mean`` is the per-bin median) and whose ``peak_quantiles`` are the
 peak models' (sorted, and at least the highest bin quantile of the same level, since a window's

@@ -62,19 +62,23 @@ def test_train_forecaster_logs_candidates_and_registers_a_champion_that_forecast
     base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
     feats = _features()
     _write(base / "date=2024-03-01" / "part-0.parquet", feats.drop(columns=["job"]))
-    summary = train_forecaster.run(job="demo", settings=settings, n_epochs=3, stride_bins=2)
+    # The boosted darts peak model and TiDE are left out to keep this test cheap (they are tested on their own).
+    assert set(train_forecaster.CANDIDATES) == {"peak-gbm", "darts-peak-linear", "darts-peak-hgb", "tide-quantile",
+                                                "darts-theta", "seasonal-naive"}
+    cands = ("peak-gbm", "darts-peak-linear", "darts-theta", "seasonal-naive")
+    summary = train_forecaster.run(job="demo", settings=settings, candidates=cands, stride_bins=2)
     json.dumps(summary)  # XCom-ready
     assert summary["model_name"] == "flinktune-forecaster-demo"
     assert summary["version"] == "1" and summary["promoted"] and summary["champion"] == "1"
-    assert set(summary["candidates"]) == {"peak-gbm", "tide-quantile", "darts-theta", "seasonal-naive"}
-    assert summary["best"] in ("peak-gbm", "tide-quantile", "darts-theta")
+    assert set(summary["candidates"]) == set(cands)
+    assert summary["best"] in ("peak-gbm", "darts-peak-linear", "darts-theta")
     m = summary["metrics"]
     # 105 held-out bins, 10-bin horizon, stride 2: 48 origins, all reported (the rules come from the 52 bins before).
     assert m["train_bins"] == 420 and m["origins"] == 48
     assert np.isfinite(m["peak_mae"]) and m["peak_mase"] > 0 and 0 <= m["under_rate"] <= 1
     client = mlflow.MlflowClient()
     runs = client.search_runs([client.get_experiment_by_name("flinktune-forecaster-demo").experiment_id])
-    assert sorted(r.data.params["candidate"] for r in runs) == ["darts-theta", "peak-gbm", "seasonal-naive", "tide-quantile"]
+    assert sorted(r.data.params["candidate"] for r in runs) == sorted(cands)
     for r in runs:
         assert [a.path for a in client.list_artifacts(r.info.run_id, "plots")] == ["plots/backtest.png"]
         assert r.data.tags["planning_rule"] == summary["candidates"][r.data.params["candidate"]]["rule"]
@@ -193,3 +197,28 @@ def test_train_forecaster_chains_the_selection_when_asked_and_records_it(setting
     client = mlflow.MlflowClient()
     run_id = client.get_model_version("flinktune-forecaster-demo", out["version"]).run_id
     assert client.get_run(run_id).data.params["select_refits"] == "2" and out["metrics"]["origins"] > 0
+
+
+def test_the_registered_champion_is_the_benchmarks_winner_on_the_same_trace(settings):
+    from benchmarks.forecasting import run_trace
+
+    base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
+    feats = _features(hours=6.0, seed=4)
+    _write(base / "date=2024-03-01" / "part-0.parquet", feats.drop(columns=["job"]))
+    pool = ("peak-gbm", "darts-peak-linear")
+    out = train_forecaster.run(job="demo", settings=settings, candidates=pool, stride_bins=3, select_refits=2)
+    trace = pd.Series(feats["input_rate"].to_numpy(), index=pd.DatetimeIndex(feats["window_start"]))
+    build = dict(bin_s=60, horizon_s=600, n_epochs=1, device="cpu", seed=0)
+    rows = run_trace({c: train_forecaster.build_candidate(c, **build) for c in pool}, trace, seed=0, workload="demo",
+                     select_start=pd.Timestamp(out["select_start"]), report_start=pd.Timestamp(out["report_start"]),
+                     stride_bins=3, select_refits=2)
+    bench = next(r for r in rows if r["model"] == "champion")
+    assert out["best"] == bench["chosen"] and out["best_reason"] == bench["reason"]
+    client = mlflow.MlflowClient()
+    run = client.get_run(client.get_model_version("flinktune-forecaster-demo", out["version"]).run_id)
+    assert run.data.params["candidate"] == bench["chosen"]
+    assert (run.data.params["planning_rule"], run.data.params["peak_rule"]) == (bench["rule"], bench["peak_rule"])
+    assert run.data.tags["champion_rule"] == bench["reason"]
+    assert run.data.metrics["peak_mae"] == pytest.approx(bench["peak_mae"], rel=1e-3)
+    assert run.data.metrics["selection_peak_mae"] > 0 and "under_rate" in run.data.metrics
+

@@ -1,0 +1,57 @@
+"""The champion rule: which candidate forecaster a job should plan with, chosen on the selection span.
+
+Use :func:`choose_champion` wherever candidates are compared: the forecasting benchmark crowns
+its ``champion`` row with it and the retraining job (``jobs.train_forecaster``) registers what it
+returns, so both pick the same model from the same backtests. It reads only the selection span
+(:func:`~models.forecasting.backtest.backtest_select_then_report`), never the report span, so
+the champion's report metrics stay out of sample.
+
+Rule: among the candidates whose planning rule keeps the under-forecast rate on the selection span
+at most ``max_under_rate``, the one with the lowest selection peak MAE (each with its own peak
+rule); if none is that safe, the one with the lowest under-forecast rate (ties: lower peak MAE).
+Only candidates that can be registered (``registrable``) may win.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from models.forecasting.backtest import SelectedBacktest, summarize
+
+__all__ = ["ChampionChoice", "choose_champion", "selection_metrics"]
+
+
+@dataclass(frozen=True)
+class ChampionChoice:
+    """The chosen candidate, why (one sentence a person can read), and every candidate's selection metrics."""
+
+    name: str
+    reason: str
+    selection: dict[str, dict]
+
+
+def selection_metrics(backtest: SelectedBacktest) -> dict:
+    """Metrics of the selection span's forecasts under the rules chosen there (same keys as the report's)."""
+    return summarize(backtest.selection, rule=backtest.metrics["rule"], peak_rule=backtest.metrics["peak_rule"])
+
+
+def choose_champion(backtests: Mapping[str, SelectedBacktest], *, max_under_rate: float = 0.05,
+                    registrable: Iterable[str] | None = None) -> ChampionChoice:
+    """Apply the module's rule to ``backtests`` (candidate name -> its select-then-report backtest)."""
+    allowed = list(backtests) if registrable is None else [c for c in backtests if c in set(registrable)]
+    if not allowed:
+        raise ValueError(f"choose_champion: no registrable candidate among {sorted(backtests)}")
+    sel = {c: selection_metrics(backtests[c]) for c in backtests}
+    safe = [c for c in allowed if sel[c]["under_rate"] <= max_under_rate]
+    if safe:
+        best = min(safe, key=lambda c: sel[c]["peak_mae"])
+        others = ", ".join(f"{c} {sel[c]['peak_mae']:.4g}" for c in safe if c != best) or "none"
+        reason = (f"lowest selection-span peak MAE among candidates with under-forecast <= {max_under_rate:g}: "
+                  f"{best} {sel[best]['peak_mae']:.4g} (others: {others}); rules {sel[best]['rule']} / "
+                  f"{sel[best]['peak_rule']}")
+    else:
+        best = min(allowed, key=lambda c: (sel[c]["under_rate"], sel[c]["peak_mae"]))
+        reason = (f"no candidate kept under-forecast <= {max_under_rate:g} on the selection span; {best} had the "
+                  f"lowest ({sel[best]['under_rate']:.3g}); rules {sel[best]['rule']} / {sel[best]['peak_rule']}")
+    return ChampionChoice(best, reason, sel)
