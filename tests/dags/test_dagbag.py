@@ -46,7 +46,7 @@ for dag in bag.dags.values():
             "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
             "outlets": [a.uri for a in t.outlets], "upstream": sorted(t.upstream_task_ids),
             "type": type(t).__name__, "trigger_dag_id": getattr(t, "trigger_dag_id", None),
-            "max_active_tis_per_dag": t.max_active_tis_per_dag,
+            "max_active_tis_per_dag": t.max_active_tis_per_dag, "trigger_rule": str(t.trigger_rule),
         } for t in dag.tasks},
     }
 for dag_id, name, value in probes:
@@ -156,6 +156,8 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
     # Retraining has its own cadence: not triggered by every 5-minute landing of features.
     assert "flinktune://lake" not in train["schedule"] and "0 */6 * * *" in train["schedule"], train["schedule"]
     assert train["tasks"]["train_surrogate"]["upstream"] == ["profile"]
+    # On a real cluster profile skips (twin rows must not reach real observations); the surrogate still trains.
+    assert train["tasks"]["train_surrogate"]["trigger_rule"] == "none_failed"
     assert train["tasks"]["train_forecaster"]["upstream"] == [], "the forecaster trains in parallel"
     for task_id in ("train_surrogate", "train_forecaster"):
         assert train["tasks"][task_id]["outlets"] == ["flinktune://models/champions"]
