@@ -46,7 +46,7 @@ for dag in bag.dags.values():
             "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
             "outlets": [a.uri for a in t.outlets], "upstream": sorted(t.upstream_task_ids),
             "type": type(t).__name__, "trigger_dag_id": getattr(t, "trigger_dag_id", None),
-            "max_active_tis_per_dag": t.max_active_tis_per_dag, "trigger_rule": str(t.trigger_rule),
+            "max_active_tis_per_dag": t.max_active_tis_per_dag, "trigger_rule": getattr(t.trigger_rule, "value", str(t.trigger_rule)),
         } for t in dag.tasks},
     }
 for dag_id, name, value in probes:
