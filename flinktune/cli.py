@@ -7,6 +7,7 @@ MLflow, in-process Airflow) and prints the report's path; ``flinktune decide`` a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
@@ -113,14 +114,24 @@ def _snapshot(folder: Path) -> set[Path]:
     return {Path(root, name) for root, dirs, files in os.walk(folder) for name in (*dirs, *files)}
 
 
-def _refuse_cleanly(folder: Path, before: set[Path], message: str) -> None:
-    """Fail with ``message`` after removing what this command created under ``folder`` (empty databases, folders)."""
-    for path in sorted(_snapshot(folder) - before, key=lambda p: len(p.parts), reverse=True):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
-    _fail(message)
+@contextlib.contextmanager
+def _nothing_left_on_refusal(folder: Path) -> Iterator[None]:
+    """Run a step in ``folder``; when it refuses (missing input, bad value), remove what it created
+    there (empty databases, folders) and end with a one-line error.
+
+    Other errors go on to the error boundary (:mod:`flinktune.entry`) untouched: what a failing run
+    wrote may be needed to find out why.
+    """
+    before = _snapshot(folder)
+    try:
+        yield
+    except (FileNotFoundError, ValueError) as exc:
+        for path in sorted(_snapshot(folder) - before, key=lambda p: len(p.parts), reverse=True):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        _fail(str(exc))
 
 
 def _fresh_demo_dir(var_dir: Path) -> None:
@@ -206,14 +217,11 @@ def decide(
     """Run the decision task for a job (state in --var-dir; other FLINKTUNE_* settings from the environment)."""
     job = _job(job)
     folder = _state_dir(var_dir)
-    before = _snapshot(folder)
     from flinktune.settings import load_settings
     from jobs.decide import run
 
-    try:
+    with _nothing_left_on_refusal(folder):
         result = run(job=job, ticks=ticks, policy=policy.value, dry_run=dry_run, settings=load_settings(var_dir=folder))
-    except (FileNotFoundError, ValueError) as exc:
-        _refuse_cleanly(folder, before, str(exc))
     typer.echo(json.dumps(result, indent=2))
 
 
@@ -225,14 +233,11 @@ def report(
     """Write the report of a job and print its path."""
     job = _job(job)
     folder = _state_dir(var_dir)
-    before = _snapshot(folder)
     from flinktune.settings import load_settings
     from jobs.report import run
 
-    try:
+    with _nothing_left_on_refusal(folder):
         result = run(job=job, settings=load_settings(var_dir=folder))
-    except (FileNotFoundError, ValueError) as exc:
-        _refuse_cleanly(folder, before, str(exc))
     typer.echo(result["report"])
 
 
