@@ -11,7 +11,9 @@ from typing import Any
 
 from airflow.sdk import Param, TriggerRule, dag, task
 
-from flinktune.orchestration.dag_wiring import FEATURES_1M, FEATURES_10S, START_DATE, TAGS, default_args, job_param
+from flinktune.orchestration.dag_wiring import (
+    FEATURES_1M, FEATURES_10S, START_DATE, TAGS, default_args, job_param, mark_outlets, task_params,
+)
 
 EVERY = timedelta(minutes=5)
 
@@ -29,8 +31,8 @@ Brings the job's metrics into the lake and turns them into the curated `features
    the worker on `FLINKTUNE_SPARK_MASTER` (default `local[2]`), or through `spark-submit` with
    `FLINKTUNE_SPARK_SUBMIT=client|cluster` (Spark on Kubernetes; docs/OPERATIONS.md).
 
-Updates the assets `flinktune://lake/features_10s` and `flinktune://lake/features_1m`; the
-latter triggers `flinktune_train`.
+Updates the assets `flinktune://lake/features_10s` and `flinktune://lake/features_1m` (each event
+names the job); `flinktune_train` retrains on its own cadence, not on every landing.
 """
 
 
@@ -72,6 +74,7 @@ latter triggers `flinktune_train`.
 def flinktune_ingest() -> None:
     @task(execution_timeout=timedelta(minutes=20))
     def simulate(params: dict[str, Any] | None = None) -> dict[str, Any]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
         if params["metrics_source"] != "twin":
             from airflow.sdk.exceptions import AirflowSkipException
 
@@ -89,10 +92,13 @@ def flinktune_ingest() -> None:
     # start_ms/end_ms params (all raw data when they are empty).
     @task(execution_timeout=timedelta(minutes=20), trigger_rule=TriggerRule.NONE_FAILED, outlets=[FEATURES_10S, FEATURES_1M])
     def etl_features(window: dict[str, Any] | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.tasks import etl_features as etl
 
         window = window or {"start_ms": params["start_ms"], "end_ms": params["end_ms"]}
-        return etl(params["job"], window.get("start_ms"), window.get("end_ms"))
+        summary = etl(params["job"], window.get("start_ms"), window.get("end_ms"))
+        mark_outlets(params["job"], FEATURES_10S, FEATURES_1M)
+        return summary
 
     etl_features(simulate())
 

@@ -11,7 +11,7 @@ from typing import Any
 from airflow.sdk import Param, dag, task
 
 from flinktune.orchestration.dag_wiring import (
-    CHAMPIONS, CONFIGURATION_SCHEMA, START_DATE, TAGS, TRAINING, default_args, job_param,
+    CHAMPIONS, CONFIGURATION_SCHEMA, START_DATE, TAGS, TRAINING, default_args, job_param, mark_outlets, task_params,
 )
 
 DOC = """
@@ -51,6 +51,7 @@ Triggered by `flinktune_decide` when a decision says *profile* (production clust
 def flinktune_profile() -> None:
     @task(execution_timeout=timedelta(minutes=5))
     def suggest(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.tasks import suggest_profile_configs
 
         return suggest_profile_configs(params["job"], params["configs"], max_runs=params["max_runs"], seed=params["seed"])
@@ -58,6 +59,7 @@ def flinktune_profile() -> None:
     # At most two profiling deployments at once: each holds cluster resources while it runs.
     @task(execution_timeout=timedelta(minutes=30), max_active_tis_per_dag=2)
     def profile(config: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.tasks import profile_config
 
         return profile_config(params["job"], config, rates=params["rates"], duration_s=params["duration_s"],
@@ -65,9 +67,12 @@ def flinktune_profile() -> None:
 
     @task(outlets=[CHAMPIONS], **TRAINING)
     def train_surrogate(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.tasks import train
 
-        return train("surrogate", params["job"], run_key=run_id or "")
+        summary = train("surrogate", params["job"], run_key=run_id or "")
+        mark_outlets(params["job"], CHAMPIONS)
+        return summary
 
     profile.expand(config=suggest()) >> train_surrogate()
 

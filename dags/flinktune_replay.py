@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.sdk import Param, dag, task
 
-from flinktune.orchestration.dag_wiring import FAILURES_PATTERN, START_DATE, TAGS, default_args, job_param
+from flinktune.orchestration.dag_wiring import FAILURES_PATTERN, START_DATE, TAGS, default_args, job_param, task_params
 
 DOC = """
 ### flinktune_replay
@@ -45,6 +45,7 @@ Nothing touches a real cluster.
 def flinktune_replay() -> None:
     @task(execution_timeout=timedelta(minutes=60))
     def replay(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.tasks import replay as replay_task
 
         return replay_task(trace=params["trace"], policies=params["policies"], hours=params["hours"],

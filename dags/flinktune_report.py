@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.sdk import CronTriggerTimetable, dag, task
 
-from flinktune.orchestration.dag_wiring import START_DATE, TAGS, default_args, job_param
+from flinktune.orchestration.dag_wiring import START_DATE, TAGS, default_args, job_param, task_params
 
 DOC = """
 ### flinktune_report
@@ -33,6 +33,7 @@ resource use, written under the reports folder (`FLINKTUNE_REPORTS_DIR`, default
 def flinktune_report() -> None:
     @task(execution_timeout=timedelta(minutes=10))
     def report(params: dict[str, Any] | None = None) -> dict[str, Any]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.settings import load_settings
         from jobs import report as job
 

@@ -9,30 +9,32 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, dag, task
+from airflow.sdk import CronTriggerTimetable, TriggerRule, dag, task
 
 from flinktune.orchestration.dag_wiring import (
-    CHAMPIONS, FEATURES_1M, START_DATE, TAGS, TRAINING, default_args, job_param,
+    CHAMPIONS, RETRAIN_CRON, START_DATE, TAGS, TRAINING, default_args, job_param, mark_outlets, task_params,
 )
 
 DOC = """
 ### flinktune_train
-Retrains the models the decision loop uses, on new features or at least once a day.
+Retrains the models the decision loop uses every 6 hours (its own cadence: features land every 5
+minutes, and retraining on each landing would retrain every 5 minutes), or when triggered by hand.
 
-1. **profile**: short profiling runs on the twin -> validated `profiling_observations`.
+1. **profile**: short profiling runs on the twin -> validated `profiling_observations`; skipped on a
+   real cluster (`FLINKTUNE_CLUSTER=kubernetes`), where `flinktune_profile` profiles.
 2. **train_surrogate** (after profile): BoTorch GPs, registered in MLflow as
    `flinktune-surrogate-<job>@champion`.
 3. **train_forecaster** (in parallel): darts model of the input rate, registered as
    `flinktune-forecaster-<job>@champion`.
 
-Both training tasks update the asset `flinktune://models/champions`, which triggers
-`flinktune_decide`. Training tasks have an execution timeout and retry with back-off; they run
-in the worker, or in a GPU pod with `FLINKTUNE_TRAINING=kubernetes` (docs/OPERATIONS.md).
+Both training tasks update the asset `flinktune://models/champions` (the event names the job),
+which triggers `flinktune_decide` for that job. Training tasks have an execution timeout and retry
+with back-off; they run in the worker, or in a GPU pod with `FLINKTUNE_TRAINING=kubernetes` (docs/OPERATIONS.md).
 """
 
 @dag(
     dag_id="flinktune_train",
-    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("@daily", timezone="UTC"), assets=FEATURES_1M),
+    schedule=CronTriggerTimetable(RETRAIN_CRON, timezone="UTC"),
     start_date=START_DATE,
     catchup=False,
     max_active_runs=1,
@@ -44,22 +46,38 @@ in the worker, or in a GPU pod with `FLINKTUNE_TRAINING=kubernetes` (docs/OPERAT
 def flinktune_train() -> None:
     @task(execution_timeout=timedelta(minutes=30))
     def profile(params: dict[str, Any] | None = None) -> dict[str, Any]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
+        from flinktune.orchestration.backends import load_backends
+
+        if load_backends().cluster != "twin":
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            # Twin rows must not land in a real job's observations; real profiling runs go through flinktune_profile.
+            raise AirflowSkipException("real cluster: profiling runs through the flinktune_profile DAG; "
+                                       "the surrogate retrains on the observations it wrote")
         from flinktune.settings import load_settings
         from jobs import profile as job
 
         return job.run(job=params["job"], settings=load_settings())
 
-    @task(outlets=[CHAMPIONS], **TRAINING)
+    # none_failed: on a real cluster profile is skipped and the surrogate trains on the observations there.
+    @task(outlets=[CHAMPIONS], trigger_rule=TriggerRule.NONE_FAILED, **TRAINING)
     def train_surrogate(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.tasks import train
 
-        return train("surrogate", params["job"], run_key=run_id or "")
+        summary = train("surrogate", params["job"], run_key=run_id or "")
+        mark_outlets(params["job"], CHAMPIONS)
+        return summary
 
     @task(outlets=[CHAMPIONS], **TRAINING)
     def train_forecaster(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.tasks import train
 
-        return train("forecaster", params["job"], run_key=run_id or "")
+        summary = train("forecaster", params["job"], run_key=run_id or "")
+        mark_outlets(params["job"], CHAMPIONS)
+        return summary
 
     profile() >> train_surrogate()
     train_forecaster()

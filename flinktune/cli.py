@@ -7,6 +7,7 @@ MLflow, in-process Airflow) and prints the report's path; ``flinktune decide`` a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
@@ -77,6 +78,62 @@ def _out_dir(path: Path, option: str = "--out") -> Path:
     return path
 
 
+DEFAULT_VAR_DIR = Path("var")
+DEMO_VAR_DIR = DEFAULT_VAR_DIR / "demo"
+VAR_DIR_HELP = ("State folder (lake, models, decisions, reports). Default: $FLINKTUNE_VAR_DIR, else var/ when it holds "
+                "state, else the demo's var/demo after `make demo`.")
+
+
+def _has_state(folder: Path) -> bool:
+    return any((folder / name).exists() for name in ("state", "lake", "twin"))
+
+
+def _state_dir(var_dir: Optional[Path]) -> Path:
+    """The state folder a step command works in: ``--var-dir``, ``$FLINKTUNE_VAR_DIR``, ``var/``, or the demo's folder.
+
+    Refuses (before anything is written) when the folder is missing or holds no flinktune state.
+    """
+    if var_dir is None and os.environ.get("FLINKTUNE_VAR_DIR"):
+        var_dir, option = Path(os.environ["FLINKTUNE_VAR_DIR"]), "FLINKTUNE_VAR_DIR"
+    elif var_dir is None:
+        # After `make demo` the state lives in var/demo; var/ itself holds state once a pipeline ran there.
+        if not _has_state(DEFAULT_VAR_DIR) and (DEMO_VAR_DIR / DEMO_MARKER).exists():
+            typer.secho(f"using the demo's state in {DEMO_VAR_DIR}/ (pass --var-dir to choose)", err=True)
+            return DEMO_VAR_DIR
+        var_dir, option = DEFAULT_VAR_DIR, "default"
+    else:
+        option = "--var-dir"
+    if not var_dir.is_dir():
+        _fail(f"{option} {var_dir}: no such folder; run `make demo` first or pass --var-dir")
+    if not _has_state(var_dir):
+        _fail(f"{option} {var_dir}: holds no flinktune state (no state/, lake/ or twin/); run `make demo` first or pass --var-dir")
+    return var_dir
+
+
+def _snapshot(folder: Path) -> set[Path]:
+    return {Path(root, name) for root, dirs, files in os.walk(folder) for name in (*dirs, *files)}
+
+
+@contextlib.contextmanager
+def _nothing_left_on_refusal(folder: Path) -> Iterator[None]:
+    """Run a step in ``folder``; when it refuses (missing input, bad value), remove what it created
+    there (empty databases, folders) and end with a one-line error.
+
+    Other errors go on to the error boundary (:mod:`flinktune.entry`) untouched: what a failing run
+    wrote may be needed to find out why.
+    """
+    before = _snapshot(folder)
+    try:
+        yield
+    except (FileNotFoundError, ValueError) as exc:
+        for path in sorted(_snapshot(folder) - before, key=lambda p: len(p.parts), reverse=True):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        _fail(str(exc))
+
+
 def _fresh_demo_dir(var_dir: Path) -> None:
     """Start the demo from a clean folder, but never delete a folder the demo did not create."""
     if var_dir.exists() and any(var_dir.iterdir()):
@@ -96,7 +153,7 @@ def demo(
     policy: PolicyName = typer.Option(PolicyName.flinktune, help="Policy that decides during the tuned hours."),
     seed: int = typer.Option(7, help="Seed of the trace, the twin's noise and failures."),
     job: str = typer.Option("demo", help="Job name (lower-case letters, digits and dashes)."),
-    var_dir: Path = typer.Option(Path("var/demo"), help="State folder of the demo (recreated on every run)."),
+    var_dir: Path = typer.Option(DEMO_VAR_DIR, help="State folder of the demo (recreated on every run)."),
 ) -> None:
     """Run the whole pipeline on the twin and print the report's path."""
     job = _job(job)
@@ -158,27 +215,33 @@ def decide(
     ticks: int = typer.Option(1, min=1, max=500, help="Decision intervals to run (the twin advances one interval per tick)."),
     policy: PolicyName = typer.Option(PolicyName.flinktune),
     dry_run: bool = typer.Option(False, help="Decide and record, but change nothing."),
+    var_dir: Optional[Path] = typer.Option(None, help=VAR_DIR_HELP),
 ) -> None:
-    """Run the decision task for a job (state from FLINKTUNE_* settings)."""
+    """Run the decision task for a job (state in --var-dir; other FLINKTUNE_* settings from the environment)."""
+    job = _job(job)
+    folder = _state_dir(var_dir)
+    from flinktune.settings import load_settings
     from jobs.decide import run
 
-    job = _job(job)
-    try:
-        typer.echo(json.dumps(run(job=job, ticks=ticks, policy=policy.value, dry_run=dry_run), indent=2))
-    except (FileNotFoundError, ValueError) as exc:
-        _fail(str(exc))
+    with _nothing_left_on_refusal(folder):
+        result = run(job=job, ticks=ticks, policy=policy.value, dry_run=dry_run, settings=load_settings(var_dir=folder))
+    typer.echo(json.dumps(result, indent=2))
 
 
 @app.command()
-def report(job: str = typer.Option(..., help="Job name.")) -> None:
+def report(
+    job: str = typer.Option(..., help="Job name."),
+    var_dir: Optional[Path] = typer.Option(None, help=VAR_DIR_HELP),
+) -> None:
     """Write the report of a job and print its path."""
+    job = _job(job)
+    folder = _state_dir(var_dir)
+    from flinktune.settings import load_settings
     from jobs.report import run
 
-    job = _job(job)
-    try:
-        typer.echo(run(job=job)["report"])
-    except (FileNotFoundError, ValueError) as exc:
-        _fail(str(exc))
+    with _nothing_left_on_refusal(folder):
+        result = run(job=job, settings=load_settings(var_dir=folder))
+    typer.echo(result["report"])
 
 
 @app.command()
@@ -188,16 +251,17 @@ def replay(
     hours: float = typer.Option(18.0, min=0.5, max=48.0, help="Hours of trace to replay."),
     failures: str = typer.Option("every:45m", help="Failure schedule: none, every:<N>m, random:<N>/h."),
     seed: int = typer.Option(7, help="Seed of the trace, noise and failures."),
-    out: Path = typer.Option(Path("docs/results"), help="Folder for the table (Markdown, JSON) and plots."),
+    out: Optional[Path] = typer.Option(None, help="Folder for the table (Markdown, JSON) and plots; default <var-dir>/replay."),
     forecaster: str = typer.Option("peak", help="Forecaster of the model-based policies: peak (the direct peak model, default), naive (seasonal naive, instant) or darts (a small TiDE)."),
     workers: int = typer.Option(2, min=1, max=8, help="Policies replayed in parallel processes."),
     profile: Optional[str] = typer.Option(None, help="Cluster profile: ysb, tsw, ads (calibrated on Demeter's real ADS runs) or a profile YAML (default: the trace's built-in one)."),
     latency_target_ms: float = typer.Option(1000.0, min=1.0, help="The policies' and the guard's latency goal, ms (ads: its idle latency is about 1.1 s; Demeter's boundary there is 2369 ms)."),
+    var_dir: Path = typer.Option(DEFAULT_VAR_DIR, help="State folder; the results go under <var-dir>/replay unless --out says otherwise."),
 ) -> None:
     """Replay every policy on the same trace, seed and failures; write the comparison table."""
     from flinktune.replay import cli_replay
 
-    out = _out_dir(out)
+    out = _out_dir(out, "--out") if out is not None else _out_dir(var_dir / "replay", "--var-dir")
     try:
         result = cli_replay(trace, policies, hours, failures, seed, out, forecaster=forecaster, workers=workers, profile=profile,
                             latency_target_ms=latency_target_ms)
@@ -300,7 +364,11 @@ def twin_predict(
 
 local_app = typer.Typer(add_completion=False, no_args_is_help=True, help="A standalone Flink cluster on 127.0.0.1 (bundled with apache-flink).")
 app.add_typer(local_app, name="local-flink")
-_LOCAL_STATE = Path("var/localflink/cluster")
+_LOCAL_STATE_HELP = "State folder (config, logs, PIDs, checkpoints); default <var-dir>/localflink/cluster."
+
+
+def _local_state(state_dir: Optional[Path], var_dir: Path) -> Path:
+    return state_dir if state_dir is not None else var_dir / "localflink" / "cluster"
 
 
 def _local(call, *args, **kwargs) -> None:
@@ -314,7 +382,8 @@ def _local(call, *args, **kwargs) -> None:
 
 @local_app.command("up")
 def local_up(
-    state_dir: Path = typer.Option(_LOCAL_STATE, help="State folder (config, logs, PIDs, checkpoints)."),
+    state_dir: Optional[Path] = typer.Option(None, help=_LOCAL_STATE_HELP),
+    var_dir: Path = typer.Option(DEFAULT_VAR_DIR, help="State folder of flinktune."),
     rest_port: int = typer.Option(8081, min=1024, max=65535),
     rpc_port: int = typer.Option(6123, min=1024, max=65535),
     taskmanagers: int = typer.Option(1, min=1, max=8),
@@ -325,24 +394,30 @@ def local_up(
     """Start the cluster and wait until its slots are registered."""
     from flinktune.localflink import cli_up
 
-    _local(cli_up, state_dir, rest_port=rest_port, rpc_port=rpc_port, taskmanagers=taskmanagers, slots=slots,
+    _local(cli_up, _local_state(state_dir, var_dir), rest_port=rest_port, rpc_port=rpc_port, taskmanagers=taskmanagers, slots=slots,
            tm_memory_mb=tm_memory_mb, flink_home=flink_home)
 
 
 @local_app.command("down")
-def local_down(state_dir: Path = typer.Option(_LOCAL_STATE)) -> None:
+def local_down(
+    state_dir: Optional[Path] = typer.Option(None, help=_LOCAL_STATE_HELP),
+    var_dir: Path = typer.Option(DEFAULT_VAR_DIR, help="State folder of flinktune."),
+) -> None:
     """Stop every process of the cluster by PID."""
     from flinktune.localflink import cli_down
 
-    _local(cli_down, state_dir)
+    _local(cli_down, _local_state(state_dir, var_dir))
 
 
 @local_app.command("status")
-def local_status(state_dir: Path = typer.Option(_LOCAL_STATE)) -> None:
+def local_status(
+    state_dir: Optional[Path] = typer.Option(None, help=_LOCAL_STATE_HELP),
+    var_dir: Path = typer.Option(DEFAULT_VAR_DIR, help="State folder of flinktune."),
+) -> None:
     """PIDs, liveness and Flink's overview."""
     from flinktune.localflink import cli_status
 
-    _local(cli_status, state_dir)
+    _local(cli_status, _local_state(state_dir, var_dir))
 
 
 fleet_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The jobs flinktune manages (a fleet file or labelled FlinkDeployments).")

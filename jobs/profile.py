@@ -80,8 +80,19 @@ def run(
     seed: int = 0,
     settings: Settings | None = None,
 ) -> dict:
-    """Profile ``configs`` x ``rates`` for ``job``; returns ``{rows, path}``."""
+    """Profile ``configs`` x ``rates`` for ``job`` on the twin; returns ``{rows, path}``.
+
+    Refuses under ``FLINKTUNE_CLUSTER=kubernetes``: twin rows must never land in a real job's
+    profiling observations (the real profiler is the ``flinktune_profile`` DAG).
+    """
     job = job_name(job)  # before it reaches any path, model name or API call
+    from flinktune.orchestration.backends import load_backends
+
+    if load_backends().cluster != "twin":
+        raise ValueError(
+            f"jobs.profile profiles on the twin only, but FLINKTUNE_CLUSTER={load_backends().cluster}: profile job {job!r} "
+            "on the cluster with the flinktune_profile DAG (flinktune.kubernetes.profiling), which writes real observations"
+        )
     settings = settings or load_settings()
     cfgs = _configs(configs, seed)
     twin_path = job_dir(settings.twin_dir, job) / TWIN_FILE

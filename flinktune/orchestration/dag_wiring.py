@@ -25,9 +25,13 @@ __all__ = [
     "POLICIES",
     "START_DATE",
     "TAGS",
+    "RETRAIN_CRON",
     "TRAINING",
     "default_args",
+    "dry_run_param",
     "job_param",
+    "mark_outlets",
+    "task_params",
 ]
 
 FEATURES_1M = Asset("flinktune://lake/features_1m")
@@ -65,6 +69,10 @@ CONFIGURATION_SCHEMA: dict[str, Any] = {
 # The forms flinktune.twin.failures.parse_failures accepts.
 FAILURES_PATTERN = r"^(none|every:[0-9]+(\.[0-9]+)?[smh]|random:[0-9]+(\.[0-9]+)?/[smh])$"
 
+RETRAIN_CRON = "0 */6 * * *"
+"""When ``flinktune_train`` retrains: every 6 hours, its own cadence (ingest lands features every 5 minutes;
+retraining on each landing would retrain every 5 minutes)."""
+
 TRAINING: dict[str, Any] = {"execution_timeout": timedelta(minutes=45), "retries": 2, "retry_delay": timedelta(minutes=2)}
 """Task arguments of every training task: a timeout and retries with back-off."""
 
@@ -92,3 +100,37 @@ def default_args(*, retries: int = 2, retry_delay: timedelta = timedelta(minutes
         "retry_exponential_backoff": 2.0,  # multiplier: 1, 2, 4 x retry_delay
         "max_retry_delay": timedelta(minutes=15),
     }
+
+
+def dry_run_param() -> Param:
+    """The ``dry_run`` param: empty (the default) is dry for a run started by hand, acting for the schedule."""
+    return Param(
+        None, type=["null", "boolean"], title="Dry run",
+        description="Decide and store, never apply. Empty: true for a manual trigger, false for the schedule.",
+    )
+
+
+def task_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Call first in a task body: the run's params, checked (:func:`flinktune.orchestration.triggers.run_params`).
+
+    Unknown conf keys fail here, an asset-triggered run gets its job from the triggering events,
+    and an empty ``dry_run`` is resolved from the run type.
+    """
+    from airflow.sdk import get_current_context
+
+    from flinktune.orchestration.triggers import run_params
+
+    context = get_current_context()
+    dag = context["dag"]
+    return run_params(params, dag_id=dag.dag_id, known=dag.params.keys(), dag_run=context["dag_run"])
+
+
+def mark_outlets(job: str, *assets: Asset) -> None:
+    """Write the job into the asset events this task emits, so that the runs they trigger act on it."""
+    from airflow.sdk import get_current_context
+
+    from flinktune.orchestration.triggers import asset_extra
+
+    events = get_current_context()["outlet_events"]
+    for asset in assets:
+        events[asset].extra.update(asset_extra(job))

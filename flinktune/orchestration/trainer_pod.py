@@ -15,11 +15,19 @@ with a ``kubernetes.client.CoreV1Api`` to run it. Variables (all optional except
   ``FLINKTUNE_TRAINER_MEMORY`` (``8Gi``).
 - ``FLINKTUNE_TRAINER_NODE_SELECTOR``: JSON object (default ``{"nvidia.com/gpu.present": "true"}``).
 - ``FLINKTUNE_TRAINER_TOLERATIONS``: JSON list of tolerations (default: tolerate ``nvidia.com/gpu``).
-- ``FLINKTUNE_TRAINER_SECRET``: a Secret whose keys become the pod's environment (object-store
-  credentials); no credential ever goes into the pod spec itself.
+- ``FLINKTUNE_TRAINER_SECRET``: a Secret whose keys become the pod's environment (``envFrom``:
+  object-store credentials, and any credential below not named in the next variable).
+- ``FLINKTUNE_TRAINER_SECRET_REFS``: JSON object ``{"VARIABLE": "secret-name:key"}``, each given to
+  the pod as a ``secretKeyRef``, e.g. ``{"FLINKTUNE_MLFLOW_TRACKING_URI": "flinktune-db:mlflow-url"}``.
+- ``FLINKTUNE_TRAINER_VAR_PVC`` (``flinktune-var``): the PersistentVolumeClaim holding the state
+  folder (lake, reports); mounted at the worker's ``FLINKTUNE_VAR_DIR`` (``/var/flinktune``).
 
-The pod gets every ``FLINKTUNE_*`` variable of the worker except the back-end switches, so it
-reads the same lake and MLflow (settings hold no credentials).
+The pod gets every ``FLINKTUNE_*`` variable of the worker except the back-end switches and the
+credentials, so it reads the same lake and MLflow. Credentials (the MLflow tracking URI, which
+holds the database password, and any variable named like a password, token, secret or key) are
+never copied into the pod spec: they reach the pod only as references, and a credential the
+worker has with no reference for the pod is refused (:class:`TrainerPodError`) rather than dropped,
+since a trainer without its MLflow URI would register its models in a private SQLite file.
 """
 
 from __future__ import annotations
@@ -27,16 +35,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TrainerPodConfig", "TrainerPodError", "TRAINING_MODULES", "run_trainer_pod", "trainer_pod"]
+__all__ = ["TrainerPodConfig", "TrainerPodError", "TRAINING_MODULES", "is_credential", "run_trainer_pod", "trainer_pod"]
 
 TRAINING_MODULES = {"surrogate": "jobs.train_surrogate", "forecaster": "jobs.train_forecaster"}
 _NOT_PASSED = {"FLINKTUNE_CLUSTER", "FLINKTUNE_TRAINING", "FLINKTUNE_SPARK_SUBMIT"}
 _DEFAULT_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
+_CREDENTIALS = {"FLINKTUNE_MLFLOW_TRACKING_URI"}  # a database URL with its password in production
+_CREDENTIAL_NAME = re.compile(r"PASSWORD|TOKEN|SECRET|CREDENTIAL|_KEY($|_)")
+_DEFAULT_VAR_DIR = "/var/flinktune"
+
+
+def is_credential(name: str) -> bool:
+    """Whether the variable ``name`` may hold a credential, so that it never goes into a spec as a value."""
+    return name in _CREDENTIALS or bool(_CREDENTIAL_NAME.search(name.removeprefix("FLINKTUNE_TRAINER_")))
 
 
 class TrainerPodError(RuntimeError):
@@ -70,6 +87,9 @@ class TrainerPodConfig:
     tolerations: tuple[Mapping[str, Any], ...] = _DEFAULT_TOLERATIONS
     secret: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    secret_refs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    var_pvc: str = "flinktune-var"
+    var_dir: str = _DEFAULT_VAR_DIR
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "TrainerPodConfig":
@@ -90,8 +110,32 @@ class TrainerPodConfig:
             node_selector=_json_env(env, "FLINKTUNE_TRAINER_NODE_SELECTOR", {"nvidia.com/gpu.present": "true"}, dict),
             tolerations=tuple(_json_env(env, "FLINKTUNE_TRAINER_TOLERATIONS", list(_DEFAULT_TOLERATIONS), list)),
             secret=env.get("FLINKTUNE_TRAINER_SECRET") or None,
-            env={k: v for k, v in env.items() if k.startswith("FLINKTUNE_") and k not in _NOT_PASSED},
+            env={k: v for k, v in env.items()
+                 if k.startswith("FLINKTUNE_") and k not in _NOT_PASSED and not is_credential(k)},
+            secret_refs=_secret_refs(env),
+            var_pvc=env.get("FLINKTUNE_TRAINER_VAR_PVC", "").strip() or "flinktune-var",
+            var_dir=env.get("FLINKTUNE_VAR_DIR", "").strip() or _DEFAULT_VAR_DIR,
         )
+
+
+def _secret_refs(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """``FLINKTUNE_TRAINER_SECRET_REFS`` checked; every credential the worker holds must be covered."""
+    raw = _json_env(env, "FLINKTUNE_TRAINER_SECRET_REFS", {}, dict)
+    refs: dict[str, tuple[str, str]] = {}
+    for name, ref in raw.items():
+        secret, _, key = str(ref).partition(":")
+        if not secret or not key:
+            raise TrainerPodError(f"FLINKTUNE_TRAINER_SECRET_REFS[{name!r}]={ref!r}: expected 'secret-name:key'")
+        refs[str(name)] = (secret, key)
+    uncovered = sorted(k for k in env if k.startswith("FLINKTUNE_") and k not in _NOT_PASSED and is_credential(k)
+                       and k not in refs and not k.startswith("FLINKTUNE_TRAINER_"))
+    if uncovered and not (env.get("FLINKTUNE_TRAINER_SECRET") or "").strip():
+        raise TrainerPodError(
+            f"{', '.join(uncovered)}: a credential is never copied into the trainer pod's spec; give it as a reference in "
+            f"FLINKTUNE_TRAINER_SECRET_REFS (e.g. '{{\"{uncovered[0]}\": \"flinktune-db:mlflow-url\"}}') or in the "
+            "Secret named by FLINKTUNE_TRAINER_SECRET"
+        )
+    return refs
 
 
 def _pod_name(model: str, job: str, run_key: str) -> str:
@@ -114,15 +158,25 @@ def trainer_pod(model: str, job: str, config: TrainerPodConfig, *, run_key: str 
     if config.gpus:
         limits["nvidia.com/gpu"] = str(config.gpus)
     env["FLINKTUNE_DEVICE"] = "cuda" if config.gpus else "cpu"
+    env["FLINKTUNE_VAR_DIR"] = config.var_dir  # the lake's volume is mounted there
     env.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    env_vars = [client.V1EnvVar(name=k, value=v) for k, v in sorted(env.items()) if k not in config.secret_refs]
+    env_vars += [
+        client.V1EnvVar(name=k, value_from=client.V1EnvVarSource(secret_key_ref=client.V1SecretKeySelector(name=s, key=key)))
+        for k, (s, key) in sorted(config.secret_refs.items())
+    ]
     container = client.V1Container(
         name="trainer",
         image=config.image,
         command=["python", "-m", TRAINING_MODULES[model], "--job", job],
-        env=[client.V1EnvVar(name=k, value=v) for k, v in sorted(env.items())],
+        env=env_vars,
         env_from=[client.V1EnvFromSource(secret_ref=client.V1SecretEnvSource(name=config.secret))] if config.secret else None,
         resources=client.V1ResourceRequirements(requests={"cpu": config.cpu, "memory": config.memory}, limits=limits),
-        security_context=client.V1SecurityContext(run_as_non_root=True, allow_privilege_escalation=False),
+        volume_mounts=[client.V1VolumeMount(name="var", mount_path=config.var_dir)],
+        security_context=client.V1SecurityContext(
+            run_as_non_root=True, allow_privilege_escalation=False,
+            capabilities=client.V1Capabilities(drop=["ALL"]), seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
+        ),
     )
     labels = {"app.kubernetes.io/name": "flinktune-trainer", "app.kubernetes.io/managed-by": "flinktune",
               "flinktune/job": job, "flinktune/model": model}
@@ -136,6 +190,8 @@ def trainer_pod(model: str, job: str, config: TrainerPodConfig, *, run_key: str 
             node_selector=dict(config.node_selector) or None,
             tolerations=[client.V1Toleration(**_snake(t)) for t in config.tolerations] or None,
             containers=[container],
+            volumes=[client.V1Volume(name="var", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(
+                claim_name=config.var_pvc))],
             active_deadline_seconds=3 * 3600,
         ),
     )

@@ -115,7 +115,7 @@ def run_replay(
 
 def cli_replay(
     trace: str = "ysb", policies: str = "all", hours: float = 18.0, failures: str = "every:45m", seed: int = 7,
-    out_dir: str | Path = "docs/results", *, forecaster: str = "peak", latency_target_ms: float = 1000.0,
+    out_dir: str | Path = "var/replay", *, forecaster: str = "peak", latency_target_ms: float = 1000.0,
     recovery_limit_s: float = 180.0, workers: int = 2, plots: bool = True, command: str | None = None,
     profile: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip

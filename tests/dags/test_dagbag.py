@@ -46,7 +46,7 @@ for dag in bag.dags.values():
             "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
             "outlets": [a.uri for a in t.outlets], "upstream": sorted(t.upstream_task_ids),
             "type": type(t).__name__, "trigger_dag_id": getattr(t, "trigger_dag_id", None),
-            "max_active_tis_per_dag": t.max_active_tis_per_dag,
+            "max_active_tis_per_dag": t.max_active_tis_per_dag, "trigger_rule": getattr(t.trigger_rule, "value", str(t.trigger_rule)),
         } for t in dag.tasks},
     }
 for dag_id, name, value in probes:
@@ -153,14 +153,20 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
     assert ingest["tasks"]["etl_features"]["outlets"] == ["flinktune://lake/features_10s", "flinktune://lake/features_1m"]
     assert "300" in ingest["schedule"] or "*/5" in ingest["schedule"], ingest["schedule"]
 
-    assert "flinktune://lake/features_1m" in train["schedule"] and "0 0 * * *" in train["schedule"]
+    # Retraining has its own cadence: not triggered by every 5-minute landing of features.
+    assert "flinktune://lake" not in train["schedule"] and "0 */6 * * *" in train["schedule"], train["schedule"]
     assert train["tasks"]["train_surrogate"]["upstream"] == ["profile"]
+    # On a real cluster profile skips (twin rows must not reach real observations); the surrogate still trains.
+    assert train["tasks"]["train_surrogate"]["trigger_rule"] == "none_failed"
     assert train["tasks"]["train_forecaster"]["upstream"] == [], "the forecaster trains in parallel"
     for task_id in ("train_surrogate", "train_forecaster"):
         assert train["tasks"][task_id]["outlets"] == ["flinktune://models/champions"]
         assert train["tasks"][task_id]["retries"] >= 2
 
     assert "flinktune://models/champions" in decide["schedule"] and "*/10 * * * *" in decide["schedule"]
+    assert decide["params"]["dry_run"]["type"] == ["null", "boolean"] and decide["defaults"]["dry_run"] is None, (
+        "dry_run empty by default: resolved per run type (manual: dry, schedule: acts)"
+    )
     assert decide["params"]["ticks"] == {"type": "integer", "minimum": 1, "maximum": 500, "title": "Ticks"}
     assert decide["tasks"]["request_profile"]["upstream"] == ["decide"]
     trigger = decide["tasks"]["trigger_profile"]
@@ -234,3 +240,33 @@ def test_dag_test_rejects_bad_params_before_any_task_runs(
     assert expected in str(caught.value) and dag_id in str(caught.value)
     assert caught.value.summary["tasks"] == {} and caught.value.summary["run_id"] is None
 
+
+
+# Runs in the child: dag.test() of flinktune_decide straight through Airflow (not the runner, which
+# refuses unknown keys itself): the conf check inside the tasks must stop the run.
+TYPO_RUN = r"""
+import json, sys
+from airflow.configuration import conf
+from airflow.dag_processing.dagbag import DagBag
+from airflow.sdk.listener import get_listener_manager
+from flinktune.orchestration.in_process import _failure_recorder
+recorder = _failure_recorder()
+get_listener_manager().add_listener(recorder)
+dag = DagBag(dag_folder=conf.get("core", "dags_folder")).dags["flinktune_decide"]
+for task in dag.tasks:
+    task.retries = 0
+run = dag.test(run_conf={"tick": 3})
+print("RESULT:" + json.dumps({"states": {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in run.get_task_instances()},
+                              "errors": recorder.errors, "jobs_loaded": "jobs.decide" in sys.modules}))
+"""
+
+
+def test_a_typo_in_a_trigger_conf_fails_before_any_task_acts(real_home_env: dict[str, str], tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", TYPO_RUN], env={**os.environ, **real_home_env},
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT:")]
+    assert lines, f"child failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    result = json.loads(lines[-1].removeprefix("RESULT:"))
+    assert result["states"]["decide"] == "failed" and result["states"]["trigger_profile"] != "success", result
+    assert "unknown conf key 'tick' (did you mean 'ticks'?)" in result["errors"]["decide"], result["errors"]
+    assert result["jobs_loaded"] is False, "the decision job must not even be imported"

@@ -37,6 +37,14 @@ def test_profile_dag_maps_one_run_per_config_then_registers_the_surrogate(tmp_pa
     assert len(observations) == 4, "two configurations x two rates"
     surrogate = summary["returns"]["train_surrogate"]
     assert surrogate["model_name"] == "flinktune-surrogate-demo" and surrogate["version"] == "1"
+    # The champions asset event names the job, so the decide run it triggers acts on that job.
+    import json
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "airflow" / "airflow.db") as con:
+        extras = [json.loads(row[0]) for row in con.execute(
+            "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id WHERE a.uri = 'flinktune://models/champions'")]
+    assert extras == [{"job": "demo"}], extras
 
 
 def test_replay_dag_writes_the_comparison_under_the_reports_folder(tmp_path: Path) -> None:

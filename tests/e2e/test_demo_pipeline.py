@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
-    var_dir = tmp_path / "demo"
+    var_dir = tmp_path / "var" / "demo"  # where `make demo` puts it, relative to the follow-on commands' folder
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true"}
     env.pop("FLINKTUNE_VAR_DIR", None)
     started = time.monotonic()
@@ -76,3 +76,12 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     with sqlite3.connect(var_dir / "state" / "flinktune.db") as con:
         n = con.execute("SELECT COUNT(*) FROM decisions WHERE job = 'demo'").fetchone()[0]
     assert n == 6
+
+    # The README's follow-on commands, run from the folder that holds var/demo, without --var-dir.
+    follow_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))}
+    for args in (["report", "--job", "demo"], ["decide", "--job", "demo", "--ticks", "1", "--dry-run"]):
+        step = subprocess.run([sys.executable, "-m", "flinktune.cli", *args], cwd=tmp_path, env=follow_env,
+                              capture_output=True, text=True, timeout=300)
+        assert step.returncode == 0, f"{args}: {step.stdout[-2000:]}\n{step.stderr[-2000:]}"
+        assert "using the demo's state in var/demo/" in step.stderr, step.stderr[-2000:]
+    assert not (tmp_path / "var" / "state").exists(), "nothing written outside the demo's folder"

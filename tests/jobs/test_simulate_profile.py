@@ -94,3 +94,11 @@ def test_profiling_observations_failing_their_contract_are_quarantined_not_writt
         _write_observations(df, settings)
     assert not list(Lake(settings.lake_dir).curated_dir("profiling_observations").rglob("*.parquet"))
     assert list(Lake(settings.lake_dir).quarantine_dir("profiling_observations").rglob("report.md"))
+
+
+def test_profile_refuses_on_a_real_cluster_and_writes_no_twin_rows(settings, monkeypatch) -> None:
+    monkeypatch.setenv("FLINKTUNE_CLUSTER", "kubernetes")
+    with pytest.raises(ValueError, match="twin only.*flinktune_profile DAG") as caught:
+        profile_job.run(job="wordcount", rates=[20_000.0], duration_s=60, settings=settings)
+    assert "\n" not in str(caught.value)
+    assert not settings.lake_dir.exists() or not list(settings.lake_dir.rglob("*.parquet"))

@@ -38,11 +38,37 @@ def test_trainer_pod_requests_gpus_on_gpu_nodes_and_is_a_valid_v1_pod() -> None:
     assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "2"
     assert container["command"] == ["python", "-m", "jobs.train_surrogate", "--job", "wordcount"]
-    env_out = {e["name"]: e["value"] for e in container["env"]}
-    assert env_out["FLINKTUNE_DEVICE"] == "cuda" and env_out["FLINKTUNE_MLFLOW_TRACKING_URI"] == "postgresql://mlflow"
+    env_out = {e["name"]: e.get("value") for e in container["env"]}
+    assert env_out["FLINKTUNE_DEVICE"] == "cuda"
+    assert "postgresql://mlflow" not in json.dumps(body), "the MLflow URI (a credential) comes from the Secret, never the spec"
     assert "FLINKTUNE_TRAINING" not in env_out and "HOME" not in env_out
     assert container["envFrom"] == [{"secretRef": {"name": "s3-creds"}}]
     assert len(body["metadata"]["name"]) <= 63
+
+
+def test_trainer_pod_takes_credentials_only_as_references_and_mounts_the_lake() -> None:
+    env = {"FLINKTUNE_TRAINER_IMAGE": "reg/t:1", "FLINKTUNE_VAR_DIR": "/var/flinktune",
+           "FLINKTUNE_MLFLOW_TRACKING_URI": "postgresql://mlflow:hunter2@db/mlflow",
+           "FLINKTUNE_PROMETHEUS_PASSWORD": "hunter3", "FLINKTUNE_PROMETHEUS_USER": "flinktune",
+           "FLINKTUNE_TRAINER_SECRET_REFS": json.dumps({"FLINKTUNE_MLFLOW_TRACKING_URI": "flinktune-db:mlflow-url",
+                                                        "FLINKTUNE_PROMETHEUS_PASSWORD": "prometheus:password"})}
+    body = ApiClient().sanitize_for_serialization(trainer_pod("forecaster", "wordcount", TrainerPodConfig.from_env(env)))
+    text = json.dumps(body)
+    assert "hunter2" not in text and "hunter3" not in text
+    [container] = body["spec"]["containers"]
+    env_out = {e["name"]: e for e in container["env"]}
+    assert env_out["FLINKTUNE_MLFLOW_TRACKING_URI"] == {
+        "name": "FLINKTUNE_MLFLOW_TRACKING_URI", "valueFrom": {"secretKeyRef": {"name": "flinktune-db", "key": "mlflow-url"}}}
+    assert env_out["FLINKTUNE_PROMETHEUS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "prometheus", "key": "password"}
+    assert env_out["FLINKTUNE_PROMETHEUS_USER"]["value"] == "flinktune"  # not a credential: copied
+    # The lake: the state volume mounted where FLINKTUNE_VAR_DIR points.
+    assert container["volumeMounts"] == [{"name": "var", "mountPath": "/var/flinktune"}]
+    assert body["spec"]["volumes"] == [{"name": "var", "persistentVolumeClaim": {"claimName": "flinktune-var"}}]
+    assert env_out["FLINKTUNE_VAR_DIR"]["value"] == "/var/flinktune"
+    # A credential with no reference for the pod is refused, not copied and not silently dropped.
+    del env["FLINKTUNE_TRAINER_SECRET_REFS"]
+    with pytest.raises(TrainerPodError, match="FLINKTUNE_MLFLOW_TRACKING_URI, FLINKTUNE_PROMETHEUS_PASSWORD: a credential is never copied"):
+        TrainerPodConfig.from_env(env)
 
 
 @pytest.mark.parametrize(("env", "message"), [
@@ -50,6 +76,8 @@ def test_trainer_pod_requests_gpus_on_gpu_nodes_and_is_a_valid_v1_pod() -> None:
     ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_GPUS": "one"}, "FLINKTUNE_TRAINER_GPUS='one'"),
     ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_TOLERATIONS": "{"}, "FLINKTUNE_TRAINER_TOLERATIONS is not valid JSON"),
     ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_NODE_SELECTOR": "[]"}, "must be a JSON dict"),
+    ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_SECRET_REFS": '{"FLINKTUNE_MLFLOW_TRACKING_URI": "db"}'},
+     "expected 'secret-name:key'"),
 ])
 def test_trainer_pod_config_errors_name_the_variable(env: dict, message: str) -> None:
     with pytest.raises(TrainerPodError, match=message.replace("(", r"\(")):
