@@ -15,7 +15,7 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import typer
 
@@ -176,7 +176,7 @@ def demo(
 
     t0 = time.monotonic()
     ticks = max(1, int(round(tuned_hours * 3600 / 600)))
-    conf_common = {"job": job}
+    conf_common: dict[str, Any] = {"job": job}
     ingest = ("flinktune_ingest", {**conf_common, "workload": workload.value, "hours": history_hours, "seed": seed,
                                    "trace_file": str(trace_file) if trace_file else ""})
     learn_and_decide = [
@@ -321,7 +321,7 @@ def _twin_calibrate_grey_box(
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
         obs = pd.read_csv(observations)
-        kwargs = {"recovery_cap_s": cap, "duration_s": duration_s, "max_nfev": max_nfev}
+        kwargs: dict[str, Any] = {"recovery_cap_s": cap, "duration_s": duration_s, "max_nfev": max_nfev}
         folds = cross_validate(obs, base, group_by=group_by, **kwargs)
         twin = fit_grey_box(obs.drop(columns=[group_by]), base, **kwargs)
     except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -472,4 +472,4 @@ def main() -> None:  # pragma: no cover - console entry
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -86,7 +86,7 @@ class BoundaryGroup(TyperGroup):
     """The CLI's click group: every subcommand runs inside the boundary; ``--debug`` on the root
     command (``flinktune --debug ...``) keeps tracebacks."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # click's Context (typer vendors click; its path is private)
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort):

@@ -168,7 +168,7 @@ class MemoryStateStore:
         values = _row(job, ts, state, decision, result, dry_run)
         payload = _memory_json(memory)  # serialised like the SQLite store's, so what comes back is the same
         self._rows.append(dict(zip(DECISION_COLUMNS, (len(self._rows) + 1, *values))))
-        if memory is not None:
+        if memory is not None and payload is not None:
             self._memory[(job, memory[0])] = payload
         return len(self._rows)
 

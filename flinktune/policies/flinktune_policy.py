@@ -183,7 +183,8 @@ class FlinktunePolicy:
                     utilization: float | None = None) -> SizedShape | None:  # fmt: skip
         ranked = self.rank_shapes(rate, context, reference, utilization)
         growing = [o for o in ranked if o.grows]
-        return (growing or ranked or [None])[0]
+        best = growing or ranked
+        return best[0] if best else None
 
     # -- decide ------------------------------------------------------------------------------
     def decide(self, state: JobState, context: PolicyContext) -> Decision:

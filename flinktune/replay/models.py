@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration, ConfigSpace
-from flinktune.decision.stages import Forecaster
+from flinktune.decision.stages import Forecaster, Surrogate
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.profiling import STABLE_S, initial_design, profile_configs
@@ -75,7 +75,7 @@ class ReplayModels:
     #: so its recovery is recorded as the longest wait without spending it.
     skip_failure_when_behind: bool = False
     observations: pd.DataFrame | None = None
-    surrogate: object | None = None
+    surrogate: Surrogate | None = None
     cpu_core_s: float = 0.0
     memory_mb_s: float = 0.0
     runs: int = 0
@@ -123,6 +123,7 @@ class ReplayModels:
         from models.surrogate.gp import GPSurrogate
 
         df = self.observations
+        assert df is not None, "_refit runs after profile() stored observations"
         X = np.array([self.space.normalise(Configuration(int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s)))
                       for r in df.itertuples(index=False)])
         Y = df[["latency_ms", "cpu_used", "memory_used_mb", "recovery_s"]].to_numpy(dtype=float)

@@ -103,13 +103,15 @@ def run_replay(
     if workers <= 1:
         for name in order:
             runs[name] = replay_policy(name, trace, prof, space, settings)
-            bar and bar.step(name)
+            if bar:
+                bar.step(name)
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = {pool.submit(_one, name, trace, prof, space, settings): name for name in order}
             for fut in as_completed(futures):
                 runs[futures[fut]] = fut.result()
-                bar and bar.step(futures[fut])
+                if bar:
+                    bar.step(futures[fut])
     return {p: runs[p] for p in policies}
 
 

@@ -83,7 +83,7 @@ def _rate(inputs: ReportInputs, ev: Events, path: Path) -> None:
     if len(pk):
         h = pd.Timedelta(seconds=inputs.forecast_horizon_s)
         for i, r in enumerate(pk.itertuples(index=False)):
-            ax.hlines(r.planned, r.ts, r.ts + h, color="tab:red", lw=2, label="planned rate" if i == 0 else None)
+            ax.hlines(r.planned, r.ts, r.ts + h, color="tab:red", lw=2, label="planned rate" if i == 0 else "_nolegend_")
         ax.scatter(pk["ts"] + h / 2, pk["peak"], color="tab:orange", marker="^", s=22, zorder=5, label="peak that came")
     _mark(ax, ev, legend=True)
     ax.set_ylabel("records / s")

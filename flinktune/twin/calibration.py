@@ -15,7 +15,7 @@ Parameters are fitted in log space within bounds; ``cost_scale`` scales every ve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -91,7 +91,7 @@ class CalibrationResult:
 
 def apply_params(profile: ClusterProfile, params: dict[str, float]) -> ClusterProfile:
     """A copy of ``profile`` with fitted values; ``cost_scale`` multiplies every vertex's ``cost_us``."""
-    changes = {k: float(v) for k, v in params.items() if k != "cost_scale"}
+    changes: dict[str, Any] = {k: float(v) for k, v in params.items() if k != "cost_scale"}
     if "cost_scale" in params:
         flow = profile.dataflow
         vertices = tuple(v.model_copy(update={"cost_us": v.cost_us * float(params["cost_scale"])}) for v in flow.vertices)

@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from flinktune.config_space import ConfigError, Configuration
@@ -108,7 +109,7 @@ def reconfiguration_costs(profile: ClusterProfile, reconfigurations: list[dict[s
             continue
         old = Configuration.from_dict(rec["from"], where="reconfiguration 'from'")
         new = Configuration.from_dict(rec["to"], where="reconfiguration 'to'")
-        before = history["rate"].to_numpy()[(ts >= rec["ts"] - 60) & (ts < rec["ts"])] if len(history) else []
+        before = history["rate"].to_numpy()[(ts >= rec["ts"] - 60) & (ts < rec["ts"])] if len(history) else np.array([])
         rate = float(before.mean()) if len(before) else 0.0
         for c in mode_costs(profile, old, new, rate, migration).values():
             rows.append({"ts": rec["ts"], "applied_mode": rec.get("mode"), **c.to_dict()})
