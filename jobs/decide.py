@@ -183,12 +183,21 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
         lake.write_raw(twin.run(rates.to_numpy()))
         assert twin_clock is not None  # there is one whenever there is a twin
         twin_clock.set(twin.now)
+        decided = store.decisions(job, limit=1)
+        if not decided.empty and float(decided["ts"].iloc[-1]) >= twin.now:
+            # A run killed after this tick's decision was stored but before the twin was saved: the tick is
+            # decided already. Deciding it again would duplicate it; the next tick's reconciliation records
+            # any difference between the stored outcome and the twin (which lost the change with the kill).
+            twin.save(twin_path)
+            summaries.append({"ts": clock.now(), "action": "skipped", "reason": f"tick at t={twin.now:.0f} already decided "
+                              f"(decision {int(decided['id'].iloc[-1])})", "changed": False})  # fmt: skip
+            print(f"[decide {i + 1}/{ticks}] {summaries[-1]['reason']}", flush=True)
+            continue
         outcome = loop.step()
+        twin.save(twin_path)  # per tick, after its decision: a kill never makes a later run decide a tick twice
         summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
                           "changed": bool(outcome.result and outcome.result.changed)})
         print(f"[decide {i + 1}/{ticks}] {outcome.line()}", flush=True)
-    if twin is not None:
-        twin.save(twin_path)
     return {"job": job, "policy": policy, "decisions": summaries, "end_ms": int(clock.now() * 1000)}
 
 
