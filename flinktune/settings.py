@@ -27,7 +27,7 @@ class TimeoutSettings(BaseSettings):
 
     kubernetes_request_s: float = Field(10.0, gt=0, le=300, description="Connect and read timeout of one Kubernetes API request, seconds.")
     kubernetes_retries: int = Field(2, ge=0, le=10, description="Retries of a Kubernetes read (connection errors, timeouts, HTTP 5xx).")
-    mlflow_request_s: float = Field(10.0, gt=0, le=300, description="Timeout of one MLflow HTTP request, seconds.")
+    mlflow_request_s: float = Field(5.0, gt=0, le=300, description="Timeout of one MLflow HTTP request, seconds.")
     mlflow_retries: int = Field(1, ge=0, le=10, description="Retries of an MLflow HTTP request.")
     http_request_s: float = Field(10.0, gt=0, le=300, description="Timeout of one Prometheus or Flink REST request, seconds.")
     apply_budget_s: float = Field(480.0, gt=0, description="Most seconds one apply may take (stability wait plus rollback).")
