@@ -71,6 +71,8 @@ class StepOutcome:
         done = ""
         if self.result is not None and self.result.changed:
             done = f" [{self.result.mode}, {self.result.downtime_s:.0f} s down]"
+        elif self.result is not None and self.result.detail and self.result.mode is not ReconfigMode.DRY_RUN:
+            done = f" [not applied: {self.result.detail}]"  # a failure or rollback says why on the same line
         return f"{self.decision.action.value}: {self.decision.reason}{done}"
 
 
