@@ -222,3 +222,15 @@ def test_the_store_refuses_an_unknown_status_and_an_unknown_row(tmp_path):
         store.record_decision(JOB, 0.0, _state(BASE), Decision.keep("t", "x"), None, status="maybe")
     with pytest.raises(KeyError, match="no decision with id 7"):
         store.update_decision(7, None, status="failed")
+
+
+def test_a_change_made_outside_the_tuner_is_recorded_and_counted_as_a_change(tmp_path):
+    db = tmp_path / "state.db"
+    seed(db)  # the store last saw BASE
+    other = BASE.with_(parallelism=20)
+    with FaultyDeploymentServer(running(other)) as srv:  # someone else rescaled the job in between
+        decide_once(srv, db, 1000.0)
+        rows = SqliteStateStore(db).decisions(JOB)
+        rec = rows[rows["status"] == "reconciled"]
+        assert len(rec) == 1 and "the cluster runs" in rec.iloc[0]["reason"] and other.describe() in rec.iloc[0]["reason"]
+        assert not srv.patches and rows.iloc[-1]["reason"].startswith("stabilizing")  # it restarted the job: wait first
