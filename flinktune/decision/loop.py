@@ -159,7 +159,12 @@ class DecisionLoop:
         else:
             if not s.dry_run and decision.action is Action.PROFILE and self.profiler is not None:
                 rate = float(decision.inputs.get("planned_rate", state.input_rate))
-                self.profiler.profile(list(decision.profile_configs), rate, now)
+                try:
+                    self.profiler.profile(list(decision.profile_configs), rate, now)
+                except Exception as exc:  # the row first, then the failure goes on to the task
+                    self.store.record_decision(s.job, now, state, decision, None, memory=memory, status="failed",  # type: ignore[attr-defined]
+                                               error=f"profiling failed: {_one_line(exc)}")  # fmt: skip
+                    raise
                 if self.models is not None:
                     self.models.refresh()
             decision_id = self.store.record_decision(s.job, now, state, decision, result, dry_run=s.dry_run, memory=memory)  # type: ignore[attr-defined]

@@ -35,3 +35,32 @@ def test_an_intended_or_failed_change_starts_the_stabilization_window(tmp_path):
         guard = SafetyGuard(default_space(), 250.0).restore(store.decisions("j"))
         out = guard.review(Decision(Action.RECONFIGURE, "again", "p", target=B), _state(A, 1100.0), 1100.0)
         assert out.action is Action.KEEP and out.reason.startswith("stabilizing"), (status, out.reason)
+
+
+def test_a_failed_profiling_run_leaves_its_row_before_the_error_goes_on():
+    import pytest
+
+    from flinktune.backends import Backend
+    from flinktune.clock import ManualClock
+    from flinktune.decision.loop import LoopSettings, build_decision_loop
+    from flinktune.decision.store import MemoryStateStore
+    from flinktune.testing import FrameMetricsSource, RecordingRealizer, raw_samples
+
+    class Profile:
+        name = "p"
+
+        def decide(self, state, context):
+            return Decision(Action.PROFILE, "learn the shape", self.name, profile_configs=(B,))
+
+    class Broken:
+        def profile(self, configs, rate, now):
+            raise RuntimeError("profiling cluster gone")
+
+    store = MemoryStateStore()
+    backend = Backend("test", FrameMetricsSource(raw_samples("j", 0, 1200, rate=20000, p95=120)), RecordingRealizer(A),
+                      ManualClock(600), profiler=Broken())  # fmt: skip
+    loop = build_decision_loop(backend, LoopSettings("j", 250.0), policy=Profile(), space=default_space(), store=store)
+    with pytest.raises(RuntimeError, match="profiling cluster gone"):
+        loop.step()
+    row = store.decisions("j").iloc[-1]
+    assert row["action"] == "profile" and row["status"] == "failed" and "profiling cluster gone" in row["error"]
