@@ -13,7 +13,28 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "load_settings"]
+__all__ = ["Settings", "TimeoutSettings", "load_settings"]
+
+
+class TimeoutSettings(BaseSettings):
+    """How long flinktune waits on each outside service, and how often it retries (env prefix
+    ``FLINKTUNE_TIMEOUT_``). Every call to Kubernetes, MLflow, Prometheus and Flink REST is bounded
+    by these; retries use the clients' own support (urllib3 ``Retry``, MLflow's HTTP settings), and
+    only reads are retried on a server error. ``apply_budget_s`` bounds one apply (the stability
+    wait and a rollback together); :meth:`apply_budget` keeps it inside the decision interval."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_TIMEOUT_", extra="forbid", validate_default=True)
+
+    kubernetes_request_s: float = Field(10.0, gt=0, le=300, description="Connect and read timeout of one Kubernetes API request, seconds.")
+    kubernetes_retries: int = Field(2, ge=0, le=10, description="Retries of a Kubernetes read (connection errors, timeouts, HTTP 5xx).")
+    mlflow_request_s: float = Field(5.0, gt=0, le=300, description="Timeout of one MLflow HTTP request, seconds.")
+    mlflow_retries: int = Field(1, ge=0, le=10, description="Retries of an MLflow HTTP request.")
+    http_request_s: float = Field(10.0, gt=0, le=300, description="Timeout of one Prometheus or Flink REST request, seconds.")
+    apply_budget_s: float = Field(480.0, gt=0, description="Most seconds one apply may take (stability wait plus rollback).")
+
+    def apply_budget(self, decision_interval_s: float) -> float:
+        """The apply budget, at most 80 % of the decision interval (the rest is for reading and deciding)."""
+        return min(self.apply_budget_s, 0.8 * float(decision_interval_s))
 
 
 class Settings(BaseSettings):
@@ -43,6 +64,7 @@ class Settings(BaseSettings):
     forecast_horizon_s: int = Field(600, ge=60, description="Forecast horizon the policy plans for, seconds.")
     forecast_bin_s: int = Field(60, ge=10, description="Width of a forecast bin, seconds.")
     device: str = Field("auto", pattern="^(auto|cpu|cuda)$", description="Torch device for training: auto, cpu or cuda.")
+    timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings, description="Timeouts and retries of outside calls.")
 
     @model_validator(mode="after")
     def _fill_paths(self) -> "Settings":

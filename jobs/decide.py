@@ -49,14 +49,20 @@ FORECAST_HISTORY_S = 6 * 3600
 FROZEN_AFTER_S = 300.0
 
 
-def _load_champion(name: str) -> Any | None:
-    from models.registry import load_champion
+def _load_champion(name: str) -> tuple[Any | None, str | None]:
+    """(the champion or None, the problem when the model store itself failed). A missing champion is
+    the policy's business (it says so); an unreachable store is a hold with its reason (the loop adds
+    it to the state's problems), reported within MLflow's request timeout, not as "no champion"."""
+    from models.registry import ModelStoreUnavailable, load_champion
 
     try:
-        return load_champion(name)
+        return load_champion(name), None
+    except ModelStoreUnavailable as exc:
+        log.warning("model store unavailable for %s: %s", name, exc)
+        return None, f"model store unreachable: {exc}"
     except Exception as exc:  # a missing champion is a hold, not a crash: the guard says why
         log.warning("no champion %s: %s", name, exc)
-        return None
+        return None, None
 
 
 def _profiled_max_rate(settings: Settings, job: str) -> float:
@@ -76,7 +82,7 @@ class ChampionModels:
         self.refresh()
 
     def refresh(self) -> None:
-        self.surrogate = _load_champion(f"flinktune-surrogate-{self.job}")
+        self.surrogate, self.problem = _load_champion(f"flinktune-surrogate-{self.job}")
         self.profiled_max_rate = _profiled_max_rate(self.settings, self.job)
 
 
@@ -86,7 +92,7 @@ class LakeForecast:
 
     def __init__(self, lake: Lake, job: str, horizon_s: int) -> None:
         self.lake, self.horizon_s = lake, int(horizon_s)
-        self.model = _load_champion(f"flinktune-forecaster-{job}")
+        self.model, self.problem = _load_champion(f"flinktune-forecaster-{job}")
 
     def forecast(self, job: str, now: float):
         if self.model is None:
@@ -120,7 +126,8 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
     settings = settings or load_settings()
     from models.registry import configure
 
-    configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
+    configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root, request_timeout_s=settings.timeouts.mlflow_request_s,
+              max_retries=settings.timeouts.mlflow_retries)  # fmt: skip
     from flinktune.orchestration.backends import load_backends
 
     on_twin = load_backends().cluster == "twin"
@@ -143,7 +150,8 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
         twin_clock = ManualClock(twin.now)
         backend = twin_backend(twin, twin_clock, job=job, source=LakeMetricsSource(lake), profiler=TwinProfiler(settings, job))
     else:  # Kubernetes: profile decisions are carried out by the flinktune_profile DAG the decide DAG triggers
-        backend = kubernetes_backend(job, LakeMetricsSource(lake), dry_run=dry_run)
+        backend = kubernetes_backend(job, LakeMetricsSource(lake), dry_run=dry_run, timeouts=settings.timeouts,
+                                     budget_s=settings.timeouts.apply_budget(settings.decision_interval_s))  # fmt: skip
     # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
     # frozen_after_s: the metric quality gates (flinktune.metric_quality) hold on frozen values.
     loop_settings = LoopSettings(job, settings.latency_target_ms, settings.recovery_limit_s, window_s=settings.decision_interval_s,
@@ -175,12 +183,21 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
         lake.write_raw(twin.run(rates.to_numpy()))
         assert twin_clock is not None  # there is one whenever there is a twin
         twin_clock.set(twin.now)
+        decided = store.decisions(job, limit=1)
+        if not decided.empty and float(decided["ts"].iloc[-1]) >= twin.now:
+            # A run killed after this tick's decision was stored but before the twin was saved: the tick is
+            # decided already. Deciding it again would duplicate it; the next tick's reconciliation records
+            # any difference between the stored outcome and the twin (which lost the change with the kill).
+            twin.save(twin_path)
+            summaries.append({"ts": clock.now(), "action": "skipped", "reason": f"tick at t={twin.now:.0f} already decided "
+                              f"(decision {int(decided['id'].iloc[-1])})", "changed": False})  # fmt: skip
+            print(f"[decide {i + 1}/{ticks}] {summaries[-1]['reason']}", flush=True)
+            continue
         outcome = loop.step()
+        twin.save(twin_path)  # per tick, after its decision: a kill never makes a later run decide a tick twice
         summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
                           "changed": bool(outcome.result and outcome.result.changed)})
         print(f"[decide {i + 1}/{ticks}] {outcome.line()}", flush=True)
-    if twin is not None:
-        twin.save(twin_path)
     return {"job": job, "policy": policy, "decisions": summaries, "end_ms": int(clock.now() * 1000)}
 
 

@@ -63,7 +63,7 @@ def run(
         from flinktune.extract.endpoint import resolve_endpoint
         from flinktune.extract.prometheus import PrometheusClient, extract_prometheus
 
-        client = PrometheusClient(resolve_endpoint(conn_id))
+        client = PrometheusClient(resolve_endpoint(conn_id), timeout_s=settings.timeouts.http_request_s)
         result = extract_prometheus(client, sink, job=job, start_ms=start_ms, end_ms=end_ms, step_s=step_s, chunk_s=chunk_s)
     elif source == "flink-rest":
         from flinktune.extract.flink_rest import collect_flink_rest, rest_source
@@ -71,7 +71,7 @@ def run(
         clock = clock or SystemClock()
         if start_ms < clock.now() * 1000 - interval_s * 1000:
             raise ValueError(f"flink-rest has no history: start_ms {start_ms} is in the past (now {int(clock.now() * 1000)})")
-        rest = rest_source(flink_port, job, clock=clock)
+        rest = rest_source(flink_port, job, clock=clock, timeout_s=settings.timeouts.http_request_s)
         result = collect_flink_rest(rest, sink, start_ms=start_ms, end_ms=end_ms, interval_s=interval_s, chunk_s=min(chunk_s, 300), clock=clock)
     else:
         raise ValueError("source 'twin' writes raw metrics itself: run jobs.simulate (or jobs.decide) for the twin")

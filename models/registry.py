@@ -33,6 +33,7 @@ from mlflow.exceptions import MlflowException
 __all__ = [
     "CHAMPION",
     "RegistryError",
+    "ModelStoreUnavailable",
     "configure",
     "ensure_experiment",
     "log_and_register",
@@ -51,9 +52,31 @@ class RegistryError(RuntimeError):
     """A registry operation cannot proceed; the message names the model, version or metric."""
 
 
-def configure(tracking_uri: str, artifact_root: str | Path) -> None:
-    """Point MLflow (tracking and registry) at ``tracking_uri``; experiments go under ``artifact_root``."""
+class ModelStoreUnavailable(RegistryError):
+    """The model store (MLflow's tracking/registry server) did not answer or failed: not the same as "no champion"."""
+
+
+#: MLflow error codes that mean "no such model or alias" (a real answer), not a failing store.
+_ABSENT_CODES = frozenset({"RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "NOT_FOUND"})
+
+
+def configure(tracking_uri: str, artifact_root: str | Path, *, request_timeout_s: float | None = None,
+              max_retries: int | None = None) -> None:  # fmt: skip
+    """Point MLflow (tracking and registry) at ``tracking_uri``; experiments go under ``artifact_root``.
+
+    ``request_timeout_s`` and ``max_retries`` bound every HTTP request MLflow makes (its own
+    ``MLFLOW_HTTP_REQUEST_TIMEOUT`` / ``MLFLOW_HTTP_REQUEST_MAX_RETRIES``; MLflow's defaults, 120 s and
+    7 retries with exponential backoff, let one unreachable server cost minutes). Left None, they
+    keep whatever the environment says."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    if request_timeout_s is not None:
+        if not request_timeout_s > 0:
+            raise ValueError(f"MLflow request timeout must be > 0 s, got {request_timeout_s}")
+        os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(max(1, int(round(request_timeout_s))))
+    if max_retries is not None:
+        if max_retries < 0:
+            raise ValueError(f"MLflow max retries must be >= 0, got {max_retries}")
+        os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(int(max_retries))
     if tracking_uri.startswith("sqlite:///"):
         Path(tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     root = Path(artifact_root).resolve()
@@ -150,11 +173,17 @@ def version_metric(model_name: str, version: str, metric: str) -> float | None:
 
 
 def champion_version(model_name: str) -> str | None:
-    """The version carrying ``@champion``, or None when the model or the alias does not exist."""
+    """The version carrying ``@champion``, or None when the model or the alias does not exist.
+
+    Raises :class:`ModelStoreUnavailable` when the store did not answer (unreachable, timed out, 5xx)."""
     try:
         return str(_client().get_model_version_by_alias(model_name, CHAMPION).version)
-    except MlflowException:
-        return None
+    except MlflowException as exc:
+        if exc.error_code in _ABSENT_CODES:
+            return None
+        detail = " ".join(str(exc).split())[:200]
+        raise ModelStoreUnavailable(f"model store {mlflow.get_registry_uri()} did not answer for {model_name!r} "
+                                    f"({exc.error_code}: {detail})") from None  # fmt: skip
 
 
 def promote_if_better(

@@ -74,3 +74,12 @@ def check_state_store(store) -> None:
     else:
         raise AssertionError("a memory that is not plain JSON must be refused")
     assert list(store.decisions("c")["ts"]) == [100.0, 400.0, 700.0], "nothing half-written"
+    # Write-ahead: a change stored as intended before the apply, then settled with its outcome and error.
+    i3 = store.record_decision("c", 900.0, _state(b, 900.0), Decision(Action.RECONFIGURE, "less", "p", target=a), None, status="intended")
+    assert store.decisions("c", limit=1)["status"].iloc[-1] == "intended"
+    store.update_decision(i3, RealizeResult(False, ReconfigMode.ROLLED_BACK, 9.0), status="rolled-back", error="not stable",
+                          memory=("p", {"n": 3}))  # fmt: skip
+    last = store.decisions("c", limit=1).iloc[-1]
+    assert (last["status"], last["error"], int(last["changed"]), last["mode"]) == ("rolled-back", "not stable", 0, "rolled-back")
+    assert store.policy_memory("c", "p") == {"n": 3}
+    assert list(store.decisions("c")["status"])[:2] == ["applied", "recorded"]  # statuses default from the outcome

@@ -10,7 +10,9 @@ Rules, in order (the first that applies wins, and its reason says so):
 3. bounds and quotas: a target outside the configuration space or over the CPU / memory quota
    is refused;
 4. stabilization: no change within ``stabilization_s`` of the previous one (metrics after a
-   restart are not yet trustworthy; Flink's own meters are ~60 s moving averages);
+   restart are not yet trustworthy; Flink's own meters are ~60 s moving averages); an attempted
+   change whose outcome is unknown (written ahead and never settled, failed, rolled back) or a
+   difference reconciliation found counts as a change: it may have restarted the job;
 5. at most one scale-down per ``scale_down_window_s``; scale-ups are never delayed by it;
 6. skew hold: a scale-up planned against a hot key (the window's analysis says more parallelism
    cannot remove the skew) is held: prefer no change. A rollback (rule 2) is never held by it:
@@ -151,6 +153,13 @@ class SafetyGuard:
             self.changes.append(_Change(now, state.config, applied, is_scale_down(state.config, applied), self.goals_met(state)))
             self.changes = self.changes[-50:]
 
+    def record_attempt(self, now: float, state: JobState, target: Configuration) -> None:
+        """Remember a change that was attempted but not confirmed (it failed, ran out of budget or was
+        rolled back): it may have restarted the job, so it starts the stabilization window, and it
+        never triggers a rollback (nothing says the goals were met before it)."""
+        self.changes.append(_Change(now, state.config, target, is_scale_down(state.config, target), False))
+        self.changes = self.changes[-50:]
+
     def restore(self, decisions: pd.DataFrame) -> "SafetyGuard":
         """Rebuild the change memory and the last failure from stored decisions (columns of
         ``store.DECISION_COLUMNS``, oldest first), as :meth:`review` and :meth:`record` left them."""
@@ -158,10 +167,13 @@ class SafetyGuard:
             state = json.loads(row.state)
             if int(state.get("restarts", 0)) > 0 and not state.get("problems"):
                 self.last_failure_ts = float(row.ts)
-            if not int(row.changed) or not row.target:
+            status = getattr(row, "status", None) or ("applied" if int(row.changed) else "recorded")
+            attempted = status in ("intended", "failed", "rolled-back", "reconciled")
+            if not row.target or not (int(row.changed) or attempted):
                 continue
             before = Configuration.from_dict(state["config"], where=f"decision {row.id}")
             after = Configuration.from_dict(json.loads(row.target), where=f"decision {row.id}")
             met = state["latency_p95_ms"] <= self.latency_target_ms and state["lag_growth"] <= self.rules.lag_growth_tolerance
-            self.changes.append(_Change(float(row.ts), before, after, is_scale_down(before, after), met))
+            # An attempt that was not confirmed starts the stabilization window but never a rollback.
+            self.changes.append(_Change(float(row.ts), before, after, is_scale_down(before, after), bool(met) and not attempted))
         return self

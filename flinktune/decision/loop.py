@@ -7,12 +7,21 @@ replay and the local-Flink benchmark share: the cluster's stages come from a
 by the constructor, and everything a decision depends on that earlier decisions set (the guard's
 change history, the policy's memory) is read back from the state store, so a loop rebuilt for every
 tick decides as one kept alive would.
+
+A change is written ahead (stored as ``intended`` before the realizer runs, then settled as
+applied, failed or rolled back with the error), and each step starts by reconciling the store's
+last record with what the cluster runs (:meth:`DecisionLoop.reconcile`), so a run that died or
+failed half-way never makes the next one act blind: the guard counts the attempt and holds for the
+stabilization window. A cluster that cannot be read, or a model store that cannot be reached, is a
+hold that says so, never a crash without a row.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from flinktune.analysis.explain import annotate
 from flinktune.backends import Backend
@@ -22,10 +31,29 @@ from flinktune.decision.guard import GuardRules, SafetyGuard
 from flinktune.decision.stages import (
     ForecastProvider, MetricsSource, ModelProvider, Policy, PolicyContext, PolicyMemory, Profiler, RealizeResult, Realizer,
 )
+from flinktune.decision.reconfig import ReconfigMode, same_shape
+from flinktune.decision.store import UNSETTLED
 from flinktune.evaluation import evaluate
-from flinktune.config_space import ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 
-__all__ = ["DecisionLoop", "LoopSettings", "StepOutcome", "build_decision_loop"]
+__all__ = ["ClusterUnreadable", "DecisionLoop", "LoopSettings", "StepOutcome", "build_decision_loop"]
+
+
+class ClusterUnreadable(ConnectionError):
+    """The cluster cannot be read and nothing is stored yet to hold on (the job's first run)."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
+def _expected(row) -> Configuration:
+    """What the store's row says the cluster runs after it (a settled row only)."""
+    state = json.loads(row.state)
+    if row.target and (row.status in ("applied", "reconciled") or (row.status is None and int(row.changed))):
+        return Configuration.from_dict(json.loads(row.target), where=f"decision {row.id}")
+    return Configuration.from_dict(state["config"], where=f"decision {row.id}")
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +71,8 @@ class StepOutcome:
         done = ""
         if self.result is not None and self.result.changed:
             done = f" [{self.result.mode}, {self.result.downtime_s:.0f} s down]"
+        elif self.result is not None and self.result.detail and self.result.mode is not ReconfigMode.DRY_RUN:
+            done = f" [not applied: {self.result.detail}]"  # a failure or rollback says why on the same line
         return f"{self.decision.action.value}: {self.decision.reason}{done}"
 
 
@@ -104,32 +134,131 @@ class DecisionLoop:
     def step(self) -> StepOutcome:
         s = self.settings
         now = self.clock.now()
+        try:
+            current = self.realizer.current(s.job)
+        except Exception as exc:  # an unreadable cluster is a hold with its reason, never a crash without a row
+            return self._hold_blind(now, f"cannot read the job's configuration from the cluster ({_one_line(exc)})")
         samples = self.source.fetch(s.job, int((now - s.window_s) * 1000), int(now * 1000) + 1)
-        current = self.realizer.current(s.job)
         state = evaluate(s.job, samples, current, now, window_s=s.window_s, max_staleness_s=s.max_staleness_s,
                          frozen_after_s=s.frozen_after_s)  # fmt: skip
+        # A model store that cannot be reached is a problem of the data the decision stands on: the guard holds.
+        stage_problems = tuple(p for p in (getattr(self.models, "problem", None), getattr(self.forecaster, "problem", None)) if p)
+        if stage_problems:
+            state = replace(state, problems=state.problems + stage_problems)
+        if not s.dry_run:
+            self.reconcile(now, state)
         ctx = self.context(state)
         planned = self.policy.decide(state, ctx)
         # The guard has the last word (the skew hold is one of its rules); the analysis only quotes.
         decision = annotate(self.guard.review(planned, state, now), state)
-        result: RealizeResult | None = None
-        if not s.dry_run:
-            if decision.action is Action.RECONFIGURE and decision.target is not None:
-                result = self.realizer.apply(s.job, decision.target)
-                if result.changed:
-                    self.guard.record(now, state, decision.target)
-            elif decision.action is Action.PROFILE and self.profiler is not None:
-                rate = float(decision.inputs.get("planned_rate", state.input_rate))
-                self.profiler.profile(list(decision.profile_configs), rate, now)
-                if self.models is not None:
-                    self.models.refresh()
         # The policy's memory goes in the same transaction as the decision it led to.
         memory = (self.policy.name, self.policy.memory()) if isinstance(self.policy, PolicyMemory) and not s.dry_run else None
-        decision_id = self.store.record_decision(s.job, now, state, decision, result, dry_run=s.dry_run, memory=memory)  # type: ignore[attr-defined]
+        result: RealizeResult | None = None
+        if not s.dry_run and decision.action is Action.RECONFIGURE and decision.target is not None:
+            decision_id, result = self._apply(now, state, decision, memory)
+        else:
+            if not s.dry_run and decision.action is Action.PROFILE and self.profiler is not None:
+                rate = float(decision.inputs.get("planned_rate", state.input_rate))
+                try:
+                    self.profiler.profile(list(decision.profile_configs), rate, now)
+                except Exception as exc:  # the row first, then the failure goes on to the task
+                    self.store.record_decision(s.job, now, state, decision, None, memory=memory, status="failed",  # type: ignore[attr-defined]
+                                               error=f"profiling failed: {_one_line(exc)}")  # fmt: skip
+                    raise
+                if self.models is not None:
+                    self.models.refresh()
+            decision_id = self.store.record_decision(s.job, now, state, decision, result, dry_run=s.dry_run, memory=memory)  # type: ignore[attr-defined]
         if ctx.forecast is not None and decision.inputs.get("planned_rate") is not None and hasattr(self.store, "record_forecast"):
             self.store.record_forecast(s.job, now, ctx.forecast.model, float(decision.inputs["planned_rate"]), ctx.forecast.to_frame())
         outcome = StepOutcome(state, decision, result, decision_id)
         log.info("%s @%.0f %s", s.job, now, outcome.line())
+        return outcome
+
+    def _apply(self, now: float, state: JobState, decision: Decision, memory) -> tuple[int, RealizeResult]:
+        """Write the change ahead, apply it, settle the row: applied, rolled back or failed with the error."""
+        job, target = self.settings.job, decision.target
+        assert target is not None  # only reconfigure decisions with a target come here
+        decision_id = self.store.record_decision(job, now, state, decision, None, status="intended")  # type: ignore[attr-defined]
+        error: str | None = None
+        try:
+            result = self.realizer.apply(job, target)
+        except Exception as exc:  # the change may have landed (e.g. a PATCH that succeeded, then a failed read)
+            error = f"applying {target.describe()} failed: {_one_line(exc)}; the change may have landed: the next run reconciles"
+            result = RealizeResult(False, ReconfigMode.NOOP, 0.0, error)
+            status = "failed"
+        else:
+            if result.changed:
+                status = "applied"
+            elif result.mode is ReconfigMode.ROLLED_BACK or str(result.mode) == "rolled-back":
+                status, error = "rolled-back", result.detail
+            else:
+                status = "recorded"
+        if status == "applied":
+            self.guard.record(now, state, target)
+        elif status in ("failed", "rolled-back"):
+            self.guard.record_attempt(now, state, target)
+        self.store.update_decision(decision_id, result, status=status, error=error, memory=memory)  # type: ignore[attr-defined]
+        if error:
+            log.warning("%s @%.0f %s", job, now, error)
+        return decision_id, result
+
+    def reconcile(self, now: float, state: JobState) -> str | None:
+        """Compare the store's last record with what the cluster runs (``state.config``); settle a
+        change left ``intended`` or ``failed`` by the cluster's answer, and record any other
+        difference as a ``reconciled`` row (it counts as a change for the guard). Returns what it
+        recorded, None when store and cluster agreed."""
+        rows = self.store.decisions(self.settings.job, limit=1)  # type: ignore[attr-defined]
+        if rows.empty:
+            return None
+        row = rows.iloc[-1]
+        status = row.get("status") if "status" in rows else None
+        current = state.config
+        note = None
+        if status in UNSETTLED and row.target:
+            target = Configuration.from_dict(json.loads(row.target), where=f"decision {row.id}")
+            before = Configuration.from_dict(json.loads(row.state)["config"], where=f"decision {row.id}")
+            why = row.error or "the task stopped during the apply"
+            if current == target:
+                note = f"{why}; reconciled at t={now:.0f}: the cluster runs the target, so the change landed"
+                mode = ReconfigMode.IN_PLACE if same_shape(before, target) else ReconfigMode.REDEPLOY
+                self.store.update_decision(int(row.id), RealizeResult(True, mode, 0.0, note), status="applied", error=note)  # type: ignore[attr-defined]
+                return note
+            if current == before:
+                if status == "intended":
+                    note = f"{why}; reconciled at t={now:.0f}: the cluster still runs {before.describe()}"
+                    self.store.update_decision(int(row.id), None, status="failed", error=note)  # type: ignore[attr-defined]
+                return note
+            self.store.update_decision(int(row.id), None, status="failed",  # type: ignore[attr-defined]
+                                       error=f"{why}; reconciled at t={now:.0f}: the cluster runs neither the target nor the configuration before")  # fmt: skip
+            expected = before
+        else:
+            expected = _expected(row)
+        if current == expected:
+            return note
+        reason = (f"reconciled: the cluster runs {current.describe()} but the store's last record (decision {row.id}, "
+                  f"{status or 'recorded'}) says {expected.describe()}; recorded the difference, counted as a change")  # fmt: skip
+        before_state = replace(state, config=expected)
+        self.store.record_decision(self.settings.job, now, before_state,  # type: ignore[attr-defined]
+                                   Decision(Action.KEEP, reason, "reconcile", target=current,
+                                            inputs={"expected": expected.to_dict(), "observed": current.to_dict(), "decision_id": int(row.id)}),
+                                   None, status="reconciled", error=reason)  # fmt: skip
+        self.guard.record_attempt(now, before_state, current)
+        log.warning("%s @%.0f %s", self.settings.job, now, reason)
+        return reason
+
+    def _hold_blind(self, now: float, problem: str) -> StepOutcome:
+        """A hold recorded without the cluster's answer, on the configuration the store last knew."""
+        s = self.settings
+        rows = self.store.decisions(s.job, limit=1)  # type: ignore[attr-defined]
+        if rows.empty:
+            raise ClusterUnreadable(f"job {s.job!r}: {problem}; nothing is stored yet to hold on")
+        nan = math.nan
+        state = JobState(s.job, now, _expected(rows.iloc[-1]), False, nan, nan, nan, nan, nan, nan, nan, nan, nan, s.window_s,
+                         fresh=False, problems=(problem,))  # fmt: skip
+        decision = self.guard.review(Decision.keep("guard", f"hold: {problem}"), state, now)
+        decision_id = self.store.record_decision(s.job, now, state, decision, None, dry_run=s.dry_run, error=problem)  # type: ignore[attr-defined]
+        outcome = StepOutcome(state, decision, None, decision_id)
+        log.warning("%s @%.0f %s", s.job, now, outcome.line())
         return outcome
 
 

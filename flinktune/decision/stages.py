@@ -173,6 +173,9 @@ class StateStore(Protocol):
     def record_decision(self, job: str, ts: float, state: JobState, decision: Decision, result: RealizeResult | None, *,
                         dry_run: bool = False, memory: tuple[str, dict[str, Any]] | None = None) -> int: ...  # fmt: skip
 
+    def update_decision(self, decision_id: int, result: RealizeResult | None, *, status: str, error: str | None = None,
+                        memory: tuple[str, dict[str, Any]] | None = None) -> None: ...  # fmt: skip
+
     def policy_memory(self, job: str, policy: str) -> dict[str, Any] | None: ...
 
     def decisions(self, job: str, limit: int | None = None) -> pd.DataFrame: ...

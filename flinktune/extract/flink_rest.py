@@ -24,9 +24,11 @@ from flinktune.metric_schema import METRICS
 __all__ = ["rest_source", "collect_flink_rest"]
 
 
-def rest_source(port: int, job: str, *, host: str = "127.0.0.1", clock: Clock | None = None) -> RestMetricsSource:
-    """A REST sampler of the job named ``job`` (its Flink job name) on ``host:port``."""
-    control = JobControl(FlinkRest(port, host=host), JobSpec(jar=Path("-"), name=job))  # the jar is never used to sample
+def rest_source(port: int, job: str, *, host: str = "127.0.0.1", clock: Clock | None = None,
+                timeout_s: float = 10.0) -> RestMetricsSource:  # fmt: skip
+    """A REST sampler of the job named ``job`` (its Flink job name) on ``host:port``; ``timeout_s``
+    bounds every REST call (``Settings.timeouts.http_request_s``)."""
+    control = JobControl(FlinkRest(port, host=host, timeout_s=timeout_s), JobSpec(jar=Path("-"), name=job))  # the jar is never used to sample
     return RestMetricsSource(control, job=job, clock=clock, keep_s=7200.0)
 
 

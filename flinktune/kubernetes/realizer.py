@@ -8,6 +8,11 @@ and sends it as a JSON merge patch carrying the ``resourceVersion`` it read; a 4
 operator reports the job stable and running on the new spec, or rolls back to the previous
 configuration when the operator reports a failure or the wait runs out. ``dry_run=True`` only
 returns the diff.
+
+Every API call carries ``request_timeout_s`` (the client's ``_request_timeout``; retries are the
+client's, :mod:`flinktune.kubernetes.calls`), and one apply stays within ``budget_s``: the wait for
+the new spec gets the first half (at most ``stable_timeout_s``), the rollback and its wait the rest,
+so a job that never becomes stable costs at most the budget, never twice the stability timeout.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 from flinktune.clock import Clock, SystemClock
 from flinktune.config_space import Configuration
+from flinktune.kubernetes.calls import request_timeout
 from flinktune.kubernetes.body import config_from_object, config_patch, dry_run_diff, merge_patch
 from flinktune.kubernetes.crd import CRDSchema, load_crd_schema, validate_object
 from flinktune.decision.reconfig import ReconfigMode
@@ -47,13 +53,19 @@ class KubernetesRealizer:
     stable_timeout_s: float = 600.0
     poll_s: float = 5.0
     dry_run: bool = False
+    request_timeout_s: float = 10.0
+    budget_s: float = 480.0
     last_diff: str = ""
 
     def __post_init__(self) -> None:
         self.schema = self.schema or load_crd_schema()
+        if not (self.budget_s > 0 and self.stable_timeout_s > 0 and self.request_timeout_s > 0):
+            raise ValueError(f"KubernetesRealizer: budget_s, stable_timeout_s and request_timeout_s must be > 0, got "
+                             f"{self.budget_s}, {self.stable_timeout_s} and {self.request_timeout_s}")  # fmt: skip
 
     def _get(self, job: str) -> dict[str, Any]:
-        return self.api.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, job)
+        return self.api.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, job,
+                                                     _request_timeout=request_timeout(self.request_timeout_s))  # fmt: skip
 
     def current(self, job: str) -> Configuration:
         return config_from_object(self._get(job), self.vertex_ids)
@@ -70,14 +82,16 @@ class KubernetesRealizer:
             if self.dry_run:
                 return obj, ReconfigMode.DRY_RUN, before
             try:
-                return self.api.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, job, patch), mode, before
+                sent = self.api.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, job, patch,
+                                                               _request_timeout=request_timeout(self.request_timeout_s))  # fmt: skip
+                return sent, mode, before
             except ApiException as exc:
                 if exc.status != 409 or attempt == self.max_conflicts:
                     raise RealizeError(f"patching FlinkDeployment {self.namespace}/{job} failed (HTTP {exc.status}, attempt {attempt}): {exc.reason}") from None
         raise RealizeError("unreachable")
 
-    def _wait_stable(self, job: str, generation: int | None) -> tuple[bool, str]:
-        deadline = self.clock.now() + self.stable_timeout_s
+    def _wait_stable(self, job: str, generation: int | None, deadline: float) -> tuple[bool, str]:
+        start = self.clock.now()
         while True:
             st = self._get(job).get("status") or {}
             life = st.get("lifecycleState")
@@ -88,9 +102,10 @@ class KubernetesRealizer:
                 return False, f"operator reports {life}: {st.get('error') or 'no detail'}"
             if caught_up and life == "STABLE" and job_state == "RUNNING":
                 return True, "stable and running"
-            if self.clock.now() >= deadline:
-                return False, f"not stable after {self.stable_timeout_s:.0f} s (lifecycle {life}, job {job_state})"
-            self.sleep(self.poll_s)
+            now = self.clock.now()
+            if now >= deadline:
+                return False, f"not stable after {now - start:.0f} s, the wait's share of the budget (lifecycle {life}, job {job_state})"
+            self.sleep(max(0.0, min(self.poll_s, deadline - now)))
 
     def apply(self, job: str, config: Configuration) -> RealizeResult:
         before = self.current(job)
@@ -100,10 +115,11 @@ class KubernetesRealizer:
         obj, mode, before = self._send(job, config)
         if mode is ReconfigMode.DRY_RUN:
             return RealizeResult(False, ReconfigMode.DRY_RUN, 0.0, self.last_diff)
-        ok, why = self._wait_stable(job, (obj.get("metadata") or {}).get("generation"))
+        end = t0 + self.budget_s
+        ok, why = self._wait_stable(job, (obj.get("metadata") or {}).get("generation"), min(t0 + self.stable_timeout_s, t0 + self.budget_s / 2))
         if ok:
             return RealizeResult(True, mode, self.clock.now() - t0, f"{before.describe()} -> {config.describe()} ({mode}); {why}")
-        self._send(job, before)  # roll back to what ran before
-        back, why_back = self._wait_stable(job, None)
+        self._send(job, before)  # roll back to what ran before, within what is left of the budget
+        back, why_back = self._wait_stable(job, None, end)
         return RealizeResult(False, ReconfigMode.ROLLED_BACK, self.clock.now() - t0,
                              f"{config.describe()} failed ({why}); rolled back to {before.describe()}: {why_back}")  # fmt: skip

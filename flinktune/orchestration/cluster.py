@@ -21,9 +21,14 @@ from flinktune.orchestration.backends import BackendError, load_backends
 __all__ = ["kubernetes_api", "make_realizer"]
 
 
-def kubernetes_api(environ: Mapping[str, str] | None = None) -> Any:
-    """A ``CustomObjectsApi``: in-cluster config inside a pod, else ``KUBECONFIG`` / ``~/.kube/config``."""
+def kubernetes_api(environ: Mapping[str, str] | None = None, *, retries: int | None = None) -> Any:
+    """A ``CustomObjectsApi``: in-cluster config inside a pod, else ``KUBECONFIG`` / ``~/.kube/config``;
+    its requests retried ``retries`` times (default: ``FLINKTUNE_TIMEOUT_KUBERNETES_RETRIES``) by the
+    client's own urllib3 retry (:mod:`flinktune.kubernetes.calls`)."""
     from kubernetes import client, config
+
+    from flinktune.kubernetes.calls import bounded_api
+    from flinktune.settings import TimeoutSettings
 
     env = os.environ if environ is None else environ
     try:
@@ -37,16 +42,19 @@ def kubernetes_api(environ: Mapping[str, str] | None = None) -> Any:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise BackendError(f"FLINKTUNE_CLUSTER=kubernetes: cannot load the {where} ({detail}); "
                            "set KUBECONFIG to a readable kubeconfig or run inside the cluster") from None
-    return client.CustomObjectsApi()
+    return bounded_api(client.Configuration.get_default_copy(), retries=TimeoutSettings().kubernetes_retries if retries is None else retries)
 
 
 def make_realizer(
     job: str, *, twin: Any = None, dry_run: bool = False, api: Any = None, environ: Mapping[str, str] | None = None,
+    timeouts: Any = None, budget_s: float | None = None,
 ) -> Any:
     """The :class:`flinktune.decision.stages.Realizer` for ``job`` on the configured cluster.
 
     ``twin`` (a ``TwinJob``) is required on the twin; ``api`` overrides the Kubernetes client
-    (tests); ``dry_run`` makes the Kubernetes realizer only compute diffs.
+    (tests); ``dry_run`` makes the Kubernetes realizer only compute diffs. ``timeouts``
+    (:class:`flinktune.settings.TimeoutSettings`, default from the environment) bounds each API
+    call; ``budget_s`` one apply (default ``timeouts.apply_budget_s``).
     """
     env = os.environ if environ is None else environ
     backends = load_backends(env)
@@ -66,5 +74,10 @@ def make_realizer(
     if not isinstance(vertex_ids, dict):
         raise BackendError(f"FLINKTUNE_VERTEX_IDS must be a JSON object, got {type(vertex_ids).__name__}")
     from flinktune.kubernetes import KubernetesRealizer
+    from flinktune.settings import TimeoutSettings
 
-    return KubernetesRealizer(api if api is not None else kubernetes_api(env), namespace, vertex_ids, dry_run=dry_run)
+    t = timeouts if timeouts is not None else TimeoutSettings()
+    budget = t.apply_budget_s if budget_s is None else budget_s
+    return KubernetesRealizer(api if api is not None else kubernetes_api(env, retries=t.kubernetes_retries), namespace, vertex_ids,
+                              dry_run=dry_run, request_timeout_s=t.kubernetes_request_s, budget_s=budget,
+                              stable_timeout_s=min(600.0, budget / 2))  # fmt: skip

@@ -23,7 +23,7 @@ def test_memory_state_store_keeps_the_contract():
 def test_sqlite_policy_memory_survives_a_new_store_object(tmp_path):
     SqliteStateStore(tmp_path / "s.db")  # another process opening the same file sees what was written
     check_state_store(SqliteStateStore(tmp_path / "s.db"))
-    assert SqliteStateStore(tmp_path / "s.db").policy_memory("c", "p") == {"n": 2}
+    assert SqliteStateStore(tmp_path / "s.db").policy_memory("c", "p") == {"n": 3}  # the write-ahead settle saved it last
 
 
 def test_recording_realizer_keeps_the_contract():

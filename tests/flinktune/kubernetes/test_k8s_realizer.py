@@ -135,3 +135,24 @@ def test_kubernetes_realizer_keeps_the_realizer_contract():
         check_realizer(realizer(srv), "ysb", BASE.with_(parallelism=16), Configuration(16, 2, 2.0, 2048, 30))
     with FakeApiServer(running(version="v1_17")) as srv:  # no adaptive scheduler: every change redeploys
         check_realizer(realizer(srv), "ysb", BASE.with_(parallelism=16), Configuration(16, 2, 2.0, 2048, 30), in_place_supported=False)
+
+
+def test_a_job_that_never_becomes_stable_costs_at_most_the_apply_budget():
+    # Before issue 21: 600 s of waiting, then 600 s more for the rollback, inside a 600 s decision interval.
+    clock = ManualClock(0)
+    with FakeApiServer(running(), stable_after=10**9) as srv:
+        r = KubernetesRealizer(srv.api(), "flink", VIDS, clock=clock, sleep=clock.advance, poll_s=5.0, budget_s=480.0)
+        res = r.apply("ysb", BASE.with_(parallelism=12))
+        assert res.mode is ReconfigMode.ROLLED_BACK and not res.changed
+        assert clock.now() <= 480.0 and res.downtime_s <= 480.0
+        assert config_from_object(srv.obj, VIDS) == BASE and len(srv.patches) == 2
+
+
+def test_make_realizer_bounds_calls_and_the_apply_from_settings():
+    from flinktune.orchestration.cluster import make_realizer
+    from flinktune.settings import Settings
+
+    s = Settings(decision_interval_s=300, timeouts={"kubernetes_request_s": 3.0, "apply_budget_s": 900.0})
+    r = make_realizer("ysb", api=object(), environ={"FLINKTUNE_CLUSTER": "kubernetes", "FLINKTUNE_K8S_NAMESPACE": "flink"},
+                      timeouts=s.timeouts, budget_s=s.timeouts.apply_budget(s.decision_interval_s))
+    assert r.request_timeout_s == 3.0 and r.budget_s == 240.0 and r.stable_timeout_s == 120.0

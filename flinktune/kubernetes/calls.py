@@ -1,0 +1,45 @@
+"""Bounded Kubernetes API calls: a client whose every request has a timeout and bounded retries.
+
+Use :func:`bounded_api` wherever a ``CustomObjectsApi`` is made (:func:`flinktune.orchestration.cluster.kubernetes_api`,
+the tests' local API server), and pass :func:`request_timeout` as ``_request_timeout`` on each call.
+Retries are urllib3's own ``Retry`` on the client's pool: connection errors are retried for every
+verb (nothing was sent), read timeouts and HTTP 5xx only for GET (a PATCH that timed out may have
+landed: the decision loop's write-ahead row and reconciliation settle it, not a blind resend).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from urllib3.util.retry import Retry
+
+__all__ = ["bounded_api", "retry_policy", "request_timeout"]
+
+#: Server answers worth another read: the API server or a proxy in front of it was briefly unavailable.
+_RETRY_STATUS = (500, 502, 503, 504)
+
+
+def retry_policy(retries: int) -> Retry:
+    """The urllib3 retry policy of every Kubernetes request: ``retries`` more tries, short backoff."""
+    if retries < 0:
+        raise ValueError(f"kubernetes retries must be >= 0, got {retries}")
+    return Retry(total=retries, connect=retries, read=retries, status=retries, other=0, status_forcelist=_RETRY_STATUS,
+                 allowed_methods=frozenset({"GET"}), backoff_factor=0.1, raise_on_status=False, respect_retry_after_header=False)  # fmt: skip
+
+
+def request_timeout(seconds: float) -> tuple[float, float]:
+    """The ``_request_timeout`` of one call: (connect, read) seconds."""
+    if not seconds > 0:
+        raise ValueError(f"kubernetes request timeout must be > 0 s, got {seconds}")
+    return (float(seconds), float(seconds))
+
+
+def bounded_api(configuration: Any, *, retries: int) -> Any:
+    """A ``kubernetes.client.CustomObjectsApi`` on ``configuration`` (copied) with :func:`retry_policy`."""
+    import copy
+
+    from kubernetes import client
+
+    cfg = copy.copy(configuration)
+    cfg.retries = retry_policy(retries)
+    return client.CustomObjectsApi(client.ApiClient(cfg))
