@@ -236,7 +236,7 @@ class MemoryStateStore:
         payload = _memory_json(memory)
         row = self._rows[decision_id - 1]
         row.update(zip(("changed", "mode", "downtime_s", "status", "error"), _outcome(result, status, error)))
-        if memory is not None:
+        if memory is not None and payload is not None:
             self._memory[(row["job"], memory[0])] = payload
 
     def policy_memory(self, job: str, policy: str) -> dict[str, Any] | None:
