@@ -96,7 +96,7 @@ class BoundaryGroup(TyperGroup):
                 raise
             # A bad option of a subcommand: one line naming the command, not a usage box.
             text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-            print(f"error: {exc.ctx.command_path}: {one_line(Exception(text))}", file=sys.stderr)  # type: ignore[attr-defined]
+            print(f"error: {exc.ctx.command_path}: {one_line(Exception(text))}", file=sys.stderr)  # type: ignore[attr-defined]  # checked non-None just above
             raise typer.Exit(KNOWN_EXIT) from None
         except Exception as exc:
             if ctx.meta.get("flinktune.debug"):

@@ -81,6 +81,6 @@ def savings(cost: float, baseline_cost: float, hours: float) -> Savings:
     return Savings(saved, float(hours), per_hour, per_hour * HOURS_PER_DAY, per_hour * HOURS_PER_DAY * DAYS_PER_MONTH)
 
 
-def load_prices(**overrides: object) -> PriceList:
+def load_prices(**overrides: Any) -> PriceList:
     """The price list from the environment, with explicit keyword overrides taking precedence."""
-    return PriceList(**overrides)  # type: ignore[arg-type]
+    return PriceList(**overrides)

@@ -9,6 +9,7 @@ Kubernetes and Prometheus adapters take them from Airflow connections or the env
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -79,6 +80,6 @@ class Settings(BaseSettings):
         return self
 
 
-def load_settings(**overrides: object) -> Settings:
+def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment, with explicit keyword overrides taking precedence."""
-    return Settings(**overrides)  # type: ignore[arg-type]
+    return Settings(**overrides)

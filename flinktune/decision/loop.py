@@ -29,7 +29,7 @@ from flinktune.clock import Clock
 from flinktune.decision.decision import Action, Decision, JobState
 from flinktune.decision.guard import GuardRules, SafetyGuard
 from flinktune.decision.stages import (
-    ForecastProvider, MetricsSource, ModelProvider, Policy, PolicyContext, PolicyMemory, Profiler, RealizeResult, Realizer,
+    ForecastProvider, MetricsSource, ModelProvider, Policy, PolicyContext, PolicyMemory, Profiler, RealizeResult, Realizer, StateStore,
 )
 from flinktune.decision.reconfig import ReconfigMode, same_shape
 from flinktune.decision.store import UNSETTLED
@@ -110,7 +110,7 @@ class DecisionLoop:
     realizer: Realizer
     policy: Policy
     guard: SafetyGuard
-    store: object  # StateStore (record_decision, record_forecast)
+    store: StateStore
     clock: Clock
     forecaster: ForecastProvider | None = None
     models: ModelProvider | None = None
@@ -162,12 +162,12 @@ class DecisionLoop:
                 try:
                     self.profiler.profile(list(decision.profile_configs), rate, now)
                 except Exception as exc:  # the row first, then the failure goes on to the task
-                    self.store.record_decision(s.job, now, state, decision, None, memory=memory, status="failed",  # type: ignore[attr-defined]
+                    self.store.record_decision(s.job, now, state, decision, None, memory=memory, status="failed",
                                                error=f"profiling failed: {_one_line(exc)}")  # fmt: skip
                     raise
                 if self.models is not None:
                     self.models.refresh()
-            decision_id = self.store.record_decision(s.job, now, state, decision, result, dry_run=s.dry_run, memory=memory)  # type: ignore[attr-defined]
+            decision_id = self.store.record_decision(s.job, now, state, decision, result, dry_run=s.dry_run, memory=memory)
         if ctx.forecast is not None and decision.inputs.get("planned_rate") is not None and hasattr(self.store, "record_forecast"):
             self.store.record_forecast(s.job, now, ctx.forecast.model, float(decision.inputs["planned_rate"]), ctx.forecast.to_frame())
         outcome = StepOutcome(state, decision, result, decision_id)
@@ -178,7 +178,7 @@ class DecisionLoop:
         """Write the change ahead, apply it, settle the row: applied, rolled back or failed with the error."""
         job, target = self.settings.job, decision.target
         assert target is not None  # only reconfigure decisions with a target come here
-        decision_id = self.store.record_decision(job, now, state, decision, None, status="intended")  # type: ignore[attr-defined]
+        decision_id = self.store.record_decision(job, now, state, decision, None, status="intended")
         error: str | None = None
         try:
             result = self.realizer.apply(job, target)
@@ -197,7 +197,7 @@ class DecisionLoop:
             self.guard.record(now, state, target)
         elif status in ("failed", "rolled-back"):
             self.guard.record_attempt(now, state, target)
-        self.store.update_decision(decision_id, result, status=status, error=error, memory=memory)  # type: ignore[attr-defined]
+        self.store.update_decision(decision_id, result, status=status, error=error, memory=memory)
         if error:
             log.warning("%s @%.0f %s", job, now, error)
         return decision_id, result
@@ -207,7 +207,7 @@ class DecisionLoop:
         change left ``intended`` or ``failed`` by the cluster's answer, and record any other
         difference as a ``reconciled`` row (it counts as a change for the guard). Returns what it
         recorded, None when store and cluster agreed."""
-        rows = self.store.decisions(self.settings.job, limit=1)  # type: ignore[attr-defined]
+        rows = self.store.decisions(self.settings.job, limit=1)
         if rows.empty:
             return None
         row = rows.iloc[-1]
@@ -221,14 +221,14 @@ class DecisionLoop:
             if current == target:
                 note = f"{why}; reconciled at t={now:.0f}: the cluster runs the target, so the change landed"
                 mode = ReconfigMode.IN_PLACE if same_shape(before, target) else ReconfigMode.REDEPLOY
-                self.store.update_decision(int(row.id), RealizeResult(True, mode, 0.0, note), status="applied", error=note)  # type: ignore[attr-defined]
+                self.store.update_decision(int(row.id), RealizeResult(True, mode, 0.0, note), status="applied", error=note)
                 return note
             if current == before:
                 if status == "intended":
                     note = f"{why}; reconciled at t={now:.0f}: the cluster still runs {before.describe()}"
-                    self.store.update_decision(int(row.id), None, status="failed", error=note)  # type: ignore[attr-defined]
+                    self.store.update_decision(int(row.id), None, status="failed", error=note)
                 return note
-            self.store.update_decision(int(row.id), None, status="failed",  # type: ignore[attr-defined]
+            self.store.update_decision(int(row.id), None, status="failed",
                                        error=f"{why}; reconciled at t={now:.0f}: the cluster runs neither the target nor the configuration before")  # fmt: skip
             expected = before
         else:
@@ -238,7 +238,7 @@ class DecisionLoop:
         reason = (f"reconciled: the cluster runs {current.describe()} but the store's last record (decision {row.id}, "
                   f"{status or 'recorded'}) says {expected.describe()}; recorded the difference, counted as a change")  # fmt: skip
         before_state = replace(state, config=expected)
-        self.store.record_decision(self.settings.job, now, before_state,  # type: ignore[attr-defined]
+        self.store.record_decision(self.settings.job, now, before_state,
                                    Decision(Action.KEEP, reason, "reconcile", target=current,
                                             inputs={"expected": expected.to_dict(), "observed": current.to_dict(), "decision_id": int(row.id)}),
                                    None, status="reconciled", error=reason)  # fmt: skip
@@ -249,14 +249,14 @@ class DecisionLoop:
     def _hold_blind(self, now: float, problem: str) -> StepOutcome:
         """A hold recorded without the cluster's answer, on the configuration the store last knew."""
         s = self.settings
-        rows = self.store.decisions(s.job, limit=1)  # type: ignore[attr-defined]
+        rows = self.store.decisions(s.job, limit=1)
         if rows.empty:
             raise ClusterUnreadable(f"job {s.job!r}: {problem}; nothing is stored yet to hold on")
         nan = math.nan
         state = JobState(s.job, now, _expected(rows.iloc[-1]), False, nan, nan, nan, nan, nan, nan, nan, nan, nan, s.window_s,
                          fresh=False, problems=(problem,))  # fmt: skip
         decision = self.guard.review(Decision.keep("guard", f"hold: {problem}"), state, now)
-        decision_id = self.store.record_decision(s.job, now, state, decision, None, dry_run=s.dry_run, error=problem)  # type: ignore[attr-defined]
+        decision_id = self.store.record_decision(s.job, now, state, decision, None, dry_run=s.dry_run, error=problem)
         outcome = StepOutcome(state, decision, None, decision_id)
         log.warning("%s @%.0f %s", s.job, now, outcome.line())
         return outcome
@@ -268,7 +268,7 @@ def build_decision_loop(
     *,
     policy: Policy,
     space: ConfigSpace,
-    store: object,
+    store: StateStore,
     guard_rules: GuardRules | None = None,
     forecaster: ForecastProvider | None = None,
     models: ModelProvider | None = None,
@@ -280,10 +280,10 @@ def build_decision_loop(
     one stopped. ``space`` bounds the guard; ``forecaster`` and ``models`` are None for policies
     that need no models (the loop then gives the policy none).
     """
-    history = store.decisions(settings.job)  # type: ignore[attr-defined]
+    history = store.decisions(settings.job)
     guard = SafetyGuard(space, settings.latency_target_ms, guard_rules or GuardRules()).restore(history)
     if isinstance(policy, PolicyMemory):
-        memory = store.policy_memory(settings.job, policy.name)  # type: ignore[attr-defined]
+        memory = store.policy_memory(settings.job, policy.name)
         if memory is not None:
             policy.restore_memory(memory)
     return DecisionLoop(settings, backend.source, backend.realizer, policy, guard, store, backend.clock,

@@ -171,7 +171,8 @@ class StateStore(Protocol):
     """Durable record of decisions and their outcomes, and of the policy memory saved with them."""
 
     def record_decision(self, job: str, ts: float, state: JobState, decision: Decision, result: RealizeResult | None, *,
-                        dry_run: bool = False, memory: tuple[str, dict[str, Any]] | None = None) -> int: ...  # fmt: skip
+                        dry_run: bool = False, memory: tuple[str, dict[str, Any]] | None = None, status: str | None = None,
+                        error: str | None = None) -> int: ...  # fmt: skip
 
     def update_decision(self, decision_id: int, result: RealizeResult | None, *, status: str, error: str | None = None,
                         memory: tuple[str, dict[str, Any]] | None = None) -> None: ...  # fmt: skip

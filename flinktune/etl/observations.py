@@ -20,7 +20,7 @@ __all__ = ["validate_observations", "quarantine_root"]
 
 def quarantine_root(settings: Settings) -> Path:
     """The folder whose ``<dataset>/<batch_id>`` children hold quarantined batches."""
-    return Lake(settings.lake_dir).quarantine_root  # type: ignore[arg-type]
+    return Lake(settings.lake_dir).quarantine_root  # type: ignore[arg-type]  # lake_dir is filled by Settings' validator
 
 
 def validate_observations(df: Any, settings: Settings, batch_id: str, *, clock: Clock | None = None) -> ValidationOutcome:

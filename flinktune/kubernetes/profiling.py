@@ -208,7 +208,7 @@ def measure_row(
     return {
         "job": base_job, "run_id": f"{job}-{start_ms // 1000}", "ts_ms": int(start_ms),
         **{k: getattr(config, k) for k in ("parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s")},
-        "input_rate": float(workload.mean()) if not workload.empty else float(rate),  # type: ignore[arg-type]
+        "input_rate": float(workload.mean()) if not workload.empty else float(rate),  # type: ignore[arg-type]  # rate is not None here: checked with workload.empty above
         **{k: float(s.dropna().mean()) for k, s in series.items()},
         "recovery_s": math.nan,  # no failure injection on a shared cluster
     }  # fmt: skip

@@ -350,7 +350,7 @@ class FlinktunePolicy:
     def _first_shape(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
         covered = float(context.extras.get("profiled_max_rate", 0.0))
         if planned > covered * self.profile_margin:
-            configs = propose_profiling(context.surrogate, self.space, planned, context, self.profile_batch, state.config)  # type: ignore[arg-type]
+            configs = propose_profiling(context.surrogate, self.space, planned, context, self.profile_batch, state.config)  # type: ignore[arg-type]  # surrogate checked not None at the top of decide()
             return Decision(
                 Action.PROFILE,
                 f"planned rate {planned:,.0f} rec/s ({why}) is beyond what profiling covered (up to {covered:,.0f} rec/s): "
@@ -382,9 +382,9 @@ class FlinktunePolicy:
         args = (context.surrogate, self.space)
         goals = (context.latency_target_ms, context.recovery_limit_s, self._candidates())
         factors = [1.0] + [f for f in self.range_factors if f != 1.0]
-        by_rate = [score_candidates(*args, planned * f, *goals) for f in factors]  # type: ignore[arg-type]
+        by_rate = [score_candidates(*args, planned * f, *goals) for f in factors]  # type: ignore[arg-type]  # surrogate checked not None at the top of decide()
         scores = by_rate[0]
-        grown = score_candidates(*args, planned * self.growth, *goals)  # type: ignore[arg-type]
+        grown = score_candidates(*args, planned * self.growth, *goals)  # type: ignore[arg-type]  # surrogate checked not None at the top of decide()
         roomy = self._roomy(context.surrogate, scores)
         best = self.choose_shape(by_rate, grown, roomy)
         if best is None and self.shape is None:

@@ -102,7 +102,7 @@ def rank_shapes(space: ConfigSpace, shapes: list[Shape], capacities: ShapeCapaci
     if not sized:
         return []
     configs = [c for _, c, _, _, _ in sized] + ([reference] if reference is not None else [])
-    scores = score_candidates(context.surrogate, space, rate, context.latency_target_ms, context.recovery_limit_s, configs)  # type: ignore[arg-type]
+    scores = score_candidates(context.surrogate, space, rate, context.latency_target_ms, context.recovery_limit_s, configs)  # type: ignore[arg-type]  # callers pass a context with a surrogate (decide() checks it)
     floor = shape_check * float(scores.p_feasible[-1]) if reference is not None else 0.0
     out = [SizedShape(shape, cfg, cap, relative_cost(cfg, space), float(scores.p_feasible[k]), grows, measured)
            for k, (shape, cfg, cap, grows, measured) in enumerate(sized) if scores.p_feasible[k] >= floor]  # fmt: skip

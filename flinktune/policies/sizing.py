@@ -68,7 +68,7 @@ def size_in_shape(space: ConfigSpace, shape: Shape, capacities: ShapeCapacities,
             if rate <= utilization * cap:
                 return c, f"{what} capacity {cap:,.0f} rec/s at p{c.parallelism} (utilization {rate / cap:.0%})", True
     else:
-        sc = score_candidates(context.surrogate, space, rate, context.latency_target_ms, context.recovery_limit_s, cands)  # type: ignore[arg-type]
+        sc = score_candidates(context.surrogate, space, rate, context.latency_target_ms, context.recovery_limit_s, cands)  # type: ignore[arg-type]  # callers pass a context with a surrogate (decide() checks it)
         ok = np.flatnonzero(sc.p_feasible >= confidence)
         if ok.size:
             return cands[int(ok[0])], f"surrogate prior ({sc.summary(int(ok[0]))})", True

@@ -77,8 +77,8 @@ def oracle_schedule(
         "peak_rate": rates,
         "config": chosen,
         **{k: [getattr(c, k) for c in chosen] for k in KNOBS},
-        "total_cpu": [c.total_cpu for c in chosen],  # type: ignore[union-attr]
-        "total_memory_mb": [c.total_memory_mb for c in chosen],  # type: ignore[union-attr]
+        "total_cpu": [c.total_cpu for c in chosen],  # type: ignore[union-attr]  # every slot is set above (open ones get the maximum)
+        "total_memory_mb": [c.total_memory_mb for c in chosen],  # type: ignore[union-attr]  # every slot is set above (open ones get the maximum)
         "latency_ms": chosen_lat,
         "recovery_s": chosen_rec,
         "feasible": feasible,
