@@ -6,7 +6,7 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export PYSPARK_PYTHON := $(CURDIR)/$(VENV)/bin/python
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: bootstrap demo test test-fast clean
+.PHONY: bootstrap demo test test-fast lint clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh
@@ -16,6 +16,12 @@ demo: bootstrap
 
 test: bootstrap
 	@$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# ruff (format and lint) and mypy on flinktune/ (settings in pyproject.toml); .ci/run runs it before the tests.
+lint: bootstrap
+	@$(VENV)/bin/ruff format --check flinktune
+	@$(VENV)/bin/ruff check flinktune
+	@$(VENV)/bin/mypy
 
 test-fast: bootstrap
 	@$(VENV)/bin/python -m pytest -m "not slow and not e2e and not airflow and not spark" $(PYTEST_ARGS)

@@ -11,11 +11,11 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import time
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import typer
 
@@ -24,15 +24,19 @@ from flinktune.job_name import JobNameError, job_name
 
 __all__ = ["app"]
 
-app = typer.Typer(cls=BoundaryGroup, add_completion=False, no_args_is_help=True,
-                  help="Keep Flink jobs near their cheapest safe configuration.")
+app = typer.Typer(
+    cls=BoundaryGroup, add_completion=False, no_args_is_help=True, help="Keep Flink jobs near their cheapest safe configuration."
+)
 
 
 @app.callback()
-def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show the traceback of an unexpected error.")) -> None:
+def _root(
+    ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show the traceback of an unexpected error.")
+) -> None:
     """Keep Flink jobs near their cheapest safe configuration."""
     # An error in any subcommand is one line and exit code 2 (flinktune.entry); --debug keeps tracebacks.
     ctx.meta["flinktune.debug"] = debug
+
 
 DEMO_MARKER = ".flinktune-demo"
 
@@ -80,15 +84,17 @@ def _out_dir(path: Path, option: str = "--out") -> Path:
 
 DEFAULT_VAR_DIR = Path("var")
 DEMO_VAR_DIR = DEFAULT_VAR_DIR / "demo"
-VAR_DIR_HELP = ("State folder (lake, models, decisions, reports). Default: $FLINKTUNE_VAR_DIR, else var/ when it holds "
-                "state, else the demo's var/demo after `make demo`.")
+VAR_DIR_HELP = (
+    "State folder (lake, models, decisions, reports). Default: $FLINKTUNE_VAR_DIR, else var/ when it holds "
+    "state, else the demo's var/demo after `make demo`."
+)
 
 
 def _has_state(folder: Path) -> bool:
     return any((folder / name).exists() for name in ("state", "lake", "twin"))
 
 
-def _state_dir(var_dir: Optional[Path]) -> Path:
+def _state_dir(var_dir: Path | None) -> Path:
     """The state folder a step command works in: ``--var-dir``, ``$FLINKTUNE_VAR_DIR``, ``var/``, or the demo's folder.
 
     Refuses (before anything is written) when the folder is missing or holds no flinktune state.
@@ -106,7 +112,9 @@ def _state_dir(var_dir: Optional[Path]) -> Path:
     if not var_dir.is_dir():
         _fail(f"{option} {var_dir}: no such folder; run `make demo` first or pass --var-dir")
     if not _has_state(var_dir):
-        _fail(f"{option} {var_dir}: holds no flinktune state (no state/, lake/ or twin/); run `make demo` first or pass --var-dir")
+        _fail(
+            f"{option} {var_dir}: holds no flinktune state (no state/, lake/ or twin/); run `make demo` first or pass --var-dir"
+        )
     return var_dir
 
 
@@ -147,8 +155,15 @@ def _fresh_demo_dir(var_dir: Path) -> None:
 @app.command()
 def demo(
     workload: Workload = typer.Option(Workload.ysb, help="Built-in trace shape for the twin (ignored with --trace-file)."),
-    trace_file: Optional[Path] = typer.Option(None, help="CSV trace (timestamp,value or timestamp|value) instead of a built-in one."),
-    history_hours: float = typer.Option(6.0, min=3.0, max=24.0, help="Hours of history the models learn from (at least 3: the forecaster trains on 100 minutes and backtests on the rest)."),
+    trace_file: Path | None = typer.Option(
+        None, help="CSV trace (timestamp,value or timestamp|value) instead of a built-in one."
+    ),
+    history_hours: float = typer.Option(
+        6.0,
+        min=3.0,
+        max=24.0,
+        help="Hours of history the models learn from (at least 3: the forecaster trains on 100 minutes and backtests on the rest).",
+    ),
     tuned_hours: float = typer.Option(4.0, min=0.5, max=18.0, help="Hours the tuner then runs the job for."),
     policy: PolicyName = typer.Option(PolicyName.flinktune, help="Policy that decides during the tuned hours."),
     seed: int = typer.Option(7, help="Seed of the trace, the twin's noise and failures."),
@@ -167,7 +182,9 @@ def demo(
         need = (history_hours + tuned_hours) * 3600 + 600
         have = (trace.index[-1] - trace.index[0]).total_seconds()
         if have < need:
-            _fail(f"{trace_file}: trace covers {have / 3600:.1f} h but the demo needs {need / 3600:.1f} h (history + tuned + 10 min)")
+            _fail(
+                f"{trace_file}: trace covers {have / 3600:.1f} h but the demo needs {need / 3600:.1f} h (history + tuned + 10 min)"
+            )
         trace_file = trace_file.resolve()
 
     var_dir = var_dir.resolve()
@@ -177,8 +194,16 @@ def demo(
     t0 = time.monotonic()
     ticks = max(1, int(round(tuned_hours * 3600 / 600)))
     conf_common: dict[str, Any] = {"job": job}
-    ingest = ("flinktune_ingest", {**conf_common, "workload": workload.value, "hours": history_hours, "seed": seed,
-                                   "trace_file": str(trace_file) if trace_file else ""})
+    ingest = (
+        "flinktune_ingest",
+        {
+            **conf_common,
+            "workload": workload.value,
+            "hours": history_hours,
+            "seed": seed,
+            "trace_file": str(trace_file) if trace_file else "",
+        },
+    )
     learn_and_decide = [
         ("flinktune_train", conf_common),
         ("flinktune_decide", {**conf_common, "policy": policy.value, "dry_run": False, "ticks": ticks}),
@@ -188,10 +213,14 @@ def demo(
         first = run_pipeline([ingest, *learn_and_decide], var_dir=var_dir, env=env)
         # The decision task wrote the tuned period's raw metrics: curate just that period, then report.
         tuned_from = int(first[0]["returns"]["simulate"]["end_ms"])
-        run_pipeline([
-            ("flinktune_ingest", {**conf_common, "metrics_source": "lake", "start_ms": tuned_from}),
-            ("flinktune_report", conf_common),
-        ], var_dir=var_dir, env=env)
+        run_pipeline(
+            [
+                ("flinktune_ingest", {**conf_common, "metrics_source": "lake", "start_ms": tuned_from}),
+                ("flinktune_report", conf_common),
+            ],
+            var_dir=var_dir,
+            env=env,
+        )
     except Exception as exc:
         _fail(str(exc))
     reports = sorted(Path(var_dir, "reports").glob("*/report.md"), key=lambda p: p.stat().st_mtime)
@@ -215,7 +244,7 @@ def decide(
     ticks: int = typer.Option(1, min=1, max=500, help="Decision intervals to run (the twin advances one interval per tick)."),
     policy: PolicyName = typer.Option(PolicyName.flinktune),
     dry_run: bool = typer.Option(False, help="Decide and record, but change nothing."),
-    var_dir: Optional[Path] = typer.Option(None, help=VAR_DIR_HELP),
+    var_dir: Path | None = typer.Option(None, help=VAR_DIR_HELP),
 ) -> None:
     """Run the decision task for a job (state in --var-dir; other FLINKTUNE_* settings from the environment)."""
     job = _job(job)
@@ -231,7 +260,7 @@ def decide(
 @app.command()
 def report(
     job: str = typer.Option(..., help="Job name."),
-    var_dir: Optional[Path] = typer.Option(None, help=VAR_DIR_HELP),
+    var_dir: Path | None = typer.Option(None, help=VAR_DIR_HELP),
 ) -> None:
     """Write the report of a job and print its path."""
     job = _job(job)
@@ -251,41 +280,76 @@ def replay(
     hours: float = typer.Option(18.0, min=0.5, max=48.0, help="Hours of trace to replay."),
     failures: str = typer.Option("every:45m", help="Failure schedule: none, every:<N>m, random:<N>/h."),
     seed: int = typer.Option(7, help="Seed of the trace, noise and failures."),
-    out: Optional[Path] = typer.Option(None, help="Folder for the table (Markdown, JSON) and plots; default <var-dir>/replay."),
-    forecaster: str = typer.Option("peak", help="Forecaster of the model-based policies: peak (the direct peak model, default), naive (seasonal naive, instant) or darts (a small TiDE)."),
+    out: Path | None = typer.Option(None, help="Folder for the table (Markdown, JSON) and plots; default <var-dir>/replay."),
+    forecaster: str = typer.Option(
+        "peak",
+        help="Forecaster of the model-based policies: peak (the direct peak model, default), naive (seasonal naive, instant) or darts (a small TiDE).",
+    ),
     workers: int = typer.Option(2, min=1, max=8, help="Policies replayed in parallel processes."),
-    profile: Optional[str] = typer.Option(None, help="Cluster profile: ysb, tsw, ads (calibrated on Demeter's real ADS runs) or a profile YAML (default: the trace's built-in one)."),
-    latency_target_ms: float = typer.Option(1000.0, min=1.0, help="The policies' and the guard's latency goal, ms (ads: its idle latency is about 1.1 s; Demeter's boundary there is 2369 ms)."),
-    var_dir: Path = typer.Option(DEFAULT_VAR_DIR, help="State folder; the results go under <var-dir>/replay unless --out says otherwise."),
+    profile: str | None = typer.Option(
+        None,
+        help="Cluster profile: ysb, tsw, ads (calibrated on Demeter's real ADS runs) or a profile YAML (default: the trace's built-in one).",
+    ),
+    latency_target_ms: float = typer.Option(
+        1000.0,
+        min=1.0,
+        help="The policies' and the guard's latency goal, ms (ads: its idle latency is about 1.1 s; Demeter's boundary there is 2369 ms).",
+    ),
+    var_dir: Path = typer.Option(
+        DEFAULT_VAR_DIR, help="State folder; the results go under <var-dir>/replay unless --out says otherwise."
+    ),
 ) -> None:
     """Replay every policy on the same trace, seed and failures; write the comparison table."""
     from flinktune.replay import cli_replay
 
     out = _out_dir(out, "--out") if out is not None else _out_dir(var_dir / "replay", "--var-dir")
     try:
-        result = cli_replay(trace, policies, hours, failures, seed, out, forecaster=forecaster, workers=workers, profile=profile,
-                            latency_target_ms=latency_target_ms)
+        result = cli_replay(
+            trace,
+            policies,
+            hours,
+            failures,
+            seed,
+            out,
+            forecaster=forecaster,
+            workers=workers,
+            profile=profile,
+            latency_target_ms=latency_target_ms,
+        )
     except (FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
     typer.echo(json.dumps(result, default=str, indent=2) if not isinstance(result, str) else result)
 
 
-twin_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The twin: calibrate it from observations, predict with it.")
+twin_app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="The twin: calibrate it from observations, predict with it."
+)
 app.add_typer(twin_app, name="twin")
 
 
 @twin_app.command("calibrate")
 def twin_calibrate(
-    observations: Path = typer.Option(..., exists=True, dir_okay=False, help="CSV of profiling runs (parallelism, task_slots, cpu, memory_mb, checkpoint_interval_s, input_rate, throughput, latency_ms, recovery_s)."),
+    observations: Path = typer.Option(
+        ...,
+        exists=True,
+        dir_okay=False,
+        help="CSV of profiling runs (parallelism, task_slots, cpu, memory_mb, checkpoint_interval_s, input_rate, throughput, latency_ms, recovery_s).",
+    ),
     out: Path = typer.Option(..., help="Where to write the calibrated cluster profile (YAML)."),
-    profile: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, help="Starting profile (default: the built-in one)."),
+    profile: Path | None = typer.Option(None, exists=True, dir_okay=False, help="Starting profile (default: the built-in one)."),
     workload: Workload = typer.Option(Workload.ysb, help="Built-in job shape of the starting profile (without --profile)."),
     holdout: float = typer.Option(0.25, min=0.0, max=0.9, help="Share of runs held out to score the fit."),
     seed: int = typer.Option(0, help="Seed of the held-out split."),
     duration_s: int = typer.Option(300, min=30, help="Length of the profiling runs, seconds."),
-    group_by: Optional[str] = typer.Option(None, help="Column naming each real run (e.g. run): fit the grey-box twin and score it leave-one-group-out."),
-    recovery_cap_s: float = typer.Option(360.0, min=1.0, help="The profiler's recovery cap (with --group-by): a recovery at or above it did not recover."),
-    max_nfev: int = typer.Option(60, min=1, help="Model evaluations per mechanism-fit stage (with --group-by; lower: faster, coarser)."),
+    group_by: str | None = typer.Option(
+        None, help="Column naming each real run (e.g. run): fit the grey-box twin and score it leave-one-group-out."
+    ),
+    recovery_cap_s: float = typer.Option(
+        360.0, min=1.0, help="The profiler's recovery cap (with --group-by): a recovery at or above it did not recover."
+    ),
+    max_nfev: int = typer.Option(
+        60, min=1, help="Model evaluations per mechanism-fit stage (with --group-by; lower: faster, coarser)."
+    ),
 ) -> None:
     """Fit the twin's parameters to profiling observations and report the held-out error.
 
@@ -306,12 +370,23 @@ def twin_calibrate(
     except (CalibrationError, ProfileError) as exc:
         _fail(str(exc))
     typer.echo(result.summary())
-    typer.echo(json.dumps({"profile": str(out), "params": result.params, "train": result.train, "holdout": result.holdout}, default=float))
+    typer.echo(
+        json.dumps(
+            {"profile": str(out), "params": result.params, "train": result.train, "holdout": result.holdout}, default=float
+        )
+    )
 
 
 def _twin_calibrate_grey_box(
-    observations: Path, out: Path, profile: Optional[Path], workload: "Workload", group_by: str, cap: float, duration_s: int, max_nfev: int,
-) -> None:  # fmt: skip
+    observations: Path,
+    out: Path,
+    profile: Path | None,
+    workload: Workload,
+    group_by: str,
+    cap: float,
+    duration_s: int,
+    max_nfev: int,
+) -> None:
     import pandas as pd
 
     from flinktune.twin.calibration import CalibrationError
@@ -330,16 +405,28 @@ def _twin_calibrate_grey_box(
     whole = twin.save(Path(f"{out}.greybox.joblib"))
     typer.echo(folds.round(4).to_string(index=False))
     mean = folds.drop(columns=[group_by]).mean().to_dict()
-    typer.echo(json.dumps({"profile": str(out), "grey_box": str(whole), "params": twin.params, "leave_one_out_mean": mean, "notes": twin.notes}, default=float))
+    typer.echo(
+        json.dumps(
+            {"profile": str(out), "grey_box": str(whole), "params": twin.params, "leave_one_out_mean": mean, "notes": twin.notes},
+            default=float,
+        )
+    )
 
 
 @twin_app.command("predict")
 def twin_predict(
-    table: Path = typer.Option(..., "--input", exists=True, dir_okay=False, help="CSV of configurations and rates (knob columns + input_rate)."),
-    profile: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, help="Cluster profile (default: the built-in one)."),
+    table: Path = typer.Option(
+        ..., "--input", exists=True, dir_okay=False, help="CSV of configurations and rates (knob columns + input_rate)."
+    ),
+    profile: Path | None = typer.Option(None, exists=True, dir_okay=False, help="Cluster profile (default: the built-in one)."),
     workload: Workload = typer.Option(Workload.ysb, help="Built-in job shape (without --profile)."),
-    out: Optional[Path] = typer.Option(None, help="Write the predictions here (CSV) instead of printing them."),
-    grey_box: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, help="A grey-box twin (<profile>.greybox.joblib from calibrate --group-by): mechanism + correction with uncertainty."),
+    out: Path | None = typer.Option(None, help="Write the predictions here (CSV) instead of printing them."),
+    grey_box: Path | None = typer.Option(
+        None,
+        exists=True,
+        dir_okay=False,
+        help="A grey-box twin (<profile>.greybox.joblib from calibrate --group-by): mechanism + correction with uncertainty.",
+    ),
 ) -> None:
     """Predict throughput, p95 latency, recovery time and CPU for each row."""
     from flinktune.twin.calibration import CalibrationError, predict_table, read_observations
@@ -362,12 +449,14 @@ def twin_predict(
         typer.echo(pred.to_csv(index=False))
 
 
-local_app = typer.Typer(add_completion=False, no_args_is_help=True, help="A standalone Flink cluster on 127.0.0.1 (bundled with apache-flink).")
+local_app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="A standalone Flink cluster on 127.0.0.1 (bundled with apache-flink)."
+)
 app.add_typer(local_app, name="local-flink")
 _LOCAL_STATE_HELP = "State folder (config, logs, PIDs, checkpoints); default <var-dir>/localflink/cluster."
 
 
-def _local_state(state_dir: Optional[Path], var_dir: Path) -> Path:
+def _local_state(state_dir: Path | None, var_dir: Path) -> Path:
     return state_dir if state_dir is not None else var_dir / "localflink" / "cluster"
 
 
@@ -382,25 +471,35 @@ def _local(call, *args, **kwargs) -> None:
 
 @local_app.command("up")
 def local_up(
-    state_dir: Optional[Path] = typer.Option(None, help=_LOCAL_STATE_HELP),
+    state_dir: Path | None = typer.Option(None, help=_LOCAL_STATE_HELP),
     var_dir: Path = typer.Option(DEFAULT_VAR_DIR, help="State folder of flinktune."),
     rest_port: int = typer.Option(8081, min=1024, max=65535),
     rpc_port: int = typer.Option(6123, min=1024, max=65535),
     taskmanagers: int = typer.Option(1, min=1, max=8),
     slots: int = typer.Option(2, min=1, max=8, help="Task slots per TaskManager."),
     tm_memory_mb: int = typer.Option(1536, min=768, help="Process memory per TaskManager, MB."),
-    flink_home: Optional[Path] = typer.Option(None, help="Flink distribution (default: the one in .venv-flink, see scripts/setup_local_flink.sh)."),
+    flink_home: Path | None = typer.Option(
+        None, help="Flink distribution (default: the one in .venv-flink, see scripts/setup_local_flink.sh)."
+    ),
 ) -> None:
     """Start the cluster and wait until its slots are registered."""
     from flinktune.localflink import cli_up
 
-    _local(cli_up, _local_state(state_dir, var_dir), rest_port=rest_port, rpc_port=rpc_port, taskmanagers=taskmanagers, slots=slots,
-           tm_memory_mb=tm_memory_mb, flink_home=flink_home)
+    _local(
+        cli_up,
+        _local_state(state_dir, var_dir),
+        rest_port=rest_port,
+        rpc_port=rpc_port,
+        taskmanagers=taskmanagers,
+        slots=slots,
+        tm_memory_mb=tm_memory_mb,
+        flink_home=flink_home,
+    )
 
 
 @local_app.command("down")
 def local_down(
-    state_dir: Optional[Path] = typer.Option(None, help=_LOCAL_STATE_HELP),
+    state_dir: Path | None = typer.Option(None, help=_LOCAL_STATE_HELP),
     var_dir: Path = typer.Option(DEFAULT_VAR_DIR, help="State folder of flinktune."),
 ) -> None:
     """Stop every process of the cluster by PID."""
@@ -411,7 +510,7 @@ def local_down(
 
 @local_app.command("status")
 def local_status(
-    state_dir: Optional[Path] = typer.Option(None, help=_LOCAL_STATE_HELP),
+    state_dir: Path | None = typer.Option(None, help=_LOCAL_STATE_HELP),
     var_dir: Path = typer.Option(DEFAULT_VAR_DIR, help="State folder of flinktune."),
 ) -> None:
     """PIDs, liveness and Flink's overview."""
@@ -420,15 +519,19 @@ def local_status(
     _local(cli_status, _local_state(state_dir, var_dir))
 
 
-fleet_app = typer.Typer(add_completion=False, no_args_is_help=True, help="The jobs flinktune manages (a fleet file or labelled FlinkDeployments).")
+fleet_app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="The jobs flinktune manages (a fleet file or labelled FlinkDeployments)."
+)
 app.add_typer(fleet_app, name="fleet")
 
 
 @fleet_app.command("list")
 def fleet_list(
-    file: Optional[Path] = typer.Option(None, "--file", help="A fleet.yaml (the twin's fleet; format in flinktune/fleet/registry.py)."),
+    file: Path | None = typer.Option(
+        None, "--file", help="A fleet.yaml (the twin's fleet; format in flinktune/fleet/registry.py)."
+    ),
     kubernetes: bool = typer.Option(False, "--kubernetes", help="Discover FlinkDeployments labelled flinktune.io/managed=true."),
-    namespace: Optional[str] = typer.Option(None, help="With --kubernetes: one namespace (default: every namespace)."),
+    namespace: str | None = typer.Option(None, help="With --kubernetes: one namespace (default: every namespace)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per job instead of a table."),
 ) -> None:
     """Every job of the fleet, its settings, and whether it is managed or held (and why)."""
@@ -446,8 +549,12 @@ def fleet_list(
     except FleetError as exc:
         _fail(str(exc))
     rows = [
-        {"job": e.name, "state": "managed" if e.managed else "held", **(e.settings.model_dump(exclude={"name"}) if e.settings else {}),
-         "why": e.held or ""}
+        {
+            "job": e.name,
+            "state": "managed" if e.managed else "held",
+            **(e.settings.model_dump(exclude={"name"}) if e.settings else {}),
+            "why": e.held or "",
+        }
         for e in fleet.entries
     ]
     if as_json:
@@ -460,8 +567,10 @@ def fleet_list(
         if s is None:
             typer.echo(f"{e.name:<24} {'held':<8} {'':<10} {'':>14} {'':>14} {'':>7}  {e.held}")
         else:
-            typer.echo(f"{s.name:<24} {'managed':<8} {s.policy:<10} {s.latency_target_ms:>11,.0f} ms {s.recovery_limit_s:>12,.0f} s "
-                       f"{'yes' if s.dry_run else 'no':>7}")
+            typer.echo(
+                f"{s.name:<24} {'managed':<8} {s.policy:<10} {s.latency_target_ms:>11,.0f} ms {s.recovery_limit_s:>12,.0f} s "
+                f"{'yes' if s.dry_run else 'no':>7}"
+            )
     typer.echo(f"{len(fleet.managed())} managed, {len(fleet.held())} held")
 
 

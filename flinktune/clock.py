@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-__all__ = ["Clock", "SystemClock", "ManualClock"]
+__all__ = ["Clock", "ManualClock", "SystemClock"]
 
 
 class Clock(Protocol):

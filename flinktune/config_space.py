@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import yaml
@@ -23,9 +24,9 @@ from flinktune.limits import MAX_PARALLELISM, LimitError, check_int, check_knobs
 
 __all__ = [
     "KNOBS",
-    "Configuration",
-    "ConfigSpace",
     "ConfigError",
+    "ConfigSpace",
+    "Configuration",
     "default_space",
     "spread_design",
 ]
@@ -86,7 +87,7 @@ class Configuration:
         """Per-vertex parallelism overrides as a dict (empty when none)."""
         return dict(self.vertex_parallelism)
 
-    def with_(self, **changes: Any) -> "Configuration":
+    def with_(self, **changes: Any) -> Configuration:
         """A copy with some knobs changed (``vertex_parallelism`` may be a dict)."""
         vp = changes.get("vertex_parallelism")
         if isinstance(vp, Mapping):
@@ -105,7 +106,7 @@ class Configuration:
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, where: str = "configuration") -> "Configuration":
+    def from_dict(cls, data: Mapping[str, Any], *, where: str = "configuration") -> Configuration:
         """Build from a mapping; unknown or missing keys raise :class:`ConfigError` naming ``where``."""
         allowed = set(KNOBS) | {"vertex_parallelism"}
         unknown = sorted(set(data) - allowed)
@@ -124,8 +125,12 @@ class Configuration:
                 cpu=float(knobs["cpu"]),
                 memory_mb=int(knobs["memory_mb"]),
                 checkpoint_interval_s=int(knobs["checkpoint_interval_s"]),
-                vertex_parallelism=tuple(sorted(
-                    (str(k), check_int(v, f"{where}: vertex_parallelism[{k!r}]", 1, MAX_PARALLELISM)) for k, v in vertices.items())),
+                vertex_parallelism=tuple(
+                    sorted(
+                        (str(k), check_int(v, f"{where}: vertex_parallelism[{k!r}]", 1, MAX_PARALLELISM))
+                        for k, v in vertices.items()
+                    )
+                ),
             )
         except LimitError as exc:
             raise ConfigError(str(exc)) from None
@@ -239,7 +244,7 @@ class ConfigSpace:
         return out
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "ConfigSpace":
+    def from_yaml(cls, path: str | Path) -> ConfigSpace:
         """Load a space from YAML (keys: the knobs as lists, optional max_total_cpu / max_total_memory_mb)."""
         path = Path(path)
         try:

@@ -18,17 +18,32 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-__all__ = ["KNOWN_EXIT", "BUG_EXIT", "BoundaryGroup", "OneLineParser", "is_known", "one_line", "run_main"]
+__all__ = ["BUG_EXIT", "KNOWN_EXIT", "BoundaryGroup", "OneLineParser", "is_known", "one_line", "run_main"]
 
 KNOWN_EXIT = 2
 BUG_EXIT = 1
 #: Error classes of ours (and the Kubernetes client's) that derive from RuntimeError or Exception
 #: but report a fault outside the code, named by class so this module imports none of them.
-_KNOWN_NAMES = frozenset({
-    "ContractViolation", "ConfigException", "ExtractError", "ClusterError", "DistributionError", "RestError",
-    "JobControlError", "RealizeError", "ProfilingError", "RegistryError", "SparkSubmitError", "DagRunError",
-    "AirflowHomeError", "TrainerPodError", "ApiException", "MlflowException",
-})
+_KNOWN_NAMES = frozenset(
+    {
+        "ContractViolation",
+        "ConfigException",
+        "ExtractError",
+        "ClusterError",
+        "DistributionError",
+        "RestError",
+        "JobControlError",
+        "RealizeError",
+        "ProfilingError",
+        "RegistryError",
+        "SparkSubmitError",
+        "DagRunError",
+        "AirflowHomeError",
+        "TrainerPodError",
+        "ApiException",
+        "MlflowException",
+    }
+)
 
 
 def is_known(exc: BaseException) -> bool:
@@ -50,8 +65,10 @@ def _report(prog: str, exc: BaseException) -> int:
     if is_known(exc):
         print(f"error: {prog}: {one_line(exc)}", file=sys.stderr)
         return KNOWN_EXIT
-    print(f"error: {prog}: unexpected {type(exc).__name__}: {one_line(exc)} (a bug; rerun with --debug for the traceback)",
-          file=sys.stderr)
+    print(
+        f"error: {prog}: unexpected {type(exc).__name__}: {one_line(exc)} (a bug; rerun with --debug for the traceback)",
+        file=sys.stderr,
+    )
     return BUG_EXIT
 
 

@@ -25,7 +25,7 @@ from flinktune.metric_quality import quality_problems
 
 log = logging.getLogger(__name__)
 
-__all__ = ["evaluate", "rate_series", "vertex_metrics", "REQUIRED_METRICS", "SOURCE_PREFIX"]
+__all__ = ["REQUIRED_METRICS", "SOURCE_PREFIX", "evaluate", "rate_series", "vertex_metrics"]
 
 #: Metrics a state cannot be evaluated without.
 REQUIRED_METRICS = ("workloadRate", "numRecordsOutPerSecond", "pendingRecords", "latencyP95Ms", "jobRunning")
@@ -48,7 +48,11 @@ def _throughput(df: pd.DataFrame) -> pd.Series:
         if sel.empty:
             return pd.Series(dtype="float64")
         sel = sel[sel["vertex"] == sel["vertex"].iloc[0]]
-    return sel[sel["subtask"] < 0].groupby("ts_ms")["value"].sum() if (sel["subtask"] < 0).any() else sel.groupby("ts_ms")["value"].sum()
+    return (
+        sel[sel["subtask"] < 0].groupby("ts_ms")["value"].sum()
+        if (sel["subtask"] < 0).any()
+        else sel.groupby("ts_ms")["value"].sum()
+    )
 
 
 def _ratio(df: pd.DataFrame, metric: str) -> float:
@@ -91,13 +95,17 @@ def vertex_metrics(samples: pd.DataFrame, config: Configuration) -> tuple[Vertex
         v = g.xs(name, level="vertex")
 
         def per_s(metric: str, how: str) -> pd.Series:
-            return v.xs(metric, level="metric")[how] if metric in v.index.get_level_values("metric") else pd.Series(dtype="float64")
+            return (
+                v.xs(metric, level="metric")[how]  # noqa: B023 - per_s is called within this iteration only
+                if metric in v.index.get_level_values("metric")  # noqa: B023
+                else pd.Series(dtype="float64")
+            )
 
         busy_s = per_s("busyTimeMsPerSecond", "max")
         working = busy_s.index[busy_s.to_numpy() > 0]
 
         def mean_over(s: pd.Series) -> float:
-            s = s.reindex(working)
+            s = s.reindex(working)  # noqa: B023 - mean_over is called within this iteration only
             return float(s.mean()) if len(s) and s.notna().any() else 0.0
 
         rin, rout = mean_over(per_s("numRecordsInPerSecond", "sum")), mean_over(per_s("numRecordsOutPerSecond", "sum"))

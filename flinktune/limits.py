@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["LimitError", "MAX_RATE", "MAX_PARALLELISM", "KNOB_LIMITS", "check_int", "check_number", "check_rate", "check_knobs"]
+__all__ = ["KNOB_LIMITS", "MAX_PARALLELISM", "MAX_RATE", "LimitError", "check_int", "check_knobs", "check_number", "check_rate"]
 
 #: Input rates at or above this (records per second, one job) are refused as unphysical.
 MAX_RATE = 1e9

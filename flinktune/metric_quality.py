@@ -28,9 +28,16 @@ import pandas as pd
 from flinktune.config_space import Configuration
 
 __all__ = [
-    "LIVE_METRICS", "MIN_LATENCY_MS", "CPU_SLACK", "MIN_STEP_MS", "quality_problems", "frozen_for_s",
-    "duplicate_problems", "staleness_problem", "unit_problems",
-]  # fmt: skip
+    "CPU_SLACK",
+    "LIVE_METRICS",
+    "MIN_LATENCY_MS",
+    "MIN_STEP_MS",
+    "duplicate_problems",
+    "frozen_for_s",
+    "quality_problems",
+    "staleness_problem",
+    "unit_problems",
+]
 
 #: The metrics whose values must move while a job runs (summed over subtasks per timestamp).
 LIVE_METRICS: tuple[str, ...] = ("workloadRate", "numRecordsOutPerSecond", "pendingRecords", "latencyP95Ms")
@@ -70,15 +77,19 @@ def duplicate_problems(df: pd.DataFrame, *, min_step_ms: int = MIN_STEP_MS) -> l
     dup = df.duplicated(_KEY, keep=False)
     if dup.any():
         first = df[dup].iloc[0]
-        out.append(f"duplicate samples: {int(dup.sum())} rows share (metric, vertex, subtask, ts_ms) with another, e.g. "
-                   f"{first['metric']} at ts_ms {int(first['ts_ms'])}; overlapping raw files would count them twice")
+        out.append(
+            f"duplicate samples: {int(dup.sum())} rows share (metric, vertex, subtask, ts_ms) with another, e.g. "
+            f"{first['metric']} at ts_ms {int(first['ts_ms'])}; overlapping raw files would count them twice"
+        )
     uniq = df.drop_duplicates(_KEY).sort_values(_KEY)
     gaps = uniq.groupby(["metric", "vertex", "subtask"], sort=False)["ts_ms"].diff()
     close = gaps < min_step_ms
     if close.any():
         row = uniq[close.to_numpy()].iloc[0]
-        out.append(f"overlapping samples: {int(close.sum())} sample(s) less than {min_step_ms} ms after the previous one "
-                   f"of their series, e.g. {row['metric']} at ts_ms {int(row['ts_ms'])}; two sources write the same series")
+        out.append(
+            f"overlapping samples: {int(close.sum())} sample(s) less than {min_step_ms} ms after the previous one "
+            f"of their series, e.g. {row['metric']} at ts_ms {int(row['ts_ms'])}; two sources write the same series"
+        )
     return out
 
 
@@ -100,18 +111,24 @@ def unit_problems(df: pd.DataFrame, config: Configuration, *, cpu_slack: float =
     cpu = _job_values(df, "cpuLoad")
     cores = config.total_cpu
     if len(cpu) and float(cpu.median()) > cores * cpu_slack:
-        out.append(f"cpuLoad median {float(cpu.median()):.3g} cores is above the {cores:g} cores reserved "
-                   f"(x{cpu_slack:g}); is CPU reported in percent instead of cores?")
+        out.append(
+            f"cpuLoad median {float(cpu.median()):.3g} cores is above the {cores:g} cores reserved "
+            f"(x{cpu_slack:g}); is CPU reported in percent instead of cores?"
+        )
     heap = _job_values(df, "heapUsedMb")
     memory = config.total_memory_mb
     if len(heap) and float(heap.median()) > memory:
-        out.append(f"heapUsedMb median {float(heap.median()):.3g} MB is above the {memory} MB configured; "
-                   "is heap reported in bytes instead of MB?")
+        out.append(
+            f"heapUsedMb median {float(heap.median()):.3g} MB is above the {memory} MB configured; "
+            "is heap reported in bytes instead of MB?"
+        )
     for metric in _LATENCIES:
         lat = df.loc[df["metric"] == metric, "value"]
         if len(lat) and float(lat.median()) < MIN_LATENCY_MS:
-            out.append(f"{metric} median {float(lat.median()):.3g} ms is below {MIN_LATENCY_MS:g} ms; "
-                       "is latency reported in seconds instead of milliseconds?")
+            out.append(
+                f"{metric} median {float(lat.median()):.3g} ms is below {MIN_LATENCY_MS:g} ms; "
+                "is latency reported in seconds instead of milliseconds?"
+            )
             break  # one latency reason is enough: they share one unit
     return out
 
@@ -139,8 +156,10 @@ def quality_problems(
     if frozen_after_s is not None and math.isfinite(newest):
         frozen = frozen_for_s(samples, newest)
         if frozen >= frozen_after_s:
-            problems.append(f"frozen metrics: rate, throughput, backlog and latency identical for {frozen:.0f} s while samples "
-                            f"keep arriving (limit {frozen_after_s:.0f} s); the metrics pipeline is not refreshing")
+            problems.append(
+                f"frozen metrics: rate, throughput, backlog and latency identical for {frozen:.0f} s while samples "
+                f"keep arriving (limit {frozen_after_s:.0f} s); the metrics pipeline is not refreshing"
+            )
     problems += duplicate_problems(samples)
     problems += unit_problems(samples, config)
     return problems

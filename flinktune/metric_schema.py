@@ -20,16 +20,16 @@ from dataclasses import dataclass
 import pandas as pd
 
 __all__ = [
+    "CONFIG_METRICS",
+    "COUNTER_METRICS",
+    "METRICS",
+    "PROFILING_COLUMNS",
     "RAW_COLUMNS",
     "RAW_DTYPES",
     "MetricInfo",
-    "METRICS",
-    "CONFIG_METRICS",
-    "COUNTER_METRICS",
-    "PROFILING_COLUMNS",
+    "SchemaError",
     "empty_frame",
     "validate_frame",
-    "SchemaError",
 ]
 
 RAW_COLUMNS: tuple[str, ...] = ("job", "metric", "vertex", "subtask", "ts_ms", "value")
@@ -57,20 +57,42 @@ class MetricInfo:
 
 METRICS: dict[str, MetricInfo] = {
     "workloadRate": MetricInfo("rec/s", "job", "records offered by producers (the input rate)", "kafka_topic_produce_rate"),
-    "numRecordsInPerSecond": MetricInfo("rec/s", "subtask", "records read per second", "flink_taskmanager_job_task_numRecordsInPerSecond"),
-    "numRecordsOutPerSecond": MetricInfo("rec/s", "subtask", "records emitted per second", "flink_taskmanager_job_task_numRecordsOutPerSecond"),
-    "busyTimeMsPerSecond": MetricInfo("ms/s", "subtask", "time busy processing per second", "flink_taskmanager_job_task_busyTimeMsPerSecond"),
-    "backPressuredTimeMsPerSecond": MetricInfo("ms/s", "subtask", "time back-pressured per second", "flink_taskmanager_job_task_backPressuredTimeMsPerSecond"),
-    "idleTimeMsPerSecond": MetricInfo("ms/s", "subtask", "time idle per second", "flink_taskmanager_job_task_idleTimeMsPerSecond"),
-    "pendingRecords": MetricInfo("records", "job", "consumer lag: records offered but not yet read", "flink_taskmanager_job_task_operator_pendingRecords"),
+    "numRecordsInPerSecond": MetricInfo(
+        "rec/s", "subtask", "records read per second", "flink_taskmanager_job_task_numRecordsInPerSecond"
+    ),
+    "numRecordsOutPerSecond": MetricInfo(
+        "rec/s", "subtask", "records emitted per second", "flink_taskmanager_job_task_numRecordsOutPerSecond"
+    ),
+    "busyTimeMsPerSecond": MetricInfo(
+        "ms/s", "subtask", "time busy processing per second", "flink_taskmanager_job_task_busyTimeMsPerSecond"
+    ),
+    "backPressuredTimeMsPerSecond": MetricInfo(
+        "ms/s", "subtask", "time back-pressured per second", "flink_taskmanager_job_task_backPressuredTimeMsPerSecond"
+    ),
+    "idleTimeMsPerSecond": MetricInfo(
+        "ms/s", "subtask", "time idle per second", "flink_taskmanager_job_task_idleTimeMsPerSecond"
+    ),
+    "pendingRecords": MetricInfo(
+        "records", "job", "consumer lag: records offered but not yet read", "flink_taskmanager_job_task_operator_pendingRecords"
+    ),
     "latencyP50Ms": MetricInfo("ms", "job", "end-to-end latency, median", "flink_taskmanager_job_task_operator_latency_p50"),
-    "latencyP95Ms": MetricInfo("ms", "job", "end-to-end latency, 95th percentile", "flink_taskmanager_job_task_operator_latency_p95"),
-    "latencyP99Ms": MetricInfo("ms", "job", "end-to-end latency, 99th percentile", "flink_taskmanager_job_task_operator_latency_p99"),
+    "latencyP95Ms": MetricInfo(
+        "ms", "job", "end-to-end latency, 95th percentile", "flink_taskmanager_job_task_operator_latency_p95"
+    ),
+    "latencyP99Ms": MetricInfo(
+        "ms", "job", "end-to-end latency, 99th percentile", "flink_taskmanager_job_task_operator_latency_p99"
+    ),
     "cpuLoad": MetricInfo("cores", "job", "CPU cores used by the TaskManagers", "flink_taskmanager_Status_JVM_CPU_Load"),
     "heapUsedMb": MetricInfo("MB", "job", "JVM heap used across TaskManagers", "flink_taskmanager_Status_JVM_Memory_Heap_Used"),
-    "lastCheckpointDurationMs": MetricInfo("ms", "job", "duration of the last completed checkpoint", "flink_jobmanager_job_lastCheckpointDuration"),
-    "lastCheckpointSizeBytes": MetricInfo("bytes", "job", "size of the last completed checkpoint", "flink_jobmanager_job_lastCheckpointSize"),
-    "numRestarts": MetricInfo("count", "job", "restarts since submission (a counter)", "flink_jobmanager_job_numRestarts", counter=True),
+    "lastCheckpointDurationMs": MetricInfo(
+        "ms", "job", "duration of the last completed checkpoint", "flink_jobmanager_job_lastCheckpointDuration"
+    ),
+    "lastCheckpointSizeBytes": MetricInfo(
+        "bytes", "job", "size of the last completed checkpoint", "flink_jobmanager_job_lastCheckpointSize"
+    ),
+    "numRestarts": MetricInfo(
+        "count", "job", "restarts since submission (a counter)", "flink_jobmanager_job_numRestarts", counter=True
+    ),
     "jobRunning": MetricInfo("bool", "job", "1 when the job is RUNNING, 0 otherwise", "flink_jobmanager_job_uptime"),
     "taskManagers": MetricInfo("count", "job", "registered TaskManagers", "flink_jobmanager_numRegisteredTaskManagers"),
     "taskSlotsTotal": MetricInfo("count", "job", "slots offered by the TaskManagers", "flink_jobmanager_taskSlotsTotal"),

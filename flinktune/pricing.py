@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["PriceList", "Savings", "load_prices", "savings", "HOURS_PER_DAY", "DAYS_PER_MONTH"]
+__all__ = ["DAYS_PER_MONTH", "HOURS_PER_DAY", "PriceList", "Savings", "load_prices", "savings"]
 
 HOURS_PER_DAY = 24.0
 #: A billing month as cloud price pages quote it (730 h is 30.4 days; 30 days reads plainer).
@@ -38,9 +38,11 @@ class PriceList(BaseSettings):
     source: str = Field("AWS Fargate on-demand, Linux/x86, us-east-1", description="Where the prices come from.")
 
     @model_validator(mode="after")
-    def _something_costs(self) -> "PriceList":
+    def _something_costs(self) -> PriceList:
         if self.cpu_core_hour == 0 and self.memory_gib_hour == 0:
-            raise ValueError("price list: cpu_core_hour and memory_gib_hour are both 0, so every configuration would cost nothing")
+            raise ValueError(
+                "price list: cpu_core_hour and memory_gib_hour are both 0, so every configuration would cost nothing"
+            )
         return self
 
     def cost(self, cpu_core_hours: Any, memory_gib_hours: Any) -> Any:
@@ -57,8 +59,10 @@ class PriceList(BaseSettings):
 
     def describe(self) -> str:
         """One line for reports: both prices and their source."""
-        return (f"{self.currency} {self.cpu_core_hour:g} per CPU core-hour and {self.currency} {self.memory_gib_hour:g} "
-                f"per GiB-hour ({self.source})")
+        return (
+            f"{self.currency} {self.cpu_core_hour:g} per CPU core-hour and {self.currency} {self.memory_gib_hour:g} "
+            f"per GiB-hour ({self.source})"
+        )
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,12 @@ class TimeoutSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="FLINKTUNE_TIMEOUT_", extra="forbid", validate_default=True)
 
-    kubernetes_request_s: float = Field(10.0, gt=0, le=300, description="Connect and read timeout of one Kubernetes API request, seconds.")
-    kubernetes_retries: int = Field(2, ge=0, le=10, description="Retries of a Kubernetes read (connection errors, timeouts, HTTP 5xx).")
+    kubernetes_request_s: float = Field(
+        10.0, gt=0, le=300, description="Connect and read timeout of one Kubernetes API request, seconds."
+    )
+    kubernetes_retries: int = Field(
+        2, ge=0, le=10, description="Retries of a Kubernetes read (connection errors, timeouts, HTTP 5xx)."
+    )
     mlflow_request_s: float = Field(5.0, gt=0, le=300, description="Timeout of one MLflow HTTP request, seconds.")
     mlflow_retries: int = Field(1, ge=0, le=10, description="Retries of an MLflow HTTP request.")
     http_request_s: float = Field(10.0, gt=0, le=300, description="Timeout of one Prometheus or Flink REST request, seconds.")
@@ -46,7 +50,9 @@ class Settings(BaseSettings):
     var_dir: Path = Field(Path("var"), description="Root of all local state (lake, MLflow, reports, twin).")
     lake_dir: Path | None = Field(None, description="Metric lake root; defaults to <var_dir>/lake.")
     reports_dir: Path | None = Field(None, description="Where reports are written; defaults to <var_dir>/reports.")
-    state_db: Path | None = Field(None, description="SQLite file of decisions and observations; defaults to <var_dir>/state/flinktune.db.")
+    state_db: Path | None = Field(
+        None, description="SQLite file of decisions and observations; defaults to <var_dir>/state/flinktune.db."
+    )
     twin_dir: Path | None = Field(None, description="Persisted twin state per job; defaults to <var_dir>/twin.")
     mlflow_tracking_uri: str | None = Field(
         None, description="MLflow tracking URI; defaults to sqlite:///<var_dir>/mlflow/mlflow.db."
@@ -56,9 +62,7 @@ class Settings(BaseSettings):
     )
     spark_master: str = Field("local[2]", description="Spark master URL (local[N], spark://..., k8s://...).")
     spark_shuffle_partitions: int = Field(4, ge=1, description="spark.sql.shuffle.partitions for the ETL.")
-    latency_target_ms: float = Field(
-        1000.0, gt=0, description="Default p95 end-to-end latency target of a job, milliseconds."
-    )
+    latency_target_ms: float = Field(1000.0, gt=0, description="Default p95 end-to-end latency target of a job, milliseconds.")
     recovery_limit_s: float = Field(180.0, gt=0, description="Recovery-time limit after a failure, seconds.")
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="Probability the constraints must hold for a pick.")
     decision_interval_s: int = Field(600, ge=60, description="Seconds between decisions.")
@@ -68,7 +72,7 @@ class Settings(BaseSettings):
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings, description="Timeouts and retries of outside calls.")
 
     @model_validator(mode="after")
-    def _fill_paths(self) -> "Settings":
+    def _fill_paths(self) -> Settings:
         var = self.var_dir
         self.lake_dir = self.lake_dir or var / "lake"
         self.reports_dir = self.reports_dir or var / "reports"

@@ -15,16 +15,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.reconfig import ReconfigMode, same_shape
 from flinktune.decision.stages import RealizeResult
 from models.forecasting.types import QuantileForecast
 from models.surrogate.types import OUTCOMES, SurrogatePrediction
 
 __all__ = [
-    "StaticForecaster", "FunctionSurrogate", "FrameMetricsSource", "RecordingRealizer", "FixedForecast", "FixedModels",
+    "FixedForecast",
+    "FixedModels",
+    "FrameMetricsSource",
+    "FunctionSurrogate",
+    "RecordingRealizer",
+    "StaticForecaster",
     "raw_samples",
-]  # fmt: skip
+]
 
 
 @dataclass
@@ -35,7 +40,7 @@ class StaticForecaster:
     spread: float = 0.05
     bin_s: int = 60
 
-    def fit(self, series: pd.Series) -> "StaticForecaster":
+    def fit(self, series: pd.Series) -> StaticForecaster:
         return self
 
     def predict(self, history: pd.Series, horizon_s: int) -> QuantileForecast:
@@ -60,7 +65,7 @@ class FunctionSurrogate:
     std: float = 0.1
     outcomes: tuple[str, ...] = OUTCOMES
 
-    def fit(self, X: np.ndarray, rates: np.ndarray, Y: np.ndarray) -> "FunctionSurrogate":
+    def fit(self, X: np.ndarray, rates: np.ndarray, Y: np.ndarray) -> FunctionSurrogate:
         return self
 
     def _denorm(self, X: np.ndarray) -> np.ndarray:
@@ -131,15 +136,31 @@ class RecordingRealizer:
         return RealizeResult(True, mode, 30.0)
 
 
-def raw_samples(job: str, start_s: int, seconds: int, *, rate: float, lag: float = 0.0, p95: float = 200.0,
-                running: float = 1.0, busy_ms: float = 500.0) -> pd.DataFrame:
+def raw_samples(
+    job: str,
+    start_s: int,
+    seconds: int,
+    *,
+    rate: float,
+    lag: float = 0.0,
+    p95: float = 200.0,
+    running: float = 1.0,
+    busy_ms: float = 500.0,
+) -> pd.DataFrame:
     """A raw-schema frame of ``seconds`` per-second samples with constant values."""
     ts = (np.arange(seconds) + start_s) * 1000
     rows = []
     for metric, vertex, value in [
-        ("workloadRate", "", rate), ("numRecordsOutPerSecond", "Source: events", rate), ("pendingRecords", "", lag),
-        ("latencyP95Ms", "", p95), ("latencyP50Ms", "", p95 / 2), ("jobRunning", "", running), ("cpuLoad", "", 4.0),
-        ("heapUsedMb", "", 2048.0), ("busyTimeMsPerSecond", "Window", busy_ms), ("backPressuredTimeMsPerSecond", "Source: events", 0.0),
+        ("workloadRate", "", rate),
+        ("numRecordsOutPerSecond", "Source: events", rate),
+        ("pendingRecords", "", lag),
+        ("latencyP95Ms", "", p95),
+        ("latencyP50Ms", "", p95 / 2),
+        ("jobRunning", "", running),
+        ("cpuLoad", "", 4.0),
+        ("heapUsedMb", "", 2048.0),
+        ("busyTimeMsPerSecond", "Window", busy_ms),
+        ("backPressuredTimeMsPerSecond", "Source: events", 0.0),
     ]:
         rows.append(pd.DataFrame({"job": job, "metric": metric, "vertex": vertex, "subtask": -1, "ts_ms": ts, "value": value}))
     return pd.concat(rows, ignore_index=True)

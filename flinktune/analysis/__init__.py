@@ -10,4 +10,4 @@ from flinktune.analysis.criticality import SCALING_VERDICTS, CriticalityAnalysis
 from flinktune.analysis.explain import annotate, explain
 from flinktune.analysis.stragglers import KEY_SKEW, SLOW_WORKER, Straggler
 
-__all__ = ["CriticalityAnalysis", "analyse", "SCALING_VERDICTS", "Straggler", "KEY_SKEW", "SLOW_WORKER", "explain", "annotate"]
+__all__ = ["KEY_SKEW", "SCALING_VERDICTS", "SLOW_WORKER", "CriticalityAnalysis", "Straggler", "analyse", "annotate", "explain"]

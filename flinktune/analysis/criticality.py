@@ -34,8 +34,9 @@ with vertex-level samples only, subtask, worker and straggler results are empty.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,7 +44,7 @@ import pandas as pd
 from flinktune.analysis.stragglers import KEY_SKEW, SLOW_WORKER, Straggler, find_stragglers, slow_workers
 from flinktune.analysis.windows import SubtaskWindow, VertexWindow, subtask_window
 
-__all__ = ["CriticalityAnalysis", "analyse", "scores_from_window", "SCALING_VERDICTS"]
+__all__ = ["SCALING_VERDICTS", "CriticalityAnalysis", "analyse", "scores_from_window"]
 
 #: Whether more parallelism can help: yes, no (key skew), partly (a slow worker), not needed.
 SCALING_VERDICTS = ("yes", "no", "partly", "not needed")
@@ -89,14 +90,22 @@ class CriticalityAnalysis:
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (tuple keys joined as ``vertex[j]`` and ``u->v``)."""
         return {
-            "seconds": self.seconds, "bottleneck": self.bottleneck, "bottleneck_busy": self.bottleneck_busy,
-            "saturated": self.saturated, "scaling": self.scaling, "scaling_why": self.scaling_why,
-            "operators": dict(self.operators), "subtasks": {f"{v}[{j}]": s for (v, j), s in self.subtasks.items()},
-            "edges": {f"{u}->{v}": s for (u, v), s in self.edges.items()}, "edge_basis": self.edge_basis,
-            "workers": {str(w): s for w, s in self.workers.items()}, "slow_workers": list(self.slow_workers),
+            "seconds": self.seconds,
+            "bottleneck": self.bottleneck,
+            "bottleneck_busy": self.bottleneck_busy,
+            "saturated": self.saturated,
+            "scaling": self.scaling,
+            "scaling_why": self.scaling_why,
+            "operators": dict(self.operators),
+            "subtasks": {f"{v}[{j}]": s for (v, j), s in self.subtasks.items()},
+            "edges": {f"{u}->{v}": s for (u, v), s in self.edges.items()},
+            "edge_basis": self.edge_basis,
+            "workers": {str(w): s for w, s in self.workers.items()},
+            "slow_workers": list(self.slow_workers),
             "stragglers": [s.to_dict() for s in self.stragglers],
-            "hot_channel": "->".join(self.hot_channel) if self.hot_channel else None, "per_subtask": self.per_subtask,
-        }  # fmt: skip
+            "hot_channel": "->".join(self.hot_channel) if self.hot_channel else None,
+            "per_subtask": self.per_subtask,
+        }
 
 
 def _groups(vertices: tuple[VertexWindow, ...], forward: set[tuple[str, str]]) -> list[list[int]]:
@@ -119,8 +128,9 @@ def _on_chain(work: np.ndarray, tol: float) -> np.ndarray:
     return chosen / n
 
 
-def scores_from_window(window: SubtaskWindow, *, forward_edges: Collection[tuple[str, str]] = (), tie_tolerance: float = 0.02
-                       ) -> tuple[dict[tuple[str, int], float], dict[tuple[str, str], float], str]:  # fmt: skip
+def scores_from_window(
+    window: SubtaskWindow, *, forward_edges: Collection[tuple[str, str]] = (), tie_tolerance: float = 0.02
+) -> tuple[dict[tuple[str, int], float], dict[tuple[str, str], float], str]:
     """(subtask scores, edge scores, edge basis) of a window; subtask scores empty when nothing was busy."""
     vs = window.vertices
     credit: dict[tuple[str, int], float] = {}
@@ -144,12 +154,16 @@ def scores_from_window(window: SubtaskWindow, *, forward_edges: Collection[tuple
     return subtasks, edges, basis
 
 
-def _verdict(bottleneck: str, busy: float, saturated: bool, stragglers: tuple[Straggler, ...], slow: tuple[int, ...]) -> tuple[str, str]:
+def _verdict(
+    bottleneck: str, busy: float, saturated: bool, stragglers: tuple[Straggler, ...], slow: tuple[int, ...]
+) -> tuple[str, str]:
     skew = [s for s in stragglers if s.cause == KEY_SKEW and s.vertex == bottleneck]
     if skew:
         s = skew[0]
-        return "no", (f"key skew on {s.label()}: it gets {s.records_ratio:.1f}x its siblings' records; more parallelism leaves "
-                      f"the hot key on one subtask, so prefer no change (salt or pre-aggregate the key)")  # fmt: skip
+        return "no", (
+            f"key skew on {s.label()}: it gets {s.records_ratio:.1f}x its siblings' records; more parallelism leaves "
+            f"the hot key on one subtask, so prefer no change (salt or pre-aggregate the key)"
+        )
     if slow:
         w = slow[0]
         cost = [s.cost_ratio for s in stragglers if s.cause == SLOW_WORKER and s.worker == w]
@@ -197,5 +211,20 @@ def analyse(
     slow = slow_workers(window, workers, task_slots=task_slots, cause_ratio=cause_ratio)
     scaling, why = _verdict(bottleneck, busy, saturated, stragglers, slow)
     hot = max(edges, key=edges.__getitem__) if edges else None
-    return CriticalityAnalysis(window.seconds, operators, subtasks, edges, workers, basis, bottleneck, busy, saturated, stragglers,
-                               slow, hot, window.per_subtask, scaling, why)  # fmt: skip
+    return CriticalityAnalysis(
+        window.seconds,
+        operators,
+        subtasks,
+        edges,
+        workers,
+        basis,
+        bottleneck,
+        busy,
+        saturated,
+        stragglers,
+        slow,
+        hot,
+        window.per_subtask,
+        scaling,
+        why,
+    )

@@ -14,7 +14,7 @@ from dataclasses import replace
 from flinktune.analysis.criticality import CriticalityAnalysis
 from flinktune.decision import Decision, JobState
 
-__all__ = ["explain", "annotate"]
+__all__ = ["annotate", "explain"]
 
 
 def explain(analysis: CriticalityAnalysis | None) -> str:
@@ -22,12 +22,16 @@ def explain(analysis: CriticalityAnalysis | None) -> str:
     if analysis is None:
         return "bottleneck: unknown (no per-vertex busy time in the window)"
     a = analysis
-    parts = [f"bottleneck: {a.bottleneck} ({a.operators[a.bottleneck]:.0%} of the critical path, busiest subtask {a.bottleneck_busy:.0%} busy"
-             + (", saturated)" if a.saturated else ")")]  # fmt: skip
+    parts = [
+        f"bottleneck: {a.bottleneck} ({a.operators[a.bottleneck]:.0%} of the critical path, busiest subtask {a.bottleneck_busy:.0%} busy"
+        + (", saturated)" if a.saturated else ")")
+    ]
     if a.stragglers:
         s = a.stragglers[0]
-        parts.append(f"straggler {s.label()} ({s.cause}: {s.busy_ratio:.1f}x its siblings' busy time, {s.records_ratio:.1f}x records, "
-                     f"{s.cost_ratio:.1f}x time per record)")  # fmt: skip
+        parts.append(
+            f"straggler {s.label()} ({s.cause}: {s.busy_ratio:.1f}x its siblings' busy time, {s.records_ratio:.1f}x records, "
+            f"{s.cost_ratio:.1f}x time per record)"
+        )
     if a.slow_workers:
         parts.append(f"slow TaskManager(s) {list(a.slow_workers)}")
     if a.hot_channel and a.edge_basis == "backpressure":

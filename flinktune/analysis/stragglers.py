@@ -25,7 +25,7 @@ import numpy as np
 
 from flinktune.analysis.windows import SubtaskWindow
 
-__all__ = ["Straggler", "find_stragglers", "slow_workers", "KEY_SKEW", "SLOW_WORKER", "UNKNOWN"]
+__all__ = ["KEY_SKEW", "SLOW_WORKER", "UNKNOWN", "Straggler", "find_stragglers", "slow_workers"]
 
 KEY_SKEW = "key skew"
 SLOW_WORKER = "slow worker"
@@ -53,7 +53,9 @@ class Straggler:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _ratios(window: SubtaskWindow, min_busy: float) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]]:
+def _ratios(
+    window: SubtaskWindow, min_busy: float
+) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]]:
     out = []
     for v in window.vertices:
         if v.parallelism < 2:
@@ -64,7 +66,9 @@ def _ratios(window: SubtaskWindow, min_busy: float) -> list[tuple[str, np.ndarra
             cost = np.where(rec > 0, busy / rec, np.nan)
             busy_r = busy / max(float(np.median(busy)), 1e-9)
             rec_r = rec / float(np.median(rec)) if np.median(rec) > 0 else np.ones_like(rec)
-            cost_r = cost / float(np.nanmedian(cost)) if np.isfinite(cost).any() and np.nanmedian(cost) > 0 else np.ones_like(cost)
+            cost_r = (
+                cost / float(np.nanmedian(cost)) if np.isfinite(cost).any() and np.nanmedian(cost) > 0 else np.ones_like(cost)
+            )
         out.append((v.name, busy, busy_r, np.nan_to_num(rec_r, nan=1.0), np.nan_to_num(cost_r, nan=1.0), v.subtasks))
     return out
 
@@ -93,13 +97,30 @@ def find_stragglers(
             else:
                 cause = UNKNOWN
             worker = j // task_slots if task_slots else None
-            found.append(Straggler(name, j, worker, float(busy[i]), float(busy_r[i]), float(rec_r[i]), float(cost_r[i]), cause,
-                                   float(scores.get((name, j), 0.0))))  # fmt: skip
+            found.append(
+                Straggler(
+                    name,
+                    j,
+                    worker,
+                    float(busy[i]),
+                    float(busy_r[i]),
+                    float(rec_r[i]),
+                    float(cost_r[i]),
+                    cause,
+                    float(scores.get((name, j), 0.0)),
+                )
+            )
     return tuple(sorted(found, key=lambda s: (-s.score, -s.busy_ratio)))
 
 
-def slow_workers(window: SubtaskWindow, worker_scores: dict[int, float], *, task_slots: int | None, cause_ratio: float = 1.3,
-                 min_busy: float = 0.05) -> tuple[int, ...]:  # fmt: skip
+def slow_workers(
+    window: SubtaskWindow,
+    worker_scores: dict[int, float],
+    *,
+    task_slots: int | None,
+    cause_ratio: float = 1.3,
+    min_busy: float = 0.05,
+) -> tuple[int, ...]:
     """TaskManagers whose subtasks need ``cause_ratio`` times their siblings' time per record (median over the
     TaskManager's busy subtasks), ordered by critical participation."""
     if not window.per_subtask or not task_slots:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["VertexWindow", "SubtaskWindow", "subtask_window", "TIME_METRICS", "RECORD_METRICS"]
+__all__ = ["RECORD_METRICS", "TIME_METRICS", "SubtaskWindow", "VertexWindow", "subtask_window"]
 
 TIME_METRICS = ("busyTimeMsPerSecond", "backPressuredTimeMsPerSecond", "idleTimeMsPerSecond")
 RECORD_METRICS = ("numRecordsInPerSecond", "numRecordsOutPerSecond")
@@ -77,7 +77,16 @@ def subtask_window(samples: pd.DataFrame) -> SubtaskWindow | None:
     out = []
     for k, name in enumerate(names):
         cols = np.flatnonzero(seen[k])
-        pick = lambda m: cube[m, k][running][:, cols]  # noqa: E731
-        out.append(VertexWindow(name, tuple(int(c) for c in cols), np.clip(pick(0) / 1000.0, 0, 1), np.clip(pick(1) / 1000.0, 0, 1),
-                                np.clip(pick(2) / 1000.0, 0, 1), pick(3), pick(4)))  # fmt: skip
+        pick = lambda m: cube[m, k][running][:, cols]  # noqa: E731, B023 - used within this iteration only
+        out.append(
+            VertexWindow(
+                name,
+                tuple(int(c) for c in cols),
+                np.clip(pick(0) / 1000.0, 0, 1),
+                np.clip(pick(1) / 1000.0, 0, 1),
+                np.clip(pick(2) / 1000.0, 0, 1),
+                pick(3),
+                pick(4),
+            )
+        )
     return SubtaskWindow(tuple(out), int(running.sum()), per_subtask)

@@ -11,4 +11,4 @@ pulls in its cluster's client).
 
 from flinktune.backends.backend import CLUSTER_KINDS, Backend
 
-__all__ = ["Backend", "CLUSTER_KINDS"]
+__all__ = ["CLUSTER_KINDS", "Backend"]

@@ -9,7 +9,7 @@ from flinktune.config_space import Configuration
 from flinktune.decision.reconfig import ReconfigMode, same_shape
 from flinktune.decision.stages import MetricsSource, Profiler, Realizer
 
-__all__ = ["Backend", "CLUSTER_KINDS"]
+__all__ = ["CLUSTER_KINDS", "Backend"]
 
 #: The cluster kinds flinktune runs on.
 CLUSTER_KINDS: tuple[str, ...] = ("twin", "kubernetes", "local-flink")

@@ -12,8 +12,16 @@ from flinktune.decision.stages import MetricsSource
 __all__ = ["kubernetes_backend"]
 
 
-def kubernetes_backend(job: str, source: MetricsSource, *, dry_run: bool = False, api: Any = None,
-                       environ: Mapping[str, str] | None = None, timeouts: Any = None, budget_s: float | None = None) -> Backend:  # fmt: skip
+def kubernetes_backend(
+    job: str,
+    source: MetricsSource,
+    *,
+    dry_run: bool = False,
+    api: Any = None,
+    environ: Mapping[str, str] | None = None,
+    timeouts: Any = None,
+    budget_s: float | None = None,
+) -> Backend:
     """The FlinkDeployment ``job`` (with ``FLINKTUNE_CLUSTER=kubernetes``, the namespace and vertex ids
     from ``environ``: :func:`flinktune.orchestration.cluster.make_realizer`), read through ``source``
     (the raw lake the extractor keeps fresh). No profiler: the ``flinktune_profile`` DAG carries out profile decisions.
@@ -21,4 +29,9 @@ def kubernetes_backend(job: str, source: MetricsSource, *, dry_run: bool = False
     bound every API call and one apply (see :func:`~flinktune.orchestration.cluster.make_realizer`)."""
     from flinktune.orchestration.cluster import make_realizer
 
-    return Backend("kubernetes", source, make_realizer(job, dry_run=dry_run, api=api, environ=environ, timeouts=timeouts, budget_s=budget_s), SystemClock())
+    return Backend(
+        "kubernetes",
+        source,
+        make_realizer(job, dry_run=dry_run, api=api, environ=environ, timeouts=timeouts, budget_s=budget_s),
+        SystemClock(),
+    )

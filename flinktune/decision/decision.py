@@ -83,7 +83,7 @@ class JobState:
     #: Job restarts (failures) within the window: the increase of Flink's ``numRestarts`` counter.
     restarts: int = 0
     #: Where the window's time went (bottleneck, stragglers, hot channel); None without per-vertex busy time.
-    analysis: "CriticalityAnalysis | None" = None
+    analysis: CriticalityAnalysis | None = None
 
     def vertex(self, name: str) -> VertexMetrics:
         """The metrics of vertex ``name``; KeyError lists the known vertices."""
@@ -126,7 +126,7 @@ class Decision:
             raise ValueError("a profile decision needs at least one profiling configuration")
 
     @classmethod
-    def keep(cls, policy: str, reason: str, **inputs: Any) -> "Decision":
+    def keep(cls, policy: str, reason: str, **inputs: Any) -> Decision:
         return cls(Action.KEEP, reason, policy, inputs=dict(inputs))
 
     def to_dict(self) -> dict[str, Any]:

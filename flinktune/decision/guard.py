@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
 
 __all__ = ["GuardRules", "SafetyGuard", "is_scale_down", "scales_up"]
@@ -94,13 +94,22 @@ class SafetyGuard:
     def review(self, decision: Decision, state: JobState, now: float) -> Decision:
         inputs = dict(decision.inputs, proposed=decision.action.value, proposed_reason=decision.reason)
         if state.problems:
-            return Decision.keep("guard", f"hold: {'; '.join(state.problems)}; no change until the data is fit to act on", **inputs)
+            return Decision.keep(
+                "guard", f"hold: {'; '.join(state.problems)}; no change until the data is fit to act on", **inputs
+            )
 
         if state.restarts > 0:
             self.last_failure_ts = now
         last = self.changes[-1] if self.changes else None
-        if last and now - last.ts <= self.rules.rollback_window_s and last.goals_met_before and not self.goals_met(state) \
-                and state.config == last.after and now - last.ts >= self.rules.stabilization_s and not self.after_failure(now):
+        if (
+            last
+            and now - last.ts <= self.rules.rollback_window_s
+            and last.goals_met_before
+            and not self.goals_met(state)
+            and state.config == last.after
+            and now - last.ts >= self.rules.stabilization_s
+            and not self.after_failure(now)
+        ):
             return Decision(
                 Action.RECONFIGURE,
                 f"rollback: after the change at t={last.ts:.0f} to {last.after.describe()} the job missed its goals "
@@ -118,14 +127,30 @@ class SafetyGuard:
             return Decision.keep(decision.policy, f"{decision.reason} (already in force: nothing to do)", **decision.inputs)
         base = target.with_(vertex_parallelism={})
         if not self.space.contains(base):
-            return Decision.keep("guard", f"refused: {target.describe()} is outside the configuration space; keeping the current configuration", **inputs)
+            return Decision.keep(
+                "guard",
+                f"refused: {target.describe()} is outside the configuration space; keeping the current configuration",
+                **inputs,
+            )
         if self.rules.quota_cpu is not None and target.total_cpu > self.rules.quota_cpu:
-            return Decision.keep("guard", f"refused: {target.describe()} needs {target.total_cpu:g} cores, over the quota of {self.rules.quota_cpu:g}", **inputs)
+            return Decision.keep(
+                "guard",
+                f"refused: {target.describe()} needs {target.total_cpu:g} cores, over the quota of {self.rules.quota_cpu:g}",
+                **inputs,
+            )
         if self.rules.quota_memory_mb is not None and target.total_memory_mb > self.rules.quota_memory_mb:
-            return Decision.keep("guard", f"refused: {target.describe()} needs {target.total_memory_mb} MB, over the quota of {self.rules.quota_memory_mb:g} MB", **inputs)
+            return Decision.keep(
+                "guard",
+                f"refused: {target.describe()} needs {target.total_memory_mb} MB, over the quota of {self.rules.quota_memory_mb:g} MB",
+                **inputs,
+            )
         if last and now - last.ts < self.rules.stabilization_s:
             wait = self.rules.stabilization_s - (now - last.ts)
-            return Decision.keep("guard", f"stabilizing: the last change was {now - last.ts:.0f} s ago; wait {wait:.0f} s more before {decision.reason}", **inputs)
+            return Decision.keep(
+                "guard",
+                f"stabilizing: the last change was {now - last.ts:.0f} s ago; wait {wait:.0f} s more before {decision.reason}",
+                **inputs,
+            )
         down = is_scale_down(state.config, target)
         if down:
             recent = [c for c in self.changes if c.scale_down and now - c.ts < self.rules.scale_down_window_s]
@@ -144,8 +169,12 @@ class SafetyGuard:
         target = decision.target
         if a is None or not a.prefers_no_change or target is None or not scales_up(state.config, target):
             return decision
-        return Decision.keep(decision.policy, f"held {decision.action.value} to {target.describe()}: scaling does not help "
-                             f"({a.scaling_why})", **inputs, held_target=target.to_dict())  # fmt: skip
+        return Decision.keep(
+            decision.policy,
+            f"held {decision.action.value} to {target.describe()}: scaling does not help ({a.scaling_why})",
+            **inputs,
+            held_target=target.to_dict(),
+        )
 
     def record(self, now: float, state: JobState, applied: Configuration) -> None:
         """Remember a change that was carried out (call after the realizer succeeded)."""
@@ -160,7 +189,7 @@ class SafetyGuard:
         self.changes.append(_Change(now, state.config, target, is_scale_down(state.config, target), False))
         self.changes = self.changes[-50:]
 
-    def restore(self, decisions: pd.DataFrame) -> "SafetyGuard":
+    def restore(self, decisions: pd.DataFrame) -> SafetyGuard:
         """Rebuild the change memory and the last failure from stored decisions (columns of
         ``store.DECISION_COLUMNS``, oldest first), as :meth:`review` and :meth:`record` left them."""
         for row in decisions.itertuples(index=False):

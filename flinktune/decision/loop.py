@@ -26,15 +26,24 @@ from dataclasses import dataclass, replace
 from flinktune.analysis.explain import annotate
 from flinktune.backends import Backend
 from flinktune.clock import Clock
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.decision import Action, Decision, JobState
 from flinktune.decision.guard import GuardRules, SafetyGuard
-from flinktune.decision.stages import (
-    ForecastProvider, MetricsSource, ModelProvider, Policy, PolicyContext, PolicyMemory, Profiler, RealizeResult, Realizer, StateStore,
-)
 from flinktune.decision.reconfig import ReconfigMode, same_shape
+from flinktune.decision.stages import (
+    ForecastProvider,
+    MetricsSource,
+    ModelProvider,
+    Policy,
+    PolicyContext,
+    PolicyMemory,
+    Profiler,
+    Realizer,
+    RealizeResult,
+    StateStore,
+)
 from flinktune.decision.store import UNSETTLED
 from flinktune.evaluation import evaluate
-from flinktune.config_space import ConfigSpace, Configuration
 
 __all__ = ["ClusterUnreadable", "DecisionLoop", "LoopSettings", "StepOutcome", "build_decision_loop"]
 
@@ -54,6 +63,7 @@ def _expected(row) -> Configuration:
     if row.target and (row.status in ("applied", "reconciled") or (row.status is None and int(row.changed))):
         return Configuration.from_dict(json.loads(row.target), where=f"decision {row.id}")
     return Configuration.from_dict(state["config"], where=f"decision {row.id}")
+
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +108,9 @@ class LoopSettings:
         if not self.job:
             raise ValueError("loop settings: job must be a non-empty name")
         if self.window_s <= 0 or self.max_staleness_s <= 0:
-            raise ValueError(f"loop settings: window_s and max_staleness_s must be > 0, got {self.window_s} and {self.max_staleness_s}")
+            raise ValueError(
+                f"loop settings: window_s and max_staleness_s must be > 0, got {self.window_s} and {self.max_staleness_s}"
+            )
 
 
 @dataclass
@@ -139,8 +151,9 @@ class DecisionLoop:
         except Exception as exc:  # an unreadable cluster is a hold with its reason, never a crash without a row
             return self._hold_blind(now, f"cannot read the job's configuration from the cluster ({_one_line(exc)})")
         samples = self.source.fetch(s.job, int((now - s.window_s) * 1000), int(now * 1000) + 1)
-        state = evaluate(s.job, samples, current, now, window_s=s.window_s, max_staleness_s=s.max_staleness_s,
-                         frozen_after_s=s.frozen_after_s)  # fmt: skip
+        state = evaluate(
+            s.job, samples, current, now, window_s=s.window_s, max_staleness_s=s.max_staleness_s, frozen_after_s=s.frozen_after_s
+        )
         # A model store that cannot be reached is a problem of the data the decision stands on: the guard holds.
         stage_problems = tuple(p for p in (getattr(self.models, "problem", None), getattr(self.forecaster, "problem", None)) if p)
         if stage_problems:
@@ -162,14 +175,28 @@ class DecisionLoop:
                 try:
                     self.profiler.profile(list(decision.profile_configs), rate, now)
                 except Exception as exc:  # the row first, then the failure goes on to the task
-                    self.store.record_decision(s.job, now, state, decision, None, memory=memory, status="failed",
-                                               error=f"profiling failed: {_one_line(exc)}")  # fmt: skip
+                    self.store.record_decision(
+                        s.job,
+                        now,
+                        state,
+                        decision,
+                        None,
+                        memory=memory,
+                        status="failed",
+                        error=f"profiling failed: {_one_line(exc)}",
+                    )
                     raise
                 if self.models is not None:
                     self.models.refresh()
             decision_id = self.store.record_decision(s.job, now, state, decision, result, dry_run=s.dry_run, memory=memory)
-        if ctx.forecast is not None and decision.inputs.get("planned_rate") is not None and hasattr(self.store, "record_forecast"):
-            self.store.record_forecast(s.job, now, ctx.forecast.model, float(decision.inputs["planned_rate"]), ctx.forecast.to_frame())
+        if (
+            ctx.forecast is not None
+            and decision.inputs.get("planned_rate") is not None
+            and hasattr(self.store, "record_forecast")
+        ):
+            self.store.record_forecast(
+                s.job, now, ctx.forecast.model, float(decision.inputs["planned_rate"]), ctx.forecast.to_frame()
+            )
         outcome = StepOutcome(state, decision, result, decision_id)
         log.info("%s @%.0f %s", s.job, now, outcome.line())
         return outcome
@@ -228,20 +255,37 @@ class DecisionLoop:
                     note = f"{why}; reconciled at t={now:.0f}: the cluster still runs {before.describe()}"
                     self.store.update_decision(int(row.id), None, status="failed", error=note)
                 return note
-            self.store.update_decision(int(row.id), None, status="failed",
-                                       error=f"{why}; reconciled at t={now:.0f}: the cluster runs neither the target nor the configuration before")  # fmt: skip
+            self.store.update_decision(
+                int(row.id),
+                None,
+                status="failed",
+                error=f"{why}; reconciled at t={now:.0f}: the cluster runs neither the target nor the configuration before",
+            )
             expected = before
         else:
             expected = _expected(row)
         if current == expected:
             return note
-        reason = (f"reconciled: the cluster runs {current.describe()} but the store's last record (decision {row.id}, "
-                  f"{status or 'recorded'}) says {expected.describe()}; recorded the difference, counted as a change")  # fmt: skip
+        reason = (
+            f"reconciled: the cluster runs {current.describe()} but the store's last record (decision {row.id}, "
+            f"{status or 'recorded'}) says {expected.describe()}; recorded the difference, counted as a change"
+        )
         before_state = replace(state, config=expected)
-        self.store.record_decision(self.settings.job, now, before_state,
-                                   Decision(Action.KEEP, reason, "reconcile", target=current,
-                                            inputs={"expected": expected.to_dict(), "observed": current.to_dict(), "decision_id": int(row.id)}),
-                                   None, status="reconciled", error=reason)  # fmt: skip
+        self.store.record_decision(
+            self.settings.job,
+            now,
+            before_state,
+            Decision(
+                Action.KEEP,
+                reason,
+                "reconcile",
+                target=current,
+                inputs={"expected": expected.to_dict(), "observed": current.to_dict(), "decision_id": int(row.id)},
+            ),
+            None,
+            status="reconciled",
+            error=reason,
+        )
         self.guard.record_attempt(now, before_state, current)
         log.warning("%s @%.0f %s", self.settings.job, now, reason)
         return reason
@@ -253,8 +297,24 @@ class DecisionLoop:
         if rows.empty:
             raise ClusterUnreadable(f"job {s.job!r}: {problem}; nothing is stored yet to hold on")
         nan = math.nan
-        state = JobState(s.job, now, _expected(rows.iloc[-1]), False, nan, nan, nan, nan, nan, nan, nan, nan, nan, s.window_s,
-                         fresh=False, problems=(problem,))  # fmt: skip
+        state = JobState(
+            s.job,
+            now,
+            _expected(rows.iloc[-1]),
+            False,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            s.window_s,
+            fresh=False,
+            problems=(problem,),
+        )
         decision = self.guard.review(Decision.keep("guard", f"hold: {problem}"), state, now)
         decision_id = self.store.record_decision(s.job, now, state, decision, None, dry_run=s.dry_run, error=problem)
         outcome = StepOutcome(state, decision, None, decision_id)
@@ -286,5 +346,15 @@ def build_decision_loop(
         memory = store.policy_memory(settings.job, policy.name)
         if memory is not None:
             policy.restore_memory(memory)
-    return DecisionLoop(settings, backend.source, backend.realizer, policy, guard, store, backend.clock,
-                        forecaster=forecaster, models=models, profiler=backend.profiler)  # fmt: skip
+    return DecisionLoop(
+        settings,
+        backend.source,
+        backend.realizer,
+        policy,
+        guard,
+        store,
+        backend.clock,
+        forecaster=forecaster,
+        models=models,
+        profiler=backend.profiler,
+    )

@@ -15,7 +15,7 @@ from enum import Enum
 
 from flinktune.config_space import Configuration
 
-__all__ = ["ReconfigMode", "Shape", "shape_of", "same_shape"]
+__all__ = ["ReconfigMode", "Shape", "same_shape", "shape_of"]
 
 #: (task_slots, cpu, memory_mb, checkpoint_interval_s): what an in-place rescale keeps.
 Shape = tuple[int, float, int, int]

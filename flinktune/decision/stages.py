@@ -31,20 +31,20 @@ from models.forecasting.types import QuantileForecast
 from models.surrogate.types import SurrogatePrediction
 
 __all__ = [
-    "MetricsSource",
-    "Forecaster",
-    "Surrogate",
     "ForecastProvider",
+    "Forecaster",
+    "Guard",
+    "MetricsSource",
     "ModelProvider",
-    "Profiler",
+    "Policy",
     "PolicyContext",
     "PolicyMemory",
-    "Policy",
-    "Guard",
+    "Profiler",
     "RealizeResult",
-    "ReconfigMode",
     "Realizer",
+    "ReconfigMode",
     "StateStore",
+    "Surrogate",
 ]
 
 
@@ -59,7 +59,7 @@ class MetricsSource(Protocol):
 class Forecaster(Protocol):
     """Fit on a rate series (DatetimeIndex, rec/s); predict a horizon with quantiles."""
 
-    def fit(self, series: pd.Series) -> "Forecaster": ...
+    def fit(self, series: pd.Series) -> Forecaster: ...
 
     def predict(self, history: pd.Series, horizon_s: int) -> QuantileForecast: ...
 
@@ -74,7 +74,7 @@ class Surrogate(Protocol):
 
     outcomes: tuple[str, ...]
 
-    def fit(self, X: np.ndarray, rates: np.ndarray, Y: np.ndarray) -> "Surrogate": ...
+    def fit(self, X: np.ndarray, rates: np.ndarray, Y: np.ndarray) -> Surrogate: ...
 
     def predict(self, X: np.ndarray, rate: float) -> SurrogatePrediction: ...
 
@@ -95,7 +95,7 @@ class ModelProvider(Protocol):
     """
 
     @property
-    def surrogate(self) -> "Surrogate | None": ...
+    def surrogate(self) -> Surrogate | None: ...
 
     @property
     def profiled_max_rate(self) -> float: ...
@@ -170,12 +170,29 @@ class Realizer(Protocol):
 class StateStore(Protocol):
     """Durable record of decisions and their outcomes, and of the policy memory saved with them."""
 
-    def record_decision(self, job: str, ts: float, state: JobState, decision: Decision, result: RealizeResult | None, *,
-                        dry_run: bool = False, memory: tuple[str, dict[str, Any]] | None = None, status: str | None = None,
-                        error: str | None = None) -> int: ...  # fmt: skip
+    def record_decision(
+        self,
+        job: str,
+        ts: float,
+        state: JobState,
+        decision: Decision,
+        result: RealizeResult | None,
+        *,
+        dry_run: bool = False,
+        memory: tuple[str, dict[str, Any]] | None = None,
+        status: str | None = None,
+        error: str | None = None,
+    ) -> int: ...
 
-    def update_decision(self, decision_id: int, result: RealizeResult | None, *, status: str, error: str | None = None,
-                        memory: tuple[str, dict[str, Any]] | None = None) -> None: ...  # fmt: skip
+    def update_decision(
+        self,
+        decision_id: int,
+        result: RealizeResult | None,
+        *,
+        status: str,
+        error: str | None = None,
+        memory: tuple[str, dict[str, Any]] | None = None,
+    ) -> None: ...
 
     def policy_memory(self, job: str, policy: str) -> dict[str, Any] | None: ...
 

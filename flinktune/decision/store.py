@@ -24,11 +24,25 @@ import pandas as pd
 from flinktune.decision import Decision, JobState
 from flinktune.decision.stages import RealizeResult
 
-__all__ = ["SqliteStateStore", "MemoryStateStore", "DECISION_COLUMNS", "STATUSES", "UNSETTLED"]
+__all__ = ["DECISION_COLUMNS", "STATUSES", "UNSETTLED", "MemoryStateStore", "SqliteStateStore"]
 
 DECISION_COLUMNS = (
-    "id", "job", "ts", "policy", "action", "reason", "target", "profile_configs",
-    "state", "inputs", "changed", "mode", "downtime_s", "dry_run", "status", "error",
+    "id",
+    "job",
+    "ts",
+    "policy",
+    "action",
+    "reason",
+    "target",
+    "profile_configs",
+    "state",
+    "inputs",
+    "changed",
+    "mode",
+    "downtime_s",
+    "dry_run",
+    "status",
+    "error",
 )
 
 #: A decision row's status: ``recorded`` (nothing to apply: keep, profile, dry run), ``intended``
@@ -90,11 +104,23 @@ def _status(result: RealizeResult | None, status: str | None) -> str:
     return "applied" if result.changed else "recorded"
 
 
-def _row(job: str, ts: float, state: JobState, decision: Decision, result: RealizeResult | None, dry_run: bool,
-         status: str | None = None, error: str | None = None) -> tuple:  # fmt: skip
+def _row(
+    job: str,
+    ts: float,
+    state: JobState,
+    decision: Decision,
+    result: RealizeResult | None,
+    dry_run: bool,
+    status: str | None = None,
+    error: str | None = None,
+) -> tuple:
     d = decision.to_dict()
     return (
-        job, ts, decision.policy, decision.action.value, decision.reason,
+        job,
+        ts,
+        decision.policy,
+        decision.action.value,
+        decision.reason,
         json.dumps(d["target"]) if d["target"] else None,
         json.dumps(d["profile_configs"]),
         json.dumps(state.to_dict(), default=float),
@@ -110,8 +136,13 @@ def _row(job: str, ts: float, state: JobState, decision: Decision, result: Reali
 
 def _outcome(result: RealizeResult | None, status: str, error: str | None) -> tuple:
     """The columns :meth:`SqliteStateStore.update_decision` sets, in the order it sets them."""
-    return (int(bool(result and result.changed)), str(result.mode) if result else None,
-            float(result.downtime_s) if result else 0.0, _status(result, status), error)  # fmt: skip
+    return (
+        int(bool(result and result.changed)),
+        str(result.mode) if result else None,
+        float(result.downtime_s) if result else 0.0,
+        _status(result, status),
+        error,
+    )
 
 
 def _memory_json(memory: tuple[str, dict[str, Any]] | None) -> str | None:
@@ -143,8 +174,17 @@ class SqliteStateStore:
         return sqlite3.connect(self.path, timeout=30)
 
     def record_decision(
-        self, job: str, ts: float, state: JobState, decision: Decision, result: RealizeResult | None, *, dry_run: bool = False,
-        memory: tuple[str, dict[str, Any]] | None = None, status: str | None = None, error: str | None = None,
+        self,
+        job: str,
+        ts: float,
+        state: JobState,
+        decision: Decision,
+        result: RealizeResult | None,
+        *,
+        dry_run: bool = False,
+        memory: tuple[str, dict[str, Any]] | None = None,
+        status: str | None = None,
+        error: str | None = None,
     ) -> int:
         """Store one decision; ``memory`` = (policy name, its memory) replaces that policy's saved memory
         in the same transaction. ``status`` defaults from ``result`` (see :data:`STATUSES`); pass
@@ -158,24 +198,37 @@ class SqliteStateStore:
             )
             decision_id = int(cur.lastrowid or 0)
             if memory is not None:
-                con.execute("INSERT OR REPLACE INTO policy_memory (job, policy, ts, decision_id, memory) VALUES (?,?,?,?,?)",
-                            (job, memory[0], ts, decision_id, payload))  # fmt: skip
+                con.execute(
+                    "INSERT OR REPLACE INTO policy_memory (job, policy, ts, decision_id, memory) VALUES (?,?,?,?,?)",
+                    (job, memory[0], ts, decision_id, payload),
+                )
             return decision_id
 
-    def update_decision(self, decision_id: int, result: RealizeResult | None, *, status: str, error: str | None = None,
-                        memory: tuple[str, dict[str, Any]] | None = None) -> None:  # fmt: skip
+    def update_decision(
+        self,
+        decision_id: int,
+        result: RealizeResult | None,
+        *,
+        status: str,
+        error: str | None = None,
+        memory: tuple[str, dict[str, Any]] | None = None,
+    ) -> None:
         """Settle a written-ahead decision: its outcome, ``status`` and ``error`` (and the policy's
         memory, in the same transaction). A KeyError names an unknown id."""
         payload = _memory_json(memory)
         with closing(self._connect()) as con, con:
-            cur = con.execute("UPDATE decisions SET changed = ?, mode = ?, downtime_s = ?, status = ?, error = ? WHERE id = ?",
-                              (*_outcome(result, status, error), int(decision_id)))  # fmt: skip
+            cur = con.execute(
+                "UPDATE decisions SET changed = ?, mode = ?, downtime_s = ?, status = ?, error = ? WHERE id = ?",
+                (*_outcome(result, status, error), int(decision_id)),
+            )
             if cur.rowcount != 1:
                 raise KeyError(f"state store {self.path}: no decision with id {decision_id} to update")
             if memory is not None:
                 job, ts = con.execute("SELECT job, ts FROM decisions WHERE id = ?", (int(decision_id),)).fetchone()
-                con.execute("INSERT OR REPLACE INTO policy_memory (job, policy, ts, decision_id, memory) VALUES (?,?,?,?,?)",
-                            (job, memory[0], ts, int(decision_id), payload))  # fmt: skip
+                con.execute(
+                    "INSERT OR REPLACE INTO policy_memory (job, policy, ts, decision_id, memory) VALUES (?,?,?,?,?)",
+                    (job, memory[0], ts, int(decision_id), payload),
+                )
 
     def policy_memory(self, job: str, policy: str) -> dict[str, Any] | None:
         """The memory ``policy`` saved with its last decision for ``job`` (None before any)."""
@@ -219,8 +272,17 @@ class MemoryStateStore:
         self._memory: dict[tuple[str, str], str] = {}
 
     def record_decision(
-        self, job: str, ts: float, state: JobState, decision: Decision, result: RealizeResult | None, *, dry_run: bool = False,
-        memory: tuple[str, dict[str, Any]] | None = None, status: str | None = None, error: str | None = None,
+        self,
+        job: str,
+        ts: float,
+        state: JobState,
+        decision: Decision,
+        result: RealizeResult | None,
+        *,
+        dry_run: bool = False,
+        memory: tuple[str, dict[str, Any]] | None = None,
+        status: str | None = None,
+        error: str | None = None,
     ) -> int:
         values = _row(job, ts, state, decision, result, dry_run, status, error)
         payload = _memory_json(memory)  # serialised like the SQLite store's, so what comes back is the same
@@ -229,8 +291,15 @@ class MemoryStateStore:
             self._memory[(job, memory[0])] = payload
         return len(self._rows)
 
-    def update_decision(self, decision_id: int, result: RealizeResult | None, *, status: str, error: str | None = None,
-                        memory: tuple[str, dict[str, Any]] | None = None) -> None:  # fmt: skip
+    def update_decision(
+        self,
+        decision_id: int,
+        result: RealizeResult | None,
+        *,
+        status: str,
+        error: str | None = None,
+        memory: tuple[str, dict[str, Any]] | None = None,
+    ) -> None:
         if not 1 <= decision_id <= len(self._rows):
             raise KeyError(f"memory state store: no decision with id {decision_id} to update")
         payload = _memory_json(memory)

@@ -29,7 +29,7 @@ from flinktune.job_name import job_name
 from flinktune.lake.atomic import atomic_write
 from flinktune.lake.snapshot import collect_garbage, commit_snapshot, snapshot_files
 
-__all__ = ["FEATURES_SCHEMA", "write_features", "read_features", "to_features_frame", "part_name"]
+__all__ = ["FEATURES_SCHEMA", "part_name", "read_features", "to_features_frame", "write_features"]
 
 #: Columns stored in a features file of either grain (job and date live in the partition path).
 FEATURES_SCHEMA = pa.schema(
@@ -69,11 +69,15 @@ def _check_rows(job: str, dataset: str, rows: pd.DataFrame, start: pd.Timestamp,
         raise ValueError(f"{dataset} for job {job!r} contain rows of other job(s) {other_jobs}")
     outside = rows[(rows["window_start"] < start) | (rows["window_start"] >= end)]
     if len(outside):
-        raise ValueError(f"{dataset} for job {job!r}: {len(outside)} row(s) outside [{start}, {end}), e.g. {outside['window_start'].iloc[0]}")
+        raise ValueError(
+            f"{dataset} for job {job!r}: {len(outside)} row(s) outside [{start}, {end}), e.g. {outside['window_start'].iloc[0]}"
+        )
     return rows
 
 
-def _stage_dataset(job_dir: Path, live: list[Path], job: str, rows: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> list[Path]:
+def _stage_dataset(
+    job_dir: Path, live: list[Path], job: str, rows: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp
+) -> list[Path]:
     """Write the dataset's affected day partitions under new names; returns every file of the new snapshot."""
     by_day: dict[str, list[Path]] = {}
     for f in live:
@@ -98,7 +102,9 @@ def _stage_dataset(job_dir: Path, live: list[Path], job: str, rows: pd.DataFrame
     return sorted(f for files in by_day.values() for f in files)
 
 
-def write_features(curated_root: str | Path, job: str, frames: Mapping[str, pd.DataFrame], start_ms: int, end_ms: int) -> dict[str, list[Path]]:
+def write_features(
+    curated_root: str | Path, job: str, frames: Mapping[str, pd.DataFrame], start_ms: int, end_ms: int
+) -> dict[str, list[Path]]:
     """Replace ``job``'s rows with ``window_start`` in ``[start_ms, end_ms)`` in each dataset of ``frames``.
 
     ``frames`` maps a dataset name (a folder under ``curated_root``) to its new rows, which must
@@ -110,12 +116,17 @@ def write_features(curated_root: str | Path, job: str, frames: Mapping[str, pd.D
     start, end = pd.Timestamp(start_ms, unit="ms", tz="UTC"), pd.Timestamp(end_ms, unit="ms", tz="UTC")
     checked = {ds: _check_rows(job, ds, rows, start, end) for ds, rows in frames.items()}
     collect_garbage(root, job)  # files of an interrupted commit
-    staged = {ds: _stage_dataset(root / ds / f"job={job}", snapshot_files(root, ds, job), job, rows, start, end) for ds, rows in checked.items()}
+    staged = {
+        ds: _stage_dataset(root / ds / f"job={job}", snapshot_files(root, ds, job), job, rows, start, end)
+        for ds, rows in checked.items()
+    }
     commit_snapshot(root, job, staged)
     return staged
 
 
-def read_features(curated_root: str | Path, dataset: str, job: str, start_ms: int | None = None, end_ms: int | None = None) -> pd.DataFrame:
+def read_features(
+    curated_root: str | Path, dataset: str, job: str, start_ms: int | None = None, end_ms: int | None = None
+) -> pd.DataFrame:
     """Curated ``dataset`` of ``job`` in ``[start_ms, end_ms)`` (all when None), sorted by window."""
     files = snapshot_files(curated_root, dataset, job)
     frames = [pq.read_table(f).to_pandas() for f in files]

@@ -60,21 +60,55 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
-    "FEATURE_COLUMNS", "INT_COLUMNS", "GRAINS", "BUCKET_S", "NoRawDataError", "read_raw", "ten_second_parts",
-    "features_from_parts", "features_10s", "features_1m",
-]  # fmt: skip
+    "BUCKET_S",
+    "FEATURE_COLUMNS",
+    "GRAINS",
+    "INT_COLUMNS",
+    "NoRawDataError",
+    "features_1m",
+    "features_10s",
+    "features_from_parts",
+    "read_raw",
+    "ten_second_parts",
+]
 
 FEATURE_COLUMNS: tuple[str, ...] = (
-    "job", "window_start", "input_rate", "throughput", "lag", "lag_growth", "latency_p50_ms",
-    "latency_p95_ms", "latency_p99_ms", "cpu_used", "memory_used_mb", "busy_ratio",
-    "backpressure_ratio", "taskmanagers", "task_slots_total", "parallelism", "task_slots", "cpu",
-    "memory_mb", "checkpoint_interval_s", "checkpoint_duration_ms", "restarts", "up_fraction", "samples",
-)  # fmt: skip
+    "job",
+    "window_start",
+    "input_rate",
+    "throughput",
+    "lag",
+    "lag_growth",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "cpu_used",
+    "memory_used_mb",
+    "busy_ratio",
+    "backpressure_ratio",
+    "taskmanagers",
+    "task_slots_total",
+    "parallelism",
+    "task_slots",
+    "cpu",
+    "memory_mb",
+    "checkpoint_interval_s",
+    "checkpoint_duration_ms",
+    "restarts",
+    "up_fraction",
+    "samples",
+)
 #: Integer-valued feature columns (nullable int64); the others but job/window_start are doubles.
 INT_COLUMNS: tuple[str, ...] = (
-    "taskmanagers", "task_slots_total", "parallelism", "task_slots", "memory_mb",
-    "checkpoint_interval_s", "restarts", "samples",
-)  # fmt: skip
+    "taskmanagers",
+    "task_slots_total",
+    "parallelism",
+    "task_slots",
+    "memory_mb",
+    "checkpoint_interval_s",
+    "restarts",
+    "samples",
+)
 
 #: Curated dataset -> window width in seconds. Both are written by ``jobs.etl_features``.
 GRAINS: dict[str, int] = {"features_10s": 10, "features_1m": 60}
@@ -84,11 +118,21 @@ BUCKET_S = 10
 _JOB_METRICS = sorted(m for m, info in METRICS.items() if info.level == "job")
 # feature column -> per-second column it summarises
 _MEANS = {
-    "input_rate": "workloadRate", "lag": "pendingRecords", "cpu_used": "cpuLoad", "memory_used_mb": "heapUsedMb",
-    "up_fraction": "jobRunning", "throughput": "throughput_s", "busy_ratio": "busy_s", "backpressure_ratio": "bp_s",
-}  # fmt: skip
+    "input_rate": "workloadRate",
+    "lag": "pendingRecords",
+    "cpu_used": "cpuLoad",
+    "memory_used_mb": "heapUsedMb",
+    "up_fraction": "jobRunning",
+    "throughput": "throughput_s",
+    "busy_ratio": "busy_s",
+    "backpressure_ratio": "bp_s",
+}
 _MAXES = {"latency_p50_ms": "latencyP50Ms", "latency_p95_ms": "latencyP95Ms", "latency_p99_ms": "latencyP99Ms"}
-_LASTS = {"taskmanagers": "taskManagers", "task_slots_total": "taskSlotsTotal", "checkpoint_duration_ms": "lastCheckpointDurationMs"}
+_LASTS = {
+    "taskmanagers": "taskManagers",
+    "task_slots_total": "taskSlotsTotal",
+    "checkpoint_duration_ms": "lastCheckpointDurationMs",
+}
 _LASTS.update(CONFIG_METRICS)
 
 
@@ -96,7 +140,9 @@ class NoRawDataError(LookupError):
     """No raw samples for the job and time range; the message names job, range and folder."""
 
 
-def read_raw(spark: "SparkSession", raw_dir: str | Path, job: str, start_ms: int | None = None, end_ms: int | None = None) -> "DataFrame":
+def read_raw(
+    spark: SparkSession, raw_dir: str | Path, job: str, start_ms: int | None = None, end_ms: int | None = None
+) -> DataFrame:
     """Raw samples of ``job`` in ``[start_ms, end_ms)`` with the raw schema (``RAW_COLUMNS``).
 
     Reads ``raw_dir/job=<job>`` with an explicit schema (a job named ``"123"`` stays a string) and
@@ -125,7 +171,7 @@ def read_raw(spark: "SparkSession", raw_dir: str | Path, job: str, start_ms: int
     df = spark.read.schema(schema).option("basePath", str(raw_dir)).parquet(str(job_dir))
 
     def day(ms: int) -> str:
-        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d")
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d")
 
     if start_ms is not None:
         df = df.filter((F.col("date") >= day(start_ms)) & (F.col("ts_ms") >= start_ms))
@@ -134,7 +180,7 @@ def read_raw(spark: "SparkSession", raw_dir: str | Path, job: str, start_ms: int
     return df.select(*RAW_COLUMNS)
 
 
-def _per_second(raw: "DataFrame") -> "DataFrame":
+def _per_second(raw: DataFrame) -> DataFrame:
     """(job, sec) rows: every job metric, ``throughput_s``, ``busy_s``, ``bp_s`` and ``restarts_inc``."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -145,7 +191,7 @@ def _per_second(raw: "DataFrame") -> "DataFrame":
     # then takes the job metrics' only value (max) and the bottleneck over vertices.
     m, v = F.col("metric"), F.col("value")
 
-    def job_metric(name: str):  # noqa: ANN202 - a pyspark Column
+    def job_metric(name: str):
         if name in COUNTER_METRICS:  # the latest sample (max_by keeps the hash aggregate: fixed-width buffer)
             return F.max_by(F.when(m == name, v), F.when(m == name, F.col("ts_ms"))).alias(name)
         return F.avg(F.when(m == name, v)).alias(name)
@@ -169,7 +215,7 @@ def _per_second(raw: "DataFrame") -> "DataFrame":
     return per_sec.withColumn("restarts_inc", inc)
 
 
-def _first_last(value: str, order: str = "sec"):  # noqa: ANN202 - two pyspark Columns
+def _first_last(value: str, order: str = "sec"):
     """Aggregates: (order, value) structs of the earliest and the latest non-null ``value``."""
     from pyspark.sql import functions as F
 
@@ -177,7 +223,7 @@ def _first_last(value: str, order: str = "sec"):  # noqa: ANN202 - two pyspark C
     return F.min(pair), F.max(pair)
 
 
-def ten_second_parts(raw: "DataFrame") -> "DataFrame":
+def ten_second_parts(raw: DataFrame) -> DataFrame:
     """Mergeable partial aggregates per job and 10-s bucket (``bucket`` = epoch seconds // 10).
 
     Columns: ``<col>__sum`` / ``<col>__n`` for means, the quantile maxima, ``<col>__last``
@@ -199,7 +245,7 @@ def ten_second_parts(raw: "DataFrame") -> "DataFrame":
     return per_sec.groupBy("job", "bucket").agg(*aggs)
 
 
-def _merge(parts: "DataFrame", width_s: int) -> "DataFrame":
+def _merge(parts: DataFrame, width_s: int) -> DataFrame:
     """Partials of ``width_s``-second windows (column ``window``) from 10-s ones, rule by rule."""
     from pyspark.sql import functions as F
 
@@ -218,7 +264,7 @@ def _merge(parts: "DataFrame", width_s: int) -> "DataFrame":
     return parts.groupBy("job", window).agg(*aggs)
 
 
-def features_from_parts(parts: "DataFrame", width_s: int) -> "DataFrame":
+def features_from_parts(parts: DataFrame, width_s: int) -> DataFrame:
     """One row per job and ``width_s``-second window (a multiple of 10) from :func:`ten_second_parts`,
     columns :data:`FEATURE_COLUMNS`, sorted by job and window."""
     from pyspark.sql import Window
@@ -249,11 +295,11 @@ def features_from_parts(parts: "DataFrame", width_s: int) -> "DataFrame":
     return w.select(*out).orderBy("job", "window_start")
 
 
-def features_10s(raw: "DataFrame") -> "DataFrame":
+def features_10s(raw: DataFrame) -> DataFrame:
     """One row per job and 10 s from raw samples (any number of jobs), sorted by job and window."""
     return features_from_parts(ten_second_parts(raw), GRAINS["features_10s"])
 
 
-def features_1m(raw: "DataFrame") -> "DataFrame":
+def features_1m(raw: DataFrame) -> DataFrame:
     """One row per job and minute from raw samples (any number of jobs), sorted by job and minute."""
     return features_from_parts(ten_second_parts(raw), GRAINS["features_1m"])

@@ -15,7 +15,7 @@ from flinktune.clock import Clock
 from flinktune.lake import Lake
 from flinktune.settings import Settings
 
-__all__ = ["validate_observations", "quarantine_root"]
+__all__ = ["quarantine_root", "validate_observations"]
 
 
 def quarantine_root(settings: Settings) -> Path:

@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["RawFileError", "check_raw_files", "FILE_TYPES"]
+__all__ = ["FILE_TYPES", "RawFileError", "check_raw_files"]
 
 _HOUR_MS = 3_600_000
 #: Arrow types each stored raw column must have (job lives in the path).
@@ -58,7 +58,9 @@ def check_raw_files(job_dir: Path, start_ms: int | None = None, end_ms: int | No
     checked = []
     for f in files:
         hour = _hour_of(f)
-        if hour is not None and ((start_ms is not None and hour + _HOUR_MS <= start_ms) or (end_ms is not None and hour >= end_ms)):
+        if hour is not None and (
+            (start_ms is not None and hour + _HOUR_MS <= start_ms) or (end_ms is not None and hour >= end_ms)
+        ):
             continue
         try:
             meta = pq.read_metadata(f)
@@ -75,7 +77,9 @@ def check_raw_files(job_dir: Path, start_ms: int | None = None, end_ms: int | No
             lo, hi = _ts_bounds(meta, schema.get_field_index("ts_ms"))
             if lo is not None and hi is not None and (lo < hour or hi >= hour + _HOUR_MS):
                 span = f"{pd.Timestamp(lo, unit='ms', tz='UTC')} .. {pd.Timestamp(hi, unit='ms', tz='UTC')}"
-                raise RawFileError("file.partition", f, f"samples at ts_ms {lo}..{hi} ({span}) lie outside the file's hour partition")
+                raise RawFileError(
+                    "file.partition", f, f"samples at ts_ms {lo}..{hi} ({span}) lie outside the file's hour partition"
+                )
         checked.append(f)
     return checked
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from flinktune.settings import Settings
 
 if TYPE_CHECKING:  # pyspark is heavy; import it only when a session is made
     from pyspark.sql import SparkSession
 
-__all__ = ["spark_session", "spark_conf", "SPARK_CONF_ENV", "SparkConfError"]
+__all__ = ["SPARK_CONF_ENV", "SparkConfError", "spark_conf", "spark_session"]
 
 #: Environment variable holding extra Spark properties as a JSON object.
 SPARK_CONF_ENV = "FLINKTUNE_SPARK_CONF"
@@ -41,7 +42,9 @@ def _extra_conf(environ: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in conf.items():
         if not isinstance(value, (str, int, float, bool)):
-            raise SparkConfError(f"{SPARK_CONF_ENV}: property {key!r} must be a string, number or boolean, got {type(value).__name__}")
+            raise SparkConfError(
+                f"{SPARK_CONF_ENV}: property {key!r} must be a string, number or boolean, got {type(value).__name__}"
+            )
         out[key] = str(value).lower() if isinstance(value, bool) else str(value)
     return out
 
@@ -72,7 +75,7 @@ def spark_conf(settings: Settings, environ: Mapping[str, str] | None = None) -> 
     return conf
 
 
-def spark_session(settings: Settings, app_name: str = "flinktune-etl") -> "SparkSession":
+def spark_session(settings: Settings, app_name: str = "flinktune-etl") -> SparkSession:
     """The process's SparkSession (created on first call, reused after; ``app_name`` names a new one)."""
     from pyspark.sql import SparkSession
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from flinktune.metric_schema import METRICS, RAW_DTYPES
 
-__all__ = ["synthetic_raw", "SUBTASK_METRICS", "JOB_METRICS"]
+__all__ = ["JOB_METRICS", "SUBTASK_METRICS", "synthetic_raw"]
 
 SUBTASK_METRICS = tuple(m for m, i in METRICS.items() if i.level == "subtask")
 JOB_METRICS = tuple(m for m, i in METRICS.items() if i.level == "job")
@@ -61,9 +61,7 @@ def synthetic_raw(
     t = np.arange(seconds, dtype=np.int64)
     ts = start_ms + t * 1000
     job_vals = _job_values(seconds, (start_ms // 1000 + t).astype(float), rng)
-    parts = [
-        pd.DataFrame({"metric": m, "vertex": "", "subtask": -1, "ts_ms": ts, "value": job_vals[m]}) for m in JOB_METRICS
-    ]
+    parts = [pd.DataFrame({"metric": m, "vertex": "", "subtask": -1, "ts_ms": ts, "value": job_vals[m]}) for m in JOB_METRICS]
     k = vertices * subtasks
     ts_sub = np.repeat(ts, k)
     vertex_names = np.array([f"v{i}" for i in range(vertices)])
@@ -79,7 +77,9 @@ def synthetic_raw(
         "backPressuredTimeMsPerSecond": bp,
         "idleTimeMsPerSecond": 1000 - busy - bp,
     }
-    parts += [pd.DataFrame({"metric": m, "vertex": vtx, "subtask": sub, "ts_ms": ts_sub, "value": v}) for m, v in sub_vals.items()]
+    parts += [
+        pd.DataFrame({"metric": m, "vertex": vtx, "subtask": sub, "ts_ms": ts_sub, "value": v}) for m, v in sub_vals.items()
+    ]
     out = pd.concat(parts, ignore_index=True)
     out.insert(0, "job", job)
     return out.astype(RAW_DTYPES)

@@ -16,11 +16,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["PrometheusEndpoint", "EndpointError", "endpoint_from_env", "endpoint_from_airflow", "resolve_endpoint", "ENV_PREFIX"]
+__all__ = ["ENV_PREFIX", "EndpointError", "PrometheusEndpoint", "endpoint_from_airflow", "endpoint_from_env", "resolve_endpoint"]
 
 ENV_PREFIX = "FLINKTUNE_PROMETHEUS_"
 

@@ -41,7 +41,7 @@ class SampleExporter:
         self._lock = threading.Lock()
         self._server: Any = None
 
-    def collect(self):  # noqa: ANN201 - the prometheus_client Collector protocol
+    def collect(self):
         from prometheus_client.core import GaugeMetricFamily
 
         now_s = int(self.clock.now())

@@ -10,8 +10,8 @@ cluster's REST port.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from flinktune.clock import Clock
 from flinktune.extract.sink import ExtractResult, RawSink, hour_chunks
@@ -21,14 +21,17 @@ from flinktune.localflink.metrics import RestMetricsSource
 from flinktune.localflink.rest import FlinkRest, RestError
 from flinktune.metric_schema import METRICS
 
-__all__ = ["rest_source", "collect_flink_rest"]
+__all__ = ["collect_flink_rest", "rest_source"]
 
 
-def rest_source(port: int, job: str, *, host: str = "127.0.0.1", clock: Clock | None = None,
-                timeout_s: float = 10.0) -> RestMetricsSource:  # fmt: skip
+def rest_source(
+    port: int, job: str, *, host: str = "127.0.0.1", clock: Clock | None = None, timeout_s: float = 10.0
+) -> RestMetricsSource:
     """A REST sampler of the job named ``job`` (its Flink job name) on ``host:port``; ``timeout_s``
     bounds every REST call (``Settings.timeouts.http_request_s``)."""
-    control = JobControl(FlinkRest(port, host=host, timeout_s=timeout_s), JobSpec(jar=Path("-"), name=job))  # the jar is never used to sample
+    control = JobControl(
+        FlinkRest(port, host=host, timeout_s=timeout_s), JobSpec(jar=Path("-"), name=job)
+    )  # the jar is never used to sample
     return RestMetricsSource(control, job=job, clock=clock, keep_s=7200.0)
 
 

@@ -24,13 +24,12 @@ import json
 import logging
 import random
 import re
-import socket
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -39,7 +38,7 @@ from flinktune.extract.endpoint import PrometheusEndpoint
 from flinktune.extract.sink import ExtractError, ExtractResult, RawSink, hour_chunks
 from flinktune.metric_schema import METRICS, RAW_DTYPES
 
-__all__ = ["PrometheusClient", "LabelMap", "metric_queries", "extract_prometheus", "MAX_POINTS"]
+__all__ = ["MAX_POINTS", "LabelMap", "PrometheusClient", "extract_prometheus", "metric_queries"]
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +47,20 @@ MAX_POINTS = 11_000
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 #: Job-level metrics whose series combine by max (levels, quantiles, counters); the rest sum.
 _MAX_METRICS = {
-    "latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "lastCheckpointDurationMs", "lastCheckpointSizeBytes",
-    "numRestarts", "taskManagers", "taskSlotsTotal", "configParallelism", "configTaskSlots", "configCpu",
-    "configMemoryMb", "configCheckpointIntervalS",
-}  # fmt: skip
+    "latencyP50Ms",
+    "latencyP95Ms",
+    "latencyP99Ms",
+    "lastCheckpointDurationMs",
+    "lastCheckpointSizeBytes",
+    "numRestarts",
+    "taskManagers",
+    "taskSlotsTotal",
+    "configParallelism",
+    "configTaskSlots",
+    "configCpu",
+    "configMemoryMb",
+    "configCheckpointIntervalS",
+}
 
 
 @dataclass(frozen=True)
@@ -125,7 +134,7 @@ class PrometheusClient:
                     log.warning("%s: %s (attempt %d of %d)", shown, last, attempt + 1, self.retries + 1)
                     continue
                 raise ExtractError(f"{shown} query={params.get('query')!r}: HTTP {exc.code}: {text}") from None
-            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as exc:
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
                 log.warning("%s: %s (attempt %d of %d)", shown, last, attempt + 1, self.retries + 1)
                 continue
@@ -144,7 +153,9 @@ class PrometheusClient:
         """Series of a range query evaluated at ``start_ms, start_ms + step, ... <= end_ms`` (inclusive)."""
         points = (end_ms - start_ms) / 1000 / step_s + 1
         if points > MAX_POINTS:
-            raise ExtractError(f"range query of {points:.0f} points per series exceeds Prometheus' {MAX_POINTS}; use smaller chunks")
+            raise ExtractError(
+                f"range query of {points:.0f} points per series exceeds Prometheus' {MAX_POINTS}; use smaller chunks"
+            )
         data = self._get(
             "/api/v1/query_range",
             {"query": query, "start": f"{start_ms / 1000:.3f}", "end": f"{end_ms / 1000:.3f}", "step": f"{step_s:g}"},
@@ -172,7 +183,9 @@ def _series_rows(metric: str, series: list[dict], labels: LabelMap, where: str) 
         if per_subtask:
             for need in (labels.vertex, labels.subtask):
                 if need not in lab:
-                    raise ExtractError(f"{where}: a series of {metric} ({METRICS[metric].prometheus}) lacks label {need!r}; labels present: {sorted(lab)}")
+                    raise ExtractError(
+                        f"{where}: a series of {metric} ({METRICS[metric].prometheus}) lacks label {need!r}; labels present: {sorted(lab)}"
+                    )
             vertex = lab[labels.vertex]
             try:
                 subtask = int(lab[labels.subtask])
@@ -222,7 +235,11 @@ def extract_prometheus(
             if got:
                 seen.add(metric)
             frames += got
-        df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: [] for c in ("metric", "vertex", "subtask", "ts_ms", "value")})
+        df = (
+            pd.concat(frames, ignore_index=True)
+            if frames
+            else pd.DataFrame({c: [] for c in ("metric", "vertex", "subtask", "ts_ms", "value")})
+        )
         df.insert(0, "job", job)
         df = df.astype(RAW_DTYPES)
         written = sink.write(job, df, lo, hi, where=where)

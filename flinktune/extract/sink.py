@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from flinktune.lake import Lake
 from flinktune.metric_schema import RAW_COLUMNS, validate_frame
 
-__all__ = ["HOUR_MS", "hour_chunks", "RawSink", "ExtractError", "ExtractResult"]
+__all__ = ["HOUR_MS", "ExtractError", "ExtractResult", "RawSink", "hour_chunks"]
 
 HOUR_MS = 3_600_000
 _PART = re.compile(r"^part-(\d+)-(\d+)\.parquet$")
@@ -54,10 +54,15 @@ class ExtractResult:
 
     def to_dict(self) -> dict:
         return {
-            "job": self.job, "source": self.source, "start_ms": int(self.start_ms), "end_ms": int(self.end_ms),
-            "rows": int(self.rows), "chunks": int(self.chunks), "files": list(self.files),
+            "job": self.job,
+            "source": self.source,
+            "start_ms": int(self.start_ms),
+            "end_ms": int(self.end_ms),
+            "rows": int(self.rows),
+            "chunks": int(self.chunks),
+            "files": list(self.files),
             "missing_metrics": list(self.missing_metrics),
-        }  # fmt: skip
+        }
 
 
 def hour_chunks(start_ms: int, end_ms: int, *, chunk_s: int = 900) -> list[tuple[int, int]]:

@@ -7,9 +7,9 @@ with raw-schema rows: it walks the range in hour-aligned chunks and writes each 
 
 from __future__ import annotations
 
+from flinktune.decision.stages import MetricsSource
 from flinktune.extract.sink import ExtractResult, RawSink, hour_chunks
 from flinktune.metric_schema import METRICS
-from flinktune.decision.stages import MetricsSource
 
 __all__ = ["copy_chunk", "extract_from_source"]
 
@@ -26,7 +26,9 @@ def extract_from_source(
     return result
 
 
-def copy_chunk(source: MetricsSource, sink: RawSink, result: ExtractResult, seen: set[str], lo: int, hi: int, *, where: str) -> None:
+def copy_chunk(
+    source: MetricsSource, sink: RawSink, result: ExtractResult, seen: set[str], lo: int, hi: int, *, where: str
+) -> None:
     """Fetch ``[lo, hi)`` of ``result.job`` from ``source``, write it through ``sink``, count it in ``result``."""
     df = source.fetch(result.job, lo, hi)
     seen.update(df["metric"].dropna().unique().tolist())

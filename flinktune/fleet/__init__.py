@@ -1,5 +1,6 @@
 """Many jobs under one flinktune: the fleet registry and running a step for each job in isolation."""
 
+from flinktune.fleet.each import JobOutcome, for_each_job
 from flinktune.fleet.registry import (
     ANNOTATION_PREFIX,
     MANAGED_LABEL,
@@ -10,7 +11,6 @@ from flinktune.fleet.registry import (
     discover_flinkdeployments,
     load_fleet_file,
 )
-from flinktune.fleet.each import JobOutcome, for_each_job
 
 __all__ = [
     "ANNOTATION_PREFIX",

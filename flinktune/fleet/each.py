@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from flinktune.fleet.registry import Fleet, JobSettings
 
@@ -62,7 +63,9 @@ def for_each_job(
             took = clock() - start
             first = (str(exc).splitlines() or [""])[0]
             if _vanished(exc):
-                outcomes.append(JobOutcome(entry.name, "held", f"{entry.source} vanished from the cluster: {first}", seconds=took))
+                outcomes.append(
+                    JobOutcome(entry.name, "held", f"{entry.source} vanished from the cluster: {first}", seconds=took)
+                )
                 log.warning("fleet: job %s vanished before its step: %s", entry.name, first)
             else:
                 outcomes.append(JobOutcome(entry.name, "failed", f"{type(exc).__name__}: {first}", seconds=took))

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -74,8 +75,12 @@ class JobSettings(BaseModel):
     dry_run: bool = Field(False, description="Decide and record, but never apply a change.")
     min_parallelism: int | None = Field(None, ge=1, le=10_000, description="Lowest parallelism flinktune may set.")
     max_parallelism: int | None = Field(None, ge=1, le=10_000, description="Highest parallelism flinktune may set.")
-    price_cpu_core_hour: float | None = Field(None, gt=0, description="Price of one reserved core-hour for this job (else the price list).")
-    price_memory_gib_hour: float | None = Field(None, gt=0, description="Price of one reserved GiB-hour for this job (else the price list).")
+    price_cpu_core_hour: float | None = Field(
+        None, gt=0, description="Price of one reserved core-hour for this job (else the price list)."
+    )
+    price_memory_gib_hour: float | None = Field(
+        None, gt=0, description="Price of one reserved GiB-hour for this job (else the price list)."
+    )
 
     @field_validator("policy")
     @classmethod
@@ -93,7 +98,7 @@ class JobSettings(BaseModel):
         return load_prices(**{k: v for k, v in own.items() if v is not None})
 
     @model_validator(mode="after")
-    def _bounds_in_order(self) -> "JobSettings":
+    def _bounds_in_order(self) -> JobSettings:
         lo, hi = self.min_parallelism, self.max_parallelism
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"min_parallelism {lo} is above max_parallelism {hi}")
@@ -217,7 +222,7 @@ def _annotation(field: str) -> str:
 def settings_from_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
     """The ``flinktune.io/<setting>`` annotations as fleet-file keys (dashes to underscores)."""
     return {
-        key[len(ANNOTATION_PREFIX):].replace("-", "_"): value
+        key[len(ANNOTATION_PREFIX) :].replace("-", "_"): value
         for key, value in annotations.items()
         if key.startswith(ANNOTATION_PREFIX) and key != MANAGED_LABEL
     }

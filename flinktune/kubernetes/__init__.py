@@ -9,6 +9,16 @@ from flinktune.kubernetes.crd import CRDSchema, CRDValidationError, load_crd_sch
 from flinktune.kubernetes.realizer import KubernetesRealizer, RealizeError
 
 __all__ = [
-    "config_from_object", "config_patch", "deployment_body", "dry_run_diff", "is_in_place", "merge_patch", "CRDSchema",
-    "CRDValidationError", "load_crd_schema", "validate_object", "KubernetesRealizer", "RealizeError",
-]  # fmt: skip
+    "CRDSchema",
+    "CRDValidationError",
+    "KubernetesRealizer",
+    "RealizeError",
+    "config_from_object",
+    "config_patch",
+    "deployment_body",
+    "dry_run_diff",
+    "is_in_place",
+    "load_crd_schema",
+    "merge_patch",
+    "validate_object",
+]

@@ -14,17 +14,26 @@ from __future__ import annotations
 import copy
 import difflib
 from collections import Counter
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
-from flinktune.config_space import Configuration, ConfigError
+from flinktune.config_space import ConfigError, Configuration
 from flinktune.decision.reconfig import ReconfigMode, same_shape
 
 __all__ = [
-    "deployment_body", "config_patch", "config_from_object", "merge_patch", "dry_run_diff", "is_in_place",
-    "OVERRIDES_KEY", "SLOTS_KEY", "CHECKPOINT_KEY", "SCHEDULER_KEY",
-]  # fmt: skip
+    "CHECKPOINT_KEY",
+    "OVERRIDES_KEY",
+    "SCHEDULER_KEY",
+    "SLOTS_KEY",
+    "config_from_object",
+    "config_patch",
+    "deployment_body",
+    "dry_run_diff",
+    "is_in_place",
+    "merge_patch",
+]
 
 OVERRIDES_KEY = "pipeline.jobvertex-parallelism-overrides"
 SLOTS_KEY = "taskmanager.numberOfTaskSlots"
@@ -38,7 +47,9 @@ def _overrides(config: Configuration, vertex_ids: Mapping[str, str]) -> str:
     per = config.vertex_overrides()
     unknown = sorted(set(per) - set(vertex_ids))
     if unknown:
-        raise ConfigError(f"vertex_parallelism names vertices without a known job vertex id: {unknown}; known: {sorted(vertex_ids)}")
+        raise ConfigError(
+            f"vertex_parallelism names vertices without a known job vertex id: {unknown}; known: {sorted(vertex_ids)}"
+        )
     return ",".join(f"{vertex_ids[v]}:{per.get(v, config.parallelism)}" for v in sorted(vertex_ids, key=lambda v: vertex_ids[v]))
 
 
@@ -54,9 +65,17 @@ def _owned(config: Configuration, vertex_ids: Mapping[str, str]) -> dict[str, An
 
 
 def deployment_body(
-    name: str, namespace: str, config: Configuration, *, image: str, jar_uri: str, vertex_ids: Mapping[str, str] | None = None,
-    flink_version: str = "v1_20", service_account: str = "flink", jobmanager_memory: str = "1024m",
-) -> dict[str, Any]:  # fmt: skip
+    name: str,
+    namespace: str,
+    config: Configuration,
+    *,
+    image: str,
+    jar_uri: str,
+    vertex_ids: Mapping[str, str] | None = None,
+    flink_version: str = "v1_20",
+    service_account: str = "flink",
+    jobmanager_memory: str = "1024m",
+) -> dict[str, Any]:
     """A complete FlinkDeployment (application mode, savepoint upgrades, adaptive scheduler)."""
     owned = _owned(config, vertex_ids or {})
     return {
@@ -106,8 +125,14 @@ def config_from_object(obj: Mapping[str, Any], vertex_ids: Mapping[str, str] | N
             counts = Counter(overrides[v] for v in vertex_ids)
             p = max(counts, key=lambda v: (counts[v], v))
         per = {v: par for v, par in overrides.items() if par != p}
-        return Configuration(p, int(conf.get(SLOTS_KEY, 1)), float(res["cpu"]), _memory_mb(res["memory"], f"FlinkDeployment {name} spec.taskManager.resource.memory"), ck_s,
-                             vertex_parallelism=tuple(sorted(per.items())))  # fmt: skip
+        return Configuration(
+            p,
+            int(conf.get(SLOTS_KEY, 1)),
+            float(res["cpu"]),
+            _memory_mb(res["memory"], f"FlinkDeployment {name} spec.taskManager.resource.memory"),
+            ck_s,
+            vertex_parallelism=tuple(sorted(per.items())),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise
@@ -119,7 +144,9 @@ def is_in_place(current: Configuration, target: Configuration, flink_version: st
     return same_shape(current, target) and flink_version in _IN_PLACE_VERSIONS
 
 
-def config_patch(obj: Mapping[str, Any], target: Configuration, vertex_ids: Mapping[str, str]) -> tuple[dict[str, Any], ReconfigMode]:
+def config_patch(
+    obj: Mapping[str, Any], target: Configuration, vertex_ids: Mapping[str, str]
+) -> tuple[dict[str, Any], ReconfigMode]:
     """(JSON merge patch, mode) moving ``obj`` to ``target``; mode is ``IN_PLACE`` or ``REDEPLOY`` (savepoint).
 
     In place: only the parallelism overrides change (``spec.job.parallelism`` stays, since the
@@ -129,9 +156,15 @@ def config_patch(obj: Mapping[str, Any], target: Configuration, vertex_ids: Mapp
     current = config_from_object(obj, vertex_ids)
     version = str((obj.get("spec") or {}).get("flinkVersion", ""))
     owned = _owned(target, vertex_ids)
-    rv = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion")} if (obj.get("metadata") or {}).get("resourceVersion") else {}
+    rv = (
+        {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion")}
+        if (obj.get("metadata") or {}).get("resourceVersion")
+        else {}
+    )
     if vertex_ids and is_in_place(current, target, version):
-        patch: dict[str, Any] = {"spec": {"flinkConfiguration": {OVERRIDES_KEY: owned["flinkConfiguration"][OVERRIDES_KEY], SCHEDULER_KEY: "adaptive"}}}
+        patch: dict[str, Any] = {
+            "spec": {"flinkConfiguration": {OVERRIDES_KEY: owned["flinkConfiguration"][OVERRIDES_KEY], SCHEDULER_KEY: "adaptive"}}
+        }
         mode = ReconfigMode.IN_PLACE
     else:
         patch = {"spec": owned}

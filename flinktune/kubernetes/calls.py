@@ -13,7 +13,7 @@ from typing import Any
 
 from urllib3.util.retry import Retry
 
-__all__ = ["bounded_api", "retry_policy", "request_timeout"]
+__all__ = ["bounded_api", "request_timeout", "retry_policy"]
 
 #: Server answers worth another read: the API server or a proxy in front of it was briefly unavailable.
 _RETRY_STATUS = (500, 502, 503, 504)
@@ -23,8 +23,18 @@ def retry_policy(retries: int) -> Retry:
     """The urllib3 retry policy of every Kubernetes request: ``retries`` more tries, short backoff."""
     if retries < 0:
         raise ValueError(f"kubernetes retries must be >= 0, got {retries}")
-    return Retry(total=retries, connect=retries, read=retries, status=retries, other=0, status_forcelist=_RETRY_STATUS,
-                 allowed_methods=frozenset({"GET"}), backoff_factor=0.1, raise_on_status=False, respect_retry_after_header=False)  # fmt: skip
+    return Retry(
+        total=retries,
+        connect=retries,
+        read=retries,
+        status=retries,
+        other=0,
+        status_forcelist=_RETRY_STATUS,
+        allowed_methods=frozenset({"GET"}),
+        backoff_factor=0.1,
+        raise_on_status=False,
+        respect_retry_after_header=False,
+    )
 
 
 def request_timeout(seconds: float) -> tuple[float, float]:

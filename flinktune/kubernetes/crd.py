@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import jsonschema
 import yaml
 
-__all__ = ["CRDSchema", "CRDValidationError", "load_crd_schema", "validate_object", "default_crd_dir"]
+__all__ = ["CRDSchema", "CRDValidationError", "default_crd_dir", "load_crd_schema", "validate_object"]
 
 
 class CRDValidationError(ValueError):
@@ -58,7 +59,7 @@ def load_crd_schema(crd_dir: str | Path | None = None, version: str = "v1beta1")
         raise FileNotFoundError(f"no FlinkDeployment CRD (flinkdeployments.flink.apache.org-v1*.yml) in {folder}")
     path = files[-1]
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    doc = yaml.load(path.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    doc = yaml.load(path.read_text(), Loader=loader)
     try:
         versions = doc["spec"]["versions"]
         entry = next(v for v in versions if v["name"] == version)

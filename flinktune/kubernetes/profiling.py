@@ -32,24 +32,30 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from flinktune.clock import Clock, SystemClock
 from flinktune.config_space import ConfigError, Configuration
+from flinktune.decision.stages import MetricsSource
 from flinktune.kubernetes.body import _memory_mb, deployment_body
 from flinktune.kubernetes.crd import CRDSchema, load_crd_schema, validate_object
 from flinktune.kubernetes.realizer import GROUP, PLURAL, VERSION
 from flinktune.metric_schema import PROFILING_COLUMNS, validate_frame
-from flinktune.decision.stages import MetricsSource
 
 __all__ = [
-    "ProfilingDeployment", "ProfilingError", "ResourceBudget", "profiling_deployment", "run_profiling_deployment",
-    "measure_row", "PROFILE_LABEL", "OVERRIDES_ANNOTATION",
-]  # fmt: skip
+    "OVERRIDES_ANNOTATION",
+    "PROFILE_LABEL",
+    "ProfilingDeployment",
+    "ProfilingError",
+    "ResourceBudget",
+    "measure_row",
+    "profiling_deployment",
+    "run_profiling_deployment",
+]
 
 PROFILE_LABEL = "flinktune.io/profile-of"
 OVERRIDES_ANNOTATION = "flinktune.io/profile-overrides"
@@ -57,8 +63,18 @@ _FAILED_JOB = {"FAILED", "FAILING", "CANCELED", "CANCELLING", "SUSPENDED"}
 _FAILED_LIFE = {"FAILED", "ROLLED_BACK", "ROLLING_BACK"}
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 # Metadata the API server owns: a copy carrying them is rejected or aliased to the original.
-_SERVER_FIELDS = ("resourceVersion", "uid", "generation", "creationTimestamp", "managedFields", "ownerReferences",
-                  "finalizers", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")  # fmt: skip
+_SERVER_FIELDS = (
+    "resourceVersion",
+    "uid",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "ownerReferences",
+    "finalizers",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
 
 
 class ProfilingError(RuntimeError):
@@ -100,7 +116,7 @@ def _set_arg(args: list[str], flag: str, value: str) -> list[str]:
         if a.startswith(flag + "="):
             out[i] = f"{flag}={value}"
             return out
-    return out + [flag, value]
+    return [*out, flag, value]
 
 
 def _overrides(base: Mapping[str, Any], where: str) -> dict[str, dict[str, str]]:
@@ -108,22 +124,29 @@ def _overrides(base: Mapping[str, Any], where: str) -> dict[str, dict[str, str]]
     if raw is None:
         raise ProfilingError(
             f"{where} has no annotation {OVERRIDES_ANNOTATION}: a profiling copy would write into the production output; "
-            'declare e.g. {"args": {"--output-topic": "{name}-out"}} (or {} if the job has no output to redirect)')
+            'declare e.g. {"args": {"--output-topic": "{name}-out"}} (or {} if the job has no output to redirect)'
+        )
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ProfilingError(f"{where} annotation {OVERRIDES_ANNOTATION}: not JSON ({exc.msg} at column {exc.colno})") from None
     bad = sorted(set(data) - {"args", "flinkConfiguration"}) if isinstance(data, dict) else ["<not an object>"]
     if bad or not all(isinstance(v, dict) and all(isinstance(x, str) for x in v.values()) for v in data.values()):
-        raise ProfilingError(f"{where} annotation {OVERRIDES_ANNOTATION}: expected an object with 'args' and/or "
-                             f"'flinkConfiguration' mapping names to string templates; unexpected {bad or data}")
+        raise ProfilingError(
+            f"{where} annotation {OVERRIDES_ANNOTATION}: expected an object with 'args' and/or "
+            f"'flinkConfiguration' mapping names to string templates; unexpected {bad or data}"
+        )
     return data
 
 
 def profiling_deployment(
-    base: Mapping[str, Any], config: Configuration, *, vertex_ids: Mapping[str, str] | None = None,
-    schema: CRDSchema | None = None, budget: ResourceBudget | None = None,
-) -> ProfilingDeployment:  # fmt: skip
+    base: Mapping[str, Any],
+    config: Configuration,
+    *,
+    vertex_ids: Mapping[str, str] | None = None,
+    schema: CRDSchema | None = None,
+    budget: ResourceBudget | None = None,
+) -> ProfilingDeployment:
     """The profiling copy of the production object ``base`` running ``config``, CRD-validated.
 
     Raises :class:`ProfilingError` when the copy would reserve more than ``budget`` or when the
@@ -145,12 +168,16 @@ def profiling_deployment(
     cpu, mem = jm_cpu + config.total_cpu, jm_mem + config.total_memory_mb
     budget = budget or ResourceBudget()
     if cpu > budget.cpu + 1e-9 or mem > budget.memory_mb:
-        raise ProfilingError(f"{where}: profiling {config.describe()} would reserve {cpu:g} cores and {mem} MB "
-                             f"(JobManager included), over the budget of {budget.cpu:g} cores and {budget.memory_mb} MB")
+        raise ProfilingError(
+            f"{where}: profiling {config.describe()} would reserve {cpu:g} cores and {mem} MB "
+            f"(JobManager included), over the budget of {budget.cpu:g} cores and {budget.memory_mb} MB"
+        )
     owned = deployment_body(name, namespace, config, image="-", jar_uri="-", vertex_ids=vertex_ids or {})["spec"]
     spec["flinkConfiguration"] = {**(spec.get("flinkConfiguration") or {}), **owned["flinkConfiguration"]}
-    spec["taskManager"] = {**(spec.get("taskManager") or {}), "resource": {**((spec.get("taskManager") or {}).get("resource") or {}),
-                                                                         **owned["taskManager"]["resource"]}}  # fmt: skip
+    spec["taskManager"] = {
+        **(spec.get("taskManager") or {}),
+        "resource": {**((spec.get("taskManager") or {}).get("resource") or {}), **owned["taskManager"]["resource"]},
+    }
     job = dict(spec.get("job") or {})
     for k in ("initialSavepointPath", "savepointTriggerNonce", "checkpointTriggerNonce"):
         job.pop(k, None)  # a fresh job: no production state, no inherited triggers
@@ -166,16 +193,27 @@ def profiling_deployment(
         spec["flinkConfiguration"][key] = template.format(name=name)
     spec["job"] = job
     labels = {**(meta.get("labels") or {}), PROFILE_LABEL: base_name}
-    body = {"apiVersion": base.get("apiVersion", f"{GROUP}/{VERSION}"), "kind": base.get("kind", "FlinkDeployment"),
-            "metadata": {"name": name, "namespace": namespace, "labels": labels}, "spec": spec}  # fmt: skip
+    body = {
+        "apiVersion": base.get("apiVersion", f"{GROUP}/{VERSION}"),
+        "kind": base.get("kind", "FlinkDeployment"),
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
     validate_object(body, schema or load_crd_schema(), what=f"profiling FlinkDeployment {namespace}/{name}")
     return ProfilingDeployment(name, namespace, body, cpu, mem)
 
 
 def measure_row(
-    samples: pd.DataFrame, *, job: str, base_job: str, config: Configuration, rate: float | None, start_ms: int, end_ms: int,
+    samples: pd.DataFrame,
+    *,
+    job: str,
+    base_job: str,
+    config: Configuration,
+    rate: float | None,
+    start_ms: int,
+    end_ms: int,
     source_vertex: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """One PROFILING_COLUMNS row (``job`` = ``base_job``) from raw samples of ``job`` in ``[start_ms, end_ms)``.
 
     throughput: the source vertex's records out per second (summed over subtasks), or, without a
@@ -196,22 +234,30 @@ def measure_row(
     else:
         inn = df[df["metric"] == "numRecordsInPerSecond"]
         thr = inn.groupby(["sec", "vertex", "subtask"])["value"].mean().groupby(["sec", "vertex"]).sum().groupby("sec").max()
-    series = {"throughput": thr, "latency_ms": per_second("latencyP95Ms"), "cpu_used": per_second("cpuLoad"),
-              "memory_used_mb": per_second("heapUsedMb")}  # fmt: skip
+    series = {
+        "throughput": thr,
+        "latency_ms": per_second("latencyP95Ms"),
+        "cpu_used": per_second("cpuLoad"),
+        "memory_used_mb": per_second("heapUsedMb"),
+    }
     missing = sorted(k for k, s in series.items() if s.dropna().empty)
     if missing:
-        raise ProfilingError(f"profiling job {job}: no samples for {missing} in [{start_ms}, {end_ms}) ms "
-                             f"(metrics present: {sorted(df['metric'].unique())})")
+        raise ProfilingError(
+            f"profiling job {job}: no samples for {missing} in [{start_ms}, {end_ms}) ms "
+            f"(metrics present: {sorted(df['metric'].unique())})"
+        )
     workload = per_second("workloadRate").dropna()
     if workload.empty and rate is None:
         raise ProfilingError(f"profiling job {job}: no workloadRate samples in [{start_ms}, {end_ms}) ms and no rate given")
     return {
-        "job": base_job, "run_id": f"{job}-{start_ms // 1000}", "ts_ms": int(start_ms),
+        "job": base_job,
+        "run_id": f"{job}-{start_ms // 1000}",
+        "ts_ms": int(start_ms),
         **{k: getattr(config, k) for k in ("parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s")},
         "input_rate": float(workload.mean()) if not workload.empty else float(rate),  # type: ignore[arg-type]  # rate is not None here: checked with workload.empty above
         **{k: float(s.dropna().mean()) for k, s in series.items()},
         "recovery_s": math.nan,  # no failure injection on a shared cluster
-    }  # fmt: skip
+    }
 
 
 def _state(obj: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
@@ -220,11 +266,24 @@ def _state(obj: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
 
 
 def run_profiling_deployment(
-    api: Any, namespace: str, base_job: str, config: Configuration, *, rate: float | None, metrics_source: MetricsSource,
-    clock: Clock | None = None, sleep: Callable[[float], None] = time.sleep, warmup_s: float = 120.0, measure_s: float = 60.0,
-    timeout_s: float = 600.0, poll_s: float = 5.0, budget: ResourceBudget | None = None,
-    vertex_ids: Mapping[str, str] | None = None, schema: CRDSchema | None = None, source_vertex: str | None = None,
-) -> pd.DataFrame:  # fmt: skip
+    api: Any,
+    namespace: str,
+    base_job: str,
+    config: Configuration,
+    *,
+    rate: float | None,
+    metrics_source: MetricsSource,
+    clock: Clock | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    warmup_s: float = 120.0,
+    measure_s: float = 60.0,
+    timeout_s: float = 600.0,
+    poll_s: float = 5.0,
+    budget: ResourceBudget | None = None,
+    vertex_ids: Mapping[str, str] | None = None,
+    schema: CRDSchema | None = None,
+    source_vertex: str | None = None,
+) -> pd.DataFrame:
     """Create, wait for, measure and delete one profiling deployment; a one-row PROFILING_COLUMNS frame.
 
     ``timeout_s`` bounds the wait for RUNNING and, separately, the wait for the window's metrics
@@ -252,8 +311,9 @@ def run_profiling_deployment(
             if job_state == "RUNNING":
                 break
             if clock.now() >= deadline:
-                raise ProfilingError(f"{where} not RUNNING after {timeout_s:.0f} s (lifecycle {life}, job {job_state}, "
-                                     f"error {error or 'none'})")  # fmt: skip
+                raise ProfilingError(
+                    f"{where} not RUNNING after {timeout_s:.0f} s (lifecycle {life}, job {job_state}, error {error or 'none'})"
+                )
             sleep(poll_s)
         sleep(warmup_s)
         start_ms = int(clock.now() * 1000)
@@ -262,8 +322,16 @@ def run_profiling_deployment(
         deadline = clock.now() + timeout_s
         while True:  # the lake may lag behind the cluster by an extraction interval
             try:
-                row = measure_row(metrics_source.fetch(prof.name, start_ms, end_ms), job=prof.name, base_job=base_job,
-                                  config=config, rate=rate, start_ms=start_ms, end_ms=end_ms, source_vertex=source_vertex)  # fmt: skip
+                row = measure_row(
+                    metrics_source.fetch(prof.name, start_ms, end_ms),
+                    job=prof.name,
+                    base_job=base_job,
+                    config=config,
+                    rate=rate,
+                    start_ms=start_ms,
+                    end_ms=end_ms,
+                    source_vertex=source_vertex,
+                )
                 break
             except ProfilingError as exc:
                 if clock.now() >= deadline:
@@ -274,8 +342,21 @@ def run_profiling_deployment(
             api.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, prof.name)
         except ApiException as exc:
             if exc.status != 404:
-                raise ProfilingError(f"deleting {where} failed (HTTP {exc.status}): {exc.reason}; "
-                                     f"delete it by hand (label {PROFILE_LABEL}={base_job})") from None
+                raise ProfilingError(
+                    f"deleting {where} failed (HTTP {exc.status}): {exc.reason}; "
+                    f"delete it by hand (label {PROFILE_LABEL}={base_job})"
+                ) from None
     df = pd.DataFrame([row], columns=list(PROFILING_COLUMNS))
-    return df.astype({"job": "string", "run_id": "string", "ts_ms": "int64", "parallelism": "int64", "task_slots": "int64",
-                      "cpu": "float64", "memory_mb": "int64", "checkpoint_interval_s": "int64", "recovery_s": "float64"})  # fmt: skip
+    return df.astype(
+        {
+            "job": "string",
+            "run_id": "string",
+            "ts_ms": "int64",
+            "parallelism": "int64",
+            "task_slots": "int64",
+            "cpu": "float64",
+            "memory_mb": "int64",
+            "checkpoint_interval_s": "int64",
+            "recovery_s": "float64",
+        }
+    )

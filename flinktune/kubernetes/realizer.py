@@ -18,18 +18,19 @@ so a job that never becomes stable costs at most the budget, never twice the sta
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from flinktune.clock import Clock, SystemClock
 from flinktune.config_space import Configuration
-from flinktune.kubernetes.calls import request_timeout
-from flinktune.kubernetes.body import config_from_object, config_patch, dry_run_diff, merge_patch
-from flinktune.kubernetes.crd import CRDSchema, load_crd_schema, validate_object
 from flinktune.decision.reconfig import ReconfigMode
 from flinktune.decision.stages import RealizeResult
+from flinktune.kubernetes.body import config_from_object, config_patch, dry_run_diff, merge_patch
+from flinktune.kubernetes.calls import request_timeout
+from flinktune.kubernetes.crd import CRDSchema, load_crd_schema, validate_object
 
-__all__ = ["KubernetesRealizer", "RealizeError", "GROUP", "VERSION", "PLURAL"]
+__all__ = ["GROUP", "PLURAL", "VERSION", "KubernetesRealizer", "RealizeError"]
 
 GROUP, VERSION, PLURAL = "flink.apache.org", "v1beta1", "flinkdeployments"
 _FAILED = {"FAILED", "ROLLED_BACK", "ROLLING_BACK"}
@@ -60,12 +61,15 @@ class KubernetesRealizer:
     def __post_init__(self) -> None:
         self.schema = self.schema or load_crd_schema()
         if not (self.budget_s > 0 and self.stable_timeout_s > 0 and self.request_timeout_s > 0):
-            raise ValueError(f"KubernetesRealizer: budget_s, stable_timeout_s and request_timeout_s must be > 0, got "
-                             f"{self.budget_s}, {self.stable_timeout_s} and {self.request_timeout_s}")  # fmt: skip
+            raise ValueError(
+                f"KubernetesRealizer: budget_s, stable_timeout_s and request_timeout_s must be > 0, got "
+                f"{self.budget_s}, {self.stable_timeout_s} and {self.request_timeout_s}"
+            )
 
     def _get(self, job: str) -> dict[str, Any]:
-        return self.api.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, job,
-                                                     _request_timeout=request_timeout(self.request_timeout_s))  # fmt: skip
+        return self.api.get_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, job, _request_timeout=request_timeout(self.request_timeout_s)
+        )
 
     def current(self, job: str) -> Configuration:
         return config_from_object(self._get(job), self.vertex_ids)
@@ -77,17 +81,24 @@ class KubernetesRealizer:
             obj = self._get(job)  # a fresh read each time: the conflict means ours was stale
             before = config_from_object(obj, self.vertex_ids)
             patch, mode = config_patch(obj, target, self.vertex_ids)
-            validate_object(merge_patch(obj, patch), self.schema or load_crd_schema(), what=f"FlinkDeployment {self.namespace}/{job} after the patch")
+            validate_object(
+                merge_patch(obj, patch),
+                self.schema or load_crd_schema(),
+                what=f"FlinkDeployment {self.namespace}/{job} after the patch",
+            )
             self.last_diff = dry_run_diff(obj, patch)
             if self.dry_run:
                 return obj, ReconfigMode.DRY_RUN, before
             try:
-                sent = self.api.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, job, patch,
-                                                               _request_timeout=request_timeout(self.request_timeout_s))  # fmt: skip
+                sent = self.api.patch_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, PLURAL, job, patch, _request_timeout=request_timeout(self.request_timeout_s)
+                )
                 return sent, mode, before
             except ApiException as exc:
                 if exc.status != 409 or attempt == self.max_conflicts:
-                    raise RealizeError(f"patching FlinkDeployment {self.namespace}/{job} failed (HTTP {exc.status}, attempt {attempt}): {exc.reason}") from None
+                    raise RealizeError(
+                        f"patching FlinkDeployment {self.namespace}/{job} failed (HTTP {exc.status}, attempt {attempt}): {exc.reason}"
+                    ) from None
         raise RealizeError("unreachable")
 
     def _wait_stable(self, job: str, generation: int | None, deadline: float) -> tuple[bool, str]:
@@ -104,7 +115,10 @@ class KubernetesRealizer:
                 return True, "stable and running"
             now = self.clock.now()
             if now >= deadline:
-                return False, f"not stable after {now - start:.0f} s, the wait's share of the budget (lifecycle {life}, job {job_state})"
+                return (
+                    False,
+                    f"not stable after {now - start:.0f} s, the wait's share of the budget (lifecycle {life}, job {job_state})",
+                )
             self.sleep(max(0.0, min(self.poll_s, deadline - now)))
 
     def apply(self, job: str, config: Configuration) -> RealizeResult:
@@ -116,10 +130,16 @@ class KubernetesRealizer:
         if mode is ReconfigMode.DRY_RUN:
             return RealizeResult(False, ReconfigMode.DRY_RUN, 0.0, self.last_diff)
         end = t0 + self.budget_s
-        ok, why = self._wait_stable(job, (obj.get("metadata") or {}).get("generation"), min(t0 + self.stable_timeout_s, t0 + self.budget_s / 2))
+        ok, why = self._wait_stable(
+            job, (obj.get("metadata") or {}).get("generation"), min(t0 + self.stable_timeout_s, t0 + self.budget_s / 2)
+        )
         if ok:
             return RealizeResult(True, mode, self.clock.now() - t0, f"{before.describe()} -> {config.describe()} ({mode}); {why}")
         self._send(job, before)  # roll back to what ran before, within what is left of the budget
-        back, why_back = self._wait_stable(job, None, end)
-        return RealizeResult(False, ReconfigMode.ROLLED_BACK, self.clock.now() - t0,
-                             f"{config.describe()} failed ({why}); rolled back to {before.describe()}: {why_back}")  # fmt: skip
+        _back, why_back = self._wait_stable(job, None, end)
+        return RealizeResult(
+            False,
+            ReconfigMode.ROLLED_BACK,
+            self.clock.now() - t0,
+            f"{config.describe()} failed ({why}); rolled back to {before.describe()}: {why_back}",
+        )

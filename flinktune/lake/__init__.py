@@ -12,9 +12,9 @@ from flinktune.lake.snapshot import SnapshotError, commit_snapshot, read_snapsho
 from flinktune.lake.source import LakeMetricsSource
 
 __all__ = [
+    "PROFILING_OBSERVATIONS",
     "Lake",
     "LakeMetricsSource",
-    "PROFILING_OBSERVATIONS",
     "SnapshotError",
     "atomic_parquet",
     "atomic_write",

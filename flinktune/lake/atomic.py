@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["atomic_write", "atomic_write_with", "atomic_parquet"]
+__all__ = ["atomic_parquet", "atomic_write", "atomic_write_with"]
 
 
 def atomic_write_with(path: str | Path, write: Callable[[Path], object]) -> Path:

@@ -27,7 +27,7 @@ from flinktune.lake.atomic import atomic_parquet
 from flinktune.lake.snapshot import snapshot_files
 from flinktune.metric_schema import RAW_COLUMNS, empty_frame, validate_frame
 
-__all__ = ["Lake", "PROFILING_OBSERVATIONS"]
+__all__ = ["PROFILING_OBSERVATIONS", "Lake"]
 
 #: The curated dataset of profiling runs (one file per batch of runs, written by ``jobs.profile``).
 PROFILING_OBSERVATIONS = "profiling_observations"

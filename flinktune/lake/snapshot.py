@@ -25,7 +25,15 @@ from pathlib import Path
 from flinktune.job_name import job_name
 from flinktune.lake.atomic import atomic_write
 
-__all__ = ["SNAPSHOT_DIR", "SnapshotError", "snapshot_path", "read_snapshot", "snapshot_files", "commit_snapshot", "collect_garbage"]
+__all__ = [
+    "SNAPSHOT_DIR",
+    "SnapshotError",
+    "collect_garbage",
+    "commit_snapshot",
+    "read_snapshot",
+    "snapshot_files",
+    "snapshot_path",
+]
 
 SNAPSHOT_DIR = "_snapshots"
 
@@ -56,7 +64,9 @@ def read_snapshot(curated_root: str | Path, job: str) -> dict[str, list[str]]:
 def _folder_files(job_dir: Path) -> list[Path]:
     if not job_dir.is_dir():
         return []
-    return sorted(p for p in job_dir.rglob("*.parquet") if not any(part.startswith((".", "_")) for part in p.relative_to(job_dir).parts))
+    return sorted(
+        p for p in job_dir.rglob("*.parquet") if not any(part.startswith((".", "_")) for part in p.relative_to(job_dir).parts)
+    )
 
 
 def snapshot_files(curated_root: str | Path, dataset: str, job: str) -> list[Path]:

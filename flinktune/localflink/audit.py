@@ -20,8 +20,9 @@ Inputs: ``samples`` in the raw schema (``workloadRate`` and ``latencyP95Ms`` job
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -78,9 +79,18 @@ def _job_series(samples: pd.DataFrame, metric: str, start: float, end: float) ->
     return sel.groupby("ts_ms")["value"].max().sort_index()
 
 
-def judge_changes(samples: pd.DataFrame, changes: Sequence[Change], capacity: dict[int, float], latency_target_ms: float,
-                  end_ts: float, *, settle_s: float = 30.0, min_window_s: float = 60.0, allowed_over: float = 0.05,
-                  safe_utilization: float = 0.85) -> list[ChangeVerdict]:
+def judge_changes(
+    samples: pd.DataFrame,
+    changes: Sequence[Change],
+    capacity: dict[int, float],
+    latency_target_ms: float,
+    end_ts: float,
+    *,
+    settle_s: float = 30.0,
+    min_window_s: float = 60.0,
+    allowed_over: float = 0.05,
+    safe_utilization: float = 0.85,
+) -> list[ChangeVerdict]:
     """One :class:`ChangeVerdict` per change, in time order (see the module doc)."""
     if not latency_target_ms > 0:
         raise ValueError(f"judge_changes: latency target must be positive, got {latency_target_ms!r}")
@@ -98,9 +108,22 @@ def judge_changes(samples: pd.DataFrame, changes: Sequence[Change], capacity: di
         rate = _job_series(samples, "workloadRate", start, end)
         lat = _job_series(samples, "latencyP95Ms", start, end)
         if end - start < min_window_s or len(rate) < 3 or len(lat) < 3:
-            out.append(ChangeVerdict(ch, start, end, float("nan"), float("nan"), float("nan"), None, None, None, None,
-                                     f"not judged: {max(end - start, 0):.0f} s in force after settling "
-                                     f"(need {min_window_s:.0f} s) with {len(lat)} latency samples"))
+            out.append(
+                ChangeVerdict(
+                    ch,
+                    start,
+                    end,
+                    float("nan"),
+                    float("nan"),
+                    float("nan"),
+                    None,
+                    None,
+                    None,
+                    None,
+                    f"not judged: {max(end - start, 0):.0f} s in force after settling "
+                    f"(need {min_window_s:.0f} s) with {len(lat)} latency samples",
+                )
+            )
             continue
         peak = float(rate.max())
         over = float((lat > latency_target_ms).mean())
@@ -115,6 +138,9 @@ def judge_changes(samples: pd.DataFrame, changes: Sequence[Change], capacity: di
             parts.append(f"peak {peak:,.0f} rec/s needs p={need} ({capacity[need]:,.0f} rec/s at {safe_utilization:.0%})")
         if needless:
             parts.append(f"p={ch.to_p} was more than needed")
-        out.append(ChangeVerdict(ch, start, end, peak, p95, over, need, latency_ok, needless, latency_ok and not needless,
-                                 "; ".join(parts)))
+        out.append(
+            ChangeVerdict(
+                ch, start, end, peak, p95, over, need, latency_ok, needless, latency_ok and not needless, "; ".join(parts)
+            )
+        )
     return out

@@ -20,8 +20,8 @@ counts as unmeasured and the policy sizes by its surrogate, which
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 
@@ -51,12 +51,22 @@ class CapacitySurrogate:
     def __post_init__(self) -> None:
         for p in self.space.parallelism:
             if p not in self.capacity or p not in self.base_latency_ms:
-                raise ValueError(f"capacity model: parallelism {p} of the space has no measured capacity/base latency "
-                                 f"(measured: {sorted(self.capacity)})")
+                raise ValueError(
+                    f"capacity model: parallelism {p} of the space has no measured capacity/base latency "
+                    f"(measured: {sorted(self.capacity)})"
+                )
 
     @classmethod
-    def from_estimates(cls, space: ConfigSpace, estimates: Iterable[CapacityEstimate], *, recovery_s: float,
-                       cpu_core_s_per_record: float, memory_used_mb: float, default_base_latency_ms: float = 500.0) -> "CapacitySurrogate":
+    def from_estimates(
+        cls,
+        space: ConfigSpace,
+        estimates: Iterable[CapacityEstimate],
+        *,
+        recovery_s: float,
+        cpu_core_s_per_record: float,
+        memory_used_mb: float,
+        default_base_latency_ms: float = 500.0,
+    ) -> CapacitySurrogate:
         """A surrogate from trusted ramp estimates (one per parallelism of ``space``).
 
         A ramp whose lowest step fell behind has no base latency: ``default_base_latency_ms`` stands in.
@@ -65,7 +75,7 @@ class CapacitySurrogate:
         base = {p: (e.base_latency_ms if np.isfinite(e.base_latency_ms) else default_base_latency_ms) for p, e in trusted.items()}
         return cls(space, {p: e.capacity for p, e in trusted.items()}, base, recovery_s, cpu_core_s_per_record, memory_used_mb)
 
-    def fit(self, X: np.ndarray, rates: np.ndarray, Y: np.ndarray) -> "CapacitySurrogate":
+    def fit(self, X: np.ndarray, rates: np.ndarray, Y: np.ndarray) -> CapacitySurrogate:
         return self  # measured, not fitted
 
     def _parallelism(self, x: np.ndarray) -> int:
@@ -117,8 +127,10 @@ class ProfiledCapacity(CapacityModel):
         for other in self.profiled.values():
             theirs = {k: v for k, v in other.config.items() if k != "parallelism"}
             if shape and theirs and shape != theirs:
-                raise ValueError(f"profiled capacity for p={estimate.parallelism} is of shape {shape}, but the model holds "
-                                 f"shape {theirs}: one ProfiledCapacity per shape")
+                raise ValueError(
+                    f"profiled capacity for p={estimate.parallelism} is of shape {shape}, but the model holds "
+                    f"shape {theirs}: one ProfiledCapacity per shape"
+                )
         self.profiled[estimate.parallelism] = estimate
 
     def trusted(self, parallelism: int) -> bool:

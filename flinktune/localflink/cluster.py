@@ -26,7 +26,7 @@ from flinktune.clock import Clock, SystemClock
 from flinktune.localflink.distribution import FlinkDistribution, find_distribution
 from flinktune.localflink.rest import FlinkRest, RestError
 
-__all__ = ["ClusterSpec", "ClusterError", "PortTakenError", "TaskManagerProc", "LocalFlinkCluster", "free_port"]
+__all__ = ["ClusterError", "ClusterSpec", "LocalFlinkCluster", "PortTakenError", "TaskManagerProc", "free_port"]
 
 
 class ClusterError(RuntimeError):
@@ -108,8 +108,14 @@ def _alive(pid: int) -> bool:
 class LocalFlinkCluster:
     """One session cluster rooted at ``state_dir`` (conf, logs, checkpoints, savepoints, state.json)."""
 
-    def __init__(self, state_dir: str | Path, spec: ClusterSpec | None = None, *, dist: FlinkDistribution | None = None,
-                 clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: str | Path,
+        spec: ClusterSpec | None = None,
+        *,
+        dist: FlinkDistribution | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self.state_dir = Path(state_dir).resolve()
         self.spec = spec or ClusterSpec()
         self._dist = dist
@@ -131,7 +137,9 @@ class LocalFlinkCluster:
         try:
             return json.loads(self.state_file.read_text())
         except ValueError as exc:
-            raise ClusterError(f"{self.state_file}: unreadable cluster state ({exc}); stop the PIDs by hand and delete it") from None
+            raise ClusterError(
+                f"{self.state_file}: unreadable cluster state ({exc}); stop the PIDs by hand and delete it"
+            ) from None
 
     def _save(self, state: dict[str, Any]) -> None:
         _atomic_write(self.state_file, json.dumps(state, indent=2))
@@ -201,16 +209,28 @@ class LocalFlinkCluster:
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env.update(FLINK_HOME=str(self.dist.home), FLINK_CONF_DIR=str(self.conf_dir), FLINK_LOG_DIR=str(self.log_dir),
-                   FLINK_PID_DIR=str(self.state_dir / "pids"), JAVA_HOME=str(self.dist.java.resolve().parents[1]))
+        env.update(
+            FLINK_HOME=str(self.dist.home),
+            FLINK_CONF_DIR=str(self.conf_dir),
+            FLINK_LOG_DIR=str(self.log_dir),
+            FLINK_PID_DIR=str(self.state_dir / "pids"),
+            JAVA_HOME=str(self.dist.java.resolve().parents[1]),
+        )
         env.pop("FLINK_ENV_JAVA_OPTS", None)
         return env
 
     def _spawn(self, script: str, args: list[str], log_name: str) -> tuple[int, str]:
         log = self.log_dir / log_name
         with open(log, "ab") as out:
-            proc = subprocess.Popen([str(self.dist.bin / script), "start-foreground", *args], env=self._env(), cwd=self.state_dir,
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                [str(self.dist.bin / script), "start-foreground", *args],
+                env=self._env(),
+                cwd=self.state_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         return proc.pid, str(log)
 
     def _ours(self, pid: int) -> bool:
@@ -228,16 +248,25 @@ class LocalFlinkCluster:
         """Start the JobManager and ``spec.taskmanagers`` TaskManagers; wait until all slots are registered."""
         state = self._state()
         if state.get("jobmanager") and self._ours(int(state["jobmanager"]["pid"])):
-            raise ClusterError(f"a cluster already runs from {self.state_dir} (JobManager PID {state['jobmanager']['pid']}); "
-                               "stop it first (flinktune local-flink down)")
+            raise ClusterError(
+                f"a cluster already runs from {self.state_dir} (JobManager PID {state['jobmanager']['pid']}); "
+                "stop it first (flinktune local-flink down)"
+            )
         for key, port in (("rest.port", self.spec.rest_port), ("jobmanager.rpc.port", self.spec.rpc_port)):
             if _port_taken(port):
                 raise PortTakenError(f"port {port} ({key}) is already in use on 127.0.0.1; choose another port")
         self._prepare()
         start = self.clock.now()
         pid, log = self._spawn("jobmanager.sh", [], "jobmanager.out")
-        self._save({"rest_port": self.spec.rest_port, "rpc_port": self.spec.rpc_port, "started": start,
-                    "jobmanager": {"pid": pid, "log": log}, "taskmanagers": []})
+        self._save(
+            {
+                "rest_port": self.spec.rest_port,
+                "rpc_port": self.spec.rpc_port,
+                "started": start,
+                "jobmanager": {"pid": pid, "log": log},
+                "taskmanagers": [],
+            }
+        )
         try:
             for _ in range(self.spec.taskmanagers):
                 self.start_taskmanager()
@@ -257,9 +286,18 @@ class LocalFlinkCluster:
         n = int(state.get("tm_counter", 0))
         state["tm_counter"] = n + 1
         rid = f"tm-{n}"  # our own resource id: /taskmanagers/<rid> then maps to this PID
-        pid, log = self._spawn("taskmanager.sh", ["-D", f"taskmanager.numberOfTaskSlots={slots}",
-                                                  "-D", f"taskmanager.memory.process.size={memory_mb}m",
-                                                  "-D", f"taskmanager.resource-id={rid}"], f"taskmanager-{n}.out")
+        pid, log = self._spawn(
+            "taskmanager.sh",
+            [
+                "-D",
+                f"taskmanager.numberOfTaskSlots={slots}",
+                "-D",
+                f"taskmanager.memory.process.size={memory_mb}m",
+                "-D",
+                f"taskmanager.resource-id={rid}",
+            ],
+            f"taskmanager-{n}.out",
+        )
         tm = TaskManagerProc(pid=pid, slots=slots, memory_mb=memory_mb, started=self.clock.now(), log=log, resource_id=rid)
         state["taskmanagers"].append(asdict(tm))
         self._save(state)
@@ -301,8 +339,10 @@ class LocalFlinkCluster:
             except RestError as exc:
                 last = str(exc)
             time.sleep(0.5)
-        raise ClusterError(f"the cluster did not offer {slots} slots within {timeout_s:.0f} s (last answer: {last}); "
-                           f"see the logs in {self.log_dir}")
+        raise ClusterError(
+            f"the cluster did not offer {slots} slots within {timeout_s:.0f} s (last answer: {last}); "
+            f"see the logs in {self.log_dir}"
+        )
 
     def down(self, timeout_s: float = 30.0) -> list[int]:
         """Stop every TaskManager, then the JobManager, by PID; returns the PIDs that were stopped."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 __all__ = ["CpuMeter", "machine_cpu_s", "process_cpu_s"]
 

@@ -67,7 +67,9 @@ def find_distribution(home: str | Path | None = None, *, venv: str | Path | None
     if java is None:
         found = shutil.which("java")
         if found is None:
-            raise DistributionError("Java is missing: the local Flink cluster needs a JDK 17 on PATH or JAVA_HOME (apt-get install openjdk-17-jdk-headless)")
+            raise DistributionError(
+                "Java is missing: the local Flink cluster needs a JDK 17 on PATH or JAVA_HOME (apt-get install openjdk-17-jdk-headless)"
+            )
         java = Path(found)
     major = _java_major(java)
     if major < 11:
@@ -89,5 +91,7 @@ def find_distribution(home: str | Path | None = None, *, venv: str | Path | None
     for c in candidates:
         dist_jar = c / "lib" / f"flink-dist-{FLINK_VERSION}.jar"
         if not (c / "bin" / "jobmanager.sh").exists() or not dist_jar.exists():
-            raise DistributionError(f"{c} is not a Flink {FLINK_VERSION} distribution: missing bin/jobmanager.sh or {dist_jar.name}")
+            raise DistributionError(
+                f"{c} is not a Flink {FLINK_VERSION} distribution: missing bin/jobmanager.sh or {dist_jar.name}"
+            )
     return FlinkDistribution(home=candidates[0].resolve(), java=java, java_major=major)

@@ -13,8 +13,8 @@ replayed; the measured recovery is therefore a lower bound of a queue-fed job's.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from flinktune.localflink.jobcontrol import JobControl
 from flinktune.localflink.rest import RestError
 from flinktune.localflink.saturation import least_squares_rate
 
-__all__ = ["RecoveryResult", "kill_taskmanager", "recovery_point", "inject_taskmanager_failure"]
+__all__ = ["RecoveryResult", "inject_taskmanager_failure", "kill_taskmanager", "recovery_point"]
 
 
 @dataclass(frozen=True)
@@ -62,14 +62,17 @@ def _records_out(control: JobControl) -> float | None:
             return None
         src = next(v for v in d["vertices"] if v["name"].startswith("Source"))
         p = int(src.get("parallelism", 1))
-        vals = control.rest.get(f"/jobs/{jid}/vertices/{src['id']}/metrics?get=" + ",".join(f"{i}.numRecordsOut" for i in range(p)))
+        vals = control.rest.get(
+            f"/jobs/{jid}/vertices/{src['id']}/metrics?get=" + ",".join(f"{i}.numRecordsOut" for i in range(p))
+        )
         return float(sum(float(m["value"]) for m in vals)) if len(vals) == p else None
     except (RestError, StopIteration, KeyError, ValueError):
         return None
 
 
-def recovery_point(t: Sequence[float], count: Sequence[float], target_rate: float, *, tolerance: float = 0.2,
-                   window_s: float = 8.0) -> float | None:
+def recovery_point(
+    t: Sequence[float], count: Sequence[float], target_rate: float, *, tolerance: float = 0.2, window_s: float = 8.0
+) -> float | None:
     """The first poll time from which the job emits at ``(1 - tolerance) x target_rate`` over ``window_s``, or None.
 
     ``t`` (s, increasing) and ``count`` are polls of the source's record counter after a failure.
@@ -111,13 +114,22 @@ def _rate(control: JobControl, span_s: float = 8.0, timeout_s: float = 40.0) -> 
         if len(t) >= 3 and t[-1] - t[0] >= span_s and c[-1] > c[0]:
             return least_squares_rate(np.array(t), np.array(c))
         time.sleep(1.0)
-    raise ClusterError(f"job {control.spec.name!r} shows no source output within {timeout_s:.0f} s: cannot time a recovery "
-                       "without a pre-failure rate")
+    raise ClusterError(
+        f"job {control.spec.name!r} shows no source output within {timeout_s:.0f} s: cannot time a recovery "
+        "without a pre-failure rate"
+    )
 
 
-def inject_taskmanager_failure(cluster: LocalFlinkCluster, control: JobControl, *, pid: int | None = None,
-                               replace_after_s: float = 0.5, tolerance: float = 0.2, window_s: float = 8.0,
-                               timeout_s: float = 180.0) -> RecoveryResult:
+def inject_taskmanager_failure(
+    cluster: LocalFlinkCluster,
+    control: JobControl,
+    *,
+    pid: int | None = None,
+    replace_after_s: float = 0.5,
+    tolerance: float = 0.2,
+    window_s: float = 8.0,
+    timeout_s: float = 180.0,
+) -> RecoveryResult:
     """Kill a TaskManager, replace it, and time detection, restart and recovery of the job."""
     before = _rate(control)
     victim = next((t for t in cluster.taskmanagers() if pid is None or t.pid == pid), None)

@@ -17,7 +17,7 @@ from typing import Any
 
 from flinktune.localflink.rest import FlinkRest, RestError
 
-__all__ = ["JobSpec", "JobControl", "JobControlError", "BENCH_ENTRY_CLASS"]
+__all__ = ["BENCH_ENTRY_CLASS", "JobControl", "JobControlError", "JobSpec"]
 
 BENCH_ENTRY_CLASS = "flinktune.bench.WindowBench"
 _ENDED = {"FINISHED", "CANCELED", "FAILED", "SUSPENDED"}
@@ -42,8 +42,18 @@ class JobSpec:
     extra_args: tuple[str, ...] = field(default=())
 
     def program_args(self) -> list[str]:
-        args = ["--name", self.name, "--rate", f"{self.initial_rate:g}", "--keys", str(self.keys), "--work", str(self.work),
-                "--window-ms", str(self.window_ms)]
+        args = [
+            "--name",
+            self.name,
+            "--rate",
+            f"{self.initial_rate:g}",
+            "--keys",
+            str(self.keys),
+            "--work",
+            str(self.work),
+            "--window-ms",
+            str(self.window_ms),
+        ]
         if self.rate_file is not None:
             args += ["--rate-file", str(Path(self.rate_file).resolve())]
         return args + list(self.extra_args)
@@ -91,8 +101,12 @@ class JobControl:
         conf: dict[str, str] = {}
         if checkpoint_interval_s is not None:
             conf["execution.checkpointing.interval"] = f"{checkpoint_interval_s}s"
-        body: dict[str, Any] = {"entryClass": self.spec.entry_class, "programArgsList": self.spec.program_args(),
-                                "parallelism": int(parallelism), "flinkConfiguration": conf}
+        body: dict[str, Any] = {
+            "entryClass": self.spec.entry_class,
+            "programArgsList": self.spec.program_args(),
+            "parallelism": int(parallelism),
+            "flinkConfiguration": conf,
+        }
         if savepoint:
             body.update(savepointPath=savepoint, allowNonRestoredState=False)
         try:
@@ -135,8 +149,10 @@ class JobControl:
             except RestError as exc:
                 last = str(exc)
             time.sleep(0.2)
-        raise JobControlError(f"job {self.spec.name!r} ({jid}) was not running at parallelism {parallelism} within "
-                              f"{timeout_s:.0f} s (last state: {last})")
+        raise JobControlError(
+            f"job {self.spec.name!r} ({jid}) was not running at parallelism {parallelism} within "
+            f"{timeout_s:.0f} s (last state: {last})"
+        )
 
     def parallelism(self, jid: str) -> int:
         return max(int(v.get("parallelism", 1)) for v in self.vertices(jid))

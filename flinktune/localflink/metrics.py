@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -28,10 +28,15 @@ from flinktune.localflink.jobcontrol import JobControl
 from flinktune.localflink.rest import RestError
 from flinktune.metric_schema import CONFIG_METRICS, RAW_COLUMNS, empty_frame, validate_frame
 
-__all__ = ["RestMetricsSource", "TASK_METRICS"]
+__all__ = ["TASK_METRICS", "RestMetricsSource"]
 
-TASK_METRICS = ("numRecordsInPerSecond", "numRecordsOutPerSecond", "busyTimeMsPerSecond", "backPressuredTimeMsPerSecond",
-                "idleTimeMsPerSecond")
+TASK_METRICS = (
+    "numRecordsInPerSecond",
+    "numRecordsOutPerSecond",
+    "busyTimeMsPerSecond",
+    "backPressuredTimeMsPerSecond",
+    "idleTimeMsPerSecond",
+)
 #: Operator-scoped gauges of the benchmark job: suffix -> (raw metric, how subtasks combine).
 _OPERATOR_GAUGES = {
     "offeredRate": ("workloadRate", "sum"),
@@ -45,8 +50,15 @@ _OPERATOR_GAUGES = {
 class RestMetricsSource:
     """Samples one job (by name) into an in-memory raw-schema buffer; ``fetch`` reads a time range of it."""
 
-    def __init__(self, control: JobControl, *, job: str | None = None, clock: Clock | None = None,
-                 config_provider: Callable[[], Configuration] | None = None, keep_s: float = 7200.0) -> None:
+    def __init__(
+        self,
+        control: JobControl,
+        *,
+        job: str | None = None,
+        clock: Clock | None = None,
+        config_provider: Callable[[], Configuration] | None = None,
+        keep_s: float = 7200.0,
+    ) -> None:
         self.control = control
         self.rest = control.rest
         self.job = job or control.spec.name
@@ -77,8 +89,10 @@ class RestMetricsSource:
         rows: list[tuple[str, str, int, float]] = []  # (metric, vertex, subtask, value)
         job_values: dict[str, list[float]] = {}
         overview = self.rest.get("/overview")
-        rows += [("taskManagers", "", -1, float(overview.get("taskmanagers", 0))),
-                 ("taskSlotsTotal", "", -1, float(overview.get("slots-total", 0)))]
+        rows += [
+            ("taskManagers", "", -1, float(overview.get("taskmanagers", 0))),
+            ("taskSlotsTotal", "", -1, float(overview.get("slots-total", 0))),
+        ]
         jid = self.control.job_id()
         details = self.rest.get(f"/jobs/{jid}") if jid else {}
         rows.append(("jobRunning", "", -1, 1.0 if details.get("state") == "RUNNING" else 0.0))

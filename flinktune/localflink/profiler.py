@@ -22,15 +22,17 @@ Kubernetes profiling runs as separate short jobs.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
+from flinktune.decision.stages import Policy, PolicyContext
 from flinktune.localflink.capacity import ProfiledCapacity
 from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.failures import inject_taskmanager_failure
@@ -40,7 +42,6 @@ from flinktune.localflink.realizer import LocalFlinkRealizer
 from flinktune.localflink.saturation import CapacityEstimate
 from flinktune.localflink.workload import RateFile
 from flinktune.metric_schema import PROFILING_COLUMNS
-from flinktune.decision.stages import Policy, PolicyContext
 
 __all__ = ["ProfileWhenUntrusted", "SaturationProfiler", "WithoutProfiling"]
 
@@ -63,22 +64,31 @@ class ProfileWhenUntrusted:
         if current.parallelism not in ps:
             return [current.parallelism]
         i = ps.index(current.parallelism)
-        return ps[max(i - 1, 0): i + 2]
+        return ps[max(i - 1, 0) : i + 2]
 
     def decide(self, state: JobState, context: PolicyContext) -> Decision:
         cur = state.config
         missing = [p for p in self.wanted(cur) if not self.capacity.trusted(p)]
         inputs = {"planned_rate": float(state.input_rate) if np.isfinite(state.input_rate) else 0.0}
         if missing:
-            return Decision(Action.PROFILE,
-                            f"no trustworthy capacity for p={missing} (the current size and where it can move): profile them "
-                            "near saturation before deciding", self.name,
-                            profile_configs=tuple(cur.with_(parallelism=p) for p in missing), inputs=inputs)  # fmt: skip
+            return Decision(
+                Action.PROFILE,
+                f"no trustworthy capacity for p={missing} (the current size and where it can move): profile them "
+                "near saturation before deciding",
+                self.name,
+                profile_configs=tuple(cur.with_(parallelism=p) for p in missing),
+                inputs=inputs,
+            )
         decision = self.inner.decide(state, context)
         target = decision.target
         if decision.action is Action.RECONFIGURE and target is not None and not self.capacity.trusted(target.parallelism):
-            return Decision(Action.PROFILE, f"{decision.reason}; but p={target.parallelism} has no trustworthy capacity: "
-                            "profile it first", self.name, profile_configs=(target,), inputs=dict(decision.inputs, **inputs))
+            return Decision(
+                Action.PROFILE,
+                f"{decision.reason}; but p={target.parallelism} has no trustworthy capacity: profile it first",
+                self.name,
+                profile_configs=(target,),
+                inputs=dict(decision.inputs, **inputs),
+            )
         return decision
 
 
@@ -133,8 +143,16 @@ class SaturationProfiler:
             return False
         before = self.realizer.config
         res = self.realizer.apply(self.job, config)
-        self.rescales.append({"ts": time.time(), "from_p": before.parallelism, "to_p": config.parallelism, "mode": res.mode,
-                              "downtime_s": res.downtime_s, "why": why})
+        self.rescales.append(
+            {
+                "ts": time.time(),
+                "from_p": before.parallelism,
+                "to_p": config.parallelism,
+                "mode": res.mode,
+                "downtime_s": res.downtime_s,
+                "why": why,
+            }
+        )
         self.log(f"  {why}: {before.describe()} -> {config.describe()} by {res.mode}, {res.downtime_s:.2f} s down")
         return True
 
@@ -161,19 +179,33 @@ class SaturationProfiler:
                     time.sleep(self.warmup_s)
                 ts = time.time()
                 est, steps, frames = ramp_to_saturation(
-                    self.realizer.control, self.rate_file, cfg, start, source=self.source, cpu=self.cpu,
-                    max_steps=self.max_steps, settle_s=self.settle_s, measure_s=self.measure_s, log=self.log)
+                    self.realizer.control,
+                    self.rate_file,
+                    cfg,
+                    start,
+                    source=self.source,
+                    cpu=self.cpu,
+                    max_steps=self.max_steps,
+                    settle_s=self.settle_s,
+                    measure_s=self.measure_s,
+                    log=self.log,
+                )
                 heap = self._heap_mb(ts)
                 for i, st in enumerate(steps, 1):
-                    self.observations.append(observation_row(self.job, cfg, st, memory_used_mb=heap,
-                                                             run_id=f"ramp-p{cfg.parallelism}-{len(self.estimates)}-{i}"))
+                    self.observations.append(
+                        observation_row(
+                            self.job, cfg, st, memory_used_mb=heap, run_id=f"ramp-p{cfg.parallelism}-{len(self.estimates)}-{i}"
+                        )
+                    )
                     self.steps.append(dict(st.to_dict(), parallelism=cfg.parallelism, step=i))
                 self.frames.append(frames.assign(parallelism=cfg.parallelism))
                 self.estimates.append(est)
                 self.capacity.record(est)
-                self.log(f"  p={cfg.parallelism}: capacity {est.capacity:,.0f} rec/s ({est.method}, trusted={est.trusted}); "
-                         f"busy-time estimate at the highest unsaturated step {est.busy_capacity:,.0f} rec/s "
-                         f"({est.busy_overestimate:+.0%})")
+                self.log(
+                    f"  p={cfg.parallelism}: capacity {est.capacity:,.0f} rec/s ({est.method}, trusted={est.trusted}); "
+                    f"busy-time estimate at the highest unsaturated step {est.busy_capacity:,.0f} rec/s "
+                    f"({est.busy_overestimate:+.0%})"
+                )
             if self.measure_recovery and self.recovery_s is None:
                 self._recovery(sorted(configs, key=lambda c: c.parallelism)[-1])
         finally:
@@ -192,22 +224,35 @@ class SaturationProfiler:
         rec = inject_taskmanager_failure(self.realizer.cluster, self.realizer.control, timeout_s=150)
         # Not recovered within the timeout: plan with the timeout (a lower bound), record no measurement.
         self.recovery_s = rec.recovery_s
-        self.log(f"  failure at p={config.parallelism}, {rate:,.0f} rec/s: detected +{rec.detected_s}s, running again "
-                 f"+{rec.running_again_s}s, " + (f"recovered +{rec.recovery_s:.1f}s" if rec.recovered
-                                                 else f"NOT recovered within {rec.recovery_s:.0f} s"))
+        self.log(
+            f"  failure at p={config.parallelism}, {rate:,.0f} rec/s: detected +{rec.detected_s}s, running again "
+            f"+{rec.running_again_s}s, "
+            + (f"recovered +{rec.recovery_s:.1f}s" if rec.recovered else f"NOT recovered within {rec.recovery_s:.0f} s")
+        )
         if not rec.recovered:
             return
-        row = {"job": self.job, "run_id": f"failure-p{config.parallelism}", "ts_ms": int(time.time() * 1000), **config.to_dict(),
-               "input_rate": rate, "throughput": rec.pre_failure_rate, "latency_ms": np.nan, "recovery_s": rec.recovery_s,
-               "cpu_used": np.nan, "memory_used_mb": np.nan}
+        row = {
+            "job": self.job,
+            "run_id": f"failure-p{config.parallelism}",
+            "ts_ms": int(time.time() * 1000),
+            **config.to_dict(),
+            "input_rate": rate,
+            "throughput": rec.pre_failure_rate,
+            "latency_ms": np.nan,
+            "recovery_s": rec.recovery_s,
+            "cpu_used": np.nan,
+            "memory_used_mb": np.nan,
+        }
         self.observations.append(row)
 
     def write(self) -> None:
         """Rewrite observations.csv (``PROFILING_COLUMNS``), profiling_steps.csv and the step recordings."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        tables = {"observations.csv": pd.DataFrame(self.observations, columns=list(PROFILING_COLUMNS)),
-                  "profiling_steps.csv": pd.DataFrame(self.steps),
-                  "profiling_snapshots.csv": pd.concat(self.frames, ignore_index=True) if self.frames else pd.DataFrame()}
+        tables = {
+            "observations.csv": pd.DataFrame(self.observations, columns=list(PROFILING_COLUMNS)),
+            "profiling_steps.csv": pd.DataFrame(self.steps),
+            "profiling_snapshots.csv": pd.concat(self.frames, ignore_index=True) if self.frames else pd.DataFrame(),
+        }
         for name, df in tables.items():
             tmp = self.out_dir / (name + ".tmp")
             df.to_csv(tmp, index=False)

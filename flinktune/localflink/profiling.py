@@ -18,7 +18,8 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,11 +30,25 @@ from flinktune.localflink.jobcontrol import JobControl
 from flinktune.localflink.metrics import RestMetricsSource
 from flinktune.localflink.rest import RestError
 from flinktune.localflink.saturation import (
-    SNAPSHOT_COLUMNS, CapacityEstimate, StepSummary, estimate_capacity, next_step_rate, summarize_step,
+    SNAPSHOT_COLUMNS,
+    CapacityEstimate,
+    StepSummary,
+    estimate_capacity,
+    next_step_rate,
+    summarize_step,
 )
 from flinktune.localflink.workload import RateFile
 
-__all__ = ["measure_point", "counters", "snapshot", "run_step", "reset_backlog", "disturbed", "ramp_to_saturation", "observation_row"]
+__all__ = [
+    "counters",
+    "disturbed",
+    "measure_point",
+    "observation_row",
+    "ramp_to_saturation",
+    "reset_backlog",
+    "run_step",
+    "snapshot",
+]
 
 
 def counters(control: JobControl) -> tuple[float, float, float]:
@@ -44,17 +59,29 @@ def counters(control: JobControl) -> tuple[float, float, float]:
     for v in control.vertices(jid):
         p = int(v.get("parallelism", 1))
         if v["name"].startswith("Source"):
-            vals = control.rest.get(f"/jobs/{jid}/vertices/{v['id']}/metrics?get=" + ",".join(f"{i}.numRecordsOut" for i in range(p)))
+            vals = control.rest.get(
+                f"/jobs/{jid}/vertices/{v['id']}/metrics?get=" + ",".join(f"{i}.numRecordsOut" for i in range(p))
+            )
             out = sum(float(m["value"]) for m in vals)
         else:
-            vals = control.rest.get(f"/jobs/{jid}/vertices/{v['id']}/metrics?get=" + ",".join(f"{i}.accumulateBusyTimeMs" for i in range(p)))
+            vals = control.rest.get(
+                f"/jobs/{jid}/vertices/{v['id']}/metrics?get=" + ",".join(f"{i}.accumulateBusyTimeMs" for i in range(p))
+            )
             busy_per += [float(m["value"]) for m in vals]
     busy = max(busy_per) if busy_per else float("nan")
     return out, busy, time.time()
 
 
-def measure_point(control: JobControl, source: RestMetricsSource, rate_file: RateFile, config: Configuration, rate: float,
-                  *, settle_s: float = 25.0, measure_s: float = 20.0) -> dict[str, Any]:
+def measure_point(
+    control: JobControl,
+    source: RestMetricsSource,
+    rate_file: RateFile,
+    config: Configuration,
+    rate: float,
+    *,
+    settle_s: float = 25.0,
+    measure_s: float = 20.0,
+) -> dict[str, Any]:
     """Run at ``rate`` for ``settle_s`` + ``measure_s`` and return one observation (see module doc)."""
     rate_file.set(rate)
     time.sleep(settle_s)
@@ -74,11 +101,18 @@ def measure_point(control: JobControl, source: RestMetricsSource, rate_file: Rat
         return float(getattr(s, how)()) if len(s) else float("nan")
 
     return {
-        "job": source.job, "run_id": uuid.uuid4().hex[:16], "ts_ms": int(t0 * 1000),
+        "job": source.job,
+        "run_id": uuid.uuid4().hex[:16],
+        "ts_ms": int(t0 * 1000),
         **config.to_dict(),
-        "input_rate": float(rate), "throughput": throughput, "latency_ms": agg("latencyP95Ms", "max"),
-        "recovery_s": np.nan, "cpu_used": agg("cpuLoad"), "memory_used_mb": agg("heapUsedMb"),
-        "busy": busy, "capacity": throughput / busy,
+        "input_rate": float(rate),
+        "throughput": throughput,
+        "latency_ms": agg("latencyP95Ms", "max"),
+        "recovery_s": np.nan,
+        "cpu_used": agg("cpuLoad"),
+        "memory_used_mb": agg("heapUsedMb"),
+        "busy": busy,
+        "capacity": throughput / busy,
     }
 
 
@@ -108,12 +142,15 @@ def snapshot(control: JobControl, jid: str) -> dict[str, float] | None:
     for v in control.vertices(jid):
         vid, p = v["id"], int(v.get("parallelism", 1))
         is_source = v["name"].startswith("Source")
-        names = ["numRecordsOut", "accumulateBackPressuredTimeMs", *_pending_metrics(control, jid, vid)] if is_source \
+        names = (
+            ["numRecordsOut", "accumulateBackPressuredTimeMs", *_pending_metrics(control, jid, vid)]
+            if is_source
             else ["accumulateBusyTimeMs"]
+        )
         wanted = [f"{i}.{n}" for i in range(p) for n in names]
         values: dict[str, list[float]] = {}
         for m in control.rest.get(f"/jobs/{jid}/vertices/{vid}/metrics?get={','.join(wanted)}"):
-            idx, name = m["id"].split(".", 1)
+            _idx, name = m["id"].split(".", 1)
             try:
                 values.setdefault(name.rsplit(".", 1)[-1], []).append(float(m["value"]))
             except (TypeError, ValueError):
@@ -134,8 +171,14 @@ def snapshot(control: JobControl, jid: str) -> dict[str, float] | None:
     return row if seen_source and seen_other else None
 
 
-def reset_backlog(rate_file: RateFile, pause_s: float = 2.5, *, control: JobControl | None = None, drained_below: float = 1000.0,
-                  timeout_s: float = 30.0) -> bool:
+def reset_backlog(
+    rate_file: RateFile,
+    pause_s: float = 2.5,
+    *,
+    control: JobControl | None = None,
+    drained_below: float = 1000.0,
+    timeout_s: float = 30.0,
+) -> bool:
     """Drop the backlog a saturated step left: at rate 0 the paced source moves its schedule to now.
 
     Without this the next (lower) step would measure the catch-up, not the rate it is offered.
@@ -162,9 +205,18 @@ def reset_backlog(rate_file: RateFile, pause_s: float = 2.5, *, control: JobCont
     return False
 
 
-def run_step(control: JobControl, rate_file: RateFile, rate: float, *, settle_s: float = 5.0, measure_s: float = 15.0,
-             poll_s: float = 1.0, source: RestMetricsSource | None = None, cpu: CpuMeter | None = None,
-             where: str = "profiling step") -> tuple[StepSummary, pd.DataFrame]:
+def run_step(
+    control: JobControl,
+    rate_file: RateFile,
+    rate: float,
+    *,
+    settle_s: float = 5.0,
+    measure_s: float = 15.0,
+    poll_s: float = 1.0,
+    source: RestMetricsSource | None = None,
+    cpu: CpuMeter | None = None,
+    where: str = "profiling step",
+) -> tuple[StepSummary, pd.DataFrame]:
     """Offer ``rate`` for ``settle_s``, poll counters every ``poll_s`` for ``measure_s``, and summarise.
 
     The frame returned has ``SNAPSHOT_COLUMNS`` plus ``target_rate`` (the recording the summary
@@ -217,11 +269,22 @@ def disturbed(step: StepSummary, max_neighbour_cores: float) -> bool:
     return bool(np.isfinite(extra) and extra > max_neighbour_cores)
 
 
-def ramp_to_saturation(control: JobControl, rate_file: RateFile, config: Configuration, start_rate: float, *,
-                       source: RestMetricsSource | None = None, cpu: CpuMeter | None = None, max_steps: int = 6,
-                       max_rate: float = 400_000.0, settle_s: float = 5.0, measure_s: float = 15.0,
-                       max_neighbour_cores: float = 0.35, max_retries: int = 3,
-                       log: Callable[[str], None] | None = None) -> tuple[CapacityEstimate, list[StepSummary], pd.DataFrame]:
+def ramp_to_saturation(
+    control: JobControl,
+    rate_file: RateFile,
+    config: Configuration,
+    start_rate: float,
+    *,
+    source: RestMetricsSource | None = None,
+    cpu: CpuMeter | None = None,
+    max_steps: int = 6,
+    max_rate: float = 400_000.0,
+    settle_s: float = 5.0,
+    measure_s: float = 15.0,
+    max_neighbour_cores: float = 0.35,
+    max_retries: int = 3,
+    log: Callable[[str], None] | None = None,
+) -> tuple[CapacityEstimate, list[StepSummary], pd.DataFrame]:
     """Step the offered rate from ``start_rate`` until the job at ``config`` falls behind (see the module doc).
 
     The job must already run at ``config``. Returns the estimate, the steps in order and their
@@ -239,24 +302,32 @@ def ramp_to_saturation(control: JobControl, rate_file: RateFile, config: Configu
     while rate is not None and len(steps) < max_steps and rate <= max_rate:
         where = f"ramp step {len(steps) + 1} of {config.describe()}"
         try:
-            step, frame = run_step(control, rate_file, rate, settle_s=settle_s, measure_s=measure_s, source=source, cpu=cpu, where=where)
+            step, frame = run_step(
+                control, rate_file, rate, settle_s=settle_s, measure_s=measure_s, source=source, cpu=cpu, where=where
+            )
         except ValueError:
             control.wait_running(control.require_job(), parallelism=config.parallelism, timeout_s=120)
-            step, frame = run_step(control, rate_file, rate, settle_s=settle_s, measure_s=measure_s, source=source, cpu=cpu, where=where)
+            step, frame = run_step(
+                control, rate_file, rate, settle_s=settle_s, measure_s=measure_s, source=source, cpu=cpu, where=where
+            )
         if disturbed(step, max_neighbour_cores) and retries_left > 0:
             # A neighbour took CPU during the step: its rate says little about this job. Measure it again.
             retries_left -= 1
             if log:
-                log(f"  p={config.parallelism} step at {rate:,.0f} rec/s disturbed (machine {step.machine_cores:.2f} cores, "
-                    f"Flink {step.flink_cores:.2f}): measuring it again")
+                log(
+                    f"  p={config.parallelism} step at {rate:,.0f} rec/s disturbed (machine {step.machine_cores:.2f} cores, "
+                    f"Flink {step.flink_cores:.2f}): measuring it again"
+                )
             if step.saturated:
                 reset_backlog(rate_file, control=control)
             continue
         steps.append(step)
         frames.append(frame.assign(step=len(steps)))
         if log:
-            log(f"  p={config.parallelism} step {len(steps)}: {step.reason}; busy-time estimate "
-                f"{step.busy_capacity:,.0f} rec/s; cores machine {step.machine_cores:.2f} / Flink {step.flink_cores:.2f}")
+            log(
+                f"  p={config.parallelism} step {len(steps)}: {step.reason}; busy-time estimate "
+                f"{step.busy_capacity:,.0f} rec/s; cores machine {step.machine_cores:.2f} / Flink {step.flink_cores:.2f}"
+            )
         if step.saturated and not reset_backlog(rate_file, control=control) and log:
             log(f"  p={config.parallelism}: the backlog did not drain within 30 s; the next step may include catch-up")
         rate = next_step_rate(steps)
@@ -264,9 +335,19 @@ def ramp_to_saturation(control: JobControl, rate_file: RateFile, config: Configu
     return est, steps, pd.concat(frames, ignore_index=True)
 
 
-def observation_row(job: str, config: Configuration, step: StepSummary, *, memory_used_mb: float = float("nan"),
-                    run_id: str | None = None) -> dict[str, Any]:
+def observation_row(
+    job: str, config: Configuration, step: StepSummary, *, memory_used_mb: float = float("nan"), run_id: str | None = None
+) -> dict[str, Any]:
     """One ``PROFILING_COLUMNS`` row (the calibration table) for a profiling step."""
-    return {"job": job, "run_id": run_id or uuid.uuid4().hex[:16], "ts_ms": int(step.t_start * 1000), **config.to_dict(),
-            "input_rate": step.target_rate, "throughput": step.throughput, "latency_ms": step.latency_p95_ms,
-            "recovery_s": np.nan, "cpu_used": step.flink_cores, "memory_used_mb": memory_used_mb}
+    return {
+        "job": job,
+        "run_id": run_id or uuid.uuid4().hex[:16],
+        "ts_ms": int(step.t_start * 1000),
+        **config.to_dict(),
+        "input_rate": step.target_rate,
+        "throughput": step.throughput,
+        "latency_ms": step.latency_p95_ms,
+        "recovery_s": np.nan,
+        "cpu_used": step.flink_cores,
+        "memory_used_mb": memory_used_mb,
+    }

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 from flinktune.clock import Clock, SystemClock
 from flinktune.config_space import Configuration
+from flinktune.decision.reconfig import ReconfigMode, same_shape
+from flinktune.decision.stages import RealizeResult
 from flinktune.localflink.cluster import LocalFlinkCluster
 from flinktune.localflink.jobcontrol import JobControl, JobControlError
 from flinktune.localflink.rest import RestError
-from flinktune.decision.reconfig import ReconfigMode, same_shape
-from flinktune.decision.stages import RealizeResult
 
 __all__ = ["LocalFlinkRealizer", "RealizeRecord"]
 
@@ -110,8 +110,10 @@ class LocalFlinkRealizer:
             tms = []
         wrong = [t for t in tms if (t.slots, t.memory_mb) != (config.task_slots, config.memory_mb)]
         if wrong and not replace_all:
-            raise JobControlError(f"TaskManagers {[t.pid for t in wrong]} do not have the shape of {config.describe()}; "
-                                  "a shape change needs a savepoint redeploy")
+            raise JobControlError(
+                f"TaskManagers {[t.pid for t in wrong]} do not have the shape of {config.describe()}; "
+                "a shape change needs a savepoint redeploy"
+            )
         for _ in range(config.taskmanagers - len(tms)):
             self.cluster.start_taskmanager(config.task_slots, config.memory_mb)
         extra = len(tms) - config.taskmanagers

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RestError", "FlinkRest"]
+__all__ = ["FlinkRest", "RestError"]
 
 
 class RestError(RuntimeError):
@@ -69,9 +69,13 @@ class FlinkRest:
         jar = Path(jar)
         boundary = uuid.uuid4().hex
         body = (
-            f"--{boundary}\r\nContent-Disposition: form-data; name=\"jarfile\"; filename=\"{jar.name}\"\r\n"
-            "Content-Type: application/x-java-archive\r\n\r\n"
-        ).encode() + jar.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="jarfile"; filename="{jar.name}"\r\n'
+                "Content-Type: application/x-java-archive\r\n\r\n"
+            ).encode()
+            + jar.read_bytes()
+            + f"\r\n--{boundary}--\r\n".encode()
+        )
         answer = self._call("POST", "/jars/upload", body, {"Content-Type": f"multipart/form-data; boundary={boundary}"})
         if not answer or answer.get("status") != "success":
             raise RestError(f"POST {self.base}/jars/upload: upload of {jar} failed: {answer}")

@@ -26,20 +26,21 @@ Shapes:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 __all__ = [
     "SNAPSHOT_COLUMNS",
-    "StepSummary",
     "CapacityEstimate",
-    "summarize_step",
-    "next_step_rate",
+    "StepSummary",
     "estimate_capacity",
     "least_squares_rate",
+    "next_step_rate",
+    "summarize_step",
 ]
 
 SNAPSHOT_COLUMNS: tuple[str, ...] = ("t_s", "records_out", "busy_ms", "backpressured_ms", "pending")
@@ -118,8 +119,9 @@ def least_squares_rate(t: np.ndarray, v: np.ndarray) -> float:
     return float(np.dot(tc, v - v.mean()) / np.dot(tc, tc))
 
 
-def summarize_step(frame: pd.DataFrame, target_rate: float, *, tolerance: float = 0.05, min_span_s: float = 5.0,
-                   where: str = "profiling step") -> StepSummary:
+def summarize_step(
+    frame: pd.DataFrame, target_rate: float, *, tolerance: float = 0.05, min_span_s: float = 5.0, where: str = "profiling step"
+) -> StepSummary:
     """Summarise one step's snapshot frame (see the module doc) taken while ``target_rate`` was offered.
 
     A step is saturated when the sources' backlog grew faster than ``tolerance`` x the target, or
@@ -150,7 +152,9 @@ def summarize_step(frame: pd.DataFrame, target_rate: float, *, tolerance: float 
     # the busy "counter" dips by up to one idle period; the slope absorbs that.
     drops = np.flatnonzero(np.diff(values[:, 1]) < 0)
     if drops.size:
-        raise ValueError(f"{where}: counter records_out went backwards at t={t[drops[0] + 1]:.1f}: the job restarted during the step")
+        raise ValueError(
+            f"{where}: counter records_out went backwards at t={t[drops[0] + 1]:.1f}: the job restarted during the step"
+        )
     throughput = max(least_squares_rate(t, values[:, 1]), 0.0)
     busy = float(np.clip(least_squares_rate(t, values[:, 2]) / 1000.0, 0.0, 1.0))
     backpressure = float(np.clip(least_squares_rate(t, values[:, 3]) / 1000.0, 0.0, 1.0))
@@ -159,12 +163,15 @@ def summarize_step(frame: pd.DataFrame, target_rate: float, *, tolerance: float 
     short = throughput < (1.0 - 2.0 * tolerance) * target_rate
     growing = lag_growth > tolerance * target_rate
     if short or growing:
-        reason = (f"fell behind: sustained {throughput:,.0f} of {target_rate:,.0f} rec/s, backlog "
-                  f"{'+' if lag_growth >= 0 else ''}{lag_growth:,.0f} rec/s")
+        reason = (
+            f"fell behind: sustained {throughput:,.0f} of {target_rate:,.0f} rec/s, backlog "
+            f"{'+' if lag_growth >= 0 else ''}{lag_growth:,.0f} rec/s"
+        )
     else:
         reason = f"kept up: {throughput:,.0f} of {target_rate:,.0f} rec/s, busiest subtask {busy:.0%} busy"
-    return StepSummary(float(target_rate), throughput, busy, backpressure, lag_growth, busy_capacity, short or growing,
-                       reason, float(t[0]), span)
+    return StepSummary(
+        float(target_rate), throughput, busy, backpressure, lag_growth, busy_capacity, short or growing, reason, float(t[0]), span
+    )
 
 
 def _saturated_throughput(steps: Sequence[StepSummary]) -> float:
@@ -179,8 +186,16 @@ def _sustained(steps: Sequence[StepSummary]) -> StepSummary | None:
     return max(ok, key=lambda s: s.throughput) if ok else None
 
 
-def next_step_rate(steps: Sequence[StepSummary], *, growth: float = 1.25, max_jump: float = 3.0, aim: float = 0.95,
-                   near_busy: float = 0.9, confirm: float = 0.9, confirmed: float = 0.85) -> float | None:
+def next_step_rate(
+    steps: Sequence[StepSummary],
+    *,
+    growth: float = 1.25,
+    max_jump: float = 3.0,
+    aim: float = 0.95,
+    near_busy: float = 0.9,
+    confirm: float = 0.9,
+    confirmed: float = 0.85,
+) -> float | None:
     """The next target rate of a ramp, or None when the capacity is bracketed.
 
     Before any saturation: aim just under the busy-time estimate of the last step (it
@@ -199,7 +214,7 @@ def next_step_rate(steps: Sequence[StepSummary], *, growth: float = 1.25, max_ju
         if best is not None and best.throughput >= confirmed * cap:
             return None
         probe = confirm * cap
-        if any(abs(s.target_rate - probe) <= 0.03 * probe or s.target_rate < probe and s.saturated for s in steps):
+        if any(abs(s.target_rate - probe) <= 0.03 * probe or (s.target_rate < probe and s.saturated) for s in steps):
             return None  # already tried at (or fell behind below) that rate: the estimate stands
         return probe
     last = steps[-1]
@@ -208,8 +223,9 @@ def next_step_rate(steps: Sequence[StepSummary], *, growth: float = 1.25, max_ju
     return float(np.clip(aim * last.busy_capacity, last.target_rate * growth, last.target_rate * max_jump))
 
 
-def estimate_capacity(parallelism: int, steps: Sequence[StepSummary], *, near_busy: float = 0.9,
-                      config: dict[str, Any] | None = None) -> CapacityEstimate:
+def estimate_capacity(
+    parallelism: int, steps: Sequence[StepSummary], *, near_busy: float = 0.9, config: dict[str, Any] | None = None
+) -> CapacityEstimate:
     """The capacity of ``parallelism`` from its ramp's steps (see :class:`CapacityEstimate`)."""
     if not steps:
         raise ValueError(f"estimate_capacity: parallelism {parallelism} has no profiling steps")
@@ -226,5 +242,6 @@ def estimate_capacity(parallelism: int, steps: Sequence[StepSummary], *, near_bu
         cap, trusted, method = sustained, True, "near saturation"
     else:
         cap, trusted, method = sustained, False, "lower bound"
-    return CapacityEstimate(int(parallelism), float(cap), trusted, method, sustained, sat, busy_cap, base, len(steps),
-                            dict(config or {}))
+    return CapacityEstimate(
+        int(parallelism), float(cap), trusted, method, sustained, sat, busy_cap, base, len(steps), dict(config or {})
+    )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["RateFile", "rise_and_fall", "RatePlan"]
+__all__ = ["RateFile", "RatePlan", "rise_and_fall"]
 
 
 class RateFile:
@@ -81,9 +81,17 @@ class RatePlan:
         return float(np.interp(t_s, t, r))
 
     @classmethod
-    def from_capacities(cls, capacity: dict[int, float], duration_s: float, *, low_frac: float = 0.4,
-                        high_over_small: float = 1.3, high_under_large: float = 0.8, min_excess: float = 1.1,
-                        phases: tuple[float, float, float, float, float] = (0.07, 0.2, 0.23, 0.17, 0.33)) -> "RatePlan":
+    def from_capacities(
+        cls,
+        capacity: dict[int, float],
+        duration_s: float,
+        *,
+        low_frac: float = 0.4,
+        high_over_small: float = 1.3,
+        high_under_large: float = 0.8,
+        min_excess: float = 1.1,
+        phases: tuple[float, float, float, float, float] = (0.07, 0.2, 0.23, 0.17, 0.33),
+    ) -> RatePlan:
         """Low -> high -> low, from the measured capacities of the smallest and the largest parallelism.
 
         ``low`` is ``low_frac`` of the smallest parallelism's capacity (it carries it easily, so a
@@ -105,8 +113,10 @@ class RatePlan:
         small, large = capacity[min(capacity)], capacity[max(capacity)]
         low, high = low_frac * small, min(high_over_small * small, high_under_large * large)
         if high < min_excess * small:
-            raise ValueError(f"rate plan: p={max(capacity)} ({large:,.0f} rec/s) is not enough above p={min(capacity)} "
-                             f"({small:,.0f} rec/s): a high level of {high:,.0f} rec/s is under {min_excess:g}x the small "
-                             "capacity, so no rise would require a scale-up that the large size then carries")
+            raise ValueError(
+                f"rate plan: p={max(capacity)} ({large:,.0f} rec/s) is not enough above p={min(capacity)} "
+                f"({small:,.0f} rec/s): a high level of {high:,.0f} rec/s is under {min_excess:g}x the small "
+                "capacity, so no rise would require a scale-up that the large size then carries"
+            )
         t = np.cumsum((0.0, *phases)) * duration_s
         return cls(((t[0], low), (t[1], low), (t[2], high), (t[3], high), (t[4], low), (t[5], low)), low, high)

@@ -23,9 +23,9 @@ from importlib.metadata import version
 from pathlib import Path
 
 __all__ = [
-    "AirflowHomeError",
     "DEFAULT_DAGS_FOLDER",
     "DEFAULT_PLUGINS_FOLDER",
+    "AirflowHomeError",
     "airflow_env",
     "prepare_airflow_home",
 ]
@@ -137,14 +137,24 @@ def _migrate_server(home: Path, env: Mapping[str, str], timeout_s: float, databa
     safe_url = database_url.split("@")[-1]  # never log a password
     with open(log_path, "w") as log:
         try:
-            proc = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env={**os.environ, **env},
-                                  stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
+            proc = subprocess.run(
+                [sys.executable, "-m", "airflow", "db", "migrate"],
+                env={**os.environ, **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=timeout_s,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
-            raise AirflowHomeError(f"`airflow db migrate` on {safe_url} did not finish in {timeout_s:.0f} s; log: {log_path}") from None
+            raise AirflowHomeError(
+                f"`airflow db migrate` on {safe_url} did not finish in {timeout_s:.0f} s; log: {log_path}"
+            ) from None
     if proc.returncode != 0:
         tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-_TAIL_LINES:])
-        raise AirflowHomeError(f"`airflow db migrate` failed with exit code {proc.returncode} on database {safe_url}; "
-                               f"last lines of {log_path}:\n{tail}")
+        raise AirflowHomeError(
+            f"`airflow db migrate` failed with exit code {proc.returncode} on database {safe_url}; "
+            f"last lines of {log_path}:\n{tail}"
+        )
     marker_tmp = home / f"{_MARKER_NAME}.tmp"
     marker_tmp.write_text(json.dumps({"airflow_version": _airflow_version(), "database": database_url}))
     os.replace(marker_tmp, home / _MARKER_NAME)
@@ -160,9 +170,7 @@ def _migrate(home: Path, env: Mapping[str, str], timeout_s: float) -> None:
     child_env = {**os.environ, **env, "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{partial}"}
     try:
         with open(log_path, "w") as log:
-            proc = subprocess.run(
-                cmd, env=child_env, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s, check=False
-            )
+            proc = subprocess.run(cmd, env=child_env, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         partial.unlink(missing_ok=True)
         raise AirflowHomeError(

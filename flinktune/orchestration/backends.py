@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["BackendError", "Backends", "CLUSTERS", "SPARK_SUBMIT_MODES", "TRAININGS", "load_backends"]
+__all__ = ["CLUSTERS", "SPARK_SUBMIT_MODES", "TRAININGS", "BackendError", "Backends", "load_backends"]
 
 CLUSTERS = ("twin", "kubernetes")
 TRAININGS = ("in_process", "kubernetes")

@@ -38,16 +38,30 @@ def kubernetes_api(environ: Mapping[str, str] | None = None, *, retries: int | N
             config.load_kube_config(config_file=env.get("KUBECONFIG"))
     except (config.ConfigException, OSError, TypeError, ValueError) as exc:
         # The client's messages run over several lines; the first says what is missing.
-        where = "in-cluster service account" if env.get("KUBERNETES_SERVICE_HOST") else f"kubeconfig {env.get('KUBECONFIG') or '~/.kube/config'}"
+        where = (
+            "in-cluster service account"
+            if env.get("KUBERNETES_SERVICE_HOST")
+            else f"kubeconfig {env.get('KUBECONFIG') or '~/.kube/config'}"
+        )
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise BackendError(f"FLINKTUNE_CLUSTER=kubernetes: cannot load the {where} ({detail}); "
-                           "set KUBECONFIG to a readable kubeconfig or run inside the cluster") from None
-    return bounded_api(client.Configuration.get_default_copy(), retries=TimeoutSettings().kubernetes_retries if retries is None else retries)
+        raise BackendError(
+            f"FLINKTUNE_CLUSTER=kubernetes: cannot load the {where} ({detail}); "
+            "set KUBECONFIG to a readable kubeconfig or run inside the cluster"
+        ) from None
+    return bounded_api(
+        client.Configuration.get_default_copy(), retries=TimeoutSettings().kubernetes_retries if retries is None else retries
+    )
 
 
 def make_realizer(
-    job: str, *, twin: Any = None, dry_run: bool = False, api: Any = None, environ: Mapping[str, str] | None = None,
-    timeouts: Any = None, budget_s: float | None = None,
+    job: str,
+    *,
+    twin: Any = None,
+    dry_run: bool = False,
+    api: Any = None,
+    environ: Mapping[str, str] | None = None,
+    timeouts: Any = None,
+    budget_s: float | None = None,
 ) -> Any:
     """The :class:`flinktune.decision.stages.Realizer` for ``job`` on the configured cluster.
 
@@ -78,6 +92,12 @@ def make_realizer(
 
     t = timeouts if timeouts is not None else TimeoutSettings()
     budget = t.apply_budget_s if budget_s is None else budget_s
-    return KubernetesRealizer(api if api is not None else kubernetes_api(env, retries=t.kubernetes_retries), namespace, vertex_ids,
-                              dry_run=dry_run, request_timeout_s=t.kubernetes_request_s, budget_s=budget,
-                              stable_timeout_s=min(600.0, budget / 2))  # fmt: skip
+    return KubernetesRealizer(
+        api if api is not None else kubernetes_api(env, retries=t.kubernetes_retries),
+        namespace,
+        vertex_ids,
+        dry_run=dry_run,
+        request_timeout_s=t.kubernetes_request_s,
+        budget_s=budget,
+        stable_timeout_s=min(600.0, budget / 2),
+    )

@@ -8,7 +8,7 @@ before any task starts.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import Asset, Param
@@ -19,13 +19,13 @@ __all__ = [
     "CHAMPIONS",
     "CONFIGURATION_SCHEMA",
     "FAILURES_PATTERN",
-    "FEATURES_10S",
     "FEATURES_1M",
+    "FEATURES_10S",
     "JOB_NAME_PATTERN",
     "POLICIES",
+    "RETRAIN_CRON",
     "START_DATE",
     "TAGS",
-    "RETRAIN_CRON",
     "TRAINING",
     "default_args",
     "dry_run_param",
@@ -47,7 +47,15 @@ CHAMPIONS = Asset("flinktune://models/champions")
 # Must equal flinktune.policies.POLICY_NAMES (a test checks it); not imported here because the
 # policies pull in scipy, which would blow the DAG parse budget.
 POLICIES: tuple[str, ...] = (
-    "flinktune", "demeter", "static", "reactive", "ds2", "autoscaler", "sage", "barre", "oracle",
+    "flinktune",
+    "demeter",
+    "static",
+    "reactive",
+    "ds2",
+    "autoscaler",
+    "sage",
+    "barre",
+    "oracle",
 )
 
 # Must match flinktune.config_space.KNOBS (a test checks it); a literal for the parse budget.
@@ -76,7 +84,7 @@ retraining on each landing would retrain every 5 minutes)."""
 TRAINING: dict[str, Any] = {"execution_timeout": timedelta(minutes=45), "retries": 2, "retry_delay": timedelta(minutes=2)}
 """Task arguments of every training task: a timeout and retries with back-off."""
 
-START_DATE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+START_DATE = datetime(2025, 1, 1, tzinfo=UTC)
 TAGS = ["flinktune"]
 
 
@@ -105,7 +113,9 @@ def default_args(*, retries: int = 2, retry_delay: timedelta = timedelta(minutes
 def dry_run_param() -> Param:
     """The ``dry_run`` param: empty (the default) is dry for a run started by hand, acting for the schedule."""
     return Param(
-        None, type=["null", "boolean"], title="Dry run",
+        None,
+        type=["null", "boolean"],
+        title="Dry run",
         description="Decide and store, never apply. Empty: true for a manual trigger, false for the schedule.",
     )
 

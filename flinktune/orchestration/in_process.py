@@ -45,7 +45,13 @@ def _failure_recorder() -> Any:
 
 def _summary(dag_id: str, state: str, started: float, **fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "dag_id": dag_id, "run_id": None, "state": state, "tasks": {}, "returns": {}, "errors": {}, "message": None,
+        "dag_id": dag_id,
+        "run_id": None,
+        "state": state,
+        "tasks": {},
+        "returns": {},
+        "errors": {},
+        "message": None,
     }
     return {**base, **fields, "seconds": round(time.monotonic() - started, 3)}
 
@@ -110,8 +116,11 @@ def run_in_process(dag_id: str, conf: dict[str, Any], *, retries: int | None = N
         run_id=dag_run.run_id,
         tasks=tasks,
         returns=_returns(dag_id, dag_run.run_id),
-        errors={task_id: recorder.errors.get(task_id, "failed (no exception captured; see the log)")
-                for task_id, state in tasks.items() if state == "failed"},
+        errors={
+            task_id: recorder.errors.get(task_id, "failed (no exception captured; see the log)")
+            for task_id, state in tasks.items()
+            if state == "failed"
+        },
     )
 
 

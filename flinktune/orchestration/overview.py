@@ -33,14 +33,15 @@ def latest_report_dir(reports_dir: str | Path, job: str) -> Path | None:
     root = Path(reports_dir)
     if not root.is_dir():
         return None
-    dirs = sorted(p for p in root.glob(f"{job}-*") if p.is_dir() and (p / "report.md").is_file()
-                  and p.name[len(job) + 1:][:1].isdigit())  # "demo-2" must not claim "demo-20250101T..." folders
+    dirs = sorted(
+        p for p in root.glob(f"{job}-*") if p.is_dir() and (p / "report.md").is_file() and p.name[len(job) + 1 :][:1].isdigit()
+    )  # "demo-2" must not claim "demo-20250101T..." folders
     return dirs[-1] if dirs else None
 
 
 def _champions(job: str, tracking_uri: str) -> list[dict[str, Any]]:
     names = [(kind, f"flinktune-{kind}-{job}") for kind in CHAMPION_KINDS]
-    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[len("sqlite:///"):]).is_file():
+    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[len("sqlite:///") :]).is_file():
         return [{"kind": k, "model": n, "version": None, "url": None, "note": "no MLflow database yet"} for k, n in names]
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
@@ -53,8 +54,15 @@ def _champions(job: str, tracking_uri: str) -> list[dict[str, Any]]:
         except MlflowException:
             out.append({"kind": kind, "model": name, "version": None, "url": None, "note": "no champion registered"})
             continue
-        out.append({"kind": kind, "model": name, "version": version,
-                    "url": f"{mlflow_ui_url()}/#/models/{name}/versions/{version}", "note": None})
+        out.append(
+            {
+                "kind": kind,
+                "model": name,
+                "version": version,
+                "url": f"{mlflow_ui_url()}/#/models/{name}/versions/{version}",
+                "note": None,
+            }
+        )
     return out
 
 
@@ -75,11 +83,19 @@ def job_overview(job: str, settings: Any, *, limit: int = 10) -> dict[str, Any]:
     if state_db.is_file():
         frame = SqliteStateStore(state_db).decisions(job, limit=limit)
         rows = json.loads(frame.to_json(orient="records"))[::-1]  # newest first for the page
-    decisions = [{
-        "ts": r["ts"], "policy": r["policy"], "action": r["action"], "reason": r["reason"],
-        "target": json.loads(r["target"]) if r.get("target") else None,
-        "changed": bool(r["changed"]), "mode": r.get("mode"), "dry_run": bool(r["dry_run"]),
-    } for r in rows]
+    decisions = [
+        {
+            "ts": r["ts"],
+            "policy": r["policy"],
+            "action": r["action"],
+            "reason": r["reason"],
+            "target": json.loads(r["target"]) if r.get("target") else None,
+            "changed": bool(r["changed"]),
+            "mode": r.get("mode"),
+            "dry_run": bool(r["dry_run"]),
+        }
+        for r in rows
+    ]
     config, since = None, None
     if rows:
         newest = rows[0]
@@ -88,10 +104,23 @@ def job_overview(job: str, settings: Any, *, limit: int = 10) -> dict[str, Any]:
         if newest["changed"] and newest.get("target"):
             config = json.loads(newest["target"])  # applied at that tick: it is what runs now
     report_dir = latest_report_dir(settings.reports_dir, job)
-    report = None if report_dir is None else {
-        "dir": str(report_dir), "markdown": str(report_dir / "report.md"),
-        "plots": sorted(p.name for p in report_dir.glob("*.png")),
-        "html": (report_dir / "report.html").is_file(), "verdict": _verdict(report_dir),
+    report = (
+        None
+        if report_dir is None
+        else {
+            "dir": str(report_dir),
+            "markdown": str(report_dir / "report.md"),
+            "plots": sorted(p.name for p in report_dir.glob("*.png")),
+            "html": (report_dir / "report.html").is_file(),
+            "verdict": _verdict(report_dir),
+        }
+    )
+    return {
+        "job": job,
+        "state_db": str(state_db),
+        "config": config,
+        "config_since": since,
+        "decisions": decisions,
+        "champions": _champions(job, str(settings.mlflow_tracking_uri)),
+        "report": report,
     }
-    return {"job": job, "state_db": str(state_db), "config": config, "config_since": since, "decisions": decisions,
-            "champions": _champions(job, str(settings.mlflow_tracking_uri)), "report": report}

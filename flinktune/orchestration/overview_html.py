@@ -6,7 +6,7 @@ Use :func:`index_page` and :func:`job_page`; both return a complete, self-contai
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -19,12 +19,14 @@ td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:
 
 
 def _doc(title: str, body: str) -> str:
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
-            f"<style>{_STYLE}</style></head><body>{body}</body></html>")
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f"<style>{_STYLE}</style></head><body>{body}</body></html>"
+    )
 
 
 def _when(ts: float | None) -> str:
-    return "-" if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return "-" if ts is None else datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def index_page(jobs: list[str], *, base: str = "/flinktune/", note: str | None = None) -> str:
@@ -50,8 +52,10 @@ def _decisions_table(decisions: list[dict[str, Any]]) -> str:
     for d in decisions:
         applied = d["mode"] if d["changed"] else ("dry run" if d["dry_run"] else "-")
         target = ", ".join(f"{k}={v}" for k, v in (d["target"] or {}).items())
-        rows.append(f"<tr><td>{_when(d['ts'])}</td><td>{escape(d['policy'])}</td><td>{escape(d['action'])}</td>"
-                    f"<td>{escape(str(applied))}</td><td>{escape(d['reason'])}</td><td>{escape(target)}</td></tr>")
+        rows.append(
+            f"<tr><td>{_when(d['ts'])}</td><td>{escape(d['policy'])}</td><td>{escape(d['action'])}</td>"
+            f"<td>{escape(str(applied))}</td><td>{escape(d['reason'])}</td><td>{escape(target)}</td></tr>"
+        )
     return f'<table id="decisions">{head}{"".join(rows)}</table>'
 
 
@@ -61,8 +65,10 @@ def _champions_list(champions: list[dict[str, Any]]) -> str:
         if c["version"] is None:
             items.append(f'<li>{escape(c["kind"])}: {escape(c["model"])} <span class="note">({escape(c["note"])})</span></li>')
         else:
-            items.append(f'<li>{escape(c["kind"])}: <a href="{escape(c["url"])}">{escape(c["model"])} '
-                         f'version {escape(c["version"])}</a></li>')
+            items.append(
+                f'<li>{escape(c["kind"])}: <a href="{escape(c["url"])}">{escape(c["model"])} '
+                f"version {escape(c['version'])}</a></li>"
+            )
     return f'<ul id="champions">{"".join(items)}</ul>'
 
 
@@ -71,11 +77,16 @@ def job_page(overview: dict[str, Any], *, base: str = "/flinktune/") -> str:
 
     ``base`` is where the plugin is mounted (links are absolute so any URL form works)."""
     job = overview["job"]
-    parts = [f'<p><a href="{escape(base)}">all jobs</a></p><h1>{escape(job)}</h1>',
-             f"<h2>Configuration in force</h2><p class=\"note\">as of {_when(overview['config_since'])}</p>",
-             _config_table(overview["config"]),
-             "<h2>Last decisions</h2>", _decisions_table(overview["decisions"]),
-             "<h2>Champion models</h2>", _champions_list(overview["champions"]), "<h2>Latest report</h2>"]
+    parts = [
+        f'<p><a href="{escape(base)}">all jobs</a></p><h1>{escape(job)}</h1>',
+        f'<h2>Configuration in force</h2><p class="note">as of {_when(overview["config_since"])}</p>',
+        _config_table(overview["config"]),
+        "<h2>Last decisions</h2>",
+        _decisions_table(overview["decisions"]),
+        "<h2>Champion models</h2>",
+        _champions_list(overview["champions"]),
+        "<h2>Latest report</h2>",
+    ]
     report = overview["report"]
     if report is None:
         parts.append('<p class="note">No report yet (run flinktune_report).</p>')
@@ -83,8 +94,12 @@ def job_page(overview: dict[str, Any], *, base: str = "/flinktune/") -> str:
         if report.get("verdict"):
             parts.append(f'<p id="report-verdict"><strong>Verdict:</strong> {escape(report["verdict"])}</p>')
         if report.get("html"):
-            parts.append(f'<p><a id="report-link" href="{escape(base)}job/{quote(job)}/report">Open the full report (HTML, '
-                         "interactive plots)</a></p>")
+            parts.append(
+                f'<p><a id="report-link" href="{escape(base)}job/{quote(job)}/report">Open the full report (HTML, '
+                "interactive plots)</a></p>"
+            )
         parts.append(f'<p class="note">{escape(report["markdown"])}</p>')
-        parts += [f'<img src="{escape(base)}job/{quote(job)}/plots/{quote(name)}" alt="{escape(name)}">' for name in report["plots"]]
+        parts += [
+            f'<img src="{escape(base)}job/{quote(job)}/plots/{quote(name)}" alt="{escape(name)}">' for name in report["plots"]
+        ]
     return _doc(f"flinktune: {job}", "".join(parts))

@@ -38,8 +38,13 @@ class DagRunError(RuntimeError):
     """A DAG run did not succeed. ``dag_id``, ``task_id`` (first failed task, if any), ``summary``, ``log``."""
 
     def __init__(
-        self, message: str, *, dag_id: str, task_id: str | None = None,
-        summary: dict[str, Any] | None = None, log: str | None = None,
+        self,
+        message: str,
+        *,
+        dag_id: str,
+        task_id: str | None = None,
+        summary: dict[str, Any] | None = None,
+        log: str | None = None,
     ) -> None:
         super().__init__(message)
         self.dag_id, self.task_id, self.summary, self.log = dag_id, task_id, summary or {}, log
@@ -80,21 +85,31 @@ def run_dag(
     stamp = time.strftime("%Y%m%dT%H%M%S")
     log_fd, log_name = tempfile.mkstemp(prefix=f"{dag_id}-{stamp}-", suffix=".log", dir=log_dir)
     result_path = Path(log_name).with_suffix(".json")
-    cmd = [sys.executable, "-m", "flinktune.orchestration.runner", "--in-process",
-           "--dag", dag_id, "--conf", conf_json, "--result", str(result_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "flinktune.orchestration.runner",
+        "--in-process",
+        "--dag",
+        dag_id,
+        "--conf",
+        conf_json,
+        "--result",
+        str(result_path),
+    ]
     if retries is not None:
         cmd += ["--retries", str(retries)]
 
     with os.fdopen(log_fd, "w") as log:
         # Own session: on timeout the whole group goes (Spark's JVM included), nothing else.
-        proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             returncode = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise DagRunError(f"DAG {dag_id} did not finish within {timeout_s:.0f} s; log: {log_name}",
-                              dag_id=dag_id, log=log_name) from None
+            raise DagRunError(
+                f"DAG {dag_id} did not finish within {timeout_s:.0f} s; log: {log_name}", dag_id=dag_id, log=log_name
+            ) from None
         except BaseException:
             _kill_group(proc)  # Ctrl-C: in its own session the child would not get the signal
             raise
@@ -102,7 +117,10 @@ def run_dag(
     if not result_path.is_file():
         raise DagRunError(
             f"DAG {dag_id}: the runner process exited with code {returncode} before reporting a result; "
-            f"last lines of {log_name}:\n{_tail(log_name)}", dag_id=dag_id, log=log_name)
+            f"last lines of {log_name}:\n{_tail(log_name)}",
+            dag_id=dag_id,
+            log=log_name,
+        )
     summary = json.loads(result_path.read_text())
     result_path.unlink()
     summary["log"] = log_name
@@ -115,13 +133,15 @@ def _raise_unless_success(summary: dict[str, Any]) -> None:
     if state == "success":
         return
     if state == "rejected":
-        raise DagParamsError(f"DAG {dag_id} rejected its params before any task ran: {summary['message']}",
-                             dag_id=dag_id, summary=summary, log=log)
+        raise DagParamsError(
+            f"DAG {dag_id} rejected its params before any task ran: {summary['message']}", dag_id=dag_id, summary=summary, log=log
+        )
     errors: dict[str, str] = summary.get("errors") or {}
     if errors:
         failed = "; ".join(f"task {task} failed: {message}" for task, message in errors.items())
-        raise DagRunError(f"DAG {dag_id} {state}: {failed} (log: {log})",
-                          dag_id=dag_id, task_id=next(iter(errors)), summary=summary, log=log)
+        raise DagRunError(
+            f"DAG {dag_id} {state}: {failed} (log: {log})", dag_id=dag_id, task_id=next(iter(errors)), summary=summary, log=log
+        )
     detail = summary.get("message") or f"task states {summary.get('tasks')}"
     raise DagRunError(f"DAG {dag_id} {state}: {detail} (log: {log})", dag_id=dag_id, summary=summary, log=log)
 
@@ -169,19 +189,23 @@ def run_pipeline(
     """
     out = out or sys.stdout
     for index, step in enumerate(steps, start=1):
-        if not (isinstance(step, tuple) and len(step) == 2 and isinstance(step[0], str)
-                and isinstance(step[1], Mapping)):
+        if not (isinstance(step, tuple) and len(step) == 2 and isinstance(step[0], str) and isinstance(step[1], Mapping)):
             raise TypeError(f"pipeline step {index} must be a (dag_id, conf dict) pair, got {step!r}")
 
     started = time.monotonic()
-    child_env = {**prepare_airflow_home(var_dir, dags_folder=dags_folder, database_url=database_url),
-                 "FLINKTUNE_VAR_DIR": str(Path(var_dir).resolve())}
+    child_env = {
+        **prepare_airflow_home(var_dir, dags_folder=dags_folder, database_url=database_url),
+        "FLINKTUNE_VAR_DIR": str(Path(var_dir).resolve()),
+    }
     for key, value in {"SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
         if key not in os.environ:
             child_env[key] = value  # local-only defaults; the caller's own setting wins
     child_env.update(env or {})
-    print(f"[0/{len(steps)}] airflow home {child_env['AIRFLOW_HOME']} ... ready in {time.monotonic() - started:.0f} s",
-          file=out, flush=True)
+    print(
+        f"[0/{len(steps)}] airflow home {child_env['AIRFLOW_HOME']} ... ready in {time.monotonic() - started:.0f} s",
+        file=out,
+        flush=True,
+    )
 
     summaries = []
     for index, (dag_id, conf) in enumerate(steps, start=1):
@@ -191,8 +215,13 @@ def run_pipeline(
             summaries.append(run_dag(dag_id, conf, child_env, retries=retries, timeout_s=timeout_s))
         except DagRunError as exc:
             print(f"FAILED in {time.monotonic() - step_started:.0f} s", file=out, flush=True)
-            raise type(exc)(f"pipeline stopped at step {index}/{len(steps)}: {exc}", dag_id=exc.dag_id,
-                            task_id=exc.task_id, summary=exc.summary, log=exc.log) from None
+            raise type(exc)(
+                f"pipeline stopped at step {index}/{len(steps)}: {exc}",
+                dag_id=exc.dag_id,
+                task_id=exc.task_id,
+                summary=exc.summary,
+                log=exc.log,
+            ) from None
         print(f"ok in {time.monotonic() - step_started:.0f} s", file=out, flush=True)
     return summaries
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SparkSubmitError", "run_spark_submit", "spark_submit_command", "IMAGE_APP"]
+__all__ = ["IMAGE_APP", "SparkSubmitError", "run_spark_submit", "spark_submit_command"]
 
 IMAGE_APP = "local:///opt/flinktune/jobs/etl_features.py"
 _REPO_APP = Path(__file__).resolve().parents[2] / "jobs" / "etl_features.py"
@@ -41,7 +41,12 @@ def _spark_submit_binary() -> str:
 
 
 def spark_submit_command(
-    job: str, *, master: str, deploy_mode: str, start_ms: int | None = None, end_ms: int | None = None,
+    job: str,
+    *,
+    master: str,
+    deploy_mode: str,
+    start_ms: int | None = None,
+    end_ms: int | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The ``spark-submit`` argv that runs ``jobs.etl_features`` for ``job`` on ``master``."""
@@ -66,8 +71,10 @@ def spark_submit_command(
             raise SparkSubmitError("Spark on Kubernetes needs FLINKTUNE_SPARK_IMAGE (the image of docker/Dockerfile.spark-job)")
         conf.setdefault("spark.kubernetes.container.image", image)
         conf.setdefault("spark.kubernetes.namespace", env.get("FLINKTUNE_K8S_NAMESPACE", "flinktune"))
-        conf.setdefault("spark.kubernetes.authenticate.driver.serviceAccountName",
-                        env.get("FLINKTUNE_SPARK_SERVICE_ACCOUNT", "flinktune-spark"))
+        conf.setdefault(
+            "spark.kubernetes.authenticate.driver.serviceAccountName",
+            env.get("FLINKTUNE_SPARK_SERVICE_ACCOUNT", "flinktune-spark"),
+        )
     app = IMAGE_APP if deploy_mode == "cluster" else str(_REPO_APP)
     cmd = [_spark_submit_binary(), "--master", master, "--deploy-mode", deploy_mode, "--name", f"flinktune-etl-{job}"]
     for key, value in sorted(conf.items()):

@@ -39,8 +39,9 @@ def etl_features(job: str, start_ms: int | None = None, end_ms: int | None = Non
         return job_module.run(job=job, start_ms=start_ms, end_ms=end_ms, settings=settings)
     from flinktune.orchestration.spark_submit import run_spark_submit, spark_submit_command
 
-    cmd = spark_submit_command(job, master=settings.spark_master, deploy_mode=backends.spark_submit,
-                               start_ms=start_ms, end_ms=end_ms)
+    cmd = spark_submit_command(
+        job, master=settings.spark_master, deploy_mode=backends.spark_submit, start_ms=start_ms, end_ms=end_ms
+    )
     return run_spark_submit(cmd)
 
 
@@ -95,8 +96,9 @@ def profile_config(job: str, config: Mapping[str, Any], *, rates: Sequence[float
         return _profile_on_kubernetes(job, config, rates=rates, duration_s=duration_s)
     from jobs import profile as job_module
 
-    summary = job_module.run(job=job, configs=[dict(config)], rates=list(rates) or None, duration_s=duration_s,
-                             seed=seed, settings=_settings())
+    summary = job_module.run(
+        job=job, configs=[dict(config)], rates=list(rates) or None, duration_s=duration_s, seed=seed, settings=_settings()
+    )
     return {**summary, "config": dict(config)}
 
 
@@ -113,19 +115,31 @@ def _profile_on_kubernetes(job: str, config: Mapping[str, Any], *, rates: Sequen
     if not namespace:
         raise ValueError("FLINKTUNE_CLUSTER=kubernetes needs FLINKTUNE_K8S_NAMESPACE (the FlinkDeployment's namespace)")
     if len(rates) > 1:
-        raise ValueError(f"param rates: a profiling deployment reads the live input topic, so at most one rate, got {list(rates)}")
+        raise ValueError(
+            f"param rates: a profiling deployment reads the live input topic, so at most one rate, got {list(rates)}"
+        )
     try:
-        budget = ResourceBudget(float(os.environ.get("FLINKTUNE_PROFILE_BUDGET_CPU", "50")),
-                                int(os.environ.get("FLINKTUNE_PROFILE_BUDGET_MEMORY_MB", "430000")))
+        budget = ResourceBudget(
+            float(os.environ.get("FLINKTUNE_PROFILE_BUDGET_CPU", "50")),
+            int(os.environ.get("FLINKTUNE_PROFILE_BUDGET_MEMORY_MB", "430000")),
+        )
         vertex_ids = json.loads(os.environ.get("FLINKTUNE_VERTEX_IDS") or "{}")
     except ValueError as exc:
         raise ValueError(f"FLINKTUNE_PROFILE_BUDGET_CPU / _MEMORY_MB / FLINKTUNE_VERTEX_IDS: {exc}") from None
     settings = _settings()
-    df = run_profiling_deployment(kubernetes_api(), namespace, job, Configuration.from_dict(config, where="param config"),
-                                  rate=float(rates[0]) if rates else None, metrics_source=LakeMetricsSource(Lake(settings.lake_dir)),
-                                  measure_s=float(duration_s), budget=budget, vertex_ids=vertex_ids)  # fmt: skip
+    df = run_profiling_deployment(
+        kubernetes_api(),
+        namespace,
+        job,
+        Configuration.from_dict(config, where="param config"),
+        rate=float(rates[0]) if rates else None,
+        metrics_source=LakeMetricsSource(Lake(settings.lake_dir)),
+        measure_s=float(duration_s),
+        budget=budget,
+        vertex_ids=vertex_ids,
+    )
     path = _write_observations(df, settings)
-    return {"rows": int(len(df)), "path": str(path), "config": dict(config)}
+    return {"rows": len(df), "path": str(path), "config": dict(config)}
 
 
 def profile_request(job: str, decided: Mapping[str, Any], *, dry_run: bool) -> dict[str, Any] | None:
@@ -154,6 +168,7 @@ def replay(*, trace: str, policies: str, hours: float, failures: str, seed: int,
     from flinktune.replay.runner import cli_replay
 
     out_dir = Path(_settings().reports_dir) / "replay" / re.sub(r"[^A-Za-z0-9_.-]+", "_", run_id)
-    summary = cli_replay(trace=trace, policies=policies, hours=hours, failures=failures, seed=seed,
-                         out_dir=out_dir, workers=1, plots=True)
+    summary = cli_replay(
+        trace=trace, policies=policies, hours=hours, failures=failures, seed=seed, out_dir=out_dir, workers=1, plots=True
+    )
     return {"out_dir": str(out_dir), **summary, "wall_s": round(float(summary["wall_s"]), 2)}

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TrainerPodConfig", "TrainerPodError", "TRAINING_MODULES", "is_credential", "run_trainer_pod", "trainer_pod"]
+__all__ = ["TRAINING_MODULES", "TrainerPodConfig", "TrainerPodError", "is_credential", "run_trainer_pod", "trainer_pod"]
 
 TRAINING_MODULES = {"surrogate": "jobs.train_surrogate", "forecaster": "jobs.train_forecaster"}
 _NOT_PASSED = {"FLINKTUNE_CLUSTER", "FLINKTUNE_TRAINING", "FLINKTUNE_SPARK_SUBMIT"}
@@ -92,11 +92,13 @@ class TrainerPodConfig:
     var_dir: str = _DEFAULT_VAR_DIR
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "TrainerPodConfig":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TrainerPodConfig:
         env = os.environ if environ is None else environ
         image = env.get("FLINKTUNE_TRAINER_IMAGE", "").strip()
         if not image:
-            raise TrainerPodError("FLINKTUNE_TRAINING=kubernetes needs FLINKTUNE_TRAINER_IMAGE (the image of docker/Dockerfile.trainer)")
+            raise TrainerPodError(
+                "FLINKTUNE_TRAINING=kubernetes needs FLINKTUNE_TRAINER_IMAGE (the image of docker/Dockerfile.trainer)"
+            )
         gpus_text = env.get("FLINKTUNE_TRAINER_GPUS", "1")
         if not gpus_text.isdigit():
             raise TrainerPodError(f"FLINKTUNE_TRAINER_GPUS={gpus_text!r} must be a whole number >= 0")
@@ -110,8 +112,7 @@ class TrainerPodConfig:
             node_selector=_json_env(env, "FLINKTUNE_TRAINER_NODE_SELECTOR", {"nvidia.com/gpu.present": "true"}, dict),
             tolerations=tuple(_json_env(env, "FLINKTUNE_TRAINER_TOLERATIONS", list(_DEFAULT_TOLERATIONS), list)),
             secret=env.get("FLINKTUNE_TRAINER_SECRET") or None,
-            env={k: v for k, v in env.items()
-                 if k.startswith("FLINKTUNE_") and k not in _NOT_PASSED and not is_credential(k)},
+            env={k: v for k, v in env.items() if k.startswith("FLINKTUNE_") and k not in _NOT_PASSED and not is_credential(k)},
             secret_refs=_secret_refs(env),
             var_pvc=env.get("FLINKTUNE_TRAINER_VAR_PVC", "").strip() or "flinktune-var",
             var_dir=env.get("FLINKTUNE_VAR_DIR", "").strip() or _DEFAULT_VAR_DIR,
@@ -127,12 +128,19 @@ def _secret_refs(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
         if not secret or not key:
             raise TrainerPodError(f"FLINKTUNE_TRAINER_SECRET_REFS[{name!r}]={ref!r}: expected 'secret-name:key'")
         refs[str(name)] = (secret, key)
-    uncovered = sorted(k for k in env if k.startswith("FLINKTUNE_") and k not in _NOT_PASSED and is_credential(k)
-                       and k not in refs and not k.startswith("FLINKTUNE_TRAINER_"))
+    uncovered = sorted(
+        k
+        for k in env
+        if k.startswith("FLINKTUNE_")
+        and k not in _NOT_PASSED
+        and is_credential(k)
+        and k not in refs
+        and not k.startswith("FLINKTUNE_TRAINER_")
+    )
     if uncovered and not (env.get("FLINKTUNE_TRAINER_SECRET") or "").strip():
         raise TrainerPodError(
             f"{', '.join(uncovered)}: a credential is never copied into the trainer pod's spec; give it as a reference in "
-            f"FLINKTUNE_TRAINER_SECRET_REFS (e.g. '{{\"{uncovered[0]}\": \"flinktune-db:mlflow-url\"}}') or in the "
+            f'FLINKTUNE_TRAINER_SECRET_REFS (e.g. \'{{"{uncovered[0]}": "flinktune-db:mlflow-url"}}\') or in the '
             "Secret named by FLINKTUNE_TRAINER_SECRET"
         )
     return refs
@@ -174,12 +182,18 @@ def trainer_pod(model: str, job: str, config: TrainerPodConfig, *, run_key: str 
         resources=client.V1ResourceRequirements(requests={"cpu": config.cpu, "memory": config.memory}, limits=limits),
         volume_mounts=[client.V1VolumeMount(name="var", mount_path=config.var_dir)],
         security_context=client.V1SecurityContext(
-            run_as_non_root=True, allow_privilege_escalation=False,
-            capabilities=client.V1Capabilities(drop=["ALL"]), seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
+            run_as_non_root=True,
+            allow_privilege_escalation=False,
+            capabilities=client.V1Capabilities(drop=["ALL"]),
+            seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
         ),
     )
-    labels = {"app.kubernetes.io/name": "flinktune-trainer", "app.kubernetes.io/managed-by": "flinktune",
-              "flinktune/job": job, "flinktune/model": model}
+    labels = {
+        "app.kubernetes.io/name": "flinktune-trainer",
+        "app.kubernetes.io/managed-by": "flinktune",
+        "flinktune/job": job,
+        "flinktune/model": model,
+    }
     return client.V1Pod(
         api_version="v1",
         kind="Pod",
@@ -190,15 +204,24 @@ def trainer_pod(model: str, job: str, config: TrainerPodConfig, *, run_key: str 
             node_selector=dict(config.node_selector) or None,
             tolerations=[client.V1Toleration(**_snake(t)) for t in config.tolerations] or None,
             containers=[container],
-            volumes=[client.V1Volume(name="var", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(
-                claim_name=config.var_pvc))],
+            volumes=[
+                client.V1Volume(
+                    name="var", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(claim_name=config.var_pvc)
+                )
+            ],
             active_deadline_seconds=3 * 3600,
         ),
     )
 
 
 def _snake(toleration: Mapping[str, Any]) -> dict[str, Any]:
-    names = {"key": "key", "operator": "operator", "value": "value", "effect": "effect", "tolerationSeconds": "toleration_seconds"}
+    names = {
+        "key": "key",
+        "operator": "operator",
+        "value": "value",
+        "effect": "effect",
+        "tolerationSeconds": "toleration_seconds",
+    }
     unknown = sorted(set(toleration) - set(names))
     if unknown:
         raise TrainerPodError(f"FLINKTUNE_TRAINER_TOLERATIONS: unknown toleration field(s) {unknown}; allowed: {sorted(names)}")
@@ -206,8 +229,13 @@ def _snake(toleration: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_trainer_pod(
-    pod: Any, core_api: Any, *, timeout_s: float = 3 * 3600, poll_s: float = 10.0,
-    sleep: Callable[[float], None] = time.sleep, monotonic: Callable[[], float] = time.monotonic,
+    pod: Any,
+    core_api: Any,
+    *,
+    timeout_s: float = 3 * 3600,
+    poll_s: float = 10.0,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
     """Create ``pod``, wait until it ends, return the JSON summary its last output line printed.
 

@@ -46,9 +46,7 @@ def check_conf(dag_id: str, conf: Mapping[str, Any] | None, known: Iterable[str]
     for key in unknown:
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         hints.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
-    raise TriggerError(
-        f"DAG {dag_id!r}: unknown conf key {', '.join(hints)}; it takes: {', '.join(known) or 'no keys'}"
-    )
+    raise TriggerError(f"DAG {dag_id!r}: unknown conf key {', '.join(hints)}; it takes: {', '.join(known) or 'no keys'}")
 
 
 def _run_type(dag_run: Any) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from flinktune.config_space import ConfigSpace
+from flinktune.decision.stages import Policy
 from flinktune.policies.autoscaler import AutoscalerPolicy
 from flinktune.policies.barre import BarrePolicy
 from flinktune.policies.demeter import DemeterPolicy
@@ -21,12 +22,21 @@ from flinktune.policies.oracle_policy import OraclePolicy
 from flinktune.policies.reactive import ReactivePolicy
 from flinktune.policies.sage import SagePolicy
 from flinktune.policies.static import StaticPolicy
-from flinktune.decision.stages import Policy
 
 __all__ = [
-    "POLICY_NAMES", "MODEL_POLICIES", "make_policy", "AutoscalerPolicy", "BarrePolicy", "DemeterPolicy", "DS2Policy",
-    "FlinktunePolicy", "OraclePolicy", "ReactivePolicy", "SagePolicy", "StaticPolicy",
-]  # fmt: skip
+    "MODEL_POLICIES",
+    "POLICY_NAMES",
+    "AutoscalerPolicy",
+    "BarrePolicy",
+    "DS2Policy",
+    "DemeterPolicy",
+    "FlinktunePolicy",
+    "OraclePolicy",
+    "ReactivePolicy",
+    "SagePolicy",
+    "StaticPolicy",
+    "make_policy",
+]
 
 _FACTORIES: dict[str, Any] = {
     "static": StaticPolicy,
@@ -57,5 +67,7 @@ def make_policy(name: str, space: ConfigSpace, *, confidence: float = 0.95, **op
     if name in MODEL_POLICIES:
         return factory(space, confidence=confidence, **options)
     if name == "oracle" and "schedule" not in options:
-        raise ValueError("the oracle policy needs schedule= (flinktune.twin.oracle.oracle_schedule of the replayed trace); it exists on the twin only")
+        raise ValueError(
+            "the oracle policy needs schedule= (flinktune.twin.oracle.oracle_schedule of the replayed trace); it exists on the twin only"
+        )
     return factory(space, **options)

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
-from flinktune.policies.grid import snap_parallelism, vertex_targets
 from flinktune.decision.stages import PolicyContext
+from flinktune.policies.grid import snap_parallelism, vertex_targets
 
 __all__ = ["AutoscalerPolicy"]
 
@@ -86,7 +86,11 @@ class AutoscalerPolicy:
         lag = max(state.lag, 0.0) if np.isfinite(state.lag) else 0.0
         catch_up = np.array(vertex_targets(state.vertices, lag / self.catch_up_s))
         backlog = lag > self.backlog_threshold_s * max(rate, 1.0)
-        hi_u, lo_u = (1.0, 0.0) if backlog else (self.target_utilization + self.utilization_boundary, self.target_utilization - self.utilization_boundary)
+        hi_u, lo_u = (
+            (1.0, 0.0)
+            if backlog
+            else (self.target_utilization + self.utilization_boundary, self.target_utilization - self.utilization_boundary)
+        )
         cur = state.config
         cur_p = np.array([s.parallelism for s in state.vertices])
         new_p, reasons = cur_p.copy(), []
@@ -104,14 +108,20 @@ class AutoscalerPolicy:
         inputs = {"planned_rate": source_target, "true_rates": dict(zip(names, tpr.tolist())), "backlog": bool(backlog)}
         if not reasons:
             self._pending_down = None
-            return Decision.keep(self.name, f"every vertex's true rate is within the utilisation bounds at {source_target:,.0f} rec/s", **inputs)
+            return Decision.keep(
+                self.name, f"every vertex's true rate is within the utilisation bounds at {source_target:,.0f} rec/s", **inputs
+            )
         job_p = snap_parallelism(self.space, float(new_p.max()), cur.task_slots)
         if job_p < cur.parallelism:
             first, peak = self._pending_down or (state.ts, job_p)
             self._pending_down = (first, max(peak, job_p))
             waited = state.ts - first
             if waited < self.scale_down_interval_s:
-                return Decision.keep(self.name, f"scale-down to p{job_p} delayed: recommended for {waited:.0f} of {self.scale_down_interval_s:.0f} s ({'; '.join(reasons)})", **inputs)
+                return Decision.keep(
+                    self.name,
+                    f"scale-down to p{job_p} delayed: recommended for {waited:.0f} of {self.scale_down_interval_s:.0f} s ({'; '.join(reasons)})",
+                    **inputs,
+                )
             job_p = self._pending_down[1]
             new_p = np.minimum(new_p, job_p)
         else:
@@ -120,4 +130,10 @@ class AutoscalerPolicy:
         target = cur.with_(parallelism=job_p, vertex_parallelism=overrides)
         if target == cur:
             return Decision.keep(self.name, f"recommended parallelism equals the running one ({'; '.join(reasons)})", **inputs)
-        return Decision(Action.RECONFIGURE, f"autoscaler: {'; '.join(reasons)}; job parallelism {cur.parallelism} -> {job_p}", self.name, target=target, inputs=inputs)
+        return Decision(
+            Action.RECONFIGURE,
+            f"autoscaler: {'; '.join(reasons)}; job parallelism {cur.parallelism} -> {job_p}",
+            self.name,
+            target=target,
+            inputs=inputs,
+        )

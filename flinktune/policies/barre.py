@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.stages import PolicyContext
 
@@ -27,7 +27,11 @@ __all__ = ["BarrePolicy", "measured_capacity"]
 def measured_capacity(state: JobState) -> float:
     """Job input rec/s the running configuration sustains: the slowest vertex's true rate, in source units."""
     src = state.vertices[0].records_in_per_s if state.vertices else 0.0
-    caps = [v.true_processing_rate * src / v.records_in_per_s for v in state.vertices if v.records_in_per_s > 0 and np.isfinite(v.true_processing_rate)]
+    caps = [
+        v.true_processing_rate * src / v.records_in_per_s
+        for v in state.vertices
+        if v.records_in_per_s > 0 and np.isfinite(v.true_processing_rate)
+    ]
     return float(min(caps)) if caps else float("nan")
 
 
@@ -54,8 +58,13 @@ class BarrePolicy:
         reserve_rate = max(burst, state.input_rate)
         per_core = cap_now / _slot_cores(state.config)
         cur = state.config
-        fits = [c for c in self.space.candidates() if c.memory_mb == cur.memory_mb and c.checkpoint_interval_s == cur.checkpoint_interval_s
-                and per_core * _slot_cores(c) * self.max_utilization >= reserve_rate]
+        fits = [
+            c
+            for c in self.space.candidates()
+            if c.memory_mb == cur.memory_mb
+            and c.checkpoint_interval_s == cur.checkpoint_interval_s
+            and per_core * _slot_cores(c) * self.max_utilization >= reserve_rate
+        ]
         inputs = {"planned_rate": reserve_rate, "burst_reserve": burst - median, "measured_capacity": cap_now}
         if not fits:
             target = self.space.maximum.with_(memory_mb=cur.memory_mb, checkpoint_interval_s=cur.checkpoint_interval_s)
@@ -63,8 +72,10 @@ class BarrePolicy:
             why = f"no reservation covers the burst of {reserve_rate:,.0f} rec/s: take the largest"
         else:
             target = fits[0]  # candidates come cheapest first
-            why = (f"reserve for a burst of {reserve_rate:,.0f} rec/s (forecast p50 peak {median:,.0f} + reserve "
-                   f"{burst - median:,.0f}); {target.describe()} sustains ~{per_core * _slot_cores(target):,.0f} rec/s")
+            why = (
+                f"reserve for a burst of {reserve_rate:,.0f} rec/s (forecast p50 peak {median:,.0f} + reserve "
+                f"{burst - median:,.0f}); {target.describe()} sustains ~{per_core * _slot_cores(target):,.0f} rec/s"
+            )
         if target == cur.with_(vertex_parallelism={}) and not cur.vertex_parallelism:
             return Decision.keep(self.name, f"{why}: already reserved", **inputs)
         return Decision(Action.RECONFIGURE, why, self.name, target=target, inputs=inputs)

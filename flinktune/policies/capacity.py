@@ -27,12 +27,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flinktune.config_space import Configuration
 from flinktune.decision import JobState
 from flinktune.decision.reconfig import Shape, shape_of  # the one in-place rule's shape (re-exported)
 
-__all__ = ["CapacityModel", "ShapeCapacities", "Shape", "shape_of", "shape_from_json", "slot_share", "measured_capacity"]
-
+__all__ = ["CapacityModel", "Shape", "ShapeCapacities", "measured_capacity", "shape_from_json", "shape_of", "slot_share"]
 
 
 def slot_share(shape: Shape) -> float:
@@ -137,12 +135,15 @@ class ShapeCapacities:
     def to_dict(self) -> dict:
         """The measurements as JSON (shapes as lists, parallelism keys as strings); see :meth:`restore`."""
         return {
-            "models": [{"shape": list(shape), "measured": {str(p): float(c) for p, c in m.measured.items()}}
-                       for shape, m in self.models.items() if m.measured],
+            "models": [
+                {"shape": list(shape), "measured": {str(p): float(c) for p, c in m.measured.items()}}
+                for shape, m in self.models.items()
+                if m.measured
+            ],
             "last": list(self.last) if self.last is not None else None,
-        }  # fmt: skip
+        }
 
-    def restore(self, d: dict) -> "ShapeCapacities":
+    def restore(self, d: dict) -> ShapeCapacities:
         """Take back the measurements of :meth:`to_dict` (this object's smoothing and exponent stay)."""
         for entry in d.get("models", []):
             model = self.model(shape_from_json(entry["shape"]))

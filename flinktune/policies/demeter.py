@@ -17,9 +17,9 @@ import numpy as np
 
 from flinktune.config_space import ConfigSpace
 from flinktune.decision import Action, Decision, JobState
+from flinktune.decision.stages import PolicyContext
 from flinktune.policies.profiling import propose_profiling
 from flinktune.policies.selection import score_candidates
-from flinktune.decision.stages import PolicyContext
 
 __all__ = ["DemeterPolicy"]
 
@@ -46,7 +46,9 @@ class DemeterPolicy:
                 Action.RECONFIGURE,
                 f"latency p95 {state.latency_p95_ms:.0f} ms is over the target {context.latency_target_ms:.0f} ms: "
                 f"go to the default maximum {mx.describe()} (Demeter's fallback)",
-                self.name, target=mx, inputs=inputs,
+                self.name,
+                target=mx,
+                inputs=inputs,
             )
         covered = float(context.extras.get("profiled_max_rate", 0.0))
         if planned > covered + self.chunk:
@@ -55,25 +57,45 @@ class DemeterPolicy:
                 Action.PROFILE,
                 f"planned rate {planned:,.0f} rec/s is beyond the profiled range (up to {covered:,.0f} rec/s): "
                 f"profile {len(configs)} configurations at that rate before choosing",
-                self.name, profile_configs=tuple(configs), inputs=inputs,
+                self.name,
+                profile_configs=tuple(configs),
+                inputs=inputs,
             )
         scores = score_candidates(context.surrogate, self.space, planned, context.latency_target_ms, context.recovery_limit_s)
         best = scores.cheapest_feasible(self.confidence)
         cur = scores.index_of(state.config)
         if best is None:
             if state.config == mx:
-                return Decision.keep(self.name, f"no configuration meets the goals at {planned:,.0f} rec/s with P>={self.confidence}: stay at the maximum", **inputs)
-            return Decision(Action.RECONFIGURE, f"no configuration meets the goals at {planned:,.0f} rec/s with P>={self.confidence}: go to the maximum", self.name, target=mx, inputs=inputs)
-        inputs.update(best=scores.candidates[best].to_dict(), best_p=float(scores.p_feasible[best]), best_cost=float(scores.cost[best]))
+                return Decision.keep(
+                    self.name,
+                    f"no configuration meets the goals at {planned:,.0f} rec/s with P>={self.confidence}: stay at the maximum",
+                    **inputs,
+                )
+            return Decision(
+                Action.RECONFIGURE,
+                f"no configuration meets the goals at {planned:,.0f} rec/s with P>={self.confidence}: go to the maximum",
+                self.name,
+                target=mx,
+                inputs=inputs,
+            )
+        inputs.update(
+            best=scores.candidates[best].to_dict(), best_p=float(scores.p_feasible[best]), best_cost=float(scores.cost[best])
+        )
         if cur is not None and scores.p_feasible[cur] >= self.confidence:
             saving = 1.0 - scores.cost[best] / scores.cost[cur]
             if saving <= self.min_improvement:
-                return Decision.keep(self.name, f"current configuration meets the goals at {planned:,.0f} rec/s ({scores.summary(cur)}); the best alternative saves only {saving:.0%}", **inputs)
+                return Decision.keep(
+                    self.name,
+                    f"current configuration meets the goals at {planned:,.0f} rec/s ({scores.summary(cur)}); the best alternative saves only {saving:.0%}",
+                    **inputs,
+                )
         target = scores.candidates[best]
         return Decision(
             Action.RECONFIGURE,
             f"planned rate {planned:,.0f} rec/s (forecast peak x {self.buffer:.2f}): cheapest configuration meeting "
             f"latency <= {context.latency_target_ms:.0f} ms and recovery <= {context.recovery_limit_s:.0f} s is "
             f"{target.describe()} ({scores.summary(best)})",
-            self.name, target=target, inputs=inputs,
+            self.name,
+            target=target,
+            inputs=inputs,
         )

@@ -22,8 +22,8 @@ import numpy as np
 
 from flinktune.config_space import ConfigSpace
 from flinktune.decision import Action, Decision, JobState
-from flinktune.policies.grid import ceil_div, snap_parallelism, vertex_targets
 from flinktune.decision.stages import PolicyContext
+from flinktune.policies.grid import ceil_div, snap_parallelism, vertex_targets
 
 __all__ = ["DS2Policy", "ds2_parallelism"]
 
@@ -50,15 +50,20 @@ class DS2Policy:
 
     def decide(self, state: JobState, context: PolicyContext) -> Decision:
         if not state.vertices:
-            return Decision.keep(self.name, "hold: no per-vertex metrics (records in/out, busy time) to compute true processing rates from")
+            return Decision.keep(
+                self.name, "hold: no per-vertex metrics (records in/out, busy time) to compute true processing rates from"
+            )
         rate = state.input_rate
         need = ds2_parallelism(state, rate)
         cur = state.config
         job_p = snap_parallelism(self.space, max(need.values()), cur.task_slots)
         overrides = {v: p for v, p in need.items() if p < job_p} if self.per_vertex else {}
         target = cur.with_(parallelism=job_p, vertex_parallelism=overrides)
-        inputs = {"planned_rate": rate, "vertex_need": need,
-                  "true_rates": {v.name: v.true_processing_rate for v in state.vertices}}
+        inputs = {
+            "planned_rate": rate,
+            "vertex_need": need,
+            "true_rates": {v.name: v.true_processing_rate for v in state.vertices},
+        }
         sizes = ", ".join(f"{v}={p}" for v, p in need.items())
         if target == cur:
             return Decision.keep(self.name, f"DS2 sizes at {rate:,.0f} rec/s ({sizes}) match the running parallelism", **inputs)
@@ -66,5 +71,7 @@ class DS2Policy:
             Action.RECONFIGURE,
             f"DS2: true processing rates give {sizes} instances for {rate:,.0f} rec/s; job parallelism "
             f"{cur.parallelism} -> {job_p}" + (f" with overrides {overrides}" if overrides else ""),
-            self.name, target=target, inputs=inputs,
+            self.name,
+            target=target,
+            inputs=inputs,
         )

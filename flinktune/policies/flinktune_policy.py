@@ -45,16 +45,16 @@ from typing import Any
 
 import numpy as np
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.reconfig import same_shape
+from flinktune.decision.stages import PolicyContext
 from flinktune.policies.capacity import CapacityModel, Shape, ShapeCapacities, measured_capacity, shape_from_json, shape_of
 from flinktune.policies.profiling import propose_profiling
 from flinktune.policies.selection import CandidateScores, relative_cost, score_candidates
 from flinktune.policies.shape_choice import choose_shape, rank_shapes, roomy
 from flinktune.policies.shapes import SLOT_CORES, SizedShape, shape_candidates, shape_configs
 from flinktune.policies.sizing import ChangeLog, PlanWindow, current_demand, planned_rate, size_in_shape
-from flinktune.decision.stages import PolicyContext
 
 __all__ = ["FlinktunePolicy"]
 
@@ -120,8 +120,11 @@ class FlinktunePolicy:
             self._pending_since = float(memory["pending_since"]) if memory.get("pending_since") is not None else None
             self._changes = ChangeLog().restore(memory.get("changes", {}))
             proposed = memory.get("proposed")
-            self._proposed = (float(proposed[0]), Configuration.from_dict(proposed[1], where="flinktune memory 'proposed'")) \
-                if proposed is not None else None  # fmt: skip
+            self._proposed = (
+                (float(proposed[0]), Configuration.from_dict(proposed[1], where="flinktune memory 'proposed'"))
+                if proposed is not None
+                else None
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"flinktune policy memory: cannot restore it ({type(exc).__name__}: {exc})") from None
 
@@ -147,13 +150,20 @@ class FlinktunePolicy:
         """Candidates whose predicted heap use stays under ``memory_headroom`` of what they reserve (:func:`roomy`)."""
         return roomy(surrogate, self.space, scores, self.memory_headroom, self.min_slot_memory_mb)
 
-    def choose_shape(self, by_rate: list[CandidateScores], grown: CandidateScores, roomy: np.ndarray | None = None,
-                     confidence: float | None = None) -> int | None:  # fmt: skip
+    def choose_shape(
+        self,
+        by_rate: list[CandidateScores],
+        grown: CandidateScores,
+        roomy: np.ndarray | None = None,
+        confidence: float | None = None,
+    ) -> int | None:
         """Index (into ``by_rate[0]``) of the candidate whose shape is cheapest over a range of rates
         (:func:`~flinktune.policies.shape_choice.choose_shape`); ``confidence`` defaults to the policy's."""
         return choose_shape(by_rate, grown, self.confidence if confidence is None else confidence, roomy)
 
-    def _size(self, shape: Shape, rate: float, context: PolicyContext, utilization: float | None = None) -> tuple[Configuration, str, bool]:
+    def _size(
+        self, shape: Shape, rate: float, context: PolicyContext, utilization: float | None = None
+    ) -> tuple[Configuration, str, bool]:
         """(smallest in-shape configuration for ``rate``, why, whether it is enough) (:func:`size_in_shape`)."""
         util = self.utilization if utilization is None else utilization
         return size_in_shape(self.space, shape, self.capacities, rate, util, context, self.confidence)
@@ -170,17 +180,29 @@ class FlinktunePolicy:
         """The shapes the policy may choose (from :meth:`_candidates`), in a fixed order."""
         return sorted({shape_of(c) for c in self._candidates()})
 
-    def rank_shapes(self, rate: float, context: PolicyContext, reference: Configuration | None = None,
-                    utilization: float | None = None) -> list[SizedShape]:  # fmt: skip
+    def rank_shapes(
+        self, rate: float, context: PolicyContext, reference: Configuration | None = None, utilization: float | None = None
+    ) -> list[SizedShape]:
         """Every shape with a capacity estimate, sized for ``rate`` at ``utilization`` (default the
         policy's), cheapest first: :func:`~flinktune.policies.shape_choice.rank_shapes`. Use it to
         pick or re-pick the shape; ``reference`` is the running shape sized for the same rate."""
         util = self.utilization if utilization is None else utilization
-        return rank_shapes(self.space, self._shapes(), self.capacities, rate, context, utilization=util, growth=self.growth,
-                           grow_utilization=self.utilization, shape_check=self.shape_check, reference=reference)  # fmt: skip
+        return rank_shapes(
+            self.space,
+            self._shapes(),
+            self.capacities,
+            rate,
+            context,
+            utilization=util,
+            growth=self.growth,
+            grow_utilization=self.utilization,
+            shape_check=self.shape_check,
+            reference=reference,
+        )
 
-    def _best_shape(self, rate: float, context: PolicyContext, reference: Configuration | None = None,
-                    utilization: float | None = None) -> SizedShape | None:  # fmt: skip
+    def _best_shape(
+        self, rate: float, context: PolicyContext, reference: Configuration | None = None, utilization: float | None = None
+    ) -> SizedShape | None:
         ranked = self.rank_shapes(rate, context, reference, utilization)
         growing = [o for o in ranked if o.grows]
         best = growing or ranked
@@ -219,8 +241,12 @@ class FlinktunePolicy:
             covered = float(context.extras.get("profiled_max_rate", 0.0))
             if self._best_shape(planned, context, need_up) is not None or planned <= covered * self.profile_margin:
                 return self._regrow(state, context, planned, why, inputs)
-            return Decision.keep(self.name, f"p{cur.parallelism} is the shape's largest; {planned:,.0f} rec/s ({why}) is beyond "
-                                 f"what profiling covered ({covered:,.0f} rec/s) to trust another shape: keep", **inputs)  # fmt: skip
+            return Decision.keep(
+                self.name,
+                f"p{cur.parallelism} is the shape's largest; {planned:,.0f} rec/s ({why}) is beyond "
+                f"what profiling covered ({covered:,.0f} rec/s) to trust another shape: keep",
+                **inputs,
+            )
         cur_cap = self.capacity.estimate(cur.parallelism)
         # Hysteresis upwards: a measured size keeps until the plan passes ``up_trigger`` of its
         # capacity, and then grows to ``utilization``, so one step covers more of the climb.
@@ -234,9 +260,13 @@ class FlinktunePolicy:
             optional = cur_cap is not None and demand <= self.utilization * cur_cap
             budget = self._over_budget(state.ts) if optional else None
             if budget is not None:
-                return Decision.keep(self.name, f"hold p{cur.parallelism}: a scale-up to p{need_up.parallelism} for the forecast "
-                                     f"{planned:,.0f} rec/s waits while the current {demand:,.0f} rec/s fits "
-                                     f"{self.utilization:.0%} of its capacity {cur_cap:,.0f} rec/s: {budget}", **inputs)  # fmt: skip
+                return Decision.keep(
+                    self.name,
+                    f"hold p{cur.parallelism}: a scale-up to p{need_up.parallelism} for the forecast "
+                    f"{planned:,.0f} rec/s waits while the current {demand:,.0f} rec/s fits "
+                    f"{self.utilization:.0%} of its capacity {cur_cap:,.0f} rec/s: {budget}",
+                    **inputs,
+                )
             return self._change(state, need_up, f"scale up in place for {planned:,.0f} rec/s ({why}): {why_up}", inputs)
         # Hysteresis: a scale-down must leave the smaller size at most ``down_utilization`` busy,
         # below the scale-up threshold, so a load hovering at one boundary does not flap.
@@ -245,21 +275,35 @@ class FlinktunePolicy:
         down = need_down.parallelism <= cur.parallelism - max(self.min_down_step, 1)
         budget = self._over_budget(state.ts)
         if down and budget is not None:
-            return Decision.keep(self.name, f"hold p{cur.parallelism}: a scale-down to p{need_down.parallelism} waits: {budget}", **inputs)
+            return Decision.keep(
+                self.name, f"hold p{cur.parallelism}: a scale-down to p{need_down.parallelism} waits: {budget}", **inputs
+            )
         if down and self._changes.since_last(state.ts) >= self.min_dwell_s:
             reshaped = self._reshape_down(state, context, sustained, need_down, inputs) if self.reshape_on_down else None
             if reshaped is not None:
                 return reshaped
-            return self._change(state, need_down, f"scale down in place: the highest rate planned over the last "
-                                f"{self.down_horizon_s / 60:.0f} min is {sustained:,.0f} rec/s; {why_down}", inputs)  # fmt: skip
+            return self._change(
+                state,
+                need_down,
+                f"scale down in place: the highest rate planned over the last "
+                f"{self.down_horizon_s / 60:.0f} min is {sustained:,.0f} rec/s; {why_down}",
+                inputs,
+            )
         reshape = self._reshape(state, context, max(planned, sustained), inputs) if budget is None else None
         if reshape is not None:
             return reshape
         if down:
-            return Decision.keep(self.name, f"hold p{cur.parallelism}: a scale-down to p{need_down.parallelism} waits for the "
-                                 f"{self.min_dwell_s:.0f} s dwell time since the last change", **inputs)  # fmt: skip
-        return Decision.keep(self.name, f"p{cur.parallelism} fits {planned:,.0f} rec/s ({why}) and the sustained "
-                             f"{sustained:,.0f} rec/s; keep", **inputs)  # fmt: skip
+            return Decision.keep(
+                self.name,
+                f"hold p{cur.parallelism}: a scale-down to p{need_down.parallelism} waits for the "
+                f"{self.min_dwell_s:.0f} s dwell time since the last change",
+                **inputs,
+            )
+        return Decision.keep(
+            self.name,
+            f"p{cur.parallelism} fits {planned:,.0f} rec/s ({why}) and the sustained {sustained:,.0f} rec/s; keep",
+            **inputs,
+        )
 
     def _reshape(self, state: JobState, context: PolicyContext, regime: float, inputs: dict) -> Decision | None:
         """Re-choose the shape when another one has carried the load more cheaply for long enough.
@@ -285,19 +329,28 @@ class FlinktunePolicy:
             self._pending_since = state.ts
         held = state.ts - self._pending_since
         if held < self.shape_dwell_s or self._changes.since_last(state.ts) < self.min_dwell_s:
-            return Decision.keep(self.name, f"keep {state.config.describe()}: for the {regime:,.0f} rec/s of the last "
-                                 f"{self.down_horizon_s / 60:.0f} min shape {best.describe()} would save {saving:.0%} "
-                                 f"(vs {now_cfg.describe()}, cost {now_cost:.2f}); re-choose the shape once that has held "
-                                 f"{self.shape_dwell_s / 60:.0f} min (held {held / 60:.0f} min)", **inputs)  # fmt: skip
+            return Decision.keep(
+                self.name,
+                f"keep {state.config.describe()}: for the {regime:,.0f} rec/s of the last "
+                f"{self.down_horizon_s / 60:.0f} min shape {best.describe()} would save {saving:.0%} "
+                f"(vs {now_cfg.describe()}, cost {now_cost:.2f}); re-choose the shape once that has held "
+                f"{self.shape_dwell_s / 60:.0f} min (held {held / 60:.0f} min)",
+                **inputs,
+            )
         self._pending_since = None
         self.shape = best.shape
-        return self._change(state, best.config, f"re-choose the shape: for {held / 60:.0f} min the load (now {regime:,.0f} rec/s, "
-                            f"the highest planned over the last {self.down_horizon_s / 60:.0f} min) has been carried "
-                            f"{saving:.0%} cheaper by {best.describe()} than by {now_cfg.describe()} (cost {now_cost:.2f})",
-                            dict(inputs, shape_saving=saving))  # fmt: skip
+        return self._change(
+            state,
+            best.config,
+            f"re-choose the shape: for {held / 60:.0f} min the load (now {regime:,.0f} rec/s, "
+            f"the highest planned over the last {self.down_horizon_s / 60:.0f} min) has been carried "
+            f"{saving:.0%} cheaper by {best.describe()} than by {now_cfg.describe()} (cost {now_cost:.2f})",
+            dict(inputs, shape_saving=saving),
+        )
 
-    def _reshape_down(self, state: JobState, context: PolicyContext, sustained: float, need_down: Configuration,
-                      inputs: dict) -> Decision | None:  # fmt: skip
+    def _reshape_down(
+        self, state: JobState, context: PolicyContext, sustained: float, need_down: Configuration, inputs: dict
+    ) -> Decision | None:
         """A due scale-down that lands on a cheaper shape instead, or None.
 
         The scale-down already rests on what the re-shape rule waits ``shape_dwell_s`` for: the
@@ -313,10 +366,14 @@ class FlinktunePolicy:
         self._pending_since = None
         self.shape = best.shape
         saving = 1.0 - best.cost / down_cost
-        return self._change(state, best.config, f"scale down onto a cheaper shape: the highest rate planned over the last "
-                            f"{self.down_horizon_s / 60:.0f} min is {sustained:,.0f} rec/s, which {best.describe()} carries "
-                            f"{saving:.0%} cheaper than {need_down.describe()} (cost {down_cost:.2f}), the in-place step down",
-                            dict(inputs, shape_saving=saving))  # fmt: skip
+        return self._change(
+            state,
+            best.config,
+            f"scale down onto a cheaper shape: the highest rate planned over the last "
+            f"{self.down_horizon_s / 60:.0f} min is {sustained:,.0f} rec/s, which {best.describe()} carries "
+            f"{saving:.0%} cheaper than {need_down.describe()} (cost {down_cost:.2f}), the in-place step down",
+            dict(inputs, shape_saving=saving),
+        )
 
     def _over_budget(self, now: float) -> str | None:
         """Why an optional change (a scale-down, a shape re-choice to save, a scale-up only the
@@ -344,8 +401,13 @@ class FlinktunePolicy:
     def _change(self, state: JobState, target: Configuration, reason: str, inputs: dict) -> Decision:
         self._proposed = (state.ts, target)
         mode = "in-place rescale" if same_shape(state.config, target) else "savepoint redeploy"
-        return Decision(Action.RECONFIGURE, f"{reason}; {target.describe()} by {mode}", self.name, target=target,
-                        inputs=dict(inputs, mode=mode, target=target.to_dict()))  # fmt: skip
+        return Decision(
+            Action.RECONFIGURE,
+            f"{reason}; {target.describe()} by {mode}",
+            self.name,
+            target=target,
+            inputs=dict(inputs, mode=mode, target=target.to_dict()),
+        )
 
     def _first_shape(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
         covered = float(context.extras.get("profiled_max_rate", 0.0))
@@ -355,8 +417,10 @@ class FlinktunePolicy:
                 Action.PROFILE,
                 f"planned rate {planned:,.0f} rec/s ({why}) is beyond what profiling covered (up to {covered:,.0f} rec/s): "
                 f"profile {len(configs)} configurations at that rate first",
-                self.name, profile_configs=tuple(configs), inputs=inputs,
-            )  # fmt: skip
+                self.name,
+                profile_configs=tuple(configs),
+                inputs=inputs,
+            )
         return self._regrow(state, context, planned, why, inputs)
 
     def _regrow(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
@@ -372,10 +436,18 @@ class FlinktunePolicy:
         self._pending_since = None
         if best.config == state.config:
             return Decision.keep(self.name, f"shape chosen: the current {best.describe()}", **inputs)
-        grow = f"grows in place to {self.growth:g}x that rate" if best.grows else "the largest capacity (none grows to " \
-            f"{self.growth:g}x that rate in place)"  # fmt: skip
-        return self._change(state, best.config, f"choose the shape for {planned:,.0f} rec/s ({why}): the cheapest at "
-                            f"utilization {self.utilization:.0%} that {grow}: {best.describe()}", inputs)  # fmt: skip
+        grow = (
+            f"grows in place to {self.growth:g}x that rate"
+            if best.grows
+            else f"the largest capacity (none grows to {self.growth:g}x that rate in place)"
+        )
+        return self._change(
+            state,
+            best.config,
+            f"choose the shape for {planned:,.0f} rec/s ({why}): the cheapest at "
+            f"utilization {self.utilization:.0%} that {grow}: {best.describe()}",
+            inputs,
+        )
 
     def _surrogate_shape(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
         """The shape from the surrogate alone (no capacity measured yet): cheapest over a range of rates."""
@@ -393,7 +465,9 @@ class FlinktunePolicy:
             best = self.choose_shape(by_rate, grown, roomy, confidence=self.fallback_confidence)
         if best is None:
             if self.shape is not None:  # keep the largest in-place parallelism rather than guess
-                return Decision.keep(self.name, f"no other shape is predicted to carry {planned:,.0f} rec/s ({why}); keep", **inputs)
+                return Decision.keep(
+                    self.name, f"no other shape is predicted to carry {planned:,.0f} rec/s ({why}); keep", **inputs
+                )
             target, note = self.space.maximum, "no configuration is predicted to meet the goals: the maximum"
         else:
             target, note = scores.candidates[best], scores.summary(best)
@@ -401,7 +475,9 @@ class FlinktunePolicy:
         if target == state.config:
             return Decision.keep(self.name, f"shape chosen: the current {target.describe()} ({note})", **inputs)
         return self._change(
-            state, target,
+            state,
+            target,
             f"choose the shape for {planned:,.0f} rec/s ({why}): the shape cheapest over {min(factors):g}-{max(factors):g}x "
-            f"that rate with P(goals) >= {self.confidence} that grows in place to {self.growth:g}x it ({note})", inputs,
-        )  # fmt: skip
+            f"that rate with P(goals) >= {self.confidence} that grows in place to {self.growth:g}x it ({note})",
+            inputs,
+        )

@@ -13,7 +13,7 @@ import math
 from flinktune.config_space import ConfigSpace
 from flinktune.decision import VertexMetrics
 
-__all__ = ["snap_parallelism", "vertex_targets", "grid_step", "ceil_div"]
+__all__ = ["ceil_div", "grid_step", "snap_parallelism", "vertex_targets"]
 
 
 def snap_parallelism(space: ConfigSpace, wanted: float, slots: int = 1) -> int:

@@ -34,10 +34,14 @@ class OraclePolicy:
         target = row["config"]
         inputs = {"planned_rate": float(row["peak_rate"]), "feasible": bool(row["feasible"])}
         if target == state.config:
-            return Decision.keep(self.name, f"oracle: {target.describe()} is the cheapest safe configuration until {row['interval_end']}", **inputs)
+            return Decision.keep(
+                self.name, f"oracle: {target.describe()} is the cheapest safe configuration until {row['interval_end']}", **inputs
+            )
         return Decision(
             Action.RECONFIGURE,
             f"oracle: the true peak until {row['interval_end']} is {row['peak_rate']:,.0f} rec/s; the cheapest configuration meeting the goals "
             f"there is {target.describe()} (p95 {row['latency_ms']:.0f} ms, recovery {row['recovery_s']:.0f} s)",
-            self.name, target=target, inputs=inputs,
+            self.name,
+            target=target,
+            inputs=inputs,
         )

@@ -15,17 +15,23 @@ import logging
 
 import numpy as np
 
-from flinktune.config_space import Configuration, ConfigSpace
-from flinktune.policies.selection import score_candidates
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.stages import PolicyContext, Surrogate
+from flinktune.policies.selection import score_candidates
 
-__all__ = ["propose_profiling", "most_uncertain"]
+__all__ = ["most_uncertain", "propose_profiling"]
 
 log = logging.getLogger(__name__)
 
 
-def most_uncertain(surrogate: Surrogate, space: ConfigSpace, rate: float, context: PolicyContext, batch: int,
-                   candidates: list[Configuration] | None = None) -> list[Configuration]:
+def most_uncertain(
+    surrogate: Surrogate,
+    space: ConfigSpace,
+    rate: float,
+    context: PolicyContext,
+    batch: int,
+    candidates: list[Configuration] | None = None,
+) -> list[Configuration]:
     """Up to ``batch`` candidates with the most uncertain latency at ``rate``, one per footprint."""
     scores = score_candidates(surrogate, space, rate, context.latency_target_ms, context.recovery_limit_s, candidates)
     chosen: list[Configuration] = []
@@ -60,10 +66,15 @@ def propose_profiling(
         from models.surrogate.acquisition import suggest_profiling
 
         idx = suggest_profiling(
-            surrogate, np.array([space.normalise(c) for c in cands]), float(rate),
+            surrogate,
+            np.array([space.normalise(c) for c in cands]),
+            float(rate),
             latency_limit_log=float(np.log(context.latency_target_ms)),
             recovery_limit_log=float(np.log(context.recovery_limit_s)),
-            budget_mask=in_budget, reserved=reserved, q=batch, seed=0,
+            budget_mask=in_budget,
+            reserved=reserved,
+            q=batch,
+            seed=0,
         )
     except (TypeError, AttributeError, NotImplementedError) as exc:  # not a BoTorch-backed surrogate
         log.info("qLogNEHVI unavailable for %s (%s): profiling the most uncertain candidates", type(surrogate).__name__, exc)

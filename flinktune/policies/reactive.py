@@ -20,8 +20,8 @@ import numpy as np
 
 from flinktune.config_space import ConfigSpace
 from flinktune.decision import Action, Decision, JobState
-from flinktune.policies.grid import snap_parallelism
 from flinktune.decision.stages import PolicyContext
+from flinktune.policies.grid import snap_parallelism
 
 __all__ = ["ReactivePolicy"]
 
@@ -53,10 +53,16 @@ class ReactivePolicy:
         p = snap_parallelism(self.space, desired * cur.task_slots, cur.task_slots)
         inputs = {"cpu_utilization": util, "desired_replicas": desired}
         if p == cur.parallelism:
-            return Decision.keep(self.name, f"CPU utilisation {util:.0%} vs target {self.target_utilization:.0%}: {replicas} TaskManagers stay", **inputs)
+            return Decision.keep(
+                self.name,
+                f"CPU utilisation {util:.0%} vs target {self.target_utilization:.0%}: {replicas} TaskManagers stay",
+                **inputs,
+            )
         return Decision(
             Action.RECONFIGURE,
             f"HPA: CPU utilisation {util:.0%} vs target {self.target_utilization:.0%} -> {desired} TaskManagers; "
             f"reactive mode runs parallelism {p}",
-            self.name, target=cur.with_(parallelism=p, vertex_parallelism={}), inputs=inputs,
+            self.name,
+            target=cur.with_(parallelism=p, vertex_parallelism={}),
+            inputs=inputs,
         )

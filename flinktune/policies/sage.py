@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
-from flinktune.policies.grid import grid_step
 from flinktune.decision.stages import PolicyContext
+from flinktune.policies.grid import grid_step
 
 __all__ = ["SagePolicy"]
 
@@ -52,18 +52,32 @@ class SagePolicy:
         ups = [
             ("memory_mb", mem > self.high, f"heap used {mem:.0%} of reserved > {self.high:.0%}"),
             ("cpu", cpu > self.high, f"CPU used {cpu:.0%} of reserved > {self.high:.0%}"),
-            ("parallelism", lagging or busy > self.high, f"lag growing {state.lag_growth:,.0f} rec/s or busy {busy:.0%} > {self.high:.0%}"),
+            (
+                "parallelism",
+                lagging or busy > self.high,
+                f"lag growing {state.lag_growth:,.0f} rec/s or busy {busy:.0%} > {self.high:.0%}",
+            ),
         ]
         downs = [
             ("memory_mb", mem < self.low, f"heap used {mem:.0%} of reserved < {self.low:.0%}"),
             ("cpu", cpu < self.low, f"CPU used {cpu:.0%} of reserved < {self.low:.0%}"),
-            ("parallelism", busy < self.low and not lagging and state.lag <= state.input_rate, f"busy {busy:.0%} < {self.low:.0%} and no lag"),
+            (
+                "parallelism",
+                busy < self.low and not lagging and state.lag <= state.input_rate,
+                f"busy {busy:.0%} < {self.low:.0%} and no lag",
+            ),
         ]
         for knob, fire, why in ups:
             if fire:
                 target = self._step(cfg, knob, +1)
                 if target != cfg:
-                    return Decision(Action.RECONFIGURE, f"rule {knob} up: {why}; {cfg.describe()} -> {target.describe()}", self.name, target=target, inputs=inputs)
+                    return Decision(
+                        Action.RECONFIGURE,
+                        f"rule {knob} up: {why}; {cfg.describe()} -> {target.describe()}",
+                        self.name,
+                        target=target,
+                        inputs=inputs,
+                    )
         for knob, fire, why in downs:
             if not fire:
                 continue
@@ -73,5 +87,11 @@ class SagePolicy:
             target = self._step(cfg, knob, -1)
             if target != cfg:
                 self._last_down[knob] = state.ts
-                return Decision(Action.RECONFIGURE, f"rule {knob} down: {why}; {cfg.describe()} -> {target.describe()}", self.name, target=target, inputs=inputs)
+                return Decision(
+                    Action.RECONFIGURE,
+                    f"rule {knob} down: {why}; {cfg.describe()} -> {target.describe()}",
+                    self.name,
+                    target=target,
+                    inputs=inputs,
+                )
         return Decision.keep(self.name, f"no rule fires (heap {mem:.0%}, CPU {cpu:.0%}, busy {busy:.0%})", **inputs)

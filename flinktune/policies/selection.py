@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.stages import Surrogate
 
-__all__ = ["CandidateScores", "score_candidates", "relative_cost"]
+__all__ = ["CandidateScores", "relative_cost", "score_candidates"]
 
 
 def relative_cost(cfg: Configuration, space: ConfigSpace) -> float:
@@ -51,7 +51,10 @@ class CandidateScores:
         if ok.size == 0:
             return None
         # Ties in cost: prefer the higher probability, then the shorter checkpoint interval.
-        order = sorted(ok, key=lambda i: (round(float(self.cost[i]), 6), -float(self.p_feasible[i]), self.candidates[i].checkpoint_interval_s))
+        order = sorted(
+            ok,
+            key=lambda i: (round(float(self.cost[i]), 6), -float(self.p_feasible[i]), self.candidates[i].checkpoint_interval_s),
+        )
         return int(order[0])
 
     def summary(self, i: int) -> str:

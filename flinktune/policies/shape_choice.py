@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
+from flinktune.decision.stages import PolicyContext, Surrogate
 from flinktune.policies.capacity import Shape, ShapeCapacities, shape_of
 from flinktune.policies.selection import CandidateScores, relative_cost, score_candidates
 from flinktune.policies.shapes import SizedShape, shape_configs, slot_memory_mb
-from flinktune.decision.stages import PolicyContext, Surrogate
 
 __all__ = ["choose_shape", "rank_shapes", "roomy"]
 
 
-def roomy(surrogate: Surrogate, space: ConfigSpace, scores: CandidateScores, memory_headroom: float, min_slot_memory_mb: float) -> np.ndarray:
+def roomy(
+    surrogate: Surrogate, space: ConfigSpace, scores: CandidateScores, memory_headroom: float, min_slot_memory_mb: float
+) -> np.ndarray:
     """Candidates of ``scores`` whose predicted heap use stays under ``memory_headroom`` of what they reserve.
 
     The latency and recovery models see garbage collection and out-of-memory restarts only
@@ -35,7 +37,9 @@ def roomy(surrogate: Surrogate, space: ConfigSpace, scores: CandidateScores, mem
     return (used <= memory_headroom * reserved) & (per_slot >= min_slot_memory_mb)
 
 
-def choose_shape(by_rate: list[CandidateScores], grown: CandidateScores, confidence: float, mask: np.ndarray | None = None) -> int | None:
+def choose_shape(
+    by_rate: list[CandidateScores], grown: CandidateScores, confidence: float, mask: np.ndarray | None = None
+) -> int | None:
     """Index (into ``by_rate[0]``) of the candidate whose shape is cheapest over a range of rates.
 
     ``by_rate`` holds the scores of the same candidates at several rates, the planned rate
@@ -69,13 +73,32 @@ def choose_shape(by_rate: list[CandidateScores], grown: CandidateScores, confide
 
     cost = {s: round(expected(s), 6) for s in shapes}
     # Cheapest shape first; then the cheapest of its candidates now, fewer slots, higher P.
-    return int(min(ok, key=lambda i: (cost[shape_of(scores.candidates[i])], round(float(scores.cost[i]), 6),
-                                      scores.candidates[i].task_slots, -float(scores.p_feasible[i]))))  # fmt: skip
+    return int(
+        min(
+            ok,
+            key=lambda i: (
+                cost[shape_of(scores.candidates[i])],
+                round(float(scores.cost[i]), 6),
+                scores.candidates[i].task_slots,
+                -float(scores.p_feasible[i]),
+            ),
+        )
+    )
 
 
-def rank_shapes(space: ConfigSpace, shapes: list[Shape], capacities: ShapeCapacities, rate: float, context: PolicyContext, *,
-                utilization: float, growth: float, grow_utilization: float, shape_check: float,
-                reference: Configuration | None = None) -> list[SizedShape]:  # fmt: skip
+def rank_shapes(
+    space: ConfigSpace,
+    shapes: list[Shape],
+    capacities: ShapeCapacities,
+    rate: float,
+    context: PolicyContext,
+    *,
+    utilization: float,
+    growth: float,
+    grow_utilization: float,
+    shape_check: float,
+    reference: Configuration | None = None,
+) -> list[SizedShape]:
     """Every one of ``shapes`` with a capacity estimate, sized for ``rate``, cheapest first.
 
     A shape takes part when capacity carries ``rate`` within its parallelism range (``rate <=
@@ -104,6 +127,9 @@ def rank_shapes(space: ConfigSpace, shapes: list[Shape], capacities: ShapeCapaci
     configs = [c for _, c, _, _, _ in sized] + ([reference] if reference is not None else [])
     scores = score_candidates(context.surrogate, space, rate, context.latency_target_ms, context.recovery_limit_s, configs)  # type: ignore[arg-type]  # callers pass a context with a surrogate (decide() checks it)
     floor = shape_check * float(scores.p_feasible[-1]) if reference is not None else 0.0
-    out = [SizedShape(shape, cfg, cap, relative_cost(cfg, space), float(scores.p_feasible[k]), grows, measured)
-           for k, (shape, cfg, cap, grows, measured) in enumerate(sized) if scores.p_feasible[k] >= floor]  # fmt: skip
+    out = [
+        SizedShape(shape, cfg, cap, relative_cost(cfg, space), float(scores.p_feasible[k]), grows, measured)
+        for k, (shape, cfg, cap, grows, measured) in enumerate(sized)
+        if scores.p_feasible[k] >= floor
+    ]
     return sorted(out, key=lambda o: (round(o.cost, 6), not o.grows, o.shape[3], o.shape[0], -o.p_goals))

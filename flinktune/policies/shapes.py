@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flinktune.config_space import Configuration, ConfigSpace, spread_design
+from flinktune.config_space import ConfigSpace, Configuration, spread_design
 from flinktune.policies.capacity import Shape, slot_share
 
-__all__ = ["SizedShape", "shape_candidates", "shape_configs", "startup_design", "slot_memory_mb", "TM_OVERHEAD_MB", "SLOT_CORES"]
+__all__ = ["SLOT_CORES", "TM_OVERHEAD_MB", "SizedShape", "shape_candidates", "shape_configs", "slot_memory_mb", "startup_design"]
 
 #: TaskManager memory no slot can use with Flink's defaults: JVM metaspace 256 MB, framework
 #: off-heap 128 MB, and JVM overhead (10%, at least 192 MB), about 576 MB per TaskManager.
@@ -35,7 +35,9 @@ def slot_memory_mb(cfg: Configuration) -> float:
     return (cfg.memory_mb - TM_OVERHEAD_MB) / cfg.task_slots
 
 
-def shape_candidates(space: ConfigSpace, slot_cores: tuple[float, ...] | None = (1.0,), min_slot_memory_mb: float = 0.0) -> list[Configuration]:
+def shape_candidates(
+    space: ConfigSpace, slot_cores: tuple[float, ...] | None = (1.0,), min_slot_memory_mb: float = 0.0
+) -> list[Configuration]:
     """The candidates of ``space`` whose TaskManagers give each slot one of ``slot_cores`` cores.
 
     Flink's guidance is one slot per core: a slot runs one thread per vertex, so a fraction of a
@@ -62,8 +64,9 @@ def shape_configs(space: ConfigSpace, shape: Shape) -> list[Configuration]:
     return [c for c in out if space.contains(c)]
 
 
-def startup_design(space: ConfigSpace, n: int, seed: int, slot_cores: tuple[float, ...] | None = SLOT_CORES,
-                   min_slot_memory_mb: float = 512.0) -> list[Configuration]:  # fmt: skip
+def startup_design(
+    space: ConfigSpace, n: int, seed: int, slot_cores: tuple[float, ...] | None = SLOT_CORES, min_slot_memory_mb: float = 512.0
+) -> list[Configuration]:
     """``n`` configurations to profile before the first shape choice: spread over :func:`shape_candidates`.
 
     Greedy max-min distance on normalised knobs, starting from the largest-parallelism candidate
@@ -73,7 +76,10 @@ def startup_design(space: ConfigSpace, n: int, seed: int, slot_cores: tuple[floa
         raise ValueError(f"startup design size must be >= 1, got {n}")
     cands = shape_candidates(space, slot_cores, min_slot_memory_mb)
     if not cands:
-        raise ValueError(f"startup design: no candidate of the space has {slot_cores} cores and >= {min_slot_memory_mb} MB per slot")
+        raise ValueError(
+            f"startup design: no candidate of the space has {slot_cores} cores and >= {min_slot_memory_mb} MB per slot"
+        )
+
     def largest_leanest(cs: list[Configuration]) -> int:
         return min(range(len(cs)), key=lambda i: (-cs[i].parallelism, cs[i].total_memory_mb, cs[i].task_slots))
 
@@ -97,5 +103,7 @@ class SizedShape:
 
     def describe(self) -> str:
         src = "measured" if self.measured else "estimated from the measured shape by cores per slot"
-        return (f"{self.config.describe()} ({slot_share(self.shape):g} core per slot): capacity {self.capacity:,.0f} rec/s {src}, "
-                f"cost {self.cost:.2f} of 2.00, P(goals)={self.p_goals:.2f}")  # fmt: skip
+        return (
+            f"{self.config.describe()} ({slot_share(self.shape):g} core per slot): capacity {self.capacity:,.0f} rec/s {src}, "
+            f"cost {self.cost:.2f} of 2.00, P(goals)={self.p_goals:.2f}"
+        )

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import JobState
+from flinktune.decision.stages import PolicyContext
 from flinktune.policies.capacity import Shape, ShapeCapacities
 from flinktune.policies.selection import score_candidates
 from flinktune.policies.shapes import shape_configs
-from flinktune.decision.stages import PolicyContext
 
-__all__ = ["planned_rate", "current_demand", "size_in_shape", "PlanWindow", "ChangeLog"]
+__all__ = ["ChangeLog", "PlanWindow", "current_demand", "planned_rate", "size_in_shape"]
 
 
 def planned_rate(state: JobState, context: PolicyContext, quantile: float, catch_up_s: float) -> tuple[float, str]:
@@ -32,7 +32,11 @@ def planned_rate(state: JobState, context: PolicyContext, quantile: float, catch
     """
     fc = context.forecast
     assert fc is not None
-    q = quantile if quantile in fc.quantiles else min((k for k in fc.quantiles if k > quantile), default=max(fc.quantiles, default=None))
+    q = (
+        quantile
+        if quantile in fc.quantiles
+        else min((k for k in fc.quantiles if k > quantile), default=max(fc.quantiles, default=None))
+    )
     peak = fc.peak(q) if q is not None else fc.peak()
     backlog = _drain(state, catch_up_s)
     now_rate = current_demand(state, catch_up_s)
@@ -51,8 +55,15 @@ def current_demand(state: JobState, catch_up_s: float) -> float:
     return (state.input_rate if np.isfinite(state.input_rate) else 0.0) + _drain(state, catch_up_s)
 
 
-def size_in_shape(space: ConfigSpace, shape: Shape, capacities: ShapeCapacities, rate: float, utilization: float,
-                  context: PolicyContext, confidence: float) -> tuple[Configuration, str, bool]:  # fmt: skip
+def size_in_shape(
+    space: ConfigSpace,
+    shape: Shape,
+    capacities: ShapeCapacities,
+    rate: float,
+    utilization: float,
+    context: PolicyContext,
+    confidence: float,
+) -> tuple[Configuration, str, bool]:
     """(smallest in-shape configuration for ``rate``, why, whether it is enough).
 
     Sized by capacity once there is an estimate (``rate <= utilization x capacity``): measured on
@@ -95,7 +106,7 @@ class PlanWindow:
         """The (time, rate) pairs held, oldest first, as JSON."""
         return [[float(t), float(r)] for t, r in self._plans]
 
-    def restore(self, plans: list[list[float]]) -> "PlanWindow":
+    def restore(self, plans: list[list[float]]) -> PlanWindow:
         self._plans = deque((float(t), float(r)) for t, r in plans)
         return self
 
@@ -115,7 +126,7 @@ class ChangeLog:
         """The last change and the changes still counted, as JSON (None: no change yet)."""
         return {"last": self.last if np.isfinite(self.last) else None, "counted": [float(t) for t in self._counted]}
 
-    def restore(self, d: dict) -> "ChangeLog":
+    def restore(self, d: dict) -> ChangeLog:
         self.last = float(d["last"]) if d.get("last") is not None else float("-inf")
         self._counted = deque(float(t) for t in d.get("counted", []))
         return self
@@ -142,5 +153,7 @@ class ChangeLog:
         if not self._counted:
             return f"the budget allows no optional change ({budget} per {window_s / 3600:g} h)"
         free = self._counted[0] + window_s - now
-        return (f"{len(self._counted)} changes in the last {window_s / 3600:g} h already use the budget of "
-                f"{budget}; the next optional change can come in {free / 60:.0f} min")  # fmt: skip
+        return (
+            f"{len(self._counted)} changes in the last {window_s / 3600:g} h already use the budget of "
+            f"{budget}; the next optional change can come in {free / 60:.0f} min"
+        )

@@ -10,7 +10,18 @@ from flinktune.replay.output import markdown_table, write_results
 from flinktune.replay.runner import cli_replay, load_replay_trace, resolve_policies, run_replay
 
 __all__ = [
-    "DECISION_INTERVAL_S", "PolicyRun", "ReplaySettings", "replay_policy", "RELATIVE_COLUMNS", "SUMMARY_COLUMNS",
-    "relative_table", "summarize", "markdown_table", "write_results", "cli_replay", "load_replay_trace",
-    "resolve_policies", "run_replay",
-]  # fmt: skip
+    "DECISION_INTERVAL_S",
+    "RELATIVE_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "PolicyRun",
+    "ReplaySettings",
+    "cli_replay",
+    "load_replay_trace",
+    "markdown_table",
+    "relative_table",
+    "replay_policy",
+    "resolve_policies",
+    "run_replay",
+    "summarize",
+    "write_results",
+]

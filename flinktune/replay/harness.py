@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from flinktune.backends.twin import twin_backend
@@ -21,26 +20,41 @@ from flinktune.clock import ManualClock
 from flinktune.config_space import ConfigSpace
 from flinktune.decision.guard import GuardRules
 from flinktune.decision.loop import DecisionLoop, LoopSettings, build_decision_loop
+from flinktune.decision.store import MemoryStateStore
 from flinktune.policies import MODEL_POLICIES, make_policy
 from flinktune.policies.shapes import startup_design
 from flinktune.replay.metrics import summarize
 from flinktune.replay.models import ReplayModels, TraceForecast, make_forecaster
-from flinktune.decision.store import MemoryStateStore
 from flinktune.twin.oracle import oracle_schedule
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.reconfig_modes import reconfiguration_costs
 from flinktune.twin.simulator import TwinJob
 from flinktune.twin.workload import generate_trace
 
-__all__ = ["ReplaySettings", "PolicyRun", "ReplayRig", "prepare_replay", "replay_loop", "replay_policy", "run_replay",
-           "DECISION_INTERVAL_S"]
+__all__ = [
+    "DECISION_INTERVAL_S",
+    "PolicyRun",
+    "ReplayRig",
+    "ReplaySettings",
+    "prepare_replay",
+    "replay_loop",
+    "replay_policy",
+    "run_replay",
+]
 
 #: Seconds between decisions per policy: the cadence each system publishes (HPA and the operator
 #: evaluate often and rely on their own windows; Demeter optimises every 10 minutes).
 DECISION_INTERVAL_S: dict[str, int] = {
-    "static": 600, "reactive": 60, "ds2": 60, "autoscaler": 60, "sage": 300, "barre": 300,
-    "demeter": 600, "flinktune": 300, "oracle": 600,
-}  # fmt: skip
+    "static": 600,
+    "reactive": 60,
+    "ds2": 60,
+    "autoscaler": 60,
+    "sage": 300,
+    "barre": 300,
+    "demeter": 600,
+    "flinktune": 300,
+    "oracle": 600,
+}
 
 
 #: Configurations flinktune profiles (at each of two rates) before its first shape choice: its
@@ -139,19 +153,33 @@ def prepare_replay(
         if twin.now != start_ts:
             raise ValueError(f"replay {name}: the start state is at t={twin.now}, the trace starts at t={start_ts}")
     else:
-        twin = TwinJob(profile, space.maximum, job="replay", seed=settings.seed, start_ts=start_ts, failures=settings.failures,
-                       retain_s=interval + 60)  # fmt: skip
+        twin = TwinJob(
+            profile,
+            space.maximum,
+            job="replay",
+            seed=settings.seed,
+            start_ts=start_ts,
+            failures=settings.failures,
+            retain_s=interval + 60,
+        )
     models: ReplayModels | None = None
     if name in MODEL_POLICIES or name == "barre":
         # Train the forecaster on a preceding day of the same generator with another seed.
-        past = generate_trace(settings.workload, 24.0, settings.seed + 1000, start=trace.index[0] - pd.Timedelta(hours=24)) \
-            if settings.workload in ("ysb", "tsw") else trace  # fmt: skip
+        past = (
+            generate_trace(settings.workload, 24.0, settings.seed + 1000, start=trace.index[0] - pd.Timedelta(hours=24))
+            if settings.workload in ("ysb", "tsw")
+            else trace
+        )
         fc = make_forecaster(settings.forecaster, horizon_s=settings.forecast_horizon_s, seed=settings.seed).fit(past)
         # The seasonal naive one forecasts from 10 min of history; it answers until the main one can.
-        fallback = make_forecaster("naive", horizon_s=settings.forecast_horizon_s, seed=settings.seed).fit(past) \
-            if settings.forecaster != "naive" else None  # fmt: skip
-        models = ReplayModels(profile, space, fc, seed=settings.seed, fallback=fallback,
-                              **_profiling_fields(name, settings.recovery_limit_s))  # fmt: skip
+        fallback = (
+            make_forecaster("naive", horizon_s=settings.forecast_horizon_s, seed=settings.seed).fit(past)
+            if settings.forecaster != "naive"
+            else None
+        )
+        models = ReplayModels(
+            profile, space, fc, seed=settings.seed, fallback=fallback, **_profiling_fields(name, settings.recovery_limit_s)
+        )
         if name in MODEL_POLICIES:  # barre plans from the forecast and measured rates only: no profiling
             first = float(trace.iloc[: settings.forecast_horizon_s].max())
             # Demeter profiles its published design; flinktune only the shapes it chooses among
@@ -159,9 +187,14 @@ def prepare_replay(
             design = startup_design(space, FLINKTUNE_STARTUP_RUNS, settings.seed) if name == "flinktune" else None
             models.bootstrap([0.5 * first, first * 1.1], design=design)
     if name == "oracle":
-        options.setdefault("schedule", oracle_schedule(profile, trace, space, settings.latency_target_ms, settings.recovery_limit_s, interval))
-    policy = make_policy(name, space, confidence=settings.confidence, **options) if name in MODEL_POLICIES or name == "oracle" \
-        else make_policy(name, space, **options)  # fmt: skip
+        options.setdefault(
+            "schedule", oracle_schedule(profile, trace, space, settings.latency_target_ms, settings.recovery_limit_s, interval)
+        )
+    policy = (
+        make_policy(name, space, confidence=settings.confidence, **options)
+        if name in MODEL_POLICIES or name == "oracle"
+        else make_policy(name, space, **options)
+    )
     return ReplayRig(name, twin, policy, models, space, settings, interval)
 
 
@@ -171,10 +204,15 @@ def replay_loop(rig: ReplayRig, trace: pd.Series, store: Any, clock: ManualClock
     s = rig.settings
     backend = twin_backend(rig.twin, clock, profiler=rig.models)
     return build_decision_loop(
-        backend, LoopSettings("replay", s.latency_target_ms, s.recovery_limit_s, window_s=rig.interval, max_staleness_s=rig.interval),
-        policy=rig.policy, space=rig.space, store=store, guard_rules=s.guard, models=rig.models,
+        backend,
+        LoopSettings("replay", s.latency_target_ms, s.recovery_limit_s, window_s=rig.interval, max_staleness_s=rig.interval),
+        policy=rig.policy,
+        space=rig.space,
+        store=store,
+        guard_rules=s.guard,
+        models=rig.models,
         forecaster=TraceForecast(rig.models, trace, s.forecast_horizon_s) if rig.models is not None else None,
-    )  # fmt: skip
+    )
 
 
 def replay_policy(
@@ -195,8 +233,9 @@ def replay_policy(
     ``store`` (default a fresh ``MemoryStateStore``) receives every decision, keeps included.
     """
     started = time.perf_counter()
-    rig = prepare_replay(name, trace, profile, space, settings, interval_s=interval_s, policy_options=policy_options,
-                         start_state=start_state)  # fmt: skip
+    rig = prepare_replay(
+        name, trace, profile, space, settings, interval_s=interval_s, policy_options=policy_options, start_state=start_state
+    )
     return run_replay(rig, trace, store=store, started=started)
 
 
@@ -215,9 +254,16 @@ def run_replay(rig: ReplayRig, trace: pd.Series, *, store: Any = None, started: 
             break
         out = loop.step()
         if out.decision.action.value != "keep" or (out.result and out.result.changed):
-            decisions.append({"ts": clock.now(), "action": out.decision.action.value, "reason": out.decision.reason,
-                              "policy": out.decision.policy, "changed": bool(out.result and out.result.changed),
-                              "mode": out.result.mode if out.result else None})  # fmt: skip
+            decisions.append(
+                {
+                    "ts": clock.now(),
+                    "action": out.decision.action.value,
+                    "reason": out.decision.reason,
+                    "policy": out.decision.policy,
+                    "changed": bool(out.result and out.result.changed),
+                    "mode": out.result.mode if out.result else None,
+                }
+            )
     hist = twin.history()
     summary = summarize(hist, twin.reconfigurations, models, rig.settings.recovery_limit_s)
     minutes = hist.set_index("ts")[["rate", "latency_p95_ms", "lag", "total_cpu", "total_memory_mb"]].resample("1min").mean()

@@ -21,15 +21,34 @@ import pandas as pd
 
 from flinktune.twin.profiling import recovery_time
 
-__all__ = ["summarize", "relative_table", "SUMMARY_COLUMNS", "RELATIVE_COLUMNS"]
+__all__ = ["RELATIVE_COLUMNS", "SUMMARY_COLUMNS", "relative_table", "summarize"]
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
-    "cpu_core_hours", "memory_gib_hours", "profiling_cpu_core_hours", "profiling_memory_gib_hours", "profiling_runs",
-    "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "mean_lag", "failures", "recovery_mean_s", "recovery_max_s",
-    "recoveries_over_limit", "reconfigurations", "downtime_s",
-)  # fmt: skip
+    "cpu_core_hours",
+    "memory_gib_hours",
+    "profiling_cpu_core_hours",
+    "profiling_memory_gib_hours",
+    "profiling_runs",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "mean_lag",
+    "failures",
+    "recovery_mean_s",
+    "recovery_max_s",
+    "recoveries_over_limit",
+    "reconfigurations",
+    "downtime_s",
+)
 #: Columns reported as a ratio to static's (the others stay absolute).
-RELATIVE_COLUMNS: tuple[str, ...] = ("cpu_core_hours", "memory_gib_hours", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "mean_lag")
+RELATIVE_COLUMNS: tuple[str, ...] = (
+    "cpu_core_hours",
+    "memory_gib_hours",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "mean_lag",
+)
 
 
 def _recoveries(hist: pd.DataFrame) -> np.ndarray:
@@ -39,7 +58,9 @@ def _recoveries(hist: pd.DataFrame) -> np.ndarray:
     return np.array([recovery_time(lag, int(i), float(rate[i])) for i in idx])
 
 
-def summarize(hist: pd.DataFrame, reconfigurations: list[dict[str, Any]], models: Any | None, recovery_limit_s: float) -> dict[str, float]:
+def summarize(
+    hist: pd.DataFrame, reconfigurations: list[dict[str, Any]], models: Any | None, recovery_limit_s: float
+) -> dict[str, float]:
     """One row of :data:`SUMMARY_COLUMNS` from a twin history (one row per second)."""
     if hist.empty:
         raise ValueError("replay summary: the twin history is empty (nothing was run)")

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from flinktune.config_space import Configuration, ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.stages import Forecaster, Surrogate
-from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.mechanics import RECOVERY_CAP_S
+from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import STABLE_S, initial_design, profile_configs
 
-__all__ = ["ReplayModels", "TraceForecast", "make_forecaster", "FORECASTERS"]
+__all__ = ["FORECASTERS", "ReplayModels", "TraceForecast", "make_forecaster"]
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +124,16 @@ class ReplayModels:
 
         df = self.observations
         assert df is not None, "_refit runs after profile() stored observations"
-        X = np.array([self.space.normalise(Configuration(int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s)))
-                      for r in df.itertuples(index=False)])
+        X = np.array(
+            [
+                self.space.normalise(
+                    Configuration(
+                        int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s)
+                    )
+                )
+                for r in df.itertuples(index=False)
+            ]
+        )
         Y = df[["latency_ms", "cpu_used", "memory_used_mb", "recovery_s"]].to_numpy(dtype=float)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # GP fitting warnings (jitter, optimiser) are not actionable here

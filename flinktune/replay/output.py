@@ -20,15 +20,22 @@ from flinktune.pricing import PriceList, load_prices
 from flinktune.replay.harness import PolicyRun
 from flinktune.replay.metrics import relative_table
 
-__all__ = ["write_results", "markdown_table", "mode_cost_table", "mode_cost_note"]
+__all__ = ["markdown_table", "mode_cost_note", "mode_cost_table", "write_results"]
 
 _HEAD = [
-    ("cpu_core_hours", "CPU", "{:.2f}"), ("memory_gib_hours", "memory", "{:.2f}"), ("latency_p50_ms", "p50", "{:.2f}"),
-    ("latency_p95_ms", "p95", "{:.2f}"), ("latency_p99_ms", "p99", "{:.2f}"), ("mean_lag", "mean lag", "{:.2f}"),
-    ("recovery_mean_s", "recovery mean s", "{:.0f}"), ("recoveries_over_limit", "recoveries > limit", "{:.0f}"),
-    ("reconfigurations", "reconfigurations", "{:.0f}"), ("downtime_s", "downtime s", "{:.0f}"),
-    ("profiling_runs", "profiling runs", "{:.0f}"), ("priced_cost", "priced cost", "{:.2f}"),
-]  # fmt: skip
+    ("cpu_core_hours", "CPU", "{:.2f}"),
+    ("memory_gib_hours", "memory", "{:.2f}"),
+    ("latency_p50_ms", "p50", "{:.2f}"),
+    ("latency_p95_ms", "p95", "{:.2f}"),
+    ("latency_p99_ms", "p99", "{:.2f}"),
+    ("mean_lag", "mean lag", "{:.2f}"),
+    ("recovery_mean_s", "recovery mean s", "{:.0f}"),
+    ("recoveries_over_limit", "recoveries > limit", "{:.0f}"),
+    ("reconfigurations", "reconfigurations", "{:.0f}"),
+    ("downtime_s", "downtime s", "{:.0f}"),
+    ("profiling_runs", "profiling runs", "{:.0f}"),
+    ("priced_cost", "priced cost", "{:.2f}"),
+]
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -67,15 +74,20 @@ def _mode_totals(runs: dict[str, PolicyRun]) -> dict[str, dict[str, float]]:
 
 def mode_cost_table(runs: dict[str, PolicyRun]) -> str:
     """Markdown: per policy, total downtime and worst added latency its changes would cost in each mode."""
-    lines = ["| policy | changes | redeploy down s | redeploy worst added ms | in-place down s | in-place worst added ms "
-             "| live migration down s | live migration worst added ms |", "|---" * 8 + "|"]  # fmt: skip
+    lines = [
+        "| policy | changes | redeploy down s | redeploy worst added ms | in-place down s | in-place worst added ms "
+        "| live migration down s | live migration worst added ms |",
+        "|---" * 8 + "|",
+    ]
     for name, r in _mode_totals(runs).items():
         if not r["changes"]:
             lines.append(f"| {name} | 0 | 0 | - | 0 | - | 0 | - |")
             continue
         fb = f" ({r['rescale_fallbacks']:.0f} redeploy)" if r["rescale_fallbacks"] else ""
-        lines.append(f"| {name} | {r['changes']:.0f} | {r['redeploy_downtime_s']:.0f} | {r['redeploy_worst_ms']:.0f} | "
-                     f"{r['rescale_downtime_s']:.0f}{fb} | {r['rescale_worst_ms']:.0f} | {r['migrate_downtime_s']:.0f} | {r['migrate_worst_ms']:.0f} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {r['changes']:.0f} | {r['redeploy_downtime_s']:.0f} | {r['redeploy_worst_ms']:.0f} | "
+            f"{r['rescale_downtime_s']:.0f}{fb} | {r['rescale_worst_ms']:.0f} | {r['migrate_downtime_s']:.0f} | {r['migrate_worst_ms']:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -86,9 +98,11 @@ def mode_cost_note(runs: dict[str, PolicyRun]) -> str:
         return "Reconfiguration cost by mode: no policy changed the configuration."
     red, res, mig = (sum(r[f"{m}_downtime_s"] for r in t) for m in ("redeploy", "rescale", "migrate"))
     worst = {m: max(r[f"{m}_worst_ms"] for r in t) for m in ("redeploy", "rescale", "migrate")}
-    return (f"Reconfiguration cost by mode: over all policies' changes, pause-and-restart would cost {red:.0f} s of downtime "
-            f"(worst added latency {worst['redeploy']:.0f} ms), in-place rescale {res:.0f} s ({worst['rescale']:.0f} ms), "
-            f"live state migration {mig:.0f} s ({worst['migrate']:.0f} ms).")  # fmt: skip
+    return (
+        f"Reconfiguration cost by mode: over all policies' changes, pause-and-restart would cost {red:.0f} s of downtime "
+        f"(worst added latency {worst['redeploy']:.0f} ms), in-place rescale {res:.0f} s ({worst['rescale']:.0f} ms), "
+        f"live state migration {mig:.0f} s ({worst['migrate']:.0f} ms)."
+    )
 
 
 def _plots(runs: dict[str, PolicyRun], table: pd.DataFrame, out: Path, stem: str) -> list[Path]:
@@ -130,8 +144,15 @@ def _plots(runs: dict[str, PolicyRun], table: pd.DataFrame, out: Path, stem: str
     return paths
 
 
-def write_results(runs: dict[str, PolicyRun], out_dir: str | Path, trace_name: str, meta: dict[str, Any], *, plots: bool = True,
-                  prices: PriceList | None = None) -> dict[str, Path]:  # fmt: skip
+def write_results(
+    runs: dict[str, PolicyRun],
+    out_dir: str | Path,
+    trace_name: str,
+    meta: dict[str, Any],
+    *,
+    plots: bool = True,
+    prices: PriceList | None = None,
+) -> dict[str, Path]:
     """Write the table, JSON and plots for ``runs`` (must include static); returns the paths by kind.
 
     ``prices`` (default :func:`flinktune.pricing.load_prices`) prices each run's core-hours and
@@ -143,16 +164,31 @@ def write_results(runs: dict[str, PolicyRun], out_dir: str | Path, trace_name: s
     priced = {n: prices.cost(r.summary["cpu_core_hours"], r.summary["memory_gib_hours"]) for n, r in runs.items()}
     table["priced_cost"] = [priced[n] / priced["static"] if priced["static"] else float("nan") for n in table.index]
     stem = f"replay-{trace_name}"
-    md = [f"# Replay: {trace_name}", "", f"Command: `{meta.get('command', '')}`", "",
-          "CPU, memory, latency quantiles and mean lag are relative to static (24 x (1 CPU, 4 GiB)); "
-          "CPU and memory include profiling. Recovery, reconfigurations and downtime are absolute. "
-          f"Priced cost: core-hours and GiB-hours at {prices.describe()}; static costs {prices.money(priced['static'])} "
-          f"over the {meta.get('hours', '?')} h.", "",
-          markdown_table(table), "", "## Reconfiguration cost by mode", "",
-          "What each policy's changes would cost carried out by savepoint redeploy, in-place rescale (parallelism-only "
-          "changes; others fall back to redeploy) or live fine-grained state migration (a what-if; see "
-          "flinktune/twin/reconfig_modes.py). Added latency: the worst extra wait of a record during one change.", "",
-          mode_cost_table(runs), "", mode_cost_note(runs), "", f"Settings: `{json.dumps({k: v for k, v in meta.items() if k != 'command'}, default=str)}`", ""]  # fmt: skip
+    md = [
+        f"# Replay: {trace_name}",
+        "",
+        f"Command: `{meta.get('command', '')}`",
+        "",
+        "CPU, memory, latency quantiles and mean lag are relative to static (24 x (1 CPU, 4 GiB)); "
+        "CPU and memory include profiling. Recovery, reconfigurations and downtime are absolute. "
+        f"Priced cost: core-hours and GiB-hours at {prices.describe()}; static costs {prices.money(priced['static'])} "
+        f"over the {meta.get('hours', '?')} h.",
+        "",
+        markdown_table(table),
+        "",
+        "## Reconfiguration cost by mode",
+        "",
+        "What each policy's changes would cost carried out by savepoint redeploy, in-place rescale (parallelism-only "
+        "changes; others fall back to redeploy) or live fine-grained state migration (a what-if; see "
+        "flinktune/twin/reconfig_modes.py). Added latency: the worst extra wait of a record during one change.",
+        "",
+        mode_cost_table(runs),
+        "",
+        mode_cost_note(runs),
+        "",
+        f"Settings: `{json.dumps({k: v for k, v in meta.items() if k != 'command'}, default=str)}`",
+        "",
+    ]
     paths = {"markdown": out / f"{stem}.md", "json": out / f"{stem}.json"}
     _atomic_write(paths["markdown"], "\n".join(md).encode())
     doc = {

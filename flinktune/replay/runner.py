@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
 
 import pandas as pd
 
@@ -24,7 +25,7 @@ from flinktune.twin.failures import parse_failures
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.workload import WORKLOADS, generate_trace, load_trace_csv
 
-__all__ = ["run_replay", "cli_replay", "resolve_policies", "load_replay_trace", "resolve_profile", "SHIPPED_PROFILES"]
+__all__ = ["SHIPPED_PROFILES", "cli_replay", "load_replay_trace", "resolve_policies", "resolve_profile", "run_replay"]
 
 #: Calibrated profiles shipped beside the built-in ones (name -> file).
 SHIPPED_PROFILES: dict[str, Path] = {"ads": Path(__file__).resolve().parents[1] / "resources" / "cluster_profile_ads.yaml"}
@@ -32,7 +33,11 @@ SHIPPED_PROFILES: dict[str, Path] = {"ads": Path(__file__).resolve().parents[1] 
 
 def resolve_policies(policies: str | Sequence[str]) -> list[str]:
     """``"all"`` or a comma-separated list; static is always included (the reference)."""
-    names = list(POLICY_NAMES) if policies == "all" else [p.strip() for p in (policies.split(",") if isinstance(policies, str) else policies) if p.strip()]
+    names = (
+        list(POLICY_NAMES)
+        if policies == "all"
+        else [p.strip() for p in (policies.split(",") if isinstance(policies, str) else policies) if p.strip()]
+    )
     unknown = [p for p in names if p not in POLICY_NAMES]
     if unknown:
         raise ValueError(f"--policies: unknown policy(ies) {unknown}; known: {', '.join(POLICY_NAMES)} or 'all'")
@@ -62,7 +67,9 @@ class _Progress:
         self.done += 1
         width = 30
         fill = int(width * self.done / self.total)
-        self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} {label:<12} {time.perf_counter() - self.t0:5.0f} s")
+        self.stream.write(
+            f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} {label:<12} {time.perf_counter() - self.t0:5.0f} s"
+        )
         if self.done == self.total:
             self.stream.write("\n")
         self.stream.flush()
@@ -77,7 +84,9 @@ def resolve_profile(profile: str | Path | None, workload: str) -> ClusterProfile
         return ClusterProfile.from_yaml(SHIPPED_PROFILES[str(profile)])
     path = Path(profile)
     if not path.exists():
-        raise FileNotFoundError(f"--profile {profile!r}: neither a shipped profile ({', '.join([*WORKLOADS, *SHIPPED_PROFILES])}) nor an existing file")
+        raise FileNotFoundError(
+            f"--profile {profile!r}: neither a shipped profile ({', '.join([*WORKLOADS, *SHIPPED_PROFILES])}) nor an existing file"
+        )
     return ClusterProfile.from_yaml(path)
 
 
@@ -87,9 +96,16 @@ def _one(name: str, trace: pd.Series, profile: ClusterProfile, space: ConfigSpac
 
 
 def run_replay(
-    trace: pd.Series, workload: str, policies: Sequence[str], settings: ReplaySettings, *, workers: int = 2,
-    progress: TextIO | None = sys.stderr, space: ConfigSpace | None = None, profile: ClusterProfile | None = None,
-) -> dict[str, PolicyRun]:  # fmt: skip
+    trace: pd.Series,
+    workload: str,
+    policies: Sequence[str],
+    settings: ReplaySettings,
+    *,
+    workers: int = 2,
+    progress: TextIO | None = sys.stderr,
+    space: ConfigSpace | None = None,
+    profile: ClusterProfile | None = None,
+) -> dict[str, PolicyRun]:
     """Replay every policy on ``trace``; ``workers`` > 1 uses processes. Result ordered as ``policies``.
 
     ``profile`` is the twin's cluster profile (default: the built-in one for ``workload``).
@@ -116,11 +132,21 @@ def run_replay(
 
 
 def cli_replay(
-    trace: str = "ysb", policies: str = "all", hours: float = 18.0, failures: str = "every:45m", seed: int = 7,
-    out_dir: str | Path = "var/replay", *, forecaster: str = "peak", latency_target_ms: float = 1000.0,
-    recovery_limit_s: float = 180.0, workers: int = 2, plots: bool = True, command: str | None = None,
+    trace: str = "ysb",
+    policies: str = "all",
+    hours: float = 18.0,
+    failures: str = "every:45m",
+    seed: int = 7,
+    out_dir: str | Path = "var/replay",
+    *,
+    forecaster: str = "peak",
+    latency_target_ms: float = 1000.0,
+    recovery_limit_s: float = 180.0,
+    workers: int = 2,
+    plots: bool = True,
+    command: str | None = None,
     profile: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The ``flinktune replay`` command: run, write table + JSON + plots, return a summary dict."""
     if not hours > 0:
         raise ValueError(f"--hours must be > 0, got {hours}")
@@ -128,17 +154,37 @@ def cli_replay(
     names = resolve_policies(policies)
     series, workload = load_replay_trace(trace, hours, seed)
     prof = resolve_profile(profile, workload)
-    settings = ReplaySettings(workload=workload, failures=failures, seed=seed, forecaster=forecaster,
-                              latency_target_ms=latency_target_ms, recovery_limit_s=recovery_limit_s)  # fmt: skip
+    settings = ReplaySettings(
+        workload=workload,
+        failures=failures,
+        seed=seed,
+        forecaster=forecaster,
+        latency_target_ms=latency_target_ms,
+        recovery_limit_s=recovery_limit_s,
+    )
     t0 = time.perf_counter()
     runs = run_replay(series, workload, names, settings, workers=workers, profile=prof)
     wall = time.perf_counter() - t0
-    cmd = command or (f"flinktune replay --trace {trace} --policies {policies} --hours {hours:g} --failures {failures} --seed {seed}"
-                      f" --forecaster {forecaster} --out {out_dir}" + (f" --profile {profile}" if profile else "")
-                    + (f" --latency-target-ms {latency_target_ms:g}" if latency_target_ms != 1000.0 else ""))  # fmt: skip
-    meta = {"command": cmd, "trace": trace, "workload": workload, "hours": hours, "failures": failures, "seed": seed,
-            "forecaster": forecaster, "latency_target_ms": latency_target_ms, "recovery_limit_s": recovery_limit_s,
-            "wall_s": round(wall, 1), "workers": workers, "profile": profile or workload}  # fmt: skip
+    cmd = command or (
+        f"flinktune replay --trace {trace} --policies {policies} --hours {hours:g} --failures {failures} --seed {seed}"
+        f" --forecaster {forecaster} --out {out_dir}"
+        + (f" --profile {profile}" if profile else "")
+        + (f" --latency-target-ms {latency_target_ms:g}" if latency_target_ms != 1000.0 else "")
+    )
+    meta = {
+        "command": cmd,
+        "trace": trace,
+        "workload": workload,
+        "hours": hours,
+        "failures": failures,
+        "seed": seed,
+        "forecaster": forecaster,
+        "latency_target_ms": latency_target_ms,
+        "recovery_limit_s": recovery_limit_s,
+        "wall_s": round(wall, 1),
+        "workers": workers,
+        "profile": profile or workload,
+    }
     name = Path(trace).stem if trace not in WORKLOADS else trace
     paths = write_results(runs, out_dir, name, meta, plots=plots)
     return {"wall_s": wall, "paths": {k: str(v) for k, v in paths.items()}, "policies": names}

@@ -14,6 +14,14 @@ from flinktune.report.verdict import Goals, Verdict, judge
 from flinktune.report.writer import write_report
 
 __all__ = [
-    "COUNTERFACTUAL_POLICIES", "Comparison", "Goals", "ReportInputs", "Verdict", "compare_on_same_load", "judge",
-    "same_load_from_twin", "summarise", "write_report",
-]  # fmt: skip
+    "COUNTERFACTUAL_POLICIES",
+    "Comparison",
+    "Goals",
+    "ReportInputs",
+    "Verdict",
+    "compare_on_same_load",
+    "judge",
+    "same_load_from_twin",
+    "summarise",
+    "write_report",
+]

@@ -31,8 +31,15 @@ def verdict_of(inputs: ReportInputs, goals: Goals | None = None) -> Verdict:
     f, start = inputs.features, tuned_start(inputs)
     tuned = f[f["window_start"] >= start] if start is not None and (f["window_start"] >= start).any() else f
     mx = inputs.space.maximum
-    return judge_alone(inputs.policy, summarise(inputs, tuned), static_cpu=mx.total_cpu, static_memory_gib=mx.total_memory_mb / 1024.0,
-                       latency_target_ms=inputs.latency_target_ms, prices=inputs.prices, goals=goals)  # fmt: skip
+    return judge_alone(
+        inputs.policy,
+        summarise(inputs, tuned),
+        static_cpu=mx.total_cpu,
+        static_memory_gib=mx.total_memory_mb / 1024.0,
+        latency_target_ms=inputs.latency_target_ms,
+        prices=inputs.prices,
+        goals=goals,
+    )
 
 
 def _same_load_table(inputs: ReportInputs) -> dict[str, Any] | None:
@@ -43,14 +50,20 @@ def _same_load_table(inputs: ReportInputs) -> dict[str, Any] | None:
     rows = [
         ("priced cost (profiling included)", lambda m: money(m["priced_cost"])),
         ("CPU core-hours (of which profiling)", lambda m: f"{m['cpu_core_hours']:.1f} ({m['profiling_cpu_core_hours']:.1f})"),
-        ("memory GiB-hours (of which profiling)", lambda m: f"{m['memory_gib_hours']:.1f} ({m['profiling_memory_gib_hours']:.1f})"),
+        (
+            "memory GiB-hours (of which profiling)",
+            lambda m: f"{m['memory_gib_hours']:.1f} ({m['profiling_memory_gib_hours']:.1f})",
+        ),
         ("p95 latency", lambda m: _ms(m["latency_p95_ms"])),
         (f"minutes over the {_ms(cmp.latency_target_ms)} target", lambda m: f"{m['minutes_over_target']:.0f}"),
         (f"recoveries over {limit:.0f} s / failures", lambda m: f"{m['recoveries_over_limit']:.0f} / {m['failures']:.0f}"),
         ("slowest recovery", lambda m: f"{m['recovery_max_s']:.0f} s"),
-        ("reconfigurations (seconds not running, failures included)", lambda m: f"{m['reconfigurations']:.0f} ({m['downtime_s']:.0f} s)"),
+        (
+            "reconfigurations (seconds not running, failures included)",
+            lambda m: f"{m['reconfigurations']:.0f} ({m['downtime_s']:.0f} s)",
+        ),
         ("profiling runs", lambda m: f"{m['profiling_runs']:.0f}"),
-    ]  # fmt: skip
+    ]
     heads = [o.label for o in cmp.outcomes.values()]
     body = [{"measure": label, "cells": [fmt(o.measures) for o in cmp.outcomes.values()]} for label, fmt in rows]
     return {"heads": heads, "rows": body, "note": cmp.note, "hours": cmp.hours}
@@ -71,8 +84,14 @@ def _money(inputs: ReportInputs) -> dict[str, Any] | None:
     running = None
     if static is not None and not static.actual and prof > 0:  # what the configurations alone cost, profiling set apart
         running = _saved(run["priced_cost"] - prof, static.measures["priced_cost"], cmp)
-    return {"lines": lines, "prices": cmp.prices.describe(), "hours": cmp.hours, "profiling": cmp.prices.money(prof),
-            "profiling_runs": int(run["profiling_runs"]), "running_vs_static": running}  # fmt: skip
+    return {
+        "lines": lines,
+        "prices": cmp.prices.describe(),
+        "hours": cmp.hours,
+        "profiling": cmp.prices.money(prof),
+        "profiling_runs": int(run["profiling_runs"]),
+        "running_vs_static": running,
+    }
 
 
 def _saved(cost: float, other: float, cmp: Any) -> str:
@@ -80,14 +99,19 @@ def _saved(cost: float, other: float, cmp: Any) -> str:
     if abs(s.per_month) < 0.005:
         return f"the same cost over these {cmp.hours:.1f} h: nothing saved"
     head = f"saved {money(s.saved)}" if s.saved > 0 else f"cost {money(-s.saved)} more"
-    return f"{head} over these {cmp.hours:.1f} h: {money(abs(s.per_day))} per day, {money(abs(s.per_month))} per month at this rate"
+    return (
+        f"{head} over these {cmp.hours:.1f} h: {money(abs(s.per_day))} per day, {money(abs(s.per_month))} per month at this rate"
+    )
 
 
 def _context_table(inputs: ReportInputs, whole: dict[str, float]) -> dict[str, Any]:
     f, start = inputs.features, tuned_start(inputs)
     periods = [("whole period", whole)]
     if start is not None and (f["window_start"] < start).any() and (f["window_start"] >= start).any():
-        periods = [("before tuning", summarise(inputs, f[f["window_start"] < start])), ("tuned", summarise(inputs, f[f["window_start"] >= start]))]
+        periods = [
+            ("before tuning", summarise(inputs, f[f["window_start"] < start])),
+            ("tuned", summarise(inputs, f[f["window_start"] >= start])),
+        ]
     money = inputs.prices.money
     rows = [
         ("hours", lambda s: f"{s['hours']:.1f}"),
@@ -99,8 +123,11 @@ def _context_table(inputs: ReportInputs, whole: dict[str, float]) -> dict[str, A
         ("minutes with p95 over target", lambda s: f"{s['minutes_over_target']}"),
         ("mean consumer lag", lambda s: f"{s['mean_lag']:,.0f} records"),
         ("reconfigurations", lambda s: f"{s['reconfigurations']} ({s['downtime_s']:.0f} s downtime)"),
-    ]  # fmt: skip
-    return {"heads": [name for name, _ in periods], "rows": [{"measure": label, "cells": [fmt(s) for _, s in periods]} for label, fmt in rows]}
+    ]
+    return {
+        "heads": [name for name, _ in periods],
+        "rows": [{"measure": label, "cells": [fmt(s) for _, s in periods]} for label, fmt in rows],
+    }
 
 
 def _decisions(inputs: ReportInputs) -> list[dict[str, str]]:
@@ -108,8 +135,16 @@ def _decisions(inputs: ReportInputs) -> list[dict[str, str]]:
     for row in inputs.decisions.itertuples(index=False):
         head, detail = headline_and_detail(str(row.reason))
         applied = f"{row.mode}, {row.downtime_s:.0f} s down" if int(row.changed) else ("dry run" if int(row.dry_run) else "-")
-        out.append({"time": pd.to_datetime(row.ts, unit="s", utc=True).strftime("%Y-%m-%d %H:%M"), "policy": str(row.policy),
-                    "action": str(row.action), "applied": applied, "headline": head, "detail": detail})  # fmt: skip
+        out.append(
+            {
+                "time": pd.to_datetime(row.ts, unit="s", utc=True).strftime("%Y-%m-%d %H:%M"),
+                "policy": str(row.policy),
+                "action": str(row.action),
+                "applied": applied,
+                "headline": head,
+                "detail": detail,
+            }
+        )
     return out
 
 
@@ -123,16 +158,21 @@ def report_content(inputs: ReportInputs, goals: Goals | None = None) -> dict[str
     return {
         "job": inputs.job,
         "period": f"{f['window_start'].min():%Y-%m-%d %H:%M} to {f['window_start'].max() + pd.Timedelta(minutes=1):%Y-%m-%d %H:%M} UTC "
-                  f"({whole['hours']:.1f} h of per-minute features)",
+        f"({whole['hours']:.1f} h of per-minute features)",
         "tuning_start": f"{start:%Y-%m-%d %H:%M} UTC" if start is not None else None,
         "target": _ms(inputs.latency_target_ms),
         "static": plain_config(mx.parallelism, mx.task_slots, mx.taskmanagers, mx.cpu, mx.memory_mb, mx.checkpoint_interval_s),
         "prices": inputs.prices.describe(),
-        "verdict": verdict.to_dict() | {"checks": [{"goal": c.goal, "word": c.word, "met": c.met, "sentence": c.sentence} for c in verdict.checks]},
+        "verdict": verdict.to_dict()
+        | {"checks": [{"goal": c.goal, "word": c.word, "met": c.met, "sentence": c.sentence} for c in verdict.checks]},
         "same_load": _same_load_table(inputs),
-        "no_comparison": (inputs.comparison_note or "No counterfactual on the same load was given to this report, so the verdict "
-                          "judges latency against the target itself and cost against static's reservation.")
-                         if inputs.comparison is None else "",  # fmt: skip
+        "no_comparison": (
+            inputs.comparison_note
+            or "No counterfactual on the same load was given to this report, so the verdict "
+            "judges latency against the target itself and cost against static's reservation."
+        )
+        if inputs.comparison is None
+        else "",
         "money": _money(inputs),
         "context": _context_table(inputs, whole),
         "decisions": _decisions(inputs),

@@ -30,18 +30,32 @@ from flinktune.twin.profiling import STABLE_S
 from flinktune.twin.simulator import TwinJob
 
 __all__ = [
-    "COUNTERFACTUAL_POLICIES", "POLICY_LABELS", "PROFILE_RUN_S", "ProfilingSpend", "SameLoad", "Outcome", "Comparison",
-    "profiling_spend", "same_load_from_twin", "compare_on_same_load",
-]  # fmt: skip
+    "COUNTERFACTUAL_POLICIES",
+    "POLICY_LABELS",
+    "PROFILE_RUN_S",
+    "Comparison",
+    "Outcome",
+    "ProfilingSpend",
+    "SameLoad",
+    "compare_on_same_load",
+    "profiling_spend",
+    "same_load_from_twin",
+]
 
 #: The policies replayed beside the tuner: the reference, the Flink operator's own autoscaler and Demeter.
 COUNTERFACTUAL_POLICIES: tuple[str, ...] = ("static", "autoscaler", "demeter")
 #: How the report names each policy.
 POLICY_LABELS: dict[str, str] = {
-    "static": "static (24 TaskManagers x 1 CPU)", "autoscaler": "operator autoscaler", "demeter": "Demeter",
-    "flinktune": "flinktune", "reactive": "reactive (HPA-like)", "ds2": "DS2", "sage": "Sage rules",
-    "barre": "BARRE reserve", "oracle": "oracle",
-}  # fmt: skip
+    "static": "static (24 TaskManagers x 1 CPU)",
+    "autoscaler": "operator autoscaler",
+    "demeter": "Demeter",
+    "flinktune": "flinktune",
+    "reactive": "reactive (HPA-like)",
+    "ds2": "DS2",
+    "sage": "Sage rules",
+    "barre": "BARRE reserve",
+    "oracle": "oracle",
+}
 #: Seconds a profiling run measures before its failure on the twin (``jobs.profile``'s default run).
 PROFILE_RUN_S = 300
 
@@ -55,7 +69,9 @@ class ProfilingSpend:
     runs: int = 0
 
 
-def profiling_spend(observations: pd.DataFrame | None, start_ts: float, end_ts: float, *, run_s: float = PROFILE_RUN_S) -> ProfilingSpend:
+def profiling_spend(
+    observations: pd.DataFrame | None, start_ts: float, end_ts: float, *, run_s: float = PROFILE_RUN_S
+) -> ProfilingSpend:
     """What the profiling runs started in ``[start_ts, end_ts)`` reserved (``profiling_observations`` rows).
 
     Each run holds its configuration for ``run_s``, the recovery it measured and the
@@ -65,11 +81,13 @@ def profiling_spend(observations: pd.DataFrame | None, start_ts: float, end_ts: 
     o = observations[(observations["ts_ms"] >= start_ts * 1000) & (observations["ts_ms"] < end_ts * 1000)]
     cpu = mem = 0.0
     for row in o.itertuples(index=False):
-        cfg = Configuration(int(row.parallelism), int(row.task_slots), float(row.cpu), int(row.memory_mb), int(row.checkpoint_interval_s))
+        cfg = Configuration(
+            int(row.parallelism), int(row.task_slots), float(row.cpu), int(row.memory_mb), int(row.checkpoint_interval_s)
+        )
         seconds = run_s + float(row.recovery_s) + STABLE_S
         cpu += cfg.total_cpu * seconds
         mem += cfg.total_memory_mb * seconds
-    return ProfilingSpend(cpu, mem, int(len(o)))
+    return ProfilingSpend(cpu, mem, len(o))
 
 
 @dataclass(frozen=True)
@@ -111,8 +129,15 @@ def _rebuild_start(twin: TwinJob, trace: pd.Series, start_ts: int, first_config:
     return rebuilt
 
 
-def same_load_from_twin(twin: TwinJob, trace: pd.Series, start_ts: int, end_ts: int | None = None, *, policy: str = "flinktune",
-                        profiling: pd.DataFrame | None = None) -> SameLoad:  # fmt: skip
+def same_load_from_twin(
+    twin: TwinJob,
+    trace: pd.Series,
+    start_ts: int,
+    end_ts: int | None = None,
+    *,
+    policy: str = "flinktune",
+    profiling: pd.DataFrame | None = None,
+) -> SameLoad:
     """The period ``[start_ts, end_ts)`` (default: to the twin's clock) of a persisted twin with its history.
 
     The state at ``start_ts`` is rebuilt by re-running the twin from its start (seeded: the same
@@ -124,7 +149,9 @@ def same_load_from_twin(twin: TwinJob, trace: pd.Series, start_ts: int, end_ts: 
         raise ValueError(f"job {twin.job!r}: the twin has no recorded history to compare against")
     secs = (hist["ts"].astype("int64") // 10**9).to_numpy()
     if not (secs[0] <= start_ts < end_ts <= secs[-1] + 1):
-        raise ValueError(f"job {twin.job!r}: the period {start_ts}..{end_ts} is not inside the twin's history {secs[0]}..{secs[-1] + 1}")
+        raise ValueError(
+            f"job {twin.job!r}: the period {start_ts}..{end_ts} is not inside the twin's history {secs[0]}..{secs[-1] + 1}"
+        )
     before = sorted((r for r in twin.reconfigurations if r.get("mode") != "noop"), key=lambda r: r["ts"])
     first = Configuration.from_dict(before[0]["from"], where="twin reconfiguration") if before else twin.config
     rebuilt = _rebuild_start(twin, trace, start_ts, first)
@@ -137,9 +164,13 @@ def same_load_from_twin(twin: TwinJob, trace: pd.Series, start_ts: int, end_ts: 
         same[:n] &= np.isclose(again[col].to_numpy()[:n], recorded[col].to_numpy()[:n], rtol=1e-6, atol=1e-3)
     if not same.all():
         bad = int(np.argmin(same))
-        raise ValueError(f"job {twin.job!r}: re-running the twin does not reproduce its recorded history (first difference at "
-                         f"second {bad} of {len(recorded)}); the counterfactuals would not see the same load")  # fmt: skip
-    window = (trace.index >= pd.Timestamp(start_ts, unit="s", tz="UTC")) & (trace.index < pd.Timestamp(end_ts, unit="s", tz="UTC"))
+        raise ValueError(
+            f"job {twin.job!r}: re-running the twin does not reproduce its recorded history (first difference at "
+            f"second {bad} of {len(recorded)}); the counterfactuals would not see the same load"
+        )
+    window = (trace.index >= pd.Timestamp(start_ts, unit="s", tz="UTC")) & (
+        trace.index < pd.Timestamp(end_ts, unit="s", tz="UTC")
+    )
     period = hist[(secs >= start_ts) & (secs < end_ts)].reset_index(drop=True)
     changes = [r for r in twin.reconfigurations if start_ts <= r["ts"] < end_ts]
     spend = profiling_spend(profiling, start_ts, end_ts)
@@ -188,9 +219,15 @@ def _per_minute(hist: pd.DataFrame) -> pd.DataFrame:
     return hist.set_index("ts")[["rate", "latency_p95_ms", "lag", "total_cpu", "total_memory_mb"]].resample("1min").mean()
 
 
-def _measures(summary: dict[str, float], minutes: pd.DataFrame, hours: float, target_ms: float, prices: PriceList) -> dict[str, float]:
-    return {**summary, "hours": hours, "minutes_over_target": float((minutes["latency_p95_ms"] > target_ms).sum()),
-            "priced_cost": prices.cost(summary["cpu_core_hours"], summary["memory_gib_hours"])}  # fmt: skip
+def _measures(
+    summary: dict[str, float], minutes: pd.DataFrame, hours: float, target_ms: float, prices: PriceList
+) -> dict[str, float]:
+    return {
+        **summary,
+        "hours": hours,
+        "minutes_over_target": float((minutes["latency_p95_ms"] > target_ms).sum()),
+        "priced_cost": prices.cost(summary["cpu_core_hours"], summary["memory_gib_hours"]),
+    }
 
 
 def _replay(name: str, same: SameLoad, space: ConfigSpace, settings: ReplaySettings) -> PolicyRun:
@@ -198,15 +235,22 @@ def _replay(name: str, same: SameLoad, space: ConfigSpace, settings: ReplaySetti
 
 
 def compare_on_same_load(
-    same: SameLoad, space: ConfigSpace, *, latency_target_ms: float, recovery_limit_s: float, prices: PriceList,
-    policies: tuple[str, ...] = COUNTERFACTUAL_POLICIES, workload: str = "ysb",
-) -> Comparison:  # fmt: skip
+    same: SameLoad,
+    space: ConfigSpace,
+    *,
+    latency_target_ms: float,
+    recovery_limit_s: float,
+    prices: PriceList,
+    policies: tuple[str, ...] = COUNTERFACTUAL_POLICIES,
+    workload: str = "ysb",
+) -> Comparison:
     """Replay ``policies`` over ``same`` (one after the other, in this process) and measure them and the run alike.
 
     ``workload`` names the generator Demeter's replayed forecaster trains on (a preceding day of it)."""
     seed, failures = int(same.start_state["seed"]), str(same.start_state["failures"])
-    settings = ReplaySettings(workload=workload, latency_target_ms=latency_target_ms, recovery_limit_s=recovery_limit_s,
-                              failures=failures, seed=seed)  # fmt: skip
+    settings = ReplaySettings(
+        workload=workload, latency_target_ms=latency_target_ms, recovery_limit_s=recovery_limit_s, failures=failures, seed=seed
+    )
     others = [p for p in dict.fromkeys(policies) if p != same.policy]
     runs = {p: _replay(p, same, space, settings) for p in others}
     hours = same.hours
@@ -214,16 +258,37 @@ def compare_on_same_load(
     summary = summarize(same.history, same.reconfigurations, same.spend, recovery_limit_s)
     restarts = same.history["restarts"].to_numpy()
     failed = np.flatnonzero(np.diff(restarts, prepend=restarts[0]) > 0)
-    outcomes = {same.policy: Outcome(
-        same.policy, f"{POLICY_LABELS.get(same.policy, same.policy)} (this run)",
-        _measures(summary, minutes, hours, latency_target_ms, prices), minutes,
-        [pd.Timestamp(r["ts"], unit="s", tz="UTC") for r in same.reconfigurations if r.get("mode") != "noop"], actual=True)}  # fmt: skip
+    outcomes = {
+        same.policy: Outcome(
+            same.policy,
+            f"{POLICY_LABELS.get(same.policy, same.policy)} (this run)",
+            _measures(summary, minutes, hours, latency_target_ms, prices),
+            minutes,
+            [pd.Timestamp(r["ts"], unit="s", tz="UTC") for r in same.reconfigurations if r.get("mode") != "noop"],
+            actual=True,
+        )
+    }
     for name, run in runs.items():
-        outcomes[name] = Outcome(name, POLICY_LABELS.get(name, name), _measures(run.summary, run.minutes, hours, latency_target_ms, prices),
-                                 run.minutes, [pd.Timestamp(d["ts"], unit="s", tz="UTC") for d in run.decisions if d["changed"]])  # fmt: skip
-    note = (f"Every policy replays the same {hours:.1f} h of input on the twin, from the state the job was in when tuning "
-            f"started, with the same seed and failure schedule ({failures}; each failure lands just before a checkpoint, "
-            "so its exact second follows each policy's checkpoint interval). The other policies profile and train their own "
-            "models inside the replay; their profiling is charged like the tuner's.")  # fmt: skip
-    return Comparison(outcomes, same.policy, hours, prices, latency_target_ms, recovery_limit_s,
-                      [same.history["ts"].iloc[i] for i in failed], note)  # fmt: skip
+        outcomes[name] = Outcome(
+            name,
+            POLICY_LABELS.get(name, name),
+            _measures(run.summary, run.minutes, hours, latency_target_ms, prices),
+            run.minutes,
+            [pd.Timestamp(d["ts"], unit="s", tz="UTC") for d in run.decisions if d["changed"]],
+        )
+    note = (
+        f"Every policy replays the same {hours:.1f} h of input on the twin, from the state the job was in when tuning "
+        f"started, with the same seed and failure schedule ({failures}; each failure lands just before a checkpoint, "
+        "so its exact second follows each policy's checkpoint interval). The other policies profile and train their own "
+        "models inside the replay; their profiling is charged like the tuner's."
+    )
+    return Comparison(
+        outcomes,
+        same.policy,
+        hours,
+        prices,
+        latency_target_ms,
+        recovery_limit_s,
+        [same.history["ts"].iloc[i] for i in failed],
+        note,
+    )

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from flinktune.report.period import Events, ReportInputs
 from flinktune.report.plots import MARKS, POLICY_COLOURS, planned_against_peak, within
 
-__all__ = ["figures", "plotly_js", "figure_div"]
+__all__ = ["figure_div", "figures", "plotly_js"]
 
 
 def plotly_js() -> str:
@@ -34,20 +34,33 @@ def _mark(fig: go.Figure, ev: Events, rows: int) -> None:
         times = getattr(ev, kind)
         if not times:
             continue
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line={"color": colour, "dash": dash}, name=label), row=1, col=1)
+        fig.add_trace(
+            go.Scatter(x=[None], y=[None], mode="lines", line={"color": colour, "dash": dash}, name=label), row=1, col=1
+        )
         for t in times:
             for r in range(1, rows + 1):
                 fig.add_vline(x=t, line={"color": colour, "dash": dash, "width": 1}, opacity=0.7, row=r, col=1)
     if ev.tuning_start is not None:
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line={"color": "green", "dash": "dash", "width": 2},
-                                 name="tuning starts"), row=1, col=1)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[None], y=[None], mode="lines", line={"color": "green", "dash": "dash", "width": 2}, name="tuning starts"
+            ),
+            row=1,
+            col=1,
+        )
         for r in range(1, rows + 1):
             fig.add_vline(x=ev.tuning_start, line={"color": "green", "dash": "dash", "width": 2}, row=r, col=1)
 
 
 def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin={"l": 60, "r": 20, "t": 50, "b": 40}, hovermode="x unified",
-                      legend={"orientation": "h", "y": -0.12}, template="plotly_white")  # fmt: skip
+    fig.update_layout(
+        title=title,
+        height=height,
+        margin={"l": 60, "r": 20, "t": 50, "b": 40},
+        hovermode="x unified",
+        legend={"orientation": "h", "y": -0.12},
+        template="plotly_white",
+    )
     return fig
 
 
@@ -55,8 +68,11 @@ def _rate(inputs: ReportInputs, ev: Events) -> go.Figure:
     f = inputs.features
     fig = make_subplots(rows=1, cols=1)
     fig.add_trace(go.Scatter(x=f["window_start"], y=f["input_rate"], name="input rate", line={"color": "black", "width": 1.5}))
-    fig.add_trace(go.Scatter(x=f["window_start"], y=f["throughput"], name="throughput",
-                             line={"color": "#17becf", "width": 1.2, "dash": "dash"}))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=f["window_start"], y=f["throughput"], name="throughput", line={"color": "#17becf", "width": 1.2, "dash": "dash"}
+        )
+    )
     pk = planned_against_peak(inputs)
     if len(pk):
         h = pd.Timedelta(seconds=inputs.forecast_horizon_s)
@@ -65,8 +81,15 @@ def _rate(inputs: ReportInputs, ev: Events) -> go.Figure:
             xs += [r.ts, r.ts + h, None]
             ys += [r.planned, r.planned, None]
         fig.add_trace(go.Scatter(x=xs, y=ys, name="planned rate", mode="lines", line={"color": "#d62728", "width": 3}))
-        fig.add_trace(go.Scatter(x=pk["ts"] + h / 2, y=pk["peak"], name="peak that came", mode="markers",
-                                 marker={"color": "#ff7f0e", "symbol": "triangle-up", "size": 9}))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=pk["ts"] + h / 2,
+                y=pk["peak"],
+                name="peak that came",
+                mode="markers",
+                marker={"color": "#ff7f0e", "symbol": "triangle-up", "size": 9},
+            )
+        )
     _mark(fig, ev, 1)
     fig.update_yaxes(title_text="records / s")
     return _layout(fig, "Input rate, throughput, and the planned rate against the peak that came", 430)
@@ -75,16 +98,22 @@ def _rate(inputs: ReportInputs, ev: Events) -> go.Figure:
 def _same_load(inputs: ReportInputs, ev: Events) -> go.Figure:
     cmp = inputs.comparison
     assert cmp is not None
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.05,
-                        subplot_titles=("p95 latency (minute mean)", "reserved CPU cores", f"running cost, {cmp.prices.currency}"))  # fmt: skip
+    fig = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.05,
+        subplot_titles=("p95 latency (minute mean)", "reserved CPU cores", f"running cost, {cmp.prices.currency}"),
+    )
     ev = within(ev, ev.tuning_start)
     for o in cmp.outcomes.values():
         m = o.minutes
         line = {"width": 2.5 if o.actual else 1.2, "color": POLICY_COLOURS.get(o.policy)}
         cost = cmp.prices.cost(m["total_cpu"] / 60.0, m["total_memory_mb"] / 1024.0 / 60.0).cumsum()
         for row, y in ((1, m["latency_p95_ms"]), (2, m["total_cpu"]), (3, cost)):
-            fig.add_trace(go.Scatter(x=m.index, y=y, name=o.label, legendgroup=o.policy, showlegend=row == 1, line=line),
-                          row=row, col=1)
+            fig.add_trace(
+                go.Scatter(x=m.index, y=y, name=o.label, legendgroup=o.policy, showlegend=row == 1, line=line), row=row, col=1
+            )
     fig.add_hline(y=cmp.latency_target_ms, line={"color": "#d62728", "dash": "dash"}, row=1, col=1)
     fig.update_yaxes(type="log", title_text="ms", row=1, col=1)
     _mark(fig, ev, 3)
@@ -93,13 +122,25 @@ def _same_load(inputs: ReportInputs, ev: Events) -> go.Figure:
 
 def _config(inputs: ReportInputs, ev: Events) -> go.Figure:
     f = inputs.features
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=("parallelism and TaskManagers", "reserved cores and GiB"))  # fmt: skip
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        subplot_titles=("parallelism and TaskManagers", "reserved cores and GiB"),
+    )
     for name, y in (("parallelism", f["parallelism"]), ("TaskManagers", f["taskmanagers"])):
         fig.add_trace(go.Scatter(x=f["window_start"], y=y, name=name, line={"shape": "hv"}), row=1, col=1)
-    for name, y in (("reserved cores", f["taskmanagers"] * f["cpu"]), ("reserved GiB", f["taskmanagers"] * f["memory_mb"] / 1024.0),
-                    ("used cores", f["cpu_used"])):  # fmt: skip
-        fig.add_trace(go.Scatter(x=f["window_start"], y=y, name=name, line={"shape": "hv" if "reserved" in name else "linear"}), row=2, col=1)
+    for name, y in (
+        ("reserved cores", f["taskmanagers"] * f["cpu"]),
+        ("reserved GiB", f["taskmanagers"] * f["memory_mb"] / 1024.0),
+        ("used cores", f["cpu_used"]),
+    ):
+        fig.add_trace(
+            go.Scatter(x=f["window_start"], y=y, name=name, line={"shape": "hv" if "reserved" in name else "linear"}),
+            row=2,
+            col=1,
+        )
     _mark(fig, ev, 2)
     return _layout(fig, "Configuration and resources of this run", 560)
 
@@ -117,8 +158,11 @@ def _latency(inputs: ReportInputs, ev: Events) -> go.Figure:
 
 def figures(inputs: ReportInputs, ev: Events) -> list[tuple[str, str, go.Figure]]:
     """``(element id, title, figure)`` in reading order; the same-load view only with a comparison."""
-    out = [("plot-rate", "Load and forecast", _rate(inputs, ev)), ("plot-latency", "Latency", _latency(inputs, ev)),
-           ("plot-config", "Configuration", _config(inputs, ev))]  # fmt: skip
+    out = [
+        ("plot-rate", "Load and forecast", _rate(inputs, ev)),
+        ("plot-latency", "Latency", _latency(inputs, ev)),
+        ("plot-config", "Configuration", _config(inputs, ev)),
+    ]
     if inputs.comparison is not None:
         out.insert(0, ("plot-same-load", "The same load under each policy", _same_load(inputs, ev)))
     return out

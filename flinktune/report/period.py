@@ -16,7 +16,7 @@ from flinktune.config_space import ConfigSpace
 from flinktune.pricing import PriceList, load_prices
 from flinktune.report.counterfactual import Comparison
 
-__all__ = ["ReportInputs", "Events", "summarise", "tuned_start", "events"]
+__all__ = ["Events", "ReportInputs", "events", "summarise", "tuned_start"]
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,9 @@ def summarise(inputs: ReportInputs, features: pd.DataFrame | None = None) -> dic
         "latency_p95_ms": float(f["latency_p95_ms"].quantile(0.95)),
         "minutes_over_target": int((f["latency_p95_ms"] > inputs.latency_target_ms).sum()),
         "mean_lag": float(f["lag"].mean()),
-        "reconfigurations": int(len(changes)),
+        "reconfigurations": len(changes),
         "downtime_s": float(changes["downtime_s"].sum()) if len(changes) else 0.0,
-        "profiling_rounds": int(len(profiles)),
+        "profiling_rounds": len(profiles),
     }
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
-from flinktune.report.period import Events, ReportInputs  # noqa: E402
+from flinktune.report.period import Events, ReportInputs
 
-__all__ = ["write_plots", "planned_against_peak", "within", "MARKS", "POLICY_COLOURS"]
+__all__ = ["MARKS", "POLICY_COLOURS", "planned_against_peak", "within", "write_plots"]
 
 #: How each kind of event is drawn (matplotlib and Plotly alike): colour, dash, label.
 MARKS: dict[str, tuple[str, str, str]] = {
@@ -29,8 +29,17 @@ MARKS: dict[str, tuple[str, str, str]] = {
 }
 _MPL_DASH = {"solid": "-", "dot": ":", "dashdot": "-.", "dash": "--"}
 #: One colour per policy in every figure, so a policy is the same line in each panel.
-POLICY_COLOURS: dict[str, str] = {"flinktune": "#1f77b4", "static": "#7f7f7f", "autoscaler": "#ff7f0e", "demeter": "#2ca02c",
-                                  "reactive": "#8c564b", "ds2": "#e377c2", "sage": "#bcbd22", "barre": "#17becf", "oracle": "#000000"}  # fmt: skip
+POLICY_COLOURS: dict[str, str] = {
+    "flinktune": "#1f77b4",
+    "static": "#7f7f7f",
+    "autoscaler": "#ff7f0e",
+    "demeter": "#2ca02c",
+    "reactive": "#8c564b",
+    "ds2": "#e377c2",
+    "sage": "#bcbd22",
+    "barre": "#17becf",
+    "oracle": "#000000",
+}
 
 
 def within(ev: Events, start: pd.Timestamp | None) -> Events:
@@ -50,7 +59,9 @@ def planned_against_peak(inputs: ReportInputs) -> pd.DataFrame:
     for r in fc.itertuples(index=False):
         t = pd.to_datetime(float(r.ts), unit="s", utc=True)
         came = f[(f["window_start"] >= t) & (f["window_start"] < t + pd.Timedelta(seconds=inputs.forecast_horizon_s))]
-        rows.append({"ts": t, "planned": float(r.planned_rate), "peak": float(came["input_rate"].max()) if len(came) else float("nan")})
+        rows.append(
+            {"ts": t, "planned": float(r.planned_rate), "peak": float(came["input_rate"].max()) if len(came) else float("nan")}
+        )
     return pd.DataFrame(rows)
 
 
@@ -165,7 +176,12 @@ def _same_load(inputs: ReportInputs, ev: Events, path: Path) -> None:
 
 def write_plots(inputs: ReportInputs, ev: Events, folder: Path) -> list[str]:
     """Write the PNGs into ``folder``; returns their file names in reading order."""
-    plots = [("rate_forecast.png", _rate), ("configuration.png", _config), ("latency.png", _latency), ("resources.png", _resources)]
+    plots = [
+        ("rate_forecast.png", _rate),
+        ("configuration.png", _config),
+        ("latency.png", _latency),
+        ("resources.png", _resources),
+    ]
     if inputs.comparison is not None:
         plots.insert(0, ("same_load.png", _same_load))
     for name, draw in plots:

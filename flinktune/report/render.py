@@ -12,7 +12,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-__all__ = ["render_markdown", "render_html"]
+__all__ = ["render_html", "render_markdown"]
 
 
 def _cell(value: object) -> str:
@@ -21,8 +21,14 @@ def _cell(value: object) -> str:
 
 @lru_cache(maxsize=1)
 def _env() -> Environment:
-    env = Environment(loader=PackageLoader("flinktune.report", "templates"), autoescape=select_autoescape(enabled_extensions=("html.j2",)),
-                      undefined=StrictUndefined, trim_blocks=False, lstrip_blocks=False, keep_trailing_newline=True)  # fmt: skip
+    env = Environment(
+        loader=PackageLoader("flinktune.report", "templates"),
+        autoescape=select_autoescape(enabled_extensions=("html.j2",)),
+        undefined=StrictUndefined,
+        trim_blocks=False,
+        lstrip_blocks=False,
+        keep_trailing_newline=True,
+    )
     env.filters["cell"] = _cell
     return env
 

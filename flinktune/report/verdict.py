@@ -20,7 +20,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from flinktune.pricing import PriceList, savings
 from flinktune.report.counterfactual import Comparison
 
-__all__ = ["Goals", "GoalCheck", "Verdict", "judge", "judge_alone"]
+__all__ = ["GoalCheck", "Goals", "Verdict", "judge", "judge_alone"]
 
 
 class Goals(BaseSettings):
@@ -69,8 +69,12 @@ class Verdict:
         return f"{self.policy} met all {len(judged)} goals it could be judged on ({parts}) {self.basis}"
 
     def to_dict(self) -> dict[str, object]:
-        return {"met": self.met, "headline": self.headline(), "basis": self.basis,
-                "checks": [{"goal": c.goal, "met": c.met, "sentence": c.sentence} for c in self.checks]}  # fmt: skip
+        return {
+            "met": self.met,
+            "headline": self.headline(),
+            "basis": self.basis,
+            "checks": [{"goal": c.goal, "met": c.met, "sentence": c.sentence} for c in self.checks],
+        }
 
 
 def _ms(v: float) -> str:
@@ -87,20 +91,34 @@ def judge(comparison: Comparison, goals: Goals | None = None, reference: str = "
     ratio = run["latency_p95_ms"] / ref["latency_p95_ms"] if ref["latency_p95_ms"] else float("inf")
     allowed = ref["minutes_over_target"] + goals.extra_minutes_per_hour * hours
     p95_ok, minutes_ok = ratio <= goals.p95_vs_static, run["minutes_over_target"] <= allowed
-    latency = GoalCheck("latency", p95_ok and minutes_ok, (
-        f"p95 latency was {_ms(run['latency_p95_ms'])} against static's {_ms(ref['latency_p95_ms'])} on the same load "
-        f"({ratio:.2f} x; the goal allows {goals.p95_vs_static:g} x{'' if p95_ok else ': too slow'}), and "
-        f"{run['minutes_over_target']:.0f} minutes were over the {_ms(target)} target against static's "
-        f"{ref['minutes_over_target']:.0f} (the goal allows {allowed:.0f}{'' if minutes_ok else ': too many'})."))  # fmt: skip
+    latency = GoalCheck(
+        "latency",
+        p95_ok and minutes_ok,
+        (
+            f"p95 latency was {_ms(run['latency_p95_ms'])} against static's {_ms(ref['latency_p95_ms'])} on the same load "
+            f"({ratio:.2f} x; the goal allows {goals.p95_vs_static:g} x{'' if p95_ok else ': too slow'}), and "
+            f"{run['minutes_over_target']:.0f} minutes were over the {_ms(target)} target against static's "
+            f"{ref['minutes_over_target']:.0f} (the goal allows {allowed:.0f}{'' if minutes_ok else ': too many'})."
+        ),
+    )
     slow, ref_slow = run["recoveries_over_limit"], ref["recoveries_over_limit"]
-    recovery = GoalCheck("recovery limit", slow <= ref_slow, (
-        f"{slow:.0f} of {run['failures']:.0f} recoveries took longer than {limit:.0f} s (static: {ref_slow:.0f} of "
-        f"{ref['failures']:.0f}); the slowest took {run['recovery_max_s']:.0f} s."))  # fmt: skip
+    recovery = GoalCheck(
+        "recovery limit",
+        slow <= ref_slow,
+        (
+            f"{slow:.0f} of {run['failures']:.0f} recoveries took longer than {limit:.0f} s (static: {ref_slow:.0f} of "
+            f"{ref['failures']:.0f}); the slowest took {run['recovery_max_s']:.0f} s."
+        ),
+    )
     cost = _cost_check(run["priced_cost"], ref["priced_cost"], hours, prices, "static")
     profiling = prices.cost(run["profiling_cpu_core_hours"], run["profiling_memory_gib_hours"])
     if profiling > 0:  # a one-time start-up profiling inflates a short period's rate: say how much of it that is
-        cost = GoalCheck(cost.goal, cost.met, f"{cost.sentence[:-1]}; {prices.money(profiling)} of the run's cost is its "
-                                              f"{run['profiling_runs']:.0f} profiling runs.")  # fmt: skip
+        cost = GoalCheck(
+            cost.goal,
+            cost.met,
+            f"{cost.sentence[:-1]}; {prices.money(profiling)} of the run's cost is its "
+            f"{run['profiling_runs']:.0f} profiling runs.",
+        )
     return Verdict(comparison.run.policy, (latency, recovery, cost), f"against static on the same {hours:.1f} h of load")
 
 
@@ -112,13 +130,26 @@ def _cost_check(cost: float, ref_cost: float, hours: float, prices: PriceList, r
         rate = f"saving {prices.money(s.per_day)} per day, {prices.money(s.per_month)} per month at this rate"
     else:
         rate = f"costing {prices.money(-s.per_day)} more per day, {prices.money(-s.per_month)} per month at this rate"
-    return GoalCheck("cost", cost < ref_cost, (
-        f"{prices.money(cost)} against {ref_name}'s {prices.money(ref_cost)} for the same {hours:.1f} h "
-        f"({cost / ref_cost if ref_cost else float('nan'):.2f} x), {rate}."))  # fmt: skip
+    return GoalCheck(
+        "cost",
+        cost < ref_cost,
+        (
+            f"{prices.money(cost)} against {ref_name}'s {prices.money(ref_cost)} for the same {hours:.1f} h "
+            f"({cost / ref_cost if ref_cost else float('nan'):.2f} x), {rate}."
+        ),
+    )
 
 
-def judge_alone(policy: str, tuned: dict[str, float], *, static_cpu: float, static_memory_gib: float, latency_target_ms: float,
-                prices: PriceList, goals: Goals | None = None) -> Verdict:  # fmt: skip
+def judge_alone(
+    policy: str,
+    tuned: dict[str, float],
+    *,
+    static_cpu: float,
+    static_memory_gib: float,
+    latency_target_ms: float,
+    prices: PriceList,
+    goals: Goals | None = None,
+) -> Verdict:
     """Without a counterfactual: latency against the target itself, cost against static's fixed reservation.
 
     ``tuned``: :func:`flinktune.report.period.summarise` of the tuned period; ``static_cpu`` /
@@ -127,11 +158,18 @@ def judge_alone(policy: str, tuned: dict[str, float], *, static_cpu: float, stat
     hours = tuned["hours"]
     allowed = goals.extra_minutes_per_hour * hours
     ok = tuned["latency_p95_ms"] <= latency_target_ms and tuned["minutes_over_target"] <= allowed
-    latency = GoalCheck("latency", ok, (
-        f"p95 latency was {_ms(tuned['latency_p95_ms'])} against the {_ms(latency_target_ms)} target, and "
-        f"{tuned['minutes_over_target']:.0f} minutes were over it (allowed {allowed:.0f}); no counterfactual on the same "
-        "load, so this is judged against the target itself."))  # fmt: skip
+    latency = GoalCheck(
+        "latency",
+        ok,
+        (
+            f"p95 latency was {_ms(tuned['latency_p95_ms'])} against the {_ms(latency_target_ms)} target, and "
+            f"{tuned['minutes_over_target']:.0f} minutes were over it (allowed {allowed:.0f}); no counterfactual on the same "
+            "load, so this is judged against the target itself."
+        ),
+    )
     recovery = GoalCheck("recovery limit", None, "not judged: recovery times need the per-second lag of a counterfactual run.")
     ref_cost = prices.cost(static_cpu * hours, static_memory_gib * hours)
-    cost = _cost_check(prices.cost(tuned["cpu_core_hours"], tuned["memory_gib_hours"]), ref_cost, hours, prices, "static's reservation")
+    cost = _cost_check(
+        prices.cost(tuned["cpu_core_hours"], tuned["memory_gib_hours"]), ref_cost, hours, prices, "static's reservation"
+    )
     return Verdict(policy, (latency, recovery, cost), f"over {hours:.1f} h, without a counterfactual on the same load")

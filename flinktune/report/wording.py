@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["plain", "plain_config", "headline_and_detail"]
+__all__ = ["headline_and_detail", "plain", "plain_config"]
 
 _CONFIG = re.compile(r"p(\d+) x(\d+) slots?, (\d+) TM x \(([\d.]+) cpu, (\d+) MB\), ckpt (\d+) s")
 # "p24 fits" / "at p20 (utilization": a parallelism, never a latency quantile (p50, p90, p95, p99).
@@ -26,8 +26,10 @@ def _gib(mb: int) -> str:
 def plain_config(parallelism: int, slots: int, taskmanagers: int, cpu: float, memory_mb: int, checkpoint_s: int) -> str:
     """``24 TaskManagers x (1 CPU, 4 GiB), 1 slot each, parallelism 24, checkpoint every 10 s``."""
     tms = "TaskManager" if taskmanagers == 1 else "TaskManagers"
-    return (f"{taskmanagers} {tms} x ({cpu:g} CPU, {_gib(memory_mb)}), {slots} slot{'' if slots == 1 else 's'} each, "
-            f"parallelism {parallelism}, checkpoint every {checkpoint_s} s")  # fmt: skip
+    return (
+        f"{taskmanagers} {tms} x ({cpu:g} CPU, {_gib(memory_mb)}), {slots} slot{'' if slots == 1 else 's'} each, "
+        f"parallelism {parallelism}, checkpoint every {checkpoint_s} s"
+    )
 
 
 def plain(reason: str) -> str:

@@ -28,8 +28,12 @@ __all__ = ["write_report"]
 def _summary(inputs: ReportInputs, content: dict) -> dict:
     start = tuned_start(inputs)
     tuned = inputs.features[inputs.features["window_start"] >= start] if start is not None else inputs.features.iloc[:0]
-    out = dict(content["summary"], tuned=summarise(inputs, tuned) if len(tuned) else None, verdict=content["verdict_obj"].to_dict(),
-               prices=inputs.prices.model_dump())  # fmt: skip
+    out = dict(
+        content["summary"],
+        tuned=summarise(inputs, tuned) if len(tuned) else None,
+        verdict=content["verdict_obj"].to_dict(),
+        prices=inputs.prices.model_dump(),
+    )
     if inputs.comparison is not None:
         out["same_load"] = {k: o.measures for k, o in inputs.comparison.outcomes.items()}
         out["same_load_policy"] = inputs.comparison.actual

@@ -14,16 +14,16 @@ from flinktune.twin.workload import TraceError, generate_trace, inject_bursts, l
 
 __all__ = [
     "ClusterProfile",
-    "ProfileError",
     "DataflowSpec",
+    "ProfileError",
+    "TraceError",
+    "TwinJob",
     "VertexSpec",
     "builtin_dataflow",
-    "load_dataflow",
-    "TwinJob",
-    "TraceError",
     "generate_trace",
+    "initial_design",
     "inject_bursts",
+    "load_dataflow",
     "load_trace_csv",
     "profile_configs",
-    "initial_design",
 ]

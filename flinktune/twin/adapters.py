@@ -8,14 +8,14 @@ and reports how (no-op, in-place rescale, savepoint redeploy) and the downtime i
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pandas as pd
 
 from flinktune.config_space import Configuration
-from flinktune.lake import Lake
 from flinktune.decision.reconfig import ReconfigMode
 from flinktune.decision.stages import RealizeResult
+from flinktune.lake import Lake
 from flinktune.twin.simulator import TwinJob
 
 __all__ = ["TwinMetricsSource", "TwinRealizer"]
@@ -75,8 +75,13 @@ class TwinRealizer:
         rec = twin.last_reconfiguration or {}
         kind = str(rec.get("mode", "noop"))  # the twin's mechanics: noop, rescale or redeploy
         if kind == "noop":
-            return RealizeResult(changed=False, mode=ReconfigMode.NOOP, downtime_s=0.0, detail=f"already running {before.describe()}")
+            return RealizeResult(
+                changed=False, mode=ReconfigMode.NOOP, downtime_s=0.0, detail=f"already running {before.describe()}"
+            )
         mode = ReconfigMode.IN_PLACE if kind == "rescale" else ReconfigMode.REDEPLOY
         return RealizeResult(
-            changed=True, mode=mode, downtime_s=downtime, detail=f"{before.describe()} -> {config.describe()} ({mode}, {downtime:.1f} s down)"
+            changed=True,
+            mode=mode,
+            downtime_s=downtime,
+            detail=f"{before.describe()} -> {config.describe()} ({mode}, {downtime:.1f} s down)",
         )

@@ -14,8 +14,9 @@ Parameters are fitted in log space within bounds; ``cost_scale`` scales every ve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,8 +29,17 @@ from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import overload_horizon_s
 
 __all__ = [
-    "FIT_PARAMS", "EXTRA_FIT_PARAMS", "PARAM_BOUNDS", "BAD_LATENCY_FACTOR", "CalibrationError", "CalibrationResult", "calibrate", "evaluate",
-    "apply_params", "predict_table", "read_observations",
+    "BAD_LATENCY_FACTOR",
+    "EXTRA_FIT_PARAMS",
+    "FIT_PARAMS",
+    "PARAM_BOUNDS",
+    "CalibrationError",
+    "CalibrationResult",
+    "apply_params",
+    "calibrate",
+    "evaluate",
+    "predict_table",
+    "read_observations",
 ]
 
 #: Parameters fitted by default and their (low, high) bounds.
@@ -115,7 +125,9 @@ def _check(obs: pd.DataFrame) -> pd.DataFrame:
             bad = (values.isna() & obs[col].notna() & (obs[col].astype(str).str.strip() != "")) | np.isinf(values) | (values < 0)
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise CalibrationError(f"observations: column {col!r} row {row} is missing, negative or not a number ({obs[col].iloc[row]!r})")
+            raise CalibrationError(
+                f"observations: column {col!r} row {row} is missing, negative or not a number ({obs[col].iloc[row]!r})"
+            )
     if "cpu_used" not in num.columns:
         num["cpu_used"] = np.nan
     return num.reset_index(drop=True)
@@ -220,12 +232,14 @@ def calibrate(
     def residuals(x: np.ndarray) -> np.ndarray:
         prof = apply_params(base, dict(zip(names, np.exp(x))))
         p = _predict(prof, train, horizon)
-        return np.concatenate([
-            (p["throughput"] - y_thr) / np.maximum(y_thr, 1e-9),
-            ((p["cpu_used"] - y_cpu) / np.maximum(y_cpu, 1e-9))[has_cpu],
-            (np.log(np.maximum(p["latency_ms"], 1e-3)) - y_lat)[has_lat],
-            (np.log(np.maximum(np.minimum(p["recovery_s"], RECOVERY_CAP_S), 1.0)) - y_rec)[has_rec],
-        ])  # fmt: skip
+        return np.concatenate(
+            [
+                (p["throughput"] - y_thr) / np.maximum(y_thr, 1e-9),
+                ((p["cpu_used"] - y_cpu) / np.maximum(y_cpu, 1e-9))[has_cpu],
+                (np.log(np.maximum(p["latency_ms"], 1e-3)) - y_lat)[has_lat],
+                (np.log(np.maximum(np.minimum(p["recovery_s"], RECOVERY_CAP_S), 1.0)) - y_rec)[has_rec],
+            ]
+        )
 
     fit = least_squares(residuals, x0, bounds=(lo, hi), x_scale=1.0, diff_step=1e-3, max_nfev=200)
     fitted = {p: float(v) for p, v in zip(names, np.exp(fit.x))}

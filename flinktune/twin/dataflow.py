@@ -25,7 +25,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["VertexSpec", "DataflowSpec", "DataflowError", "builtin_dataflow", "load_dataflow", "BUILTIN_DATAFLOWS"]
+__all__ = ["BUILTIN_DATAFLOWS", "DataflowError", "DataflowSpec", "VertexSpec", "builtin_dataflow", "load_dataflow"]
 
 #: Shipped jobs and the resource file describing each.
 BUILTIN_DATAFLOWS: dict[str, str] = {"ysb": "dataflow_ysb.yaml", "tsw": "dataflow_tsw.yaml"}
@@ -48,7 +48,9 @@ class VertexSpec(BaseModel):
     cost_us: float = Field(..., gt=0, description="CPU microseconds per input record on one full core.")
     selectivity: float = Field(1.0, ge=0, description="Records emitted per record received.")
     state_mb: float = Field(0.0, ge=0, description="Keyed/operator state independent of the rate, MB (whole vertex).")
-    state_mb_per_krps: float = Field(0.0, ge=0, description="State growing with the input rate (window contents), MB per 1000 rec/s of job input.")
+    state_mb_per_krps: float = Field(
+        0.0, ge=0, description="State growing with the input rate (window contents), MB per 1000 rec/s of job input."
+    )
     latency_ms: float = Field(0.0, ge=0, description="Latency this vertex adds by design (window firing, batching), ms.")
 
 
@@ -62,7 +64,7 @@ class DataflowSpec(BaseModel):
     vertices: tuple[VertexSpec, ...] = Field(..., min_length=1, description="Vertices in topological order; a linear chain.")
 
     @model_validator(mode="after")
-    def _unique_names(self) -> "DataflowSpec":
+    def _unique_names(self) -> DataflowSpec:
         names = [v.name for v in self.vertices]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

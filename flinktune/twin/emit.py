@@ -7,7 +7,7 @@ Use :func:`raw_frame` with one array per series; it builds the long frame with n
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

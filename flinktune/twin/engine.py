@@ -84,7 +84,7 @@ class Dynamics:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Dynamics":
+    def from_dict(cls, d: dict[str, Any]) -> Dynamics:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:

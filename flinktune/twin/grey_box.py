@@ -43,14 +43,14 @@ from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import overload_horizon_s
 
 __all__ = [
-    "MECHANISM_STAGES",
-    "fit_mechanism",
-    "KEEPS_UP_FACTOR",
     "GOOD_LATENCY_FACTOR",
+    "KEEPS_UP_FACTOR",
+    "MECHANISM_STAGES",
     "GreyBoxTwin",
     "check_profiling_runs",
-    "fit_grey_box",
     "cross_validate",
+    "fit_grey_box",
+    "fit_mechanism",
     "score",
 ]
 
@@ -61,7 +61,9 @@ GOOD_LATENCY_FACTOR = 3.0
 _TARGETS = ("throughput", "latency_ms", "recovery_s")
 
 
-def check_profiling_runs(obs: pd.DataFrame, *, group_by: str | None = None, where: str = "profiling runs") -> tuple[pd.DataFrame, list[str]]:
+def check_profiling_runs(
+    obs: pd.DataFrame, *, group_by: str | None = None, where: str = "profiling runs"
+) -> tuple[pd.DataFrame, list[str]]:
     """Validate and clean a profiling table; returns (clean table, notes on what was changed).
 
     Raises :class:`CalibrationError` naming the column and row for a missing column, a knob or
@@ -83,13 +85,21 @@ def check_profiling_runs(obs: pd.DataFrame, *, group_by: str | None = None, wher
         bad = ~np.isfinite(num[col]) | (num[col] <= 0)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise CalibrationError(f"{where}: column {col!r} row {obs.index[i]} must be a positive number, got {obs[col].iloc[i]}")
+            raise CalibrationError(
+                f"{where}: column {col!r} row {obs.index[i]} must be a positive number, got {obs[col].iloc[i]}"
+            )
     for col in ("latency_ms", "recovery_s"):
         text = obs[col].astype(str).str.strip()
-        bad = (num[col].isna() & obs[col].notna() & (text != "") & (text.str.lower() != "nan")) | np.isinf(num[col]) | (num[col] < 0)
+        bad = (
+            (num[col].isna() & obs[col].notna() & (text != "") & (text.str.lower() != "nan"))
+            | np.isinf(num[col])
+            | (num[col] < 0)
+        )
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise CalibrationError(f"{where}: column {col!r} row {obs.index[i]} must be empty or a non-negative number, got {obs[col].iloc[i]!r:.40}")
+            raise CalibrationError(
+                f"{where}: column {col!r} row {obs.index[i]} must be empty or a non-negative number, got {obs[col].iloc[i]!r:.40}"
+            )
     if len(num) < 3:
         raise CalibrationError(f"{where}: need at least 3 rows, got {len(num)}")
     if num["throughput"].notna().sum() and not num["recovery_s"].notna().any():
@@ -134,7 +144,16 @@ def _mechanism(profile: ClusterProfile, table: pd.DataFrame, horizon_s: float) -
 def _gbr(loss: str = "squared_error", alpha: float = 0.5, seed: int = 0) -> Any:
     from sklearn.ensemble import GradientBoostingRegressor
 
-    return GradientBoostingRegressor(loss=loss, alpha=alpha, n_estimators=150, max_depth=3, learning_rate=0.05, subsample=0.8, min_samples_leaf=3, random_state=seed)
+    return GradientBoostingRegressor(
+        loss=loss,
+        alpha=alpha,
+        n_estimators=150,
+        max_depth=3,
+        learning_rate=0.05,
+        subsample=0.8,
+        min_samples_leaf=3,
+        random_state=seed,
+    )
 
 
 def _gbc(seed: int = 0) -> Any:
@@ -223,13 +242,13 @@ class GreyBoxTwin:
         return path
 
     @staticmethod
-    def load(path: str | Path) -> "GreyBoxTwin":
+    def load(path: str | Path) -> GreyBoxTwin:
         """Read a file written by :meth:`save`; a clear error when it is something else."""
         import joblib
 
         try:
             obj = joblib.load(path)
-        except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same one-line error
+        except Exception as exc:
             raise CalibrationError(f"{path}: not a grey-box twin file: {exc}") from None
         if not isinstance(obj, GreyBoxTwin):
             raise CalibrationError(f"{path}: not a grey-box twin file (holds {type(obj).__name__})")
@@ -276,26 +295,47 @@ def fit_grey_box(
         models["rec"] = _gbr(seed=seed).fit(x[below], np.log(np.maximum(rec[below], 1.0)))
         models["rec_ok"] = _classifier(x[has_rec], rec[has_rec] <= recovery_limit_s, seed)
     elif has_rec.any():
-        notes.append(f"only {int(below.sum())} recovery time(s) below the {recovery_cap_s:g} s cap: recovery models are not fitted")
+        notes.append(
+            f"only {int(below.sum())} recovery time(s) below the {recovery_cap_s:g} s cap: recovery models are not fitted"
+        )
     return GreyBoxTwin(
-        profile=profile, params=fitted, good_latency_ms=good_latency_ms, recovery_cap_s=recovery_cap_s,
-        recovery_limit_s=recovery_limit_s, duration_s=duration_s, models=models, notes=notes,
-    )  # fmt: skip
+        profile=profile,
+        params=fitted,
+        good_latency_ms=good_latency_ms,
+        recovery_cap_s=recovery_cap_s,
+        recovery_limit_s=recovery_limit_s,
+        duration_s=duration_s,
+        models=models,
+        notes=notes,
+    )
 
 
 #: Mechanism parameters fitted in stages, each on the measurement it explains (capacity on
 #: throughput, latency on latency, recovery on recovery), so one heavy-tailed target cannot bend
 #: the parameters of another.
 MECHANISM_STAGES: dict[str, tuple[str, ...]] = {
-    "throughput": ("cost_scale", "shared_core_knee", "shared_core_exponent", "extra_core_efficiency", "task_base_mb", "tm_overhead_mb", "gc_slowdown"),
+    "throughput": (
+        "cost_scale",
+        "shared_core_knee",
+        "shared_core_exponent",
+        "extra_core_efficiency",
+        "task_base_mb",
+        "tm_overhead_mb",
+        "gc_slowdown",
+    ),
     "latency_ms": ("base_latency_ms", "queue_ms"),
     "recovery_s": ("failure_detection_s", "restart_base_s"),
 }
 
 
 def fit_mechanism(
-    obs: pd.DataFrame, base: ClusterProfile, *, recovery_cap_s: float = 360.0, duration_s: int = 240, max_nfev: int = 60,
-) -> tuple[ClusterProfile, dict[str, float]]:  # fmt: skip
+    obs: pd.DataFrame,
+    base: ClusterProfile,
+    *,
+    recovery_cap_s: float = 360.0,
+    duration_s: int = 240,
+    max_nfev: int = 60,
+) -> tuple[ClusterProfile, dict[str, float]]:
     """Fit the mechanistic twin's parameters stage by stage (:data:`MECHANISM_STAGES`), censoring-aware.
 
     Capacity: a run that kept up (throughput >= 0.95 x rate) only says capacity >= its throughput
@@ -318,11 +358,13 @@ def fit_mechanism(
             return np.where(kept, np.minimum(r, 0.0), r)
         if stage == "latency_ms":
             return (np.log(np.maximum(m["latency_ms"], 1e-3)) - np.log(np.maximum(lat, 1e-3)))[has_lat]
-        r = np.log(np.maximum(np.minimum(m["recovery_s"], recovery_cap_s), 1.0)) - np.log(np.maximum(np.minimum(rec, recovery_cap_s), 1.0))
+        r = np.log(np.maximum(np.minimum(m["recovery_s"], recovery_cap_s), 1.0)) - np.log(
+            np.maximum(np.minimum(rec, recovery_cap_s), 1.0)
+        )
         return np.where(capped, np.minimum(r, 0.0), r)[has_rec]
 
     for stage, names in MECHANISM_STAGES.items():
-        if stage == "latency_ms" and not has_lat.any() or stage == "recovery_s" and not has_rec.any():
+        if (stage == "latency_ms" and not has_lat.any()) or (stage == "recovery_s" and not has_rec.any()):
             continue
         start = {p: (1.0 if p == "cost_scale" else float(getattr(profile, p))) for p in names}
         if start.get("shared_core_knee", 1.0) <= 0:
@@ -332,7 +374,9 @@ def fit_mechanism(
         x0 = np.clip(np.log([max(start[p], 1e-9) for p in names]), lo + 1e-6, hi - 1e-6)
         current = profile
 
-        def res(x: np.ndarray, names: tuple[str, ...] = names, stage: str = stage, current: ClusterProfile = current) -> np.ndarray:
+        def res(
+            x: np.ndarray, names: tuple[str, ...] = names, stage: str = stage, current: ClusterProfile = current
+        ) -> np.ndarray:
             return residuals_for(stage, _mechanism(apply_params(current, dict(zip(names, np.exp(x)))), obs, horizon))
 
         fit = least_squares(res, x0, bounds=(lo, hi), diff_step=1e-3, max_nfev=max_nfev)
@@ -364,8 +408,14 @@ def score(twin: GreyBoxTwin, observations: pd.DataFrame, *, good_latency_ms: flo
         "mech_throughput_mape": float(np.mean(np.abs(pred["mech_throughput"] - thr) / thr)),
         "keeps_up_accuracy": float(np.mean(pred["keeps_up"].to_numpy() == keeps)),
         "mech_keeps_up_accuracy": float(np.mean((pred["mech_throughput"].to_numpy() >= KEEPS_UP_FACTOR * rate) == keeps)),
-        "latency_class_accuracy": float(np.mean(pred["latency_good"].to_numpy()[has_lat] == (lat[has_lat] <= bound))) if has_lat.any() else float("nan"),
-        "mech_latency_class_accuracy": float(np.mean((pred["mech_latency_ms"].to_numpy()[has_lat] <= bound) == (lat[has_lat] <= bound))) if has_lat.any() else float("nan"),
+        "latency_class_accuracy": float(np.mean(pred["latency_good"].to_numpy()[has_lat] == (lat[has_lat] <= bound)))
+        if has_lat.any()
+        else float("nan"),
+        "mech_latency_class_accuracy": float(
+            np.mean((pred["mech_latency_ms"].to_numpy()[has_lat] <= bound) == (lat[has_lat] <= bound))
+        )
+        if has_lat.any()
+        else float("nan"),
         "recovery_class_accuracy": float("nan"),
         "mech_recovery_class_accuracy": float("nan"),
         "recovery_mape": float("nan"),
@@ -374,7 +424,9 @@ def score(twin: GreyBoxTwin, observations: pd.DataFrame, *, good_latency_ms: flo
     if "recovery_s" in pred and has_rec.any():
         slow = rec[has_rec] > twin.recovery_limit_s
         out["recovery_class_accuracy"] = float(np.mean(pred["recovers"].to_numpy()[has_rec] == ~slow))
-        out["mech_recovery_class_accuracy"] = float(np.mean((pred["mech_recovery_s"].to_numpy()[has_rec] <= twin.recovery_limit_s) == ~slow))
+        out["mech_recovery_class_accuracy"] = float(
+            np.mean((pred["mech_recovery_s"].to_numpy()[has_rec] <= twin.recovery_limit_s) == ~slow)
+        )
         if below.any():
             out["recovery_mape"] = float(np.mean(np.abs(pred["recovery_s"].to_numpy()[below] - rec[below]) / rec[below]))
             mech_rec = np.minimum(pred["mech_recovery_s"].to_numpy()[below], twin.recovery_cap_s)
@@ -393,7 +445,9 @@ def cross_validate(observations: pd.DataFrame, base: ClusterProfile, *, group_by
     sizes = groups.value_counts()
     scored = [g for g in sorted(sizes.index) if sizes[g] >= 2]
     if groups.nunique() < 2 or not scored:
-        raise CalibrationError(f"cross-validation by {group_by!r} needs at least two groups and one of 2+ rows; got sizes {sizes.to_dict()}")
+        raise CalibrationError(
+            f"cross-validation by {group_by!r} needs at least two groups and one of 2+ rows; got sizes {sizes.to_dict()}"
+        )
     rows = []
     for g in scored:
         train, test = obs[groups != g], obs[groups == g]

@@ -83,13 +83,15 @@ class Imbalance:
             return
         keyed = [v.name for v in flow.vertices if v.partitioning == "hash"]
         if self.hot_vertex not in keyed:
-            raise ImbalanceError(f"imbalance hot_vertex {self.hot_vertex!r} is not a keyed (hash) vertex of job {flow.name!r}; keyed vertices: {keyed}")
+            raise ImbalanceError(
+                f"imbalance hot_vertex {self.hot_vertex!r} is not a keyed (hash) vertex of job {flow.name!r}; keyed vertices: {keyed}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], where: str = "imbalance") -> "Imbalance":
+    def from_dict(cls, d: dict[str, Any], where: str = "imbalance") -> Imbalance:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
@@ -113,7 +115,9 @@ class SubtaskLoads:
     slowdown: float
 
 
-def subtask_loads(imb: Imbalance, vertices: tuple[str, ...], parallelism: np.ndarray, a: np.ndarray, task_slots: int) -> SubtaskLoads:
+def subtask_loads(
+    imb: Imbalance, vertices: tuple[str, ...], parallelism: np.ndarray, a: np.ndarray, task_slots: int
+) -> SubtaskLoads:
     """Per-subtask loads of a layout (``a``: per-subtask core-s per job rec/s, balanced) under ``imb``."""
     records, work, speed, uniform_work = [], [], [], []
     for name, p, a_v in zip(vertices, parallelism.astype(int), a):

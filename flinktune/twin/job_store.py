@@ -17,7 +17,7 @@ import pandas as pd
 from flinktune.job_name import job_name
 from flinktune.twin.simulator import TwinJob
 
-__all__ = ["TWIN_FILE", "TRACE_FILE", "job_dir", "save_job", "load_job", "load_trace", "upcoming_rates"]
+__all__ = ["TRACE_FILE", "TWIN_FILE", "job_dir", "load_job", "load_trace", "save_job", "upcoming_rates"]
 
 TWIN_FILE = "twin.json"
 TRACE_FILE = "trace.parquet"

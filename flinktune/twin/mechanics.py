@@ -29,20 +29,20 @@ from flinktune.decision.reconfig import same_shape
 from flinktune.twin.profile import ClusterProfile
 
 __all__ = [
+    "RECOVERY_CAP_S",
     "Layout",
-    "layout",
-    "memory_pressure",
-    "gc_factor",
     "capacity",
     "checkpoint",
-    "oom_rate_per_s",
-    "failure_downtime_s",
-    "reconfiguration",
-    "latency_quantiles",
     "cpu_used",
+    "failure_downtime_s",
+    "gc_factor",
+    "latency_quantiles",
+    "layout",
+    "memory_pressure",
     "memory_used",
+    "oom_rate_per_s",
+    "reconfiguration",
     "steady_state",
-    "RECOVERY_CAP_S",
 ]
 
 #: Recovery times are capped here (a run that never recovers reports this), seconds.
@@ -204,7 +204,9 @@ def failure_downtime_s(profile: ClusterProfile, lay: Layout, size_mb: float) -> 
     )
 
 
-def reconfiguration(profile: ClusterProfile, old: Configuration, new: Configuration, size_mb: float, mode: str = "auto") -> tuple[str, float]:
+def reconfiguration(
+    profile: ClusterProfile, old: Configuration, new: Configuration, size_mb: float, mode: str = "auto"
+) -> tuple[str, float]:
     """How a change from ``old`` to ``new`` is carried out and its downtime: (mode, seconds).
 
     Modes: ``noop`` (same configuration), ``rescale`` (in place, parallelism only, adaptive
@@ -283,7 +285,9 @@ def memory_used(profile: ClusterProfile, lay: Layout, throughput: np.ndarray, ra
     return np.minimum(used, 0.95 * cfg.total_memory_mb)
 
 
-def steady_state(profile: ClusterProfile, config: Configuration, rates: np.ndarray | float, *, horizon_s: float = 300.0) -> dict[str, np.ndarray]:
+def steady_state(
+    profile: ClusterProfile, config: Configuration, rates: np.ndarray | float, *, horizon_s: float = 300.0
+) -> dict[str, np.ndarray]:
     """Analytic long-run behaviour at constant rates (arrays, one value per rate).
 
     Keys: ``capacity`` (mean, checkpoint overhead included), ``throughput``, ``latency_ms`` (p95),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtri
 
-__all__ = ["STREAMS", "uniform", "normal"]
+__all__ = ["STREAMS", "normal", "uniform"]
 
 #: Named, independent streams (the integer keeps old streams stable when new ones are added).
 STREAMS: dict[str, int] = {

@@ -16,12 +16,20 @@ from flinktune.config_space import KNOBS, ConfigSpace, Configuration
 from flinktune.twin.mechanics import steady_state
 from flinktune.twin.profile import ClusterProfile
 
-__all__ = ["oracle_schedule", "ORACLE_COLUMNS"]
+__all__ = ["ORACLE_COLUMNS", "oracle_schedule"]
 
 ORACLE_COLUMNS: tuple[str, ...] = (
-    "interval_start", "interval_end", "peak_rate", "config", *KNOBS, "total_cpu", "total_memory_mb",
-    "latency_ms", "recovery_s", "feasible",
-)  # fmt: skip
+    "interval_start",
+    "interval_end",
+    "peak_rate",
+    "config",
+    *KNOBS,
+    "total_cpu",
+    "total_memory_mb",
+    "latency_ms",
+    "recovery_s",
+    "feasible",
+)
 
 
 def oracle_schedule(
@@ -58,7 +66,11 @@ def oracle_schedule(
             break
         idx = np.flatnonzero(open_)
         ss = steady_state(profile, cfg, rates[idx])
-        ok = (ss["latency_ms"] <= latency_target_ms) & (ss["recovery_s"] <= recovery_limit_s) & (ss["throughput"] >= rates[idx] * 0.999)
+        ok = (
+            (ss["latency_ms"] <= latency_target_ms)
+            & (ss["recovery_s"] <= recovery_limit_s)
+            & (ss["throughput"] >= rates[idx] * 0.999)
+        )
         for i in idx[ok]:
             chosen[i] = cfg
         chosen_lat[idx[ok]] = ss["latency_ms"][ok]

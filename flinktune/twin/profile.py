@@ -40,43 +40,93 @@ class ClusterProfile(BaseModel):
     )
     # --- compute ---
     core_knee: float = Field(1.0, gt=0, description="Cores per slot up to which each core is fully effective.")
-    extra_core_efficiency: float = Field(0.7, ge=0, le=1, description="Worth of the first core beyond the knee (diminishing returns).")
-    extra_core_exponent: float = Field(0.85, gt=0, le=1, description="Exponent on cores beyond the knee (<1: each further core is worth less).")
-    shared_core_knee: float = Field(0.0, ge=0, le=1, description="Cores per slot below which slots sharing a core contend (context switches, cache misses); 0: no contention.")
-    shared_core_exponent: float = Field(0.5, ge=0, le=3, description="How fast a shared core loses worth below shared_core_knee: worth x (cores/knee) ** exponent.")
-    coordination_overhead: float = Field(0.004, ge=0, description="Extra per-record cost per additional subtask, every vertex (coordination).")
-    shuffle_overhead: float = Field(0.008, ge=0, description="Extra per-record cost per additional subtask on rebalance/hash vertices (network shuffle).")
+    extra_core_efficiency: float = Field(
+        0.7, ge=0, le=1, description="Worth of the first core beyond the knee (diminishing returns)."
+    )
+    extra_core_exponent: float = Field(
+        0.85, gt=0, le=1, description="Exponent on cores beyond the knee (<1: each further core is worth less)."
+    )
+    shared_core_knee: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Cores per slot below which slots sharing a core contend (context switches, cache misses); 0: no contention.",
+    )
+    shared_core_exponent: float = Field(
+        0.5,
+        ge=0,
+        le=3,
+        description="How fast a shared core loses worth below shared_core_knee: worth x (cores/knee) ** exponent.",
+    )
+    coordination_overhead: float = Field(
+        0.004, ge=0, description="Extra per-record cost per additional subtask, every vertex (coordination)."
+    )
+    shuffle_overhead: float = Field(
+        0.008, ge=0, description="Extra per-record cost per additional subtask on rebalance/hash vertices (network shuffle)."
+    )
     idle_cores_per_tm: float = Field(0.05, ge=0, description="Cores a TaskManager burns when idle (JVM, heartbeats).")
     # --- memory ---
-    tm_overhead_mb: float = Field(600.0, ge=0, description="TaskManager process memory outside Flink memory (JVM overhead, metaspace, framework off-heap), MB.")
-    slot_heap_fraction: float = Field(0.6, gt=0, le=1, description="Share of the remaining memory that is task heap (the rest: network and managed memory).")
+    tm_overhead_mb: float = Field(
+        600.0,
+        ge=0,
+        description="TaskManager process memory outside Flink memory (JVM overhead, metaspace, framework off-heap), MB.",
+    )
+    slot_heap_fraction: float = Field(
+        0.6, gt=0, le=1, description="Share of the remaining memory that is task heap (the rest: network and managed memory)."
+    )
     task_base_mb: float = Field(160.0, ge=0, description="Heap a slot needs for its tasks before state and buffers, MB.")
-    network_mb_per_channel: float = Field(0.5, ge=0, description="Network buffer memory per slot per channel (one channel per downstream subtask), MB.")
-    state_heap_factor: float = Field(2.0, ge=1, description="Heap bytes per byte of checkpointed state (object overhead of the heap state backend).")
-    gc_pressure_start: float = Field(0.6, gt=0, lt=1, description="Memory pressure (need / available per slot) above which GC slows processing.")
-    gc_slowdown: float = Field(1.5, ge=0, description="Extra processing time from GC at pressure 1.0 (quadratic from gc_pressure_start).")
+    network_mb_per_channel: float = Field(
+        0.5, ge=0, description="Network buffer memory per slot per channel (one channel per downstream subtask), MB."
+    )
+    state_heap_factor: float = Field(
+        2.0, ge=1, description="Heap bytes per byte of checkpointed state (object overhead of the heap state backend)."
+    )
+    gc_pressure_start: float = Field(
+        0.6, gt=0, lt=1, description="Memory pressure (need / available per slot) above which GC slows processing."
+    )
+    gc_slowdown: float = Field(
+        1.5, ge=0, description="Extra processing time from GC at pressure 1.0 (quadratic from gc_pressure_start)."
+    )
     gc_max_slowdown: float = Field(5.0, ge=1, description="Cap on the GC slowdown factor.")
-    gc_pause_ms: float = Field(80.0, ge=0, description="Tail-latency pause per unit of GC slowdown, ms (added to p99, half to p95).")
-    oom_pressure_start: float = Field(0.9, gt=0, description="Memory pressure above which TaskManagers start failing (OOM kills).")
-    oom_failures_per_hour: float = Field(6.0, ge=0, description="Failure rate per hour at pressure 1.0 (grows linearly from oom_pressure_start).")
+    gc_pause_ms: float = Field(
+        80.0, ge=0, description="Tail-latency pause per unit of GC slowdown, ms (added to p99, half to p95)."
+    )
+    oom_pressure_start: float = Field(
+        0.9, gt=0, description="Memory pressure above which TaskManagers start failing (OOM kills)."
+    )
+    oom_failures_per_hour: float = Field(
+        6.0, ge=0, description="Failure rate per hour at pressure 1.0 (grows linearly from oom_pressure_start)."
+    )
     jvm_base_used_mb: float = Field(180.0, ge=0, description="Heap used by an idle TaskManager, MB.")
     inflight_mb_per_krps: float = Field(0.8, ge=0, description="Heap used by records in flight per 1000 rec/s of throughput, MB.")
     # --- checkpoints ---
-    checkpoint_base_s: float = Field(0.3, ge=0, description="Fixed part of a checkpoint's duration (barrier alignment, coordination), s.")
+    checkpoint_base_s: float = Field(
+        0.3, ge=0, description="Fixed part of a checkpoint's duration (barrier alignment, coordination), s."
+    )
     checkpoint_upload_mb_s: float = Field(25.0, gt=0, description="State upload bandwidth per subtask, MB/s.")
     checkpoint_sync_base_s: float = Field(0.15, ge=0, description="Synchronous pause of the task threads per checkpoint, s.")
     checkpoint_sync_s_per_mb: float = Field(0.01, ge=0, description="Extra synchronous pause per MB of state per subtask, s.")
-    checkpoint_async_overhead: float = Field(0.05, ge=0, lt=1, description="Capacity lost while a checkpoint uploads asynchronously (fraction).")
+    checkpoint_async_overhead: float = Field(
+        0.05, ge=0, lt=1, description="Capacity lost while a checkpoint uploads asynchronously (fraction)."
+    )
     # --- failures and recovery ---
-    failure_detection_s: float = Field(20.0, ge=0, description="Time from a fault to the restart (heartbeat timeout); nothing is processed.")
+    failure_detection_s: float = Field(
+        20.0, ge=0, description="Time from a fault to the restart (heartbeat timeout); nothing is processed."
+    )
     restart_base_s: float = Field(5.0, ge=0, description="Fixed restart time after detection (reschedule, replace the pod), s.")
     restart_per_tm_s: float = Field(0.3, ge=0, description="Extra restart time per TaskManager, s.")
     restore_mb_s: float = Field(50.0, gt=0, description="State restore bandwidth per subtask, MB/s.")
     warmup_s: float = Field(20.0, ge=0, description="Seconds after a (re)start until full speed (JIT, caches, lazy state).")
-    warmup_initial_capacity: float = Field(0.5, gt=0, le=1, description="Fraction of capacity right after a (re)start (ramps linearly to 1).")
-    failure_lead_s: int = Field(5, ge=1, description="Scheduled failures hit this many seconds before a checkpoint is due (maximal replay).")
+    warmup_initial_capacity: float = Field(
+        0.5, gt=0, le=1, description="Fraction of capacity right after a (re)start (ramps linearly to 1)."
+    )
+    failure_lead_s: int = Field(
+        5, ge=1, description="Scheduled failures hit this many seconds before a checkpoint is due (maximal replay)."
+    )
     # --- reconfiguration ---
-    adaptive_scheduler: bool = Field(True, description="Adaptive scheduler on (Flink >= 1.18): parallelism-only changes rescale in place.")
+    adaptive_scheduler: bool = Field(
+        True, description="Adaptive scheduler on (Flink >= 1.18): parallelism-only changes rescale in place."
+    )
     rescale_base_s: float = Field(4.0, ge=0, description="Pause of an in-place rescale, s (plus state redistribution).")
     tm_start_s: float = Field(6.0, ge=0, description="Time to start new TaskManager pods when a rescale needs more, s.")
     rescale_replays_from_checkpoint: bool = Field(
@@ -86,9 +136,13 @@ class ClusterProfile(BaseModel):
     redeploy_base_s: float = Field(25.0, ge=0, description="Fixed time to tear down and redeploy the job (JobManager, pods), s.")
     redeploy_per_tm_s: float = Field(0.8, ge=0, description="Extra redeploy time per new TaskManager, s.")
     # --- latency ---
-    base_latency_ms: float = Field(40.0, ge=0, description="Latency of an idle pipeline (network, buffer timeout), ms, besides vertex latency_ms.")
+    base_latency_ms: float = Field(
+        40.0, ge=0, description="Latency of an idle pipeline (network, buffer timeout), ms, besides vertex latency_ms."
+    )
     queue_ms: float = Field(50.0, ge=0, description="Queueing scale: mean wait is queue_ms * u / (1 - u) at utilisation u, ms.")
-    utilisation_cap: float = Field(0.98, gt=0, lt=1, description="Highest utilisation used in the queueing term (saturation shows as lag).")
+    utilisation_cap: float = Field(
+        0.98, gt=0, lt=1, description="Highest utilisation used in the queueing term (saturation shows as lag)."
+    )
     latency_noise: float = Field(0.06, ge=0, description="Log-normal noise (sigma) on per-second latency samples.")
     memory_noise: float = Field(0.02, ge=0, description="Relative noise on heap-used samples.")
     cpu_noise: float = Field(0.02, ge=0, description="Relative noise on CPU-load samples.")
@@ -103,7 +157,7 @@ class ClusterProfile(BaseModel):
         return value
 
     @classmethod
-    def default(cls, workload: str = "ysb") -> "ClusterProfile":
+    def default(cls, workload: str = "ysb") -> ClusterProfile:
         """The shipped profile with the built-in job ``workload`` (``ysb`` or ``tsw``)."""
         res = resources.files("flinktune") / "resources" / "cluster_profile.yaml"
         data = yaml.safe_load(res.read_text()) or {}
@@ -111,7 +165,7 @@ class ClusterProfile(BaseModel):
         return cls._validate(data, "flinktune/resources/cluster_profile.yaml")
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "ClusterProfile":
+    def from_yaml(cls, path: str | Path) -> ClusterProfile:
         """Load a profile; unknown or invalid keys raise :class:`ProfileError` naming file and key."""
         path = Path(path)
         try:
@@ -127,7 +181,7 @@ class ClusterProfile(BaseModel):
         return cls._validate(data, str(path))
 
     @classmethod
-    def _validate(cls, data: dict[str, Any], where: str) -> "ClusterProfile":
+    def _validate(cls, data: dict[str, Any], where: str) -> ClusterProfile:
         unknown = sorted(set(data) - set(cls.model_fields))
         if unknown:
             raise ProfileError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(cls.model_fields)}")
@@ -140,7 +194,7 @@ class ClusterProfile(BaseModel):
             loc = ".".join(str(p) for p in first["loc"])
             raise ProfileError(f"{where}: key {loc!r}: {first['msg']} (got {first.get('input')!r})") from None
 
-    def with_(self, **changes: Any) -> "ClusterProfile":
+    def with_(self, **changes: Any) -> ClusterProfile:
         """A validated copy with some parameters changed."""
         data = self.model_dump()
         data.update(changes)

@@ -11,7 +11,7 @@ due and time the recovery until the lag is back at its pre-failure level and sta
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -23,7 +23,7 @@ from flinktune.twin.noise import normal
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import DEFAULT_START_TS, TwinJob
 
-__all__ = ["profile_configs", "profile_run", "recovery_time", "initial_design", "overload_horizon_s", "RATE_NOISE", "STABLE_S"]
+__all__ = ["RATE_NOISE", "STABLE_S", "initial_design", "overload_horizon_s", "profile_configs", "profile_run", "recovery_time"]
 
 #: Relative per-second jitter of the profiling load generator.
 RATE_NOISE = 0.02
@@ -45,7 +45,9 @@ def overload_horizon_s(duration_s: int) -> float:
     return float(_warmup_s(duration_s) + duration_s)
 
 
-def recovery_time(lag: np.ndarray, fail_index: int, rate: float, *, cap_s: float = RECOVERY_CAP_S, stable_s: int = STABLE_S) -> float:
+def recovery_time(
+    lag: np.ndarray, fail_index: int, rate: float, *, cap_s: float = RECOVERY_CAP_S, stable_s: int = STABLE_S
+) -> float:
     """Seconds from the failure (at ``fail_index`` of a per-second lag series) until lag is back.
 
     "Back" means at most the pre-failure maximum (over the previous minute) plus half a second of
@@ -70,9 +72,15 @@ def _run_id(job: str, cfg: Configuration, rate: float, seed: int, duration_s: in
 
 
 def profile_run(
-    profile: ClusterProfile, config: Configuration, rate: float, *, duration_s: int = 300, seed: int = 0, job: str = "profiling",
+    profile: ClusterProfile,
+    config: Configuration,
+    rate: float,
+    *,
+    duration_s: int = 300,
+    seed: int = 0,
+    job: str = "profiling",
     start_ts: int = DEFAULT_START_TS,
-) -> dict[str, object]:  # fmt: skip
+) -> dict[str, object]:
     """One profiling run; returns one ``PROFILING_COLUMNS`` row as a dict."""
     if duration_s < 60:
         raise ValueError(f"duration_s must be >= 60 s to warm up and measure, got {duration_s}")
@@ -121,15 +129,29 @@ def profile_configs(
     if not configs or not rates:
         raise ValueError(f"profiling needs at least one configuration and one rate (got {len(configs)} and {len(rates)})")
     rows = [
-        profile_run(profile, cfg, rate, duration_s=duration_s, seed=seed, job=job, start_ts=start_ts) for cfg in configs for rate in rates
+        profile_run(profile, cfg, rate, duration_s=duration_s, seed=seed, job=job, start_ts=start_ts)
+        for cfg in configs
+        for rate in rates
     ]
     df = pd.DataFrame(rows, columns=list(PROFILING_COLUMNS))
-    return df.astype({"job": "string", "run_id": "string", "ts_ms": "int64", "parallelism": "int64", "task_slots": "int64",
-                      "cpu": "float64", "memory_mb": "int64", "checkpoint_interval_s": "int64"})  # fmt: skip
+    return df.astype(
+        {
+            "job": "string",
+            "run_id": "string",
+            "ts_ms": "int64",
+            "parallelism": "int64",
+            "task_slots": "int64",
+            "cpu": "float64",
+            "memory_mb": "int64",
+            "checkpoint_interval_s": "int64",
+        }
+    )
 
 
 def initial_design(space: ConfigSpace, n: int, seed: int) -> list[Configuration]:
     """``n`` candidates spread over the space (greedy max-min distance on normalised knobs), max first."""
     if n < 1:
         raise ValueError(f"initial design size must be >= 1, got {n}")
-    return spread_design(space, space.candidates(), n, seed, lambda cands: cands.index(space.maximum) if space.maximum in cands else 0)
+    return spread_design(
+        space, space.candidates(), n, seed, lambda cands: cands.index(space.maximum) if space.maximum in cands else 0
+    )

@@ -74,8 +74,13 @@ def _moved_fraction(old: Configuration, new: Configuration) -> float:
     return 1.0 - min(old.parallelism, new.parallelism) / max(old.parallelism, new.parallelism)
 
 
-def mode_costs(profile: ClusterProfile, old: Configuration, new: Configuration, rate: float,
-               migration: MigrationSettings = MigrationSettings()) -> dict[str, ModeCost]:  # fmt: skip
+def mode_costs(
+    profile: ClusterProfile,
+    old: Configuration,
+    new: Configuration,
+    rate: float,
+    migration: MigrationSettings = MigrationSettings(),
+) -> dict[str, ModeCost]:
     """The cost of changing ``old`` -> ``new`` at ``rate`` rec/s in every mode of :data:`MODES`."""
     size = float(mech.state_mb(profile, rate)[0])
     out: dict[str, ModeCost] = {}
@@ -97,8 +102,12 @@ def mode_costs(profile: ClusterProfile, old: Configuration, new: Configuration, 
     return out
 
 
-def reconfiguration_costs(profile: ClusterProfile, reconfigurations: list[dict[str, Any]], history: pd.DataFrame,
-                          migration: MigrationSettings = MigrationSettings()) -> pd.DataFrame:  # fmt: skip
+def reconfiguration_costs(
+    profile: ClusterProfile,
+    reconfigurations: list[dict[str, Any]],
+    history: pd.DataFrame,
+    migration: MigrationSettings = MigrationSettings(),
+) -> pd.DataFrame:
     """One row per carried-out change and mode: ``ts, applied_mode, mode, feasible, downtime_s, added_latency_ms,
     duration_s, why``; the rate is the mean over the minute before the change."""
     cols = ["ts", "applied_mode", "mode", "feasible", "downtime_s", "added_latency_ms", "duration_s", "why"]

@@ -32,17 +32,35 @@ from flinktune.twin.imbalance import Imbalance, SubtaskLoads, subtask_loads
 from flinktune.twin.noise import normal, uniform
 from flinktune.twin.profile import ClusterProfile
 
-__all__ = ["TwinJob", "DEFAULT_START_TS", "HISTORY_COLUMNS"]
+__all__ = ["DEFAULT_START_TS", "HISTORY_COLUMNS", "TwinJob"]
 
 #: Default simulated start: 2024-01-01T00:00:00Z.
 DEFAULT_START_TS = 1_704_067_200
 
 HISTORY_COLUMNS: tuple[str, ...] = (
-    "ts", "rate", "throughput", "lag", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "cpu_used",
-    "memory_used_mb", "running", "taskmanagers", "total_cpu", "total_memory_mb", "parallelism", "task_slots",
-    "cpu", "memory_mb", "checkpoint_interval_s", "capacity", "restarts", "checkpoint_duration_ms",
+    "ts",
+    "rate",
+    "throughput",
+    "lag",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "cpu_used",
+    "memory_used_mb",
+    "running",
+    "taskmanagers",
+    "total_cpu",
+    "total_memory_mb",
+    "parallelism",
+    "task_slots",
+    "cpu",
+    "memory_mb",
+    "checkpoint_interval_s",
+    "capacity",
+    "restarts",
+    "checkpoint_duration_ms",
     "checkpoint_size_bytes",
-)  # fmt: skip
+)
 
 _STATE_VERSION = 1
 
@@ -136,7 +154,9 @@ class TwinJob:
     def inject_failure(self, at_ts: int | None = None) -> int:
         """Schedule a failure at ``at_ts`` or, by default, just before the next checkpoint is due; returns its time."""
         d = self._dyn
-        when = d.arm_time(self.now, self.config.checkpoint_interval_s, self.profile.failure_lead_s) if at_ts is None else int(at_ts)
+        when = (
+            d.arm_time(self.now, self.config.checkpoint_interval_s, self.profile.failure_lead_s) if at_ts is None else int(at_ts)
+        )
         if when < self.now:
             raise ValueError(f"cannot inject a failure in the past ({when} < now {self.now})")
         d.fail_at = sorted([*d.fail_at, when])
@@ -171,12 +191,20 @@ class TwinJob:
         rand_fail = uniform(self.seed, "failure", ts) < p_fail
         out = self._dyn.advance(
             StepInputs(
-                rates=r, capacity=cap, ckpt_duration_s=dur, ckpt_pause_s=pause, ckpt_size_mb=size,
-                failure_downtime_s=fdown, random_failure=rand_fail, interval_s=cfg.checkpoint_interval_s,
-                async_overhead=prof.checkpoint_async_overhead, warmup_s=prof.warmup_s,
-                warmup_initial=prof.warmup_initial_capacity, lead_s=prof.failure_lead_s,
+                rates=r,
+                capacity=cap,
+                ckpt_duration_s=dur,
+                ckpt_pause_s=pause,
+                ckpt_size_mb=size,
+                failure_downtime_s=fdown,
+                random_failure=rand_fail,
+                interval_s=cfg.checkpoint_interval_s,
+                async_overhead=prof.checkpoint_async_overhead,
+                warmup_s=prof.warmup_s,
+                warmup_initial=prof.warmup_initial_capacity,
+                lead_s=prof.failure_lead_s,
             )
-        )  # fmt: skip
+        )
         self._last_rate = float(r[-1])
         thr, lag, running = out.throughput, out.lag, out.running
         wait_ms = (lag / cap + out.down_remaining_s) * 1000.0
@@ -185,15 +213,29 @@ class TwinJob:
         mem = mech.memory_used(prof, lay, thr, r) * np.exp(prof.memory_noise * normal(self.seed, "memory", ts))
         n = r.size
         hist = {
-            "ts": ts, "rate": r, "throughput": thr, "lag": lag, "latency_p50_ms": p50, "latency_p95_ms": p95,
-            "latency_p99_ms": p99, "cpu_used": np.minimum(cpu, cfg.total_cpu), "memory_used_mb": mem, "running": running,
-            "taskmanagers": np.full(n, cfg.taskmanagers, float), "total_cpu": np.full(n, cfg.total_cpu, float),
-            "total_memory_mb": np.full(n, cfg.total_memory_mb, float), "parallelism": np.full(n, cfg.parallelism, float),
-            "task_slots": np.full(n, cfg.task_slots, float), "cpu": np.full(n, cfg.cpu, float),
-            "memory_mb": np.full(n, cfg.memory_mb, float), "checkpoint_interval_s": np.full(n, cfg.checkpoint_interval_s, float),
-            "capacity": cap, "restarts": out.restarts, "checkpoint_duration_ms": out.ckpt_duration_ms,
+            "ts": ts,
+            "rate": r,
+            "throughput": thr,
+            "lag": lag,
+            "latency_p50_ms": p50,
+            "latency_p95_ms": p95,
+            "latency_p99_ms": p99,
+            "cpu_used": np.minimum(cpu, cfg.total_cpu),
+            "memory_used_mb": mem,
+            "running": running,
+            "taskmanagers": np.full(n, cfg.taskmanagers, float),
+            "total_cpu": np.full(n, cfg.total_cpu, float),
+            "total_memory_mb": np.full(n, cfg.total_memory_mb, float),
+            "parallelism": np.full(n, cfg.parallelism, float),
+            "task_slots": np.full(n, cfg.task_slots, float),
+            "cpu": np.full(n, cfg.cpu, float),
+            "memory_mb": np.full(n, cfg.memory_mb, float),
+            "checkpoint_interval_s": np.full(n, cfg.checkpoint_interval_s, float),
+            "capacity": cap,
+            "restarts": out.restarts,
+            "checkpoint_duration_ms": out.ckpt_duration_ms,
             "checkpoint_size_bytes": out.ckpt_size_bytes,
-        }  # fmt: skip
+        }
         self._history.append(hist)
         if not emit:
             return empty_frame()
@@ -206,7 +248,9 @@ class TwinJob:
             return None
         return subtask_loads(self.imbalance, lay.vertices, lay.parallelism, lay.a, self.config.task_slots)
 
-    def _series(self, lay: mech.Layout, h: dict[str, np.ndarray], eff_cap: np.ndarray, loads: SubtaskLoads | None = None) -> list[Series]:
+    def _series(
+        self, lay: mech.Layout, h: dict[str, np.ndarray], eff_cap: np.ndarray, loads: SubtaskLoads | None = None
+    ) -> list[Series]:
         cfg, n = self.config, len(h["ts"])
         thr, run = h["throughput"], h["running"]
         const = lambda v: np.full(n, float(v))  # noqa: E731
@@ -239,8 +283,13 @@ class TwinJob:
             busy = np.minimum(1000.0 * load * lay.ratio[k], 1000.0) * run
             bp = np.where(saturated & (k < lay.bottleneck), 1000.0 - busy, 0.0) * run
             idle = (1000.0 - busy - bp) * run
-            per = [("numRecordsInPerSecond", rec_in), ("numRecordsOutPerSecond", rec_in * spec.selectivity),
-                   ("busyTimeMsPerSecond", busy), ("backPressuredTimeMsPerSecond", bp), ("idleTimeMsPerSecond", idle)]  # fmt: skip
+            per = [
+                ("numRecordsInPerSecond", rec_in),
+                ("numRecordsOutPerSecond", rec_in * spec.selectivity),
+                ("busyTimeMsPerSecond", busy),
+                ("backPressuredTimeMsPerSecond", bp),
+                ("idleTimeMsPerSecond", idle),
+            ]
             if self.detail == "vertex":
                 out.extend((m, v, -1, arr) for m, arr in per)
             else:
@@ -249,8 +298,9 @@ class TwinJob:
                     out.extend((m, v, sub, arr / pv if m.startswith("numRecords") else arr) for m, arr in per)
         return out
 
-    def _imbalanced_series(self, lay: mech.Layout, h: dict[str, np.ndarray], load: np.ndarray, saturated: np.ndarray,
-                           loads: SubtaskLoads) -> list[Series]:
+    def _imbalanced_series(
+        self, lay: mech.Layout, h: dict[str, np.ndarray], load: np.ndarray, saturated: np.ndarray, loads: SubtaskLoads
+    ) -> list[Series]:
         """Per-subtask time and record series when an imbalance is planted (unequal siblings).
 
         The slowest thread is busy ``load`` of each second; every other thread in proportion to
@@ -272,9 +322,15 @@ class TwinJob:
                 busy = busy * run
                 bp = np.where(saturated & (k < loads.bottleneck[0]), 1000.0 - busy, 0.0) * run
                 rec_in = thr * lay.input_share[k] * rshare
-                per_sub.append([("numRecordsInPerSecond", rec_in), ("numRecordsOutPerSecond", rec_in * sel),
-                                ("busyTimeMsPerSecond", busy), ("backPressuredTimeMsPerSecond", bp),
-                                ("idleTimeMsPerSecond", (1000.0 - busy - bp) * run)])  # fmt: skip
+                per_sub.append(
+                    [
+                        ("numRecordsInPerSecond", rec_in),
+                        ("numRecordsOutPerSecond", rec_in * sel),
+                        ("busyTimeMsPerSecond", busy),
+                        ("backPressuredTimeMsPerSecond", bp),
+                        ("idleTimeMsPerSecond", (1000.0 - busy - bp) * run),
+                    ]
+                )
             if self.detail == "subtask":
                 for sub, per in enumerate(per_sub):
                     out.extend((m, v, sub, arr) for m, arr in per)
@@ -307,7 +363,9 @@ class TwinJob:
     def history(self) -> pd.DataFrame:
         """Per-second summary of everything run so far (:data:`HISTORY_COLUMNS`; ``ts`` is UTC)."""
         if not self._history:
-            return pd.DataFrame({c: pd.Series(dtype=float) for c in HISTORY_COLUMNS}).assign(ts=pd.Series(dtype="datetime64[ns, UTC]"))
+            return pd.DataFrame({c: pd.Series(dtype=float) for c in HISTORY_COLUMNS}).assign(
+                ts=pd.Series(dtype="datetime64[ns, UTC]")
+            )
         cols = {c: np.concatenate([h[c] for h in self._history]) for c in HISTORY_COLUMNS}
         df = pd.DataFrame(cols, columns=list(HISTORY_COLUMNS))
         df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
@@ -329,10 +387,16 @@ class TwinJob:
             "version": _STATE_VERSION,
             "profile": self.profile.model_dump(mode="json"),
             "config": self.config.to_dict(),
-            "job": self.job, "seed": self.seed, "start_ts": self.start_ts, "failures": self.failures,
-            "detail": self.detail, "retain_s": self.retain_s, "last_rate": self._last_rate,
-            "dynamics": self._dyn.to_dict(), "reconfigurations": self.reconfigurations,
-        }  # fmt: skip
+            "job": self.job,
+            "seed": self.seed,
+            "start_ts": self.start_ts,
+            "failures": self.failures,
+            "detail": self.detail,
+            "retain_s": self.retain_s,
+            "last_rate": self._last_rate,
+            "dynamics": self._dyn.to_dict(),
+            "reconfigurations": self.reconfigurations,
+        }
         if self.imbalance is not None:  # only when planted: balanced twins save exactly as before
             d["imbalance"] = self.imbalance.to_dict()
         if with_history:
@@ -340,17 +404,21 @@ class TwinJob:
         return d
 
     @classmethod
-    def from_state_dict(cls, d: dict[str, Any]) -> "TwinJob":
+    def from_state_dict(cls, d: dict[str, Any]) -> TwinJob:
         """Rebuild a twin saved by :meth:`state_dict` (same random stream, same clock)."""
         if d.get("version") != _STATE_VERSION:
             raise ValueError(f"twin state: unsupported version {d.get('version')!r}; expected {_STATE_VERSION}")
         twin = cls(
             ClusterProfile.model_validate(d["profile"]),
             Configuration.from_dict(d["config"], where="twin state 'config'"),
-            job=d["job"], seed=d["seed"], start_ts=d["start_ts"], failures=d["failures"], detail=d["detail"],
+            job=d["job"],
+            seed=d["seed"],
+            start_ts=d["start_ts"],
+            failures=d["failures"],
+            detail=d["detail"],
             retain_s=d["retain_s"],
             imbalance=Imbalance.from_dict(d["imbalance"], "twin state 'imbalance'") if d.get("imbalance") else None,
-        )  # fmt: skip
+        )
         twin._dyn = Dynamics.from_dict(d["dynamics"])
         twin._last_rate = float(d["last_rate"])
         twin.reconfigurations = list(d["reconfigurations"])
@@ -375,7 +443,7 @@ class TwinJob:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "TwinJob":
+    def load(cls, path: str | Path) -> TwinJob:
         """Read a twin written by :meth:`save` (with its history when present)."""
         path = Path(path)
         try:

@@ -21,7 +21,7 @@ from scipy.signal import lfilter
 
 from flinktune.limits import MAX_RATE
 
-__all__ = ["TraceError", "WORKLOADS", "generate_trace", "inject_bursts", "load_trace_csv"]
+__all__ = ["WORKLOADS", "TraceError", "generate_trace", "inject_bursts", "load_trace_csv"]
 
 #: Workload kinds and their nominal (low, high) rate over an 18 h trace, rec/s.
 WORKLOADS: dict[str, tuple[float, float]] = {"ysb": (17_000.0, 88_000.0), "tsw": (30_000.0, 113_000.0)}
@@ -189,8 +189,10 @@ def load_trace_csv(path: str | Path, scale: float = 1.0, *, min_span_s: float = 
     t = np.asarray(times)
     # A 1-row or 1-ms-step trace would replay as one second: too short to decide anything on.
     if t[-1] - t[0] < min_span_s:
-        raise TraceError(f"{path}: the trace spans {t[-1] - t[0]:g} s ({len(t)} line(s)); at least {min_span_s:g} s "
-                         "(one decision interval) is needed; check the timestamps' unit")
+        raise TraceError(
+            f"{path}: the trace spans {t[-1] - t[0]:g} s ({len(t)} line(s)); at least {min_span_s:g} s "
+            "(one decision interval) is needed; check the timestamps' unit"
+        )
     grid = np.arange(math.ceil(t[0]), math.floor(t[-1]) + 1, dtype=np.int64)
     if grid.size == 0:
         raise TraceError(f"{path}: the trace spans less than one whole second")
