@@ -60,8 +60,9 @@ def load_replay_trace(trace: str, hours: float, seed: int) -> tuple[pd.Series, s
 class _Progress:
     """A one-line text progress bar on ``stream`` (no dependency)."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
-        self.total, self.done, self.stream, self.t0 = total, 0, stream, time.perf_counter()
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        # sys.stderr is read now, not at import: a caller (the CLI's test runner) may have swapped it since.
+        self.total, self.done, self.stream, self.t0 = total, 0, stream or sys.stderr, time.perf_counter()
 
     def step(self, label: str) -> None:
         self.done += 1
@@ -102,17 +103,22 @@ def run_replay(
     settings: ReplaySettings,
     *,
     workers: int = 2,
-    progress: TextIO | None = sys.stderr,
+    progress: TextIO | bool | None = True,
     space: ConfigSpace | None = None,
     profile: ClusterProfile | None = None,
 ) -> dict[str, PolicyRun]:
     """Replay every policy on ``trace``; ``workers`` > 1 uses processes. Result ordered as ``policies``.
 
     ``profile`` is the twin's cluster profile (default: the built-in one for ``workload``).
+    ``progress``: a stream for the progress bar, True for standard error (read at call time), None or False for none.
     """
     prof = profile or ClusterProfile.default(workload)
     space = space or default_space()
-    bar = _Progress(len(policies), progress) if progress is not None else None
+    bar = None
+    if progress is True:
+        bar = _Progress(len(policies))
+    elif progress:
+        bar = _Progress(len(policies), progress)
     runs: dict[str, PolicyRun] = {}
     # Slowest first so the two processes finish together.
     order = sorted(policies, key=lambda p: {"demeter": 0, "flinktune": 1}.get(p, 2))
