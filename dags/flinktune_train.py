@@ -47,7 +47,7 @@ def flinktune_train() -> None:
     @task(execution_timeout=timedelta(minutes=30))
     def profile(params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.orchestration.backends import load_backends
+        from flinktune.backends.choice import load_backends
 
         if load_backends().cluster != "twin":
             from airflow.sdk.exceptions import AirflowSkipException

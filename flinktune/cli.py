@@ -543,7 +543,7 @@ def fleet_list(
         if file is not None:
             fleet = load_fleet_file(file)
         else:
-            from flinktune.orchestration.cluster import kubernetes_api
+            from flinktune.backends.cluster import kubernetes_api
 
             fleet = discover_flinkdeployments(kubernetes_api(), namespace)
     except FleetError as exc:

@@ -128,7 +128,7 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
 
     configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root, request_timeout_s=settings.timeouts.mlflow_request_s,
               max_retries=settings.timeouts.mlflow_retries)  # fmt: skip
-    from flinktune.orchestration.backends import load_backends
+    from flinktune.backends.choice import load_backends
 
     on_twin = load_backends().cluster == "twin"
     twin_dir = job_dir(settings.twin_dir, job)

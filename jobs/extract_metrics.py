@@ -66,7 +66,7 @@ def run(
         client = PrometheusClient(resolve_endpoint(conn_id), timeout_s=settings.timeouts.http_request_s)
         result = extract_prometheus(client, sink, job=job, start_ms=start_ms, end_ms=end_ms, step_s=step_s, chunk_s=chunk_s)
     elif source == "flink-rest":
-        from flinktune.extract.flink_rest import collect_flink_rest, rest_source
+        from flinktune.localflink.rest_extract import collect_flink_rest, rest_source
 
         clock = clock or SystemClock()
         if start_ms < clock.now() * 1000 - interval_s * 1000:

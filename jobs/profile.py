@@ -86,7 +86,7 @@ def run(
     profiling observations (the real profiler is the ``flinktune_profile`` DAG).
     """
     job = job_name(job)  # before it reaches any path, model name or API call
-    from flinktune.orchestration.backends import load_backends
+    from flinktune.backends.choice import load_backends
 
     if load_backends().cluster != "twin":
         raise ValueError(

@@ -51,7 +51,7 @@ def _profiling_observations(settings: Settings, job: str) -> pd.DataFrame | None
 
 def comparison_for(inputs: ReportInputs, settings: Settings, policies: tuple[str, ...] = COUNTERFACTUAL_POLICIES) -> tuple[object, str]:
     """(the comparison on the same load, or None, and a note saying why there is none)."""
-    from flinktune.orchestration.backends import load_backends
+    from flinktune.backends.choice import load_backends
     from flinktune.twin.job_store import TWIN_FILE, job_dir, load_job
 
     if load_backends().cluster != "twin":

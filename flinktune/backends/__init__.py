@@ -6,7 +6,10 @@ where profiling runs, and whether the cluster rescales in place (:meth:`Backend.
 in-place rule of :mod:`flinktune.decision.reconfig`). One factory per kind:
 :func:`~flinktune.backends.twin.twin_backend`, :func:`~flinktune.backends.kubernetes.kubernetes_backend`,
 :func:`~flinktune.backends.local_flink.local_flink_backend` (import them from their modules: each
-pulls in its cluster's client).
+pulls in its cluster's client). Which kind a deployment uses comes from the environment
+(:func:`flinktune.backends.choice.load_backends`: ``FLINKTUNE_CLUSTER``, ``FLINKTUNE_TRAINING``,
+``FLINKTUNE_SPARK_SUBMIT``); :mod:`flinktune.backends.cluster` builds the configured realizer and the
+Kubernetes client. Jobs and tasks import these from here, never from ``flinktune.orchestration``.
 """
 
 from flinktune.backends.backend import CLUSTER_KINDS, Backend

@@ -23,11 +23,11 @@ def kubernetes_backend(
     budget_s: float | None = None,
 ) -> Backend:
     """The FlinkDeployment ``job`` (with ``FLINKTUNE_CLUSTER=kubernetes``, the namespace and vertex ids
-    from ``environ``: :func:`flinktune.orchestration.cluster.make_realizer`), read through ``source``
+    from ``environ``: :func:`flinktune.backends.cluster.make_realizer`), read through ``source``
     (the raw lake the extractor keeps fresh). No profiler: the ``flinktune_profile`` DAG carries out profile decisions.
     In place only on Flink >= 1.18 (checked per patch by the realizer). ``timeouts`` and ``budget_s``
-    bound every API call and one apply (see :func:`~flinktune.orchestration.cluster.make_realizer`)."""
-    from flinktune.orchestration.cluster import make_realizer
+    bound every API call and one apply (see :func:`~flinktune.backends.cluster.make_realizer`)."""
+    from flinktune.backends.cluster import make_realizer
 
     return Backend(
         "kubernetes",

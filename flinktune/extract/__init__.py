@@ -1,7 +1,8 @@
 """Extractors: metrics sources -> raw parquet in the lake (``raw/metrics/job=/date=/hour=``).
 
 - :mod:`flinktune.extract.prometheus`: Prometheus ``query_range``, chunked, retried, streamed.
-- :mod:`flinktune.extract.flink_rest`: live polling of Flink's REST API.
+- live polling of Flink's REST API lives with the Flink REST client: :mod:`flinktune.localflink.rest_extract`
+  (this package never imports a cluster's client).
 - :mod:`flinktune.extract.sources`: any ``MetricsSource`` (the twin, a REST buffer).
 - :mod:`flinktune.extract.sink`: hour-aligned chunks and the idempotent raw writer they share.
 - :mod:`flinktune.extract.endpoint`: Prometheus URL and credentials (environment or Airflow).

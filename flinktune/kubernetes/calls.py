@@ -1,6 +1,6 @@
 """Bounded Kubernetes API calls: a client whose every request has a timeout and bounded retries.
 
-Use :func:`bounded_api` wherever a ``CustomObjectsApi`` is made (:func:`flinktune.orchestration.cluster.kubernetes_api`,
+Use :func:`bounded_api` wherever a ``CustomObjectsApi`` is made (:func:`flinktune.backends.cluster.kubernetes_api`,
 the tests' local API server), and pass :func:`request_timeout` as ``_request_timeout`` on each call.
 Retries are urllib3's own ``Retry`` on the client's pool: connection errors are retried for every
 verb (nothing was sent), read timeouts and HTTP 5xx only for GET (a PATCH that timed out may have

@@ -10,9 +10,8 @@ Import what you need from the submodules:
 - :mod:`flinktune.orchestration.dag_wiring`: assets, typed params and default args shared by ``dags/``.
 - :mod:`flinktune.orchestration.triggers`: what a run may do given how it was started (unknown conf keys,
   ``dry_run`` per run type, the job an asset-triggered run acts on); ``dag_wiring.task_params`` calls it.
-- :mod:`flinktune.orchestration.tasks`: the task bodies the DAGs call, behind the back-end switches.
-- :mod:`flinktune.orchestration.backends`: ``FLINKTUNE_CLUSTER`` / ``FLINKTUNE_TRAINING`` / ``FLINKTUNE_SPARK_SUBMIT``.
-- :mod:`flinktune.orchestration.cluster`: ``make_realizer(job, twin=...)``: twin or Kubernetes realizer.
+- :mod:`flinktune.orchestration.tasks`: the task bodies the DAGs call, behind the back-end switches
+  (:mod:`flinktune.backends.choice`; the realizer from :mod:`flinktune.backends.cluster`).
 - :mod:`flinktune.orchestration.trainer_pod`, :mod:`flinktune.orchestration.spark_submit`: production training and ETL.
 - :mod:`flinktune.orchestration.overview`, :mod:`flinktune.orchestration.overview_html`: the plugin's job pages.
 """

@@ -2,7 +2,7 @@
 
 Use :func:`spark_submit_command` to build the command for ``jobs/etl_features.py`` and
 :func:`run_spark_submit` to run it (the ingest DAG does so when ``FLINKTUNE_SPARK_SUBMIT`` is
-``client`` or ``cluster``; see :mod:`flinktune.orchestration.backends`). The master is
+``client`` or ``cluster``; see :mod:`flinktune.backends.choice`). The master is
 ``FLINKTUNE_SPARK_MASTER``; extra properties come from ``FLINKTUNE_SPARK_CONF`` (a JSON object, as
 for the in-process ETL) and, on Kubernetes, ``FLINKTUNE_SPARK_IMAGE`` (the image of
 ``docker/Dockerfile.spark-job``), ``FLINKTUNE_K8S_NAMESPACE`` and ``FLINKTUNE_SPARK_SERVICE_ACCOUNT``.

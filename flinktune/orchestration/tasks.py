@@ -1,6 +1,6 @@
 """What the DAG tasks do, behind the back-end switches: the DAG files call these and nothing else.
 
-Each function is one task's body: it resolves :func:`flinktune.orchestration.backends.load_backends`
+Each function is one task's body: it resolves :func:`flinktune.backends.choice.load_backends`
 and settings at run time, imports the job it needs lazily (DAG files must parse fast), and returns
 a JSON-ready dict or list (the task's XCom). Errors name the param, variable or file at fault.
 
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from flinktune.orchestration.backends import load_backends
+from flinktune.backends.choice import load_backends
 
 __all__ = ["etl_features", "profile_config", "profile_request", "replay", "suggest_profile_configs", "train"]
 
@@ -105,10 +105,10 @@ def profile_config(job: str, config: Mapping[str, Any], *, rates: Sequence[float
 def _profile_on_kubernetes(job: str, config: Mapping[str, Any], *, rates: Sequence[float], duration_s: int) -> dict[str, Any]:
     import os
 
+    from flinktune.backends.cluster import kubernetes_api
     from flinktune.config_space import Configuration
     from flinktune.kubernetes.profiling import ResourceBudget, run_profiling_deployment
     from flinktune.lake import Lake, LakeMetricsSource
-    from flinktune.orchestration.cluster import kubernetes_api
     from jobs.profile import _write_observations
 
     namespace = os.environ.get("FLINKTUNE_K8S_NAMESPACE", "").strip()

@@ -226,9 +226,9 @@ CASES.update({
     "jobs.report[no_features]": (job("report", "--job", "demo"), "no curated features for job 'demo'"),
     "jobs.train_surrogate[no_observations]": (job("train_surrogate", "--job", "demo"), "has no parquet files for job 'demo'"),
     "jobs.etl_features[end_before_start]": (job("etl_features", "--job", "demo", "--start-ms", "10", "--end-ms", "5"), "must be after start_ms"),
-    "kubeconfig[missing]": (lib(lambda tmp: __import__("flinktune.orchestration.cluster").orchestration.cluster.kubernetes_api(
+    "kubeconfig[missing]": (lib(lambda tmp: __import__("flinktune.backends.cluster").backends.cluster.kubernetes_api(
         {"KUBECONFIG": str(tmp / "in" / "kubeconfig")})), "cannot load the kubeconfig"),
-    "kubeconfig[in_cluster_without_token]": (lib(lambda tmp: __import__("flinktune.orchestration.cluster").orchestration.cluster.kubernetes_api(
+    "kubeconfig[in_cluster_without_token]": (lib(lambda tmp: __import__("flinktune.backends.cluster").backends.cluster.kubernetes_api(
         {"KUBERNETES_SERVICE_HOST": "10.0.0.1"})), "in-cluster service account"),
 })
 

@@ -149,7 +149,7 @@ def test_a_job_that_never_becomes_stable_costs_at_most_the_apply_budget():
 
 
 def test_make_realizer_bounds_calls_and_the_apply_from_settings():
-    from flinktune.orchestration.cluster import make_realizer
+    from flinktune.backends.cluster import make_realizer
     from flinktune.settings import Settings
 
     s = Settings(decision_interval_s=300, timeouts={"kubernetes_request_s": 3.0, "apply_budget_s": 900.0})

@@ -10,8 +10,8 @@ import pytest
 from kubernetes.client import ApiClient
 
 from flinktune.config_space import ConfigError
-from flinktune.orchestration.backends import BackendError, Backends, load_backends
-from flinktune.orchestration.cluster import make_realizer
+from flinktune.backends.choice import BackendError, Backends, load_backends
+from flinktune.backends.cluster import make_realizer
 from flinktune.orchestration.spark_submit import IMAGE_APP, SparkSubmitError, spark_submit_command
 from flinktune.orchestration.tasks import suggest_profile_configs
 from flinktune.orchestration.trainer_pod import TrainerPodConfig, TrainerPodError, run_trainer_pod, trainer_pod

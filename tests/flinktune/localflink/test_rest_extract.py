@@ -11,7 +11,7 @@ import pytest
 from json_http import JsonHandler
 
 from flinktune.clock import ManualClock
-from flinktune.extract.flink_rest import collect_flink_rest, rest_source
+from flinktune.localflink.rest_extract import collect_flink_rest, rest_source
 from flinktune.extract.sink import RawSink
 from flinktune.extract.sources import extract_from_source
 from flinktune.lake import Lake

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from flinktune.orchestration.backends import BackendError, load_backends
+from flinktune.backends.choice import BackendError, load_backends
 
 __all__ = ["kubernetes_api", "make_realizer"]
 
