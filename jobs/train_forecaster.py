@@ -41,6 +41,7 @@ from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
+from models.forecasting.base import ForecastingModel
 
 __all__ = ["run", "main", "read_rate_history", "build_candidate", "CANDIDATES", "PROMOTION_METRIC"]
 
@@ -78,7 +79,7 @@ def read_rate_history(lake: Lake, job: str) -> pd.Series:
     return pd.Series(df["input_rate"].astype("float64").to_numpy(), index=pd.DatetimeIndex(ts), name="input_rate").sort_index()
 
 
-def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, device: str, seed: int) -> Any:
+def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, device: str, seed: int) -> ForecastingModel:
     """A fresh forecaster for candidate ``name`` (one of :data:`CANDIDATES`, or ``darts-ets``)."""
     from models.forecasting.darts_forecaster import DartsQuantileForecaster
     from models.forecasting.darts_peak import DartsPeakForecaster
@@ -131,22 +132,16 @@ def _plot(result: Any, rule: str):
     return fig
 
 
-def _log_candidate(experiment_id: str, name: str, model: Any, metrics: dict, fig, tags: dict) -> str:
+def _log_candidate(experiment_id: str, name: str, model: ForecastingModel, metrics: dict, fig, tags: dict) -> str:
     import mlflow
 
     with mlflow.start_run(experiment_id=experiment_id, run_name=name) as run:
         mlflow.log_params({"candidate": name, **{k: json.dumps(v) if isinstance(v, (list, tuple, dict)) else v
-                                                 for k, v in _params(model).items()}})
+                                                 for k, v in model.params().items()}})
         mlflow.log_metrics({k: float(v) for k, v in metrics.items() if isinstance(v, float) and math.isfinite(v)})
         mlflow.set_tags({**tags, "planning_rule": metrics["rule"], "role": "candidate"})
         mlflow.log_figure(fig, "plots/backtest.png")
     return run.info.run_id
-
-
-def _params(model: Any) -> dict:
-    if hasattr(model, "params"):
-        return model.params()
-    return {"bin_s": model.bin_s, "season_s": model.season_s, "default_horizon_s": model.default_horizon_s}
 
 
 def _champion_on_window(name: str, series: pd.Series, spans: dict, settings: Settings, max_under_rate: float) -> dict | None:
@@ -220,9 +215,9 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
                                  f"{n_select} + {n_hold} bins to choose the rules and report the backtest")
     # A candidate that needs more history than there is sits this round out (with a log line);
     # only when none can train is the history too short.
-    fits = {c: getattr(m, "min_fit_bins", 0) <= n_first_fit for c, m in models.items()}
-    registrable_needs = [m.min_fit_bins for m in models.values() if hasattr(m, "save")]
-    if registrable_needs and not any(fits[c] for c, m in models.items() if hasattr(m, "save")):
+    fits = {c: m.min_fit_bins <= n_first_fit for c, m in models.items()}
+    registrable_needs = [m.min_fit_bins for m in models.values() if m.registrable]
+    if registrable_needs and not any(fits[c] for c, m in models.items() if m.registrable):
         need = min(registrable_needs)
         raise ForecastInputError(
             f"{where}: {len(series)} bins of {bin_s}s is too short to train ({need} bins) "
@@ -242,9 +237,9 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     tags = {"job": job, "select_start": spans["select_start"].isoformat(), "window_start": spans["report_start"].isoformat(),
             "window_end": series.index[-1].isoformat()}
     results, scores, figs, backtests = {}, {}, {}, {}
-    registrable = [c for c in candidates if hasattr(models[c], "save")]  # seasonal naive is a yardstick only
+    registrable = [c for c in candidates if models[c].registrable]  # seasonal naive is a yardstick only
     if not registrable:
-        raise ValueError(f"candidates {list(candidates)}: none can be registered (all lack save)")
+        raise ValueError(f"candidates {list(candidates)}: none can be registered (all are yardsticks: registrable=False)")
     for cand, model in models.items():
         backtest = backtest_select_then_report(model, series, max_under_rate=max_under_rate, **spans)
         backtests[cand], results[cand], scores[cand] = backtest, backtest.report, backtest.metrics
@@ -268,14 +263,14 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     metrics["train_bins"] = float(len(series))
     if champion is not None:
         metrics.update({f"champion_{k}": v for k, v in champion.items() if isinstance(v, float)})
-    history = series.iloc[-max(getattr(model, "input_bins", 0), 240):]
+    history = series.iloc[-max(model.predict_bins, 240):]
     example = pd.DataFrame({"ts": history.index.as_unit("ns").asi8 // 10**6, "value": history.to_numpy()})
     signature = infer_signature(example, model.predict(series, horizon_s).to_frame(), params={"horizon_s": horizon_s})
     with tempfile.TemporaryDirectory(prefix="flinktune-forecaster-") as tmp:
         model_dir = model.save(Path(tmp) / "model")
         version = registry.log_and_register(
             name, ForecasterPyfunc(horizon_s=horizon_s),
-            params={"job": job, "candidate": best, "model": model.name, **_params(model), "horizon_s": horizon_s,
+            params={"job": job, "candidate": best, "model": model.name, **model.params(), "horizon_s": horizon_s,
                     "holdout_frac": holdout_frac, "select_refits": select_refits, "planning_rule": scores[best]["rule"],
                     "peak_rule": scores[best]["peak_rule"],
                     "history_start": series.index[0].isoformat(), "history_end": series.index[-1].isoformat()},
