@@ -84,7 +84,7 @@ def _quantile_mean(levels: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 class DartsQuantileForecaster(ForecastingModel):
-    """TiDE + quantile regression on ``bin_s`` bins; implements the ``Forecaster`` protocol.
+    """TiDE + quantile regression on ``bin_s`` bins; a :class:`ForecastingModel`.
 
     Parameters: ``input_bins`` of context (default 60 = one hour of minutes), ``output_bins`` per
     network step (horizons beyond it are rolled out by sampling), ``n_epochs`` (keep small in
