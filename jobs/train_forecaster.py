@@ -5,20 +5,26 @@ columns ``window_start``, ``input_rate``) and holds out the latest ``holdout_fra
 report window, and the span of half its length just before it as the selection span
 (:func:`models.forecasting.backtest.backtest_select_then_report`, an origin every ``stride_bins``
 minutes). Every candidate (the direct peak model, TiDE, Theta, seasonal naive, the Demeter ARIMA
-baseline, ...) is fitted on the data before the selection span, chooses its planning and peak
+baseline, ...) is fitted on the data before the selection span, chooses its backtest and peak
 rules there, is refitted on the data before the report window and scored on all of its origins,
 then logged to MLflow with its params, metrics and a backtest plot. The best candidate is chosen
 by the benchmark's champion rule (:func:`models.forecasting.champion.choose_champion`: lowest
 peak MAE on the selection span among those whose under-forecast rate there is at most
 ``max_under_rate``), refit on the whole history and registered as a new version of
-``flinktune-forecaster-<job>``, with its planning and peak rules, its report and selection
+``flinktune-forecaster-<job>``, with its backtest and peak rules, its report and selection
 metrics (``selection_*``) and the reason for the choice (tag ``champion_rule``).
+
+The backtest rule (``backtest_rule``, a :func:`models.forecasting.planning.planned_rate` rule) is
+how a candidate is scored: its under-forecast rate and over-provisioning are measured at it. No
+policy plans with it: the flinktune policy plans at its own quantile, the same in the replay and
+in the decide job, so it is recorded as a scoring detail, not tagged as a planning rule.
 
 Champion/challenger: the current ``@champion`` is backtested on the SAME spans (its saved model
 when it was trained before the selection span starts; otherwise, to avoid scoring it on data it has seen,
 a fresh model with its params fitted on the same training part). The alias moves only when the
 challenger's ``peak_mae`` is below the champion's by more than ``margin`` (relative) and its
-under-forecast rate is acceptable; the decision is written on the version as the tag ``promotion``.
+under-forecast rate is acceptable (:func:`models.registry.promote`, the surrogate's path too); the
+decision is written on the version as the tag ``promotion``.
 
 ``python -m jobs.train_forecaster --job demo`` prints a one-line JSON summary.
 """
@@ -41,6 +47,7 @@ from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
+from models.forecasting.base import ForecastingModel
 
 __all__ = ["run", "main", "read_rate_history", "build_candidate", "CANDIDATES", "PROMOTION_METRIC"]
 
@@ -78,7 +85,7 @@ def read_rate_history(lake: Lake, job: str) -> pd.Series:
     return pd.Series(df["input_rate"].astype("float64").to_numpy(), index=pd.DatetimeIndex(ts), name="input_rate").sort_index()
 
 
-def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, device: str, seed: int) -> Any:
+def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, device: str, seed: int) -> ForecastingModel:
     """A fresh forecaster for candidate ``name`` (one of :data:`CANDIDATES`, or ``darts-ets``)."""
     from models.forecasting.darts_forecaster import DartsQuantileForecaster
     from models.forecasting.darts_peak import DartsPeakForecaster
@@ -131,22 +138,16 @@ def _plot(result: Any, rule: str):
     return fig
 
 
-def _log_candidate(experiment_id: str, name: str, model: Any, metrics: dict, fig, tags: dict) -> str:
+def _log_candidate(experiment_id: str, name: str, model: ForecastingModel, metrics: dict, fig, tags: dict) -> str:
     import mlflow
 
     with mlflow.start_run(experiment_id=experiment_id, run_name=name) as run:
         mlflow.log_params({"candidate": name, **{k: json.dumps(v) if isinstance(v, (list, tuple, dict)) else v
-                                                 for k, v in _params(model).items()}})
+                                                 for k, v in model.params().items()}})
         mlflow.log_metrics({k: float(v) for k, v in metrics.items() if isinstance(v, float) and math.isfinite(v)})
-        mlflow.set_tags({**tags, "planning_rule": metrics["rule"], "role": "candidate"})
+        mlflow.set_tags({**tags, "backtest_rule": metrics["rule"], "role": "candidate"})
         mlflow.log_figure(fig, "plots/backtest.png")
     return run.info.run_id
-
-
-def _params(model: Any) -> dict:
-    if hasattr(model, "params"):
-        return model.params()
-    return {"bin_s": model.bin_s, "season_s": model.season_s, "default_horizon_s": model.default_horizon_s}
 
 
 def _champion_on_window(name: str, series: pd.Series, spans: dict, settings: Settings, max_under_rate: float) -> dict | None:
@@ -181,10 +182,9 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     champion's on the same window. ``select_refits`` > 1 chains forward over the selection span (a
     refit before each of that many parts: steadier rules on a long span, that many more fits per
     candidate). Returns ``{model_name, version, promoted, champion, best,
-    planning_rule, metrics, champion_metrics, candidates: {name: metrics}}``.
+    backtest_rule, peak_rule, promotion, metrics, champion_metrics, candidates: {name: metrics}}``.
     """
     import matplotlib.pyplot as plt
-    from mlflow import MlflowClient
     from mlflow.models import infer_signature
 
     from models import registry
@@ -220,9 +220,9 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
                                  f"{n_select} + {n_hold} bins to choose the rules and report the backtest")
     # A candidate that needs more history than there is sits this round out (with a log line);
     # only when none can train is the history too short.
-    fits = {c: getattr(m, "min_fit_bins", 0) <= n_first_fit for c, m in models.items()}
-    registrable_needs = [m.min_fit_bins for m in models.values() if hasattr(m, "save")]
-    if registrable_needs and not any(fits[c] for c, m in models.items() if hasattr(m, "save")):
+    fits = {c: m.min_fit_bins <= n_first_fit for c, m in models.items()}
+    registrable_needs = [m.min_fit_bins for m in models.values() if m.registrable]
+    if registrable_needs and not any(fits[c] for c, m in models.items() if m.registrable):
         need = min(registrable_needs)
         raise ForecastInputError(
             f"{where}: {len(series)} bins of {bin_s}s is too short to train ({need} bins) "
@@ -242,9 +242,9 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     tags = {"job": job, "select_start": spans["select_start"].isoformat(), "window_start": spans["report_start"].isoformat(),
             "window_end": series.index[-1].isoformat()}
     results, scores, figs, backtests = {}, {}, {}, {}
-    registrable = [c for c in candidates if hasattr(models[c], "save")]  # seasonal naive is a yardstick only
+    registrable = [c for c in candidates if models[c].registrable]  # seasonal naive is a yardstick only
     if not registrable:
-        raise ValueError(f"candidates {list(candidates)}: none can be registered (all lack save)")
+        raise ValueError(f"candidates {list(candidates)}: none can be registered (all are yardsticks: registrable=False)")
     for cand, model in models.items():
         backtest = backtest_select_then_report(model, series, max_under_rate=max_under_rate, **spans)
         backtests[cand], results[cand], scores[cand] = backtest, backtest.report, backtest.metrics
@@ -268,42 +268,38 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     metrics["train_bins"] = float(len(series))
     if champion is not None:
         metrics.update({f"champion_{k}": v for k, v in champion.items() if isinstance(v, float)})
-    history = series.iloc[-max(getattr(model, "input_bins", 0), 240):]
+    history = series.iloc[-max(model.predict_bins, 240):]
     example = pd.DataFrame({"ts": history.index.as_unit("ns").asi8 // 10**6, "value": history.to_numpy()})
     signature = infer_signature(example, model.predict(series, horizon_s).to_frame(), params={"horizon_s": horizon_s})
     with tempfile.TemporaryDirectory(prefix="flinktune-forecaster-") as tmp:
         model_dir = model.save(Path(tmp) / "model")
         version = registry.log_and_register(
             name, ForecasterPyfunc(horizon_s=horizon_s),
-            params={"job": job, "candidate": best, "model": model.name, **_params(model), "horizon_s": horizon_s,
-                    "holdout_frac": holdout_frac, "select_refits": select_refits, "planning_rule": scores[best]["rule"],
+            params={"job": job, "candidate": best, "model": model.name, **model.params(), "horizon_s": horizon_s,
+                    "holdout_frac": holdout_frac, "select_refits": select_refits, "backtest_rule": scores[best]["rule"],
                     "peak_rule": scores[best]["peak_rule"],
                     "history_start": series.index[0].isoformat(), "history_end": series.index[-1].isoformat()},
             metrics=metrics, artifacts={"model": str(model_dir)}, files={"backtest": figs[best]}, experiment=name,
             pip_requirements=["mlflow==3.17.2", "darts==0.48.1", "torch==2.13.0", "pmdarima==2.1.1",
                               "scikit-learn==1.9.1"],
-            tags={**tags, "planning_rule": scores[best]["rule"], "peak_rule": scores[best]["peak_rule"],
+            tags={**tags, "backtest_rule": scores[best]["rule"], "peak_rule": scores[best]["peak_rule"],
                   "role": "challenger", "champion_rule": choice.reason}, signature=signature,
         )
     for fig in figs.values():
         plt.close(fig)
-    client = MlflowClient()
-    client.set_model_version_tag(name, version, "planning_rule", scores[best]["rule"])
-    if champion is None:
-        promoted, why = True, "no champion yet"
-    else:
-        limit = champion["peak_mae"] * (1 - margin)
+    requirement = None
+    if champion is not None:
         safe_enough = scores[best]["under_rate"] <= max(max_under_rate, champion["under_rate"])
-        promoted = scores[best]["peak_mae"] < limit and safe_enough
-        why = (f"same window from {spans['report_start'].isoformat()}: peak_mae {scores[best]['peak_mae']:.6g} vs champion "
-               f"v{champion['version']} {champion['peak_mae']:.6g} (needs < {limit:.6g}, margin {margin:g}); "
-               f"under_rate {scores[best]['under_rate']:.3g} vs {champion['under_rate']:.3g}")
-    if promoted:
-        client.set_registered_model_alias(name, registry.CHAMPION, version)
-    client.set_model_version_tag(name, version, "promotion", f"{'promoted' if promoted else 'kept champion'}: {why}")
-    return {"model_name": name, "version": version, "promoted": promoted, "champion": registry.champion_version(name),
+        requirement = (safe_enough, f"under_rate {scores[best]['under_rate']:.3g} vs {champion['under_rate']:.3g}")
+    promotion = registry.promote(
+        name, version, PROMOTION_METRIC, challenger=scores[best][PROMOTION_METRIC],
+        incumbent=None if champion is None else champion[PROMOTION_METRIC], margin=margin, relative=True,
+        requirement=requirement, context=f"same window from {spans['report_start'].isoformat()}",
+    )
+    return {"model_name": name, "version": version, "promoted": promotion.promoted, "promotion": promotion.reason,
+            "champion": registry.champion_version(name),
             "best": best, "best_reason": choice.reason, "select_start": spans["select_start"].isoformat(),
-            "report_start": spans["report_start"].isoformat(), "planning_rule": scores[best]["rule"],
+            "report_start": spans["report_start"].isoformat(), "backtest_rule": scores[best]["rule"],
             "peak_rule": scores[best]["peak_rule"], "metrics": metrics,
             "champion_metrics": champion, "candidates": scores, "skipped": skipped}
 

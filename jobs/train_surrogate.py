@@ -137,7 +137,6 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
             for outcome, w in model.weights((lo + hi) / 2).items():
                 if w["kind"] == "rgpe":
                     metrics[f"rgpe_target_weight.{outcome}.b{b}"] = w["weights"]["target"]
-    finite = all(np.isfinite(v) for v in metrics.values())
     name = f"flinktune-surrogate-{job}"
     registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
     with tempfile.TemporaryDirectory(prefix="flinktune-surrogate-") as tmp:
@@ -152,8 +151,12 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
             experiment=name,
             pip_requirements=["mlflow==3.17.2", "botorch==0.18.1", "torch==2.13.0"],
         )
-    promoted = finite and registry.promote_if_better(name, version, PROMOTION_METRIC, margin=0.0, lower_is_better=False)
-    return {"model_name": name, "version": version, "promoted": bool(promoted),
+    bad = sorted(k for k, v in metrics.items() if not np.isfinite(v))
+    promotion = registry.promote(
+        name, version, PROMOTION_METRIC, challenger=metrics[PROMOTION_METRIC], lower_is_better=False,
+        requirement=(not bad, f"finite metrics{' (non-finite: ' + ', '.join(bad) + ')' if bad else ''}"),
+    )
+    return {"model_name": name, "version": version, "promoted": promotion.promoted, "promotion": promotion.reason,
             "champion": registry.champion_version(name), "metrics": metrics}
 
 

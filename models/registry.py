@@ -1,14 +1,15 @@
 """MLflow helpers: log a trained model, register it, promote it to ``@champion``, load the champion.
 
-Use these from training jobs (``log_and_register`` then ``promote_if_better``) and from the
+Use these from training jobs (``log_and_register`` then ``promote``) and from the
 decision loop (``load_champion``). Call :func:`configure` first: it points MLflow at a tracking
 URI (SQLite by default) and remembers the artifact root under which every experiment gets its own
 folder (``<artifact_root>/<experiment>``), so artifacts never land in the working directory.
 
-Promotion rule: the alias ``champion`` moves to a candidate version when there is no champion
-yet, when the champion's run lacks the metric (it cannot defend its title), or when the candidate
-beats the champion's value of the same metric by more than ``margin`` (absolute, in the metric's
-unit; strictly). Each decision is written on the candidate version as the tag ``promotion``.
+Promotion rule (:func:`promote`, the one path of both model kinds): the alias ``champion`` moves
+to a candidate version when there is no champion yet, when the champion lacks the metric (it
+cannot defend its title), or when the candidate beats the champion's value of the same metric by
+more than ``margin`` (absolute, or relative to the champion's value; strictly), and any extra
+requirement holds. Each decision is written on the candidate version as the tag ``promotion``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import math
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -37,7 +39,8 @@ __all__ = [
     "configure",
     "ensure_experiment",
     "log_and_register",
-    "promote_if_better",
+    "Promotion",
+    "promote",
     "champion_version",
     "load_champion",
     "version_metric",
@@ -186,32 +189,71 @@ def champion_version(model_name: str) -> str | None:
                                     f"({exc.error_code}: {detail})") from None  # fmt: skip
 
 
-def promote_if_better(
-    model_name: str, version: str, metric: str, margin: float = 0.0, *, lower_is_better: bool = True
-) -> bool:
-    """Move ``@champion`` to ``version`` when it wins under the module's promotion rule; True if moved."""
+@dataclass(frozen=True)
+class Promotion:
+    """The outcome of :func:`promote`: whether ``@champion`` moved, and why (the version's ``promotion`` tag)."""
+
+    promoted: bool
+    reason: str
+
+
+def promote(
+    model_name: str,
+    version: str,
+    metric: str,
+    *,
+    challenger: float | None = None,
+    incumbent: float | None = None,
+    margin: float = 0.0,
+    relative: bool = False,
+    lower_is_better: bool = True,
+    requirement: tuple[bool, str] | None = None,
+    context: str = "",
+) -> Promotion:
+    """Champion/challenger for every model kind: move ``@champion`` to ``version`` when it wins.
+
+    The one promotion path of the training jobs (forecaster and surrogate). ``challenger`` is the
+    version's value of ``metric`` (None: read from its run); ``incumbent`` the champion's value on
+    the same data (None: read from the champion's run; a forecaster passes its re-backtest on the
+    challenger's window). The challenger must beat it by more than ``margin`` (absolute, or a
+    fraction of the champion's value when ``relative``), strictly. ``requirement`` is an extra
+    condition as ``(met, what was checked)``: unmet, the version is not promoted even without a
+    champion. ``context`` (e.g. the scoring window) starts the comparison in the reason. The reason goes on the
+    version as the tag ``promotion`` (``promoted: ...`` or ``kept champion: ...``), with
+    ``promotion_metric``; a version that already is the champion changes nothing.
+    """
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
-    candidate = version_metric(model_name, version, metric)
-    if candidate is None:
-        raise RegistryError(f"model {model_name!r} version {version}: its run has no metric {metric!r}")
+    if challenger is None:
+        challenger = version_metric(model_name, version, metric)
+        if challenger is None:
+            raise RegistryError(f"model {model_name!r} version {version}: its run has no metric {metric!r}")
     current = champion_version(model_name)
     if current == str(version):
-        return False
-    incumbent = version_metric(model_name, current, metric) if current is not None else None
+        return Promotion(False, f"v{version} already is the champion")
+    if incumbent is None and current is not None:
+        incumbent = version_metric(model_name, current, metric)
     if current is None:
-        promote, why = True, "no champion yet"
+        wins, why = True, "no champion yet"
     elif incumbent is None:
-        promote, why = True, f"champion v{current} has no {metric}"
+        wins, why = True, f"champion v{current} has no {metric}"
     else:
-        gain = (incumbent - candidate) if lower_is_better else (candidate - incumbent)
-        promote = gain > margin
-        why = f"{metric} {candidate:.6g} vs champion v{current} {incumbent:.6g} (gain {gain:.6g}, margin {margin:g})"
+        step = abs(incumbent) * margin if relative else margin
+        limit = incumbent - step if lower_is_better else incumbent + step
+        wins = challenger < limit if lower_is_better else challenger > limit
+        why = (f"{context + ': ' if context else ''}{metric} {challenger:.6g} vs champion v{current} {incumbent:.6g} "
+               f"(needs {'<' if lower_is_better else '>'} {limit:.6g}, margin {margin:g}{' relative' if relative else ''})")
+    if requirement is not None:
+        met, what = requirement
+        wins = wins and met
+        why = f"{why}; {what}{'' if met else ' (not met)'}"
+    reason = f"{'promoted' if wins else 'kept champion'}: {why}"
     client = _client()
-    if promote:
+    if wins:
         client.set_registered_model_alias(model_name, CHAMPION, str(version))
-    client.set_model_version_tag(model_name, str(version), "promotion", f"{'promoted' if promote else 'kept champion'}: {why}")
-    return promote
+    client.set_model_version_tag(model_name, str(version), "promotion", reason)
+    client.set_model_version_tag(model_name, str(version), "promotion_metric", metric)
+    return Promotion(wins, reason)
 
 
 def load_champion(model_name: str) -> Any:

@@ -1,5 +1,6 @@
 """Workload forecasting: predict the input rate of the next bins with quantiles.
 
+Every forecaster derives from ``ForecastingModel`` (fit, predict, the history it needs, save/load).
 ``DartsQuantileForecaster`` (TiDE, darts), ``DartsPeakForecaster`` (darts quantile regression of
 the next bins and their peak from fine-grained covariates) and ``DirectPeakForecaster`` (boosted
 quantile trees for the next bins and their peak) are the learned models, ``choose_champion`` picks
@@ -14,6 +15,7 @@ import importlib
 from typing import Any
 
 __all__ = [
+    "ForecastingModel",
     "DartsQuantileForecaster",
     "DartsPeakForecaster",
     "DirectPeakForecaster",
@@ -26,6 +28,7 @@ __all__ = [
 ]
 
 _HOME = {
+    "ForecastingModel": "models.forecasting.base",
     "DartsQuantileForecaster": "models.forecasting.darts_forecaster",
     "DartsPeakForecaster": "models.forecasting.darts_peak",
     "choose_champion": "models.forecasting.champion",

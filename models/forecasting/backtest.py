@@ -43,6 +43,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from models.forecasting.base import ForecastingModel
 from models.forecasting.planning import planned_rate
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
@@ -129,14 +130,15 @@ class BacktestResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _origin_forecasts(model: Any, window: BacktestWindow, inputs: pd.Series) -> list[QuantileForecast]:
-    # Models whose batched forecasts read any resolution (``reads_any_resolution``) batch finer inputs too.
-    if hasattr(model, "historical_forecasts") and (inputs is window.series or getattr(model, "reads_any_resolution", False)):
+def _origin_forecasts(model: ForecastingModel, window: BacktestWindow, inputs: pd.Series) -> list[QuantileForecast]:
+    # A batched path is written for the window's own bins; only models that say they read any
+    # resolution (``reads_any_resolution``) batch finer inputs too.
+    if inputs is window.series or model.reads_any_resolution:
         return model.historical_forecasts(inputs, window.origins, window.horizon_s)
     return [model.predict(inputs[inputs.index < o], window.horizon_s) for o in window.origins]
 
 
-def run_backtest(model: Any, window: BacktestWindow, *, inputs: pd.Series | None = None, fit: bool = True,
+def run_backtest(model: ForecastingModel, window: BacktestWindow, *, inputs: pd.Series | None = None, fit: bool = True,
                  timed_predicts: int = 5) -> BacktestResult:
     """Fit ``model`` on the data before the first origin (unless ``fit=False``) and forecast every origin.
 
@@ -154,7 +156,7 @@ def run_backtest(model: Any, window: BacktestWindow, *, inputs: pd.Series | None
     forecasts = _origin_forecasts(model, window, inputs)
     for o, fc in zip(window.origins, forecasts):
         if fc.start != o or len(fc.mean) != window.horizon_bins:
-            raise RuntimeError(f"{getattr(model, 'name', model)}: forecast for origin {o} starts {fc.start} with {len(fc.mean)} bins")
+            raise RuntimeError(f"{model.name}: forecast for origin {o} starts {fc.start} with {len(fc.mean)} bins")
     timings = []
     for o in window.origins[-timed_predicts:] if timed_predicts else []:
         history = inputs[inputs.index < o]
@@ -162,7 +164,7 @@ def run_backtest(model: Any, window: BacktestWindow, *, inputs: pd.Series | None
         model.predict(history, window.horizon_s)
         timings.append(time.perf_counter() - t0)
     predict_ms = float(np.median(timings) * 1000) if timings else float("nan")
-    return BacktestResult(getattr(model, "name", type(model).__name__), window, forecasts, fit_s, predict_ms)
+    return BacktestResult(model.name, window, forecasts, fit_s, predict_ms)
 
 
 def candidate_rules(forecast: QuantileForecast, *, planning: bool = False) -> list[str]:
@@ -272,7 +274,7 @@ class SelectedBacktest:
     metrics: dict[str, Any]
 
 
-def _chained_selection(model: Any, window: BacktestWindow, refits: int, inputs: pd.Series | None) -> BacktestResult:
+def _chained_selection(model: ForecastingModel, window: BacktestWindow, refits: int, inputs: pd.Series | None) -> BacktestResult:
     """Forward chaining over the selection ``window``: ``refits`` consecutive parts of its origins,
     each forecast by the model fitted on everything before that part's first origin (``refits=1``:
     the whole span from one fit before it)."""
@@ -287,11 +289,11 @@ def _chained_selection(model: Any, window: BacktestWindow, refits: int, inputs: 
         result = run_backtest(model, sub, inputs=inputs, fit=True, timed_predicts=0)
         forecasts += result.forecasts
         fit_s += result.fit_s
-    return BacktestResult(getattr(model, "name", type(model).__name__), window, forecasts, fit_s, float("nan"),
+    return BacktestResult(model.name, window, forecasts, fit_s, float("nan"),
                           {"select_refits": refits})
 
 
-def backtest_select_then_report(model: Any, series: pd.Series, *, select_start: pd.Timestamp, report_start: pd.Timestamp,
+def backtest_select_then_report(model: ForecastingModel, series: pd.Series, *, select_start: pd.Timestamp, report_start: pd.Timestamp,
                                 horizon_s: int = 600, stride_bins: int = 1, inputs: pd.Series | None = None,
                                 fit: bool = True, max_under_rate: float = 0.05, select_refits: int = 1,
                                 min_select_origins: int = MIN_SELECT_ORIGINS, timed_predicts: int = 5) -> SelectedBacktest:

@@ -32,6 +32,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from models.forecasting.base import ForecastingModel
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 from models.atomic_write import atomic_dir
@@ -82,8 +83,8 @@ def _quantile_mean(levels: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.trapezoid(vals, grid, axis=1)
 
 
-class DartsQuantileForecaster:
-    """TiDE + quantile regression on ``bin_s`` bins; implements the ``Forecaster`` protocol.
+class DartsQuantileForecaster(ForecastingModel):
+    """TiDE + quantile regression on ``bin_s`` bins; a :class:`ForecastingModel`.
 
     Parameters: ``input_bins`` of context (default 60 = one hour of minutes), ``output_bins`` per
     network step (horizons beyond it are rolled out by sampling), ``n_epochs`` (keep small in
@@ -127,6 +128,11 @@ class DartsQuantileForecaster:
         self.fit_info: dict[str, float] = {}
 
     # -- construction ---------------------------------------------------------------------------
+    @property
+    def predict_bins(self) -> int:
+        """TiDE reads the last ``input_bins`` bins of history."""
+        return self.input_bins
+
     @property
     def min_fit_bins(self) -> int:
         """Bins of history :meth:`fit` needs: context + one output window + 30 training windows."""

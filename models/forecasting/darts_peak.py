@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from models.atomic_write import atomic_dir
+from models.forecasting.base import ForecastingModel
 from models.forecasting.peak_covariates import context_input_bins, peak_covariates, peak_targets
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
@@ -55,7 +56,7 @@ DARTS_PEAK_LEVELS: tuple[float, ...] = (0.1, 0.5, 0.75, 0.9, 0.95, 0.99)
 ESTIMATORS: tuple[str, ...] = ("linear", "hgb")
 
 
-class DartsPeakForecaster:
+class DartsPeakForecaster(ForecastingModel):
     """Quantiles of the next bins and of their peak from fine-grained recent history; a ``Forecaster``.
 
     Parameters: ``estimator`` (``"linear"`` or ``"hgb"``, module doc), ``bin_s`` (forecast bins),

@@ -40,6 +40,7 @@ import pandas as pd
 from scipy.signal import savgol_filter
 
 from models.atomic_write import atomic_dir
+from models.forecasting.base import ForecastingModel
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
@@ -91,7 +92,7 @@ def combine_stride_forecasts(per_model: list[np.ndarray], last_value: float, spa
     return series.rolling(window=rolling_s, min_periods=1, center=True).mean().to_numpy()[1:]
 
 
-class DemeterArimaForecaster:
+class DemeterArimaForecaster(ForecastingModel):
     """The Demeter ensemble of auto-ARIMA models on strided sub-series; a ``Forecaster``.
 
     Parameters: ``strides_s`` (default 30..600 by 30), ``input_bin_s`` (resolution the input is

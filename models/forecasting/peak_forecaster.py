@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from models.atomic_write import atomic_dir
+from models.forecasting.base import ForecastingModel
 from models.forecasting.peak_features import CONTEXT_BINS, future_targets, window_features
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
@@ -56,7 +57,7 @@ __all__ = ["DirectPeakForecaster", "PEAK_LEVELS"]
 PEAK_LEVELS: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 
-class DirectPeakForecaster:
+class DirectPeakForecaster(ForecastingModel):
     """Quantiles of the next bins and of their max from the recent past; a ``Forecaster``.
 
     Parameters: ``default_horizon_s`` (the window whose peak is modelled, default 600 s),

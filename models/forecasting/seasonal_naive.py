@@ -15,14 +15,15 @@ import math
 import numpy as np
 import pandas as pd
 
+from models.forecasting.base import ForecastingModel
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import DEFAULT_QUANTILES, ForecastInputError, QuantileForecast
 
 __all__ = ["SeasonalNaiveForecaster"]
 
 
-class SeasonalNaiveForecaster:
-    """Repeat-the-past forecaster; implements the ``Forecaster`` protocol.
+class SeasonalNaiveForecaster(ForecastingModel):
+    """Repeat-the-past forecaster; a :class:`ForecastingModel` that is a yardstick only (never registered).
 
     ``season_s`` must be a multiple of ``bin_s`` (or None: season = horizon). ``fit`` learns
     residual quantiles for the season it will use; if ``season_s`` is None it learns them for
@@ -30,6 +31,7 @@ class SeasonalNaiveForecaster:
     """
 
     name = "seasonal-naive"
+    registrable = False  # the yardstick every learned model must beat; no save/load
 
     def __init__(
         self,
@@ -49,6 +51,16 @@ class SeasonalNaiveForecaster:
         self.max_gap_bins = int(max_gap_bins)
         self._offsets: dict[int, tuple[float, np.ndarray]] = {}
 
+    @property
+    def min_fit_bins(self) -> int:
+        """One season (of ``default_horizon_s`` when ``season_s`` is None) plus two bins of differences."""
+        return self._season_bins(math.ceil(self.default_horizon_s / self.bin_s)) + 2
+
+    def params(self) -> dict:
+        """Constructor arguments (JSON-friendly)."""
+        return {"bin_s": self.bin_s, "season_s": self.season_s, "default_horizon_s": self.default_horizon_s,
+                "quantiles": list(self.quantiles), "max_gap_bins": self.max_gap_bins}
+
     def _season_bins(self, horizon_bins: int) -> int:
         return self.season_s // self.bin_s if self.season_s is not None else horizon_bins
 
@@ -62,10 +74,9 @@ class SeasonalNaiveForecaster:
 
     def fit(self, series: pd.Series) -> "SeasonalNaiveForecaster":
         """Learn residual quantiles for the season of ``default_horizon_s``."""
-        horizon_bins = math.ceil(self.default_horizon_s / self.bin_s)
-        season = self._season_bins(horizon_bins)
+        season = self._season_bins(math.ceil(self.default_horizon_s / self.bin_s))
         prep = prepare_rate_series(
-            series, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins, min_bins=season + 2, where="fit series"
+            series, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins, min_bins=self.min_fit_bins, where="fit series"
         )
         self._offsets = {season: self._learn(prep.values.to_numpy(), season)}
         return self

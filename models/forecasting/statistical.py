@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from models.atomic_write import atomic_dir
+from models.forecasting.base import ForecastingModel
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
@@ -32,7 +33,7 @@ STAT_KINDS: tuple[str, ...] = ("ets", "theta")
 _LEVELS: tuple[float, ...] = (0.1, 0.5, 0.9, 0.95, 0.99)
 
 
-class StatisticalForecaster:
+class StatisticalForecaster(ForecastingModel):
     """darts ExponentialSmoothing (additive damped trend) or Theta, refit per forecast; a ``Forecaster``."""
 
     def __init__(self, *, kind: str = "ets", bin_s: int = 60, train_bins: int = 120, default_horizon_s: int = 600,

@@ -81,7 +81,11 @@ def test_train_forecaster_logs_candidates_and_registers_a_champion_that_forecast
     assert sorted(r.data.params["candidate"] for r in runs) == sorted(cands)
     for r in runs:
         assert [a.path for a in client.list_artifacts(r.info.run_id, "plots")] == ["plots/backtest.png"]
-        assert r.data.tags["planning_rule"] == summary["candidates"][r.data.params["candidate"]]["rule"]
+        assert r.data.tags["backtest_rule"] == summary["candidates"][r.data.params["candidate"]]["rule"]
+    # Training records the rule it scored with, but tags no planning rule (no policy would read it).
+    version = client.get_model_version("flinktune-forecaster-demo", "1")
+    assert "planning_rule" not in version.tags and version.tags["promotion"] == "promoted: no champion yet"
+    assert summary["promotion"] == version.tags["promotion"] and version.tags["promotion_metric"] == "peak_mae"
     champion = registry.load_champion("flinktune-forecaster-demo")
     history = pd.Series(feats["input_rate"].to_numpy(), index=pd.DatetimeIndex(feats["window_start"]))
     fc = champion.predict(history, 600)
@@ -146,6 +150,10 @@ def test_train_surrogate_promotes_only_with_more_observations(settings, monkeypa
     assert first["metrics"]["loo_rmse.latency_ms"] < 0.5  # log space: within ~1.6x
     again = train_surrogate.run(job="demo", settings=settings)
     assert (again["version"], again["promoted"], again["champion"]) == ("2", False, "1")
+    # The forecaster's promotion path: same tags, same reason form.
+    tags = mlflow.MlflowClient().get_model_version("flinktune-surrogate-demo", "2").tags
+    assert tags["promotion"] == again["promotion"] == "kept champion: observations 30 vs champion v1 30 (needs > 30, margin 0); finite metrics"
+    assert tags["promotion_metric"] == "observations"
     _write(base / "part-1.parquet", _observations(10, seed=2))
     monkeypatch.setenv("FLINKTUNE_VAR_DIR", str(settings.var_dir))
     monkeypatch.setenv("FLINKTUNE_DEVICE", "cpu")
@@ -217,7 +225,7 @@ def test_the_registered_champion_is_the_benchmarks_winner_on_the_same_trace(sett
     client = mlflow.MlflowClient()
     run = client.get_run(client.get_model_version("flinktune-forecaster-demo", out["version"]).run_id)
     assert run.data.params["candidate"] == bench["chosen"]
-    assert (run.data.params["planning_rule"], run.data.params["peak_rule"]) == (bench["rule"], bench["peak_rule"])
+    assert (run.data.params["backtest_rule"], run.data.params["peak_rule"]) == (bench["rule"], bench["peak_rule"])
     assert run.data.tags["champion_rule"] == bench["reason"]
     assert run.data.metrics["peak_mae"] == pytest.approx(bench["peak_mae"], rel=1e-3)
     assert run.data.metrics["selection_peak_mae"] > 0 and "under_rate" in run.data.metrics

@@ -40,20 +40,21 @@ def test_register_promote_and_load_champion(mlflow_home, surrogate_file):
     assert registry.champion_version(name) is None
     v1 = _register(name, surrogate_file, {"loss": 1.0})
     assert v1 == "1"
-    assert registry.promote_if_better(name, v1, "loss", margin=0.1) is True  # first becomes champion
+    assert registry.promote(name, v1, "loss", margin=0.1).promoted is True  # first becomes champion
     assert registry.champion_version(name) == "1"
     v2 = _register(name, surrogate_file, {"loss": 0.95})
-    assert registry.promote_if_better(name, v2, "loss", margin=0.1) is False  # better, not by the margin
+    assert registry.promote(name, v2, "loss", margin=0.1).promoted is False  # better, not by the margin
     assert registry.champion_version(name) == "1"
     v3 = _register(name, surrogate_file, {"loss": 0.5})
-    assert registry.promote_if_better(name, v3, "loss", margin=0.1) is True
+    assert registry.promote(name, v3, "loss", margin=0.1).promoted is True
     assert registry.champion_version(name) == "3"
-    assert registry.promote_if_better(name, v3, "loss") is False  # already champion
+    assert registry.promote(name, v3, "loss").promoted is False  # already champion
     client = mlflow.MlflowClient()
     assert client.get_model_version(name, "2").tags["promotion"].startswith("kept champion: loss 0.95 vs champion v1 1")
     # higher-is-better metrics compare the other way round
     v4 = _register(name, surrogate_file, {"loss": 0.1, "observations": 30.0})
-    assert registry.promote_if_better(name, v4, "loss", margin=0.0, lower_is_better=False) is False
+    assert registry.promote(name, v4, "loss", margin=0.0, lower_is_better=False).promoted is False
+    assert client.get_model_version(name, "4").tags["promotion_metric"] == "loss"
     # the artifacts went under <root>/<experiment>, not the working directory
     exp = client.get_experiment_by_name(name)
     assert exp.artifact_location == (mlflow_home / "artifacts" / name).resolve().as_uri()
@@ -69,7 +70,7 @@ def test_register_promote_and_load_champion(mlflow_home, surrogate_file):
 def test_pyfunc_predict_scales_raw_knobs(mlflow_home, surrogate_file):
     name = "unit-surrogate-pyfunc"
     v = _register(name, surrogate_file, {"loss": 1.0})
-    registry.promote_if_better(name, v, "loss")
+    registry.promote(name, v, "loss")
     pf = mlflow.pyfunc.load_model(f"models:/{name}@champion")
     frame = pd.DataFrame({"a": [0.2, 0.9, 0.2], "b": [17.0, 11.0, 17.0], "rate": [500.0, 500.0, 800.0]})
     out = pf.predict(frame)
@@ -91,8 +92,32 @@ def test_errors_name_the_model_version_and_metric(mlflow_home, surrogate_file):
         _register(name, surrogate_file, {"loss": float("nan")})
     v = _register(name, surrogate_file, {"loss": 1.0})
     with pytest.raises(registry.RegistryError, match=f"version {v}: its run has no metric 'rmse'"):
-        registry.promote_if_better(name, v, "rmse")
+        registry.promote(name, v, "rmse")
     with pytest.raises(registry.RegistryError, match="has no version '99'"):
-        registry.promote_if_better(name, "99", "loss")
+        registry.promote(name, "99", "loss")
     with pytest.raises(registry.RegistryError, match="does not exist"):
         _register(name, surrogate_file, {"loss": 1.0}, files={"plot": mlflow_home / "missing.png"})
+
+
+def test_promote_relative_margin_requirement_and_given_scores(mlflow_home, surrogate_file):
+    """The one promotion path: scores measured elsewhere (a re-backtest), a relative margin, an extra requirement."""
+    name = "unit-promote-paths"
+    client = mlflow.MlflowClient()
+    v1 = _register(name, surrogate_file, {"mae": 10.0})
+    unsafe = registry.promote(name, v1, "mae", requirement=(False, "under_rate 0.2 vs 0.05"))
+    assert not unsafe.promoted and registry.champion_version(name) is None  # unmet even without a champion
+    assert unsafe.reason == "kept champion: no champion yet; under_rate 0.2 vs 0.05 (not met)"
+    assert registry.promote(name, v1, "mae").promoted
+    v2 = _register(name, surrogate_file, {"mae": 9.5})
+    # The champion scores 10 on the challenger's window; 5 % better is needed (limit 9.5, strictly below).
+    kept = registry.promote(name, v2, "mae", incumbent=10.0, margin=0.05, relative=True, context="same window from t0")
+    assert not kept.promoted and registry.champion_version(name) == "1"
+    assert kept.reason == "kept champion: same window from t0: mae 9.5 vs champion v1 10 (needs < 9.5, margin 0.05 relative)"
+    assert client.get_model_version(name, v2).tags["promotion"] == kept.reason
+    # Its own value given (e.g. on the shared window) overrides the run's metric.
+    won = registry.promote(name, v2, "mae", challenger=9.0, incumbent=10.0, margin=0.05, relative=True,
+                           requirement=(True, "under_rate 0.01 vs 0.02"))
+    assert won.promoted and registry.champion_version(name) == "2"
+    assert won.reason.startswith("promoted: mae 9 vs champion v1 10") and won.reason.endswith("under_rate 0.01 vs 0.02")
+    with pytest.raises(ValueError, match="margin must be >= 0"):
+        registry.promote(name, v2, "mae", margin=-0.1)
