@@ -248,7 +248,11 @@ class MLflowSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="FLINKTUNE_MLFLOW_", extra="forbid")
 
-    ui_url: str = Field("http://127.0.0.1:5000", description="Base URL of the MLflow UI, for links in the Airflow plugin.")
+    ui_url: str = Field(
+        "http://127.0.0.1:5000",
+        pattern=r"^https?://\S+$",
+        description="Base URL of the MLflow UI, for links in the Airflow plugin.",
+    )
 
 
 class LocalFlinkSettings(BaseSettings):
@@ -265,7 +269,7 @@ class PrometheusSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="FLINKTUNE_PROMETHEUS_", extra="forbid")
 
-    url: str = Field("", description="Base URL, e.g. http://prometheus.monitoring:9090.")
+    url: str = Field("", pattern=r"^(https?://\S+)?$", description="Base URL, e.g. http://prometheus.monitoring:9090.")
     token: SecretStr | None = Field(None, description="Bearer token (optional).")
     user: str = Field("", description="Basic-auth user (optional, with the password).")
     password: SecretStr | None = Field(None, description="Basic-auth password.")
@@ -301,9 +305,13 @@ def _one_line(cls: type[BaseSettings], exc: ValidationError, data: Mapping[str, 
     if err["type"] in ("dict_type", "list_type"):
         kind = "object" if err["type"] == "dict_type" else "list"
         msg = f"must be a JSON {kind}, got {type(err['input']).__name__}"
+    elif err["type"] == "string_pattern_mismatch":
+        msg = "must be an http(s):// URL"
     elif err["type"] == "literal_error":
         msg = f"must be {err.get('ctx', {}).get('expected', 'one of the documented values')}"
-    shown = "" if "SecretStr" in str(cls.model_fields[name].annotation) else f"={data.get(field, '')!r}"
+    # A secret, or a URL that may carry one, is never echoed.
+    hidden = "SecretStr" in str(cls.model_fields[name].annotation) or cls is PrometheusSettings
+    shown = "" if hidden else f"={data.get(field, '')!r}"
     return f"{where}{shown}: {msg}"
 
 
@@ -358,9 +366,11 @@ def check_environment(environ: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
     known = known_variables()
     warnings = []
+    # Compared without the shared prefix, which would make every name look alike.
+    suffixes = {k.removeprefix(_PREFIX): k for k in known}
     for name in sorted(k for k in env if k.startswith(_PREFIX) and k not in known and k not in _warned):
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]}?" if close else ""
+        close = difflib.get_close_matches(name.removeprefix(_PREFIX), suffixes, n=1, cutoff=0.6)
+        hint = f"; did you mean {suffixes[close[0]]}?" if close else ""
         warnings.append(f"unknown environment variable {name} is ignored{hint}")
         _warned.add(name)
         _log.warning(warnings[-1])
@@ -368,14 +378,21 @@ def check_environment(environ: Mapping[str, str] | None = None) -> list[str]:
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment, with explicit keyword overrides taking precedence; warns
-    once about unknown ``FLINKTUNE_*`` variables. A bad value raises :class:`SettingsError`."""
+    """Settings from the environment, with explicit keyword overrides taking precedence.
+
+    This is the start-up check of every job: it warns once about unknown ``FLINKTUNE_*`` variables
+    and validates every settings group, so a bad value (in any group, used or not by this job)
+    raises :class:`SettingsError` before any work is done."""
     check_environment()
+    for group in _groups():
+        if group not in (Settings, TimeoutSettings):  # these two are validated by Settings itself
+            read_group(group)
     try:
         return Settings(**overrides)
     except ValidationError as exc:
+        # The timeouts group fails inside its default factory, so the error is titled by its class.
+        group = TimeoutSettings if exc.title == TimeoutSettings.__name__ else Settings
         err = exc.errors()[0]
-        loc = [str(p) for p in err["loc"]]
-        prefix = TimeoutSettings.model_config.get("env_prefix", "") if loc[0] == "timeouts" and len(loc) > 1 else _PREFIX
-        var = (prefix + loc[-1]).upper()
+        var = (group.model_config.get("env_prefix", "") + str(err["loc"][-1])).upper()
+        # No value is echoed: the tracking URI may hold a database password.
         raise SettingsError(f"{var}: {str(err['msg']).removeprefix('Value error, ')}") from None
