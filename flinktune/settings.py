@@ -393,6 +393,8 @@ def load_settings(**overrides: Any) -> Settings:
         # The timeouts group fails inside its default factory, so the error is titled by its class.
         group = TimeoutSettings if exc.title == TimeoutSettings.__name__ else Settings
         err = exc.errors()[0]
-        var = (group.model_config.get("env_prefix", "") + str(err["loc"][-1])).upper()
-        # No value is echoed: the tracking URI may hold a database password.
-        raise SettingsError(f"{var}: {str(err['msg']).removeprefix('Value error, ')}") from None
+        field = str(err["loc"][-1])
+        var = (group.model_config.get("env_prefix", "") + field).upper()
+        # The field is named too (it may have come as a keyword override); no value is echoed,
+        # since the tracking URI may hold a database password.
+        raise SettingsError(f"{var} (settings field {field}): {str(err['msg']).removeprefix('Value error, ')}") from None

@@ -99,7 +99,7 @@ def test_start_up_validates_every_group_and_names_the_bad_variable(monkeypatch: 
         load_settings(var_dir=tmp_path)
     monkeypatch.delenv("FLINKTUNE_TRAINER_TOLERATIONS")
     monkeypatch.setenv("FLINKTUNE_TIMEOUT_MLFLOW_RETRIES", "many")
-    with pytest.raises(SettingsError, match=r"^FLINKTUNE_TIMEOUT_MLFLOW_RETRIES: "):
+    with pytest.raises(SettingsError, match=r"^FLINKTUNE_TIMEOUT_MLFLOW_RETRIES \(settings field mlflow_retries\): Input should be a valid integer"):
         load_settings(var_dir=tmp_path)
 
 
