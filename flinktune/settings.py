@@ -42,6 +42,7 @@ __all__ = [
     "known_variables",
     "load_settings",
     "read_group",
+    "variables_markdown",
     "worker_var_dir",
 ]
 
@@ -355,6 +356,25 @@ def known_variables() -> dict[str, str]:
             if name != "timeouts":
                 out[_variable(cls, name)] = info.description or ""
     return out
+
+
+def _default_text(cls: type[BaseSettings], name: str) -> str:
+    info = cls.model_fields[name]
+    value = info.get_default(call_default_factory=True)
+    if value is None or value == "":
+        return "(unset)"
+    return f"`{json.dumps(value) if isinstance(value, (dict, list)) else value}`"
+
+
+def variables_markdown() -> str:
+    """The reference table of every ``FLINKTUNE_*`` variable (name, default, meaning), as kept in
+    ``docs/SETTINGS.md``; a test checks the two agree."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for cls in _groups():
+        for name, info in cls.model_fields.items():
+            if name != "timeouts":
+                rows.append(f"| `{_variable(cls, name)}` | {_default_text(cls, name)} | {info.description or ''} |")
+    return "\n".join(rows) + "\n"
 
 
 _warned: set[str] = set()

@@ -154,3 +154,7 @@ def test_every_variable_the_code_and_docs_name_is_declared() -> None:
     prefixes = ("FLINKTUNE_PRICE", "FLINKTUNE_GOAL", "FLINKTUNE_TIMEOUT", "FLINKTUNE_PROMETHEUS", "FLINKTUNE_TRAINER")
     unknown = sorted(named - set(known_variables()) - {"FLINKTUNE_STARTUP_RUNS", *prefixes})
     assert unknown == []
+
+
+def test_the_settings_reference_in_the_docs_is_the_generated_table() -> None:
+    assert (REPO / "docs" / "SETTINGS.md").read_text().endswith(st.variables_markdown())
