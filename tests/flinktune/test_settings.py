@@ -149,7 +149,8 @@ def test_every_variable_the_code_and_docs_name_is_declared() -> None:
     # FLINKTUNE_LATENCY_TARGET is the docs' example of a misspelt name.
     named: set[str] = set()
     files = [p for f in ("flinktune", "jobs", "models", "plugins", "dags") for p in (REPO / f).rglob("*.py")]
-    files += [REPO / "README.md", *(REPO / "docs").glob("*.md")]
+    files += [REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "docker").rglob("*.yaml")]
+    files += [*(REPO / "docker").glob("Dockerfile.*")]
     for path in files:
         named |= set(re.findall(r"FLINKTUNE_[A-Z0-9_]*[A-Z0-9]\b", path.read_text()))
     prefixes = ("FLINKTUNE_PRICE", "FLINKTUNE_GOAL", "FLINKTUNE_TIMEOUT", "FLINKTUNE_PROMETHEUS", "FLINKTUNE_TRAINER")
