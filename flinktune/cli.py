@@ -21,6 +21,7 @@ import typer
 
 from flinktune.entry import BoundaryGroup
 from flinktune.job_name import JobNameError, job_name
+from flinktune.settings import worker_var_dir
 
 __all__ = ["app"]
 
@@ -99,8 +100,9 @@ def _state_dir(var_dir: Path | None) -> Path:
 
     Refuses (before anything is written) when the folder is missing or holds no flinktune state.
     """
-    if var_dir is None and os.environ.get("FLINKTUNE_VAR_DIR"):
-        var_dir, option = Path(os.environ["FLINKTUNE_VAR_DIR"]), "FLINKTUNE_VAR_DIR"
+    from_env = worker_var_dir()
+    if var_dir is None and from_env is not None:
+        var_dir, option = from_env, "FLINKTUNE_VAR_DIR"
     elif var_dir is None:
         # After `make demo` the state lives in var/demo; var/ itself holds state once a pipeline ran there.
         if not _has_state(DEFAULT_VAR_DIR) and (DEMO_VAR_DIR / DEMO_MARKER).exists():

@@ -1,20 +1,75 @@
 """Typed settings for every stage, read from the environment (prefix ``FLINKTUNE_``).
 
 Use :func:`load_settings` in job entry points; pass the resulting :class:`Settings` down instead of
-reading the environment again. All paths default to folders under ``var_dir`` so that the embedded
+reading the environment again. The other groups (:class:`BackendSettings`, :class:`KubernetesSettings`,
+:class:`SparkSettings`, :class:`TrainerSettings`, :class:`ProfilingSettings`, :class:`MLflowSettings`,
+:class:`LocalFlinkSettings`, :class:`PrometheusSettings`) are read with :func:`read_group`, which
+takes an optional mapping in place of ``os.environ`` (tests, pod specs) and turns a bad value into
+one :class:`SettingsError` line naming the variable. Every ``FLINKTUNE_*`` variable is declared
+here (or in :mod:`flinktune.pricing` / :mod:`flinktune.report.verdict`, also typed groups);
+:func:`check_environment` warns once about any other ``FLINKTUNE_*`` name and suggests the
+closest valid one. All paths default to folders under ``var_dir`` so that the embedded
 default (twin, local Spark, SQLite MLflow) needs no service. Credentials never live here: the
 Kubernetes and Prometheus adapters take them from Airflow connections or the environment.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
+import logging
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "TimeoutSettings", "load_settings"]
+__all__ = [
+    "BackendSettings",
+    "KubernetesSettings",
+    "LocalFlinkSettings",
+    "MLflowSettings",
+    "ProfilingSettings",
+    "PrometheusSettings",
+    "Settings",
+    "SettingsError",
+    "SparkSettings",
+    "TimeoutSettings",
+    "TrainerSettings",
+    "check_environment",
+    "known_variables",
+    "load_settings",
+    "read_group",
+    "variables_markdown",
+    "worker_var_dir",
+]
+
+_log = logging.getLogger(__name__)
+_PREFIX = "FLINKTUNE_"
+G = TypeVar("G", bound=BaseSettings)
+
+
+class SettingsError(ValueError):
+    """A ``FLINKTUNE_*`` variable has a bad value; the one-line message names the variable."""
+
+
+def _json_value(value: Any) -> Any:
+    """The one JSON-from-environment parser: a string is decoded, anything else (a default, a
+    value given in code) passes through for the field's own type check."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+
+
+#: A field read as JSON from the environment (a JSON object or list, checked by the inner type).
+JsonObject = Annotated[dict[str, Any], BeforeValidator(_json_value)]
+JsonStrMap = Annotated[dict[str, str], BeforeValidator(_json_value)]
+JsonList = Annotated[list[dict[str, Any]], BeforeValidator(_json_value)]
 
 
 class TimeoutSettings(BaseSettings):
@@ -84,6 +139,282 @@ class Settings(BaseSettings):
         return self
 
 
+def _lower(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+class BackendSettings(BaseSettings):
+    """Which back end each stage uses (see :mod:`flinktune.backends.choice`)."""
+
+    model_config = SettingsConfigDict(env_prefix=_PREFIX, extra="forbid")
+
+    cluster: Annotated[Literal["twin", "kubernetes"], BeforeValidator(_lower)] = Field(
+        "twin", description="Where decisions are applied and profiling runs: twin or kubernetes."
+    )
+    training: Annotated[Literal["in_process", "kubernetes"], BeforeValidator(_lower)] = Field(
+        "in_process", description="Train in the Airflow worker (in_process) or in a GPU pod (kubernetes)."
+    )
+    spark_submit: Annotated[Literal["", "client", "cluster"], BeforeValidator(_lower)] = Field(
+        "", description="Empty: the ETL runs in the worker's Python; else spark-submit with this deploy mode."
+    )
+
+
+class KubernetesSettings(BaseSettings):
+    """Where the Flink jobs live on Kubernetes. Credentials come from the pod's service account or
+    ``KUBECONFIG`` (the client's own variable), never from here."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_K8S_", extra="forbid")
+
+    namespace: str = Field(
+        "",
+        description="Namespace of the FlinkDeployments (required with FLINKTUNE_CLUSTER=kubernetes); "
+        "trainer pods and Spark on Kubernetes use 'flinktune' when it is empty.",
+    )
+    vertex_ids: JsonStrMap = Field(
+        default_factory=dict,
+        validation_alias="FLINKTUNE_VERTEX_IDS",
+        description="JSON object, vertex name -> Flink job vertex id, for per-vertex parallelism.",
+    )
+    crd_dir: Path | None = Field(
+        None, validation_alias="FLINKTUNE_CRD_DIR", description="Folder of the operator's CRDs; default: the shipped copy."
+    )
+
+    def namespace_or(self, default: str = "flinktune") -> str:
+        """The namespace, or ``default`` where none is set (pods and Spark, which have a home namespace)."""
+        return self.namespace.strip() or default
+
+
+class SparkSettings(BaseSettings):
+    """Extra Spark properties and Spark on Kubernetes (master and partitions are on :class:`Settings`)."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SPARK_", extra="forbid")
+
+    conf: JsonObject = Field(
+        default_factory=dict, description='JSON object of extra Spark properties, e.g. {"spark.executor.memory": "4g"}.'
+    )
+    image: str = Field("", description="Image of docker/Dockerfile.spark-job (required for a k8s:// master).")
+    service_account: str = Field("flinktune-spark", description="Service account of the Spark driver on Kubernetes.")
+
+    @field_validator("conf")
+    @classmethod
+    def _scalar_properties(cls, conf: dict[str, Any]) -> dict[str, Any]:
+        for key, value in conf.items():
+            if not isinstance(value, (str, int, float, bool)):
+                raise ValueError(f"property {key!r} must be a string, number or boolean, got {type(value).__name__}")
+        return conf
+
+    def properties(self) -> dict[str, str]:
+        """``conf`` as Spark wants it: strings, booleans lower-case."""
+        return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.conf.items()}
+
+
+_GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+class TrainerSettings(BaseSettings):
+    """The GPU trainer pod (``FLINKTUNE_TRAINING=kubernetes``; :mod:`flinktune.orchestration.trainer_pod`)."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_TRAINER_", extra="forbid")
+
+    image: str = Field("", description="Image of docker/Dockerfile.trainer (required with FLINKTUNE_TRAINING=kubernetes).")
+    service_account: str = Field("flinktune-trainer", description="Service account of the trainer pod.")
+    gpus: int = Field(1, ge=0, description="GPUs the pod requests; 0 trains on CPU.")
+    cpu: str = Field("2", description="CPU request and limit of the pod (Kubernetes quantity).")
+    memory: str = Field("8Gi", description="Memory request and limit of the pod (Kubernetes quantity).")
+    node_selector: JsonStrMap = Field(
+        default_factory=lambda: {"nvidia.com/gpu.present": "true"}, description="JSON object: the pod's nodeSelector."
+    )
+    tolerations: JsonList = Field(
+        default_factory=lambda: [dict(_GPU_TOLERATION)], description="JSON list of the pod's tolerations."
+    )
+    secret: str = Field("", description="A Secret whose keys become the pod's environment (envFrom).")
+    secret_refs: JsonStrMap = Field(
+        default_factory=dict,
+        description='JSON object {"VARIABLE": "secret-name:key"}, each given to the pod as a secretKeyRef.',
+    )
+    var_pvc: str = Field("flinktune-var", description="PersistentVolumeClaim holding the state folder (lake, reports).")
+
+
+class ProfilingSettings(BaseSettings):
+    """What one profiling deployment on Kubernetes may use, JobManager included."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_PROFILE_BUDGET_", extra="forbid")
+
+    cpu: float = Field(50.0, gt=0, description="Most CPU cores one profiling deployment may reserve.")
+    memory_mb: int = Field(430000, gt=0, description="Most memory one profiling deployment may reserve, MiB.")
+
+
+class MLflowSettings(BaseSettings):
+    """The MLflow UI (tracking URI and artifact root are on :class:`Settings`)."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_MLFLOW_", extra="forbid")
+
+    ui_url: str = Field(
+        "http://127.0.0.1:5000",
+        pattern=r"^https?://\S+$",
+        description="Base URL of the MLflow UI, for links in the Airflow plugin.",
+    )
+
+
+class LocalFlinkSettings(BaseSettings):
+    """Where the local Flink distribution is (:mod:`flinktune.localflink.distribution`)."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_FLINK_", extra="forbid")
+
+    home: Path | None = Field(None, description="A Flink distribution folder; default: the pyflink of the Flink venv.")
+    venv: Path | None = Field(None, description="The virtualenv holding apache-flink; default: <repo>/.venv-flink.")
+
+
+class PrometheusSettings(BaseSettings):
+    """Prometheus from the environment when no Airflow connection is given (:mod:`flinktune.extract.endpoint`)."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_PROMETHEUS_", extra="forbid")
+
+    url: str = Field("", pattern=r"^(https?://\S+)?$", description="Base URL, e.g. http://prometheus.monitoring:9090.")
+    token: SecretStr | None = Field(None, description="Bearer token (optional).")
+    user: str = Field("", description="Basic-auth user (optional, with the password).")
+    password: SecretStr | None = Field(None, description="Basic-auth password.")
+
+
+def _variable(cls: type[BaseSettings], name: str) -> str:
+    alias = cls.model_fields[name].validation_alias
+    return alias if isinstance(alias, str) else f"{cls.model_config.get('env_prefix', '')}{name}".upper()
+
+
+def read_group(cls: type[G], environ: Mapping[str, str] | None = None) -> G:
+    """The settings group ``cls`` from ``environ`` (default ``os.environ``); a blank variable counts
+    as unset. Raises :class:`SettingsError` naming the first bad variable (secrets never shown)."""
+    env = os.environ if environ is None else environ
+    data: dict[str, str] = {}
+    for name in cls.model_fields:
+        raw = env.get(_variable(cls, name), "")
+        if raw.strip():
+            data[_variable(cls, name) if cls.model_fields[name].validation_alias else name] = raw
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise SettingsError(_one_line(cls, exc, data)) from None
+
+
+def _one_line(cls: type[BaseSettings], exc: ValidationError, data: Mapping[str, str]) -> str:
+    err = exc.errors()[0]
+    field, rest = str(err["loc"][0]), err["loc"][1:]
+    name = next((n for n in cls.model_fields if field in (n, _variable(cls, n))), field)
+    var = _variable(cls, name)
+    where = var + "".join(f"[{k!r}]" for k in rest if k not in ("[key]",))
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] in ("dict_type", "list_type"):
+        kind = "object" if err["type"] == "dict_type" else "list"
+        msg = f"must be a JSON {kind}, got {type(err['input']).__name__}"
+    elif err["type"] == "string_pattern_mismatch":
+        msg = "must be an http(s):// URL"
+    elif err["type"] == "literal_error":
+        msg = f"must be {err.get('ctx', {}).get('expected', 'one of the documented values')}"
+    # A secret, or a URL that may carry one, is never echoed.
+    hidden = "SecretStr" in str(cls.model_fields[name].annotation) or cls is PrometheusSettings
+    shown = "" if hidden else f"={data.get(field, '')!r}"
+    return f"{where}{shown}: {msg}"
+
+
+def worker_var_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``FLINKTUNE_VAR_DIR`` when it is set (``None`` otherwise), for callers that treat "not set"
+    differently from the default ``var/`` (the CLI, the trainer pod's mount point)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(_variable(Settings, "var_dir"), "").strip()
+    return Path(raw) if raw else None
+
+
+def _groups() -> list[type[BaseSettings]]:
+    from flinktune.pricing import PriceList
+    from flinktune.report.verdict import Goals
+
+    return [
+        Settings,
+        TimeoutSettings,
+        BackendSettings,
+        KubernetesSettings,
+        SparkSettings,
+        TrainerSettings,
+        ProfilingSettings,
+        MLflowSettings,
+        LocalFlinkSettings,
+        PrometheusSettings,
+        PriceList,
+        Goals,
+    ]
+
+
+#: Read by the shell scripts and tests, not by the package; known so that they draw no warning.
+_TOOLING_VARIABLES = ("FLINKTUNE_VENV", "FLINKTUNE_LOCALFLINK_DIR", "FLINKTUNE_DEMETER_ADS", "FLINKTUNE_PROMETHEUS_BIN")
+
+
+def known_variables() -> dict[str, str]:
+    """Every valid ``FLINKTUNE_*`` variable -> its description (``timeouts``, a nested group, excluded)."""
+    out = {v: "read by scripts or tests only" for v in _TOOLING_VARIABLES}
+    for cls in _groups():
+        for name, info in cls.model_fields.items():
+            if name != "timeouts":
+                out[_variable(cls, name)] = info.description or ""
+    return out
+
+
+def _default_text(cls: type[BaseSettings], name: str) -> str:
+    info = cls.model_fields[name]
+    value = info.get_default(call_default_factory=True)
+    if value is None or value == "":
+        return "(unset)"
+    return f"`{json.dumps(value) if isinstance(value, (dict, list)) else value}`"
+
+
+def variables_markdown() -> str:
+    """The reference table of every ``FLINKTUNE_*`` variable (name, default, meaning), as kept in
+    ``docs/SETTINGS.md``; a test checks the two agree."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for cls in _groups():
+        for name, info in cls.model_fields.items():
+            if name != "timeouts":
+                rows.append(f"| `{_variable(cls, name)}` | {_default_text(cls, name)} | {info.description or ''} |")
+    return "\n".join(rows) + "\n"
+
+
+_warned: set[str] = set()
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Warn (once per process and name) about each unknown ``FLINKTUNE_*`` variable, naming the
+    closest valid one; returns the warnings of this call. Use at start-up (:func:`load_settings`)."""
+    env = os.environ if environ is None else environ
+    known = known_variables()
+    warnings = []
+    # Compared without the shared prefix, which would make every name look alike.
+    suffixes = {k.removeprefix(_PREFIX): k for k in known}
+    for name in sorted(k for k in env if k.startswith(_PREFIX) and k not in known and k not in _warned):
+        close = difflib.get_close_matches(name.removeprefix(_PREFIX), suffixes, n=1, cutoff=0.6)
+        hint = f"; did you mean {suffixes[close[0]]}?" if close else ""
+        warnings.append(f"unknown environment variable {name} is ignored{hint}")
+        _warned.add(name)
+        _log.warning(warnings[-1])
+    return warnings
+
+
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment, with explicit keyword overrides taking precedence."""
-    return Settings(**overrides)
+    """Settings from the environment, with explicit keyword overrides taking precedence.
+
+    This is the start-up check of every job: it warns once about unknown ``FLINKTUNE_*`` variables
+    and validates every settings group, so a bad value (in any group, used or not by this job)
+    raises :class:`SettingsError` before any work is done."""
+    check_environment()
+    for group in _groups():
+        if group not in (Settings, TimeoutSettings):  # these two are validated by Settings itself
+            read_group(group)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        # The timeouts group fails inside its default factory, so the error is titled by its class.
+        group = TimeoutSettings if exc.title == TimeoutSettings.__name__ else Settings
+        err = exc.errors()[0]
+        field = str(err["loc"][-1])
+        var = (group.model_config.get("env_prefix", "") + field).upper()
+        # The field is named too (it may have come as a keyword override); no value is echoed,
+        # since the tracking URI may hold a database password.
+        raise SettingsError(f"{var} (settings field {field}): {str(err['msg']).removeprefix('Value error, ')}") from None

@@ -20,9 +20,10 @@ A bad value raises :class:`BackendError` naming the variable and the accepted va
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from flinktune.settings import BackendSettings, SettingsError, read_group
 
 __all__ = ["CLUSTERS", "SPARK_SUBMIT_MODES", "TRAININGS", "BackendError", "Backends", "load_backends"]
 
@@ -49,19 +50,10 @@ class Backends:
         return (self.cluster, self.training, self.spark_submit) == ("twin", "in_process", "")
 
 
-def _choice(environ: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
-    value = environ.get(name, allowed[0]).strip().lower()
-    if value not in allowed:
-        shown = ", ".join(repr(a) for a in allowed)
-        raise BackendError(f"environment variable {name}={environ.get(name)!r} is not one of {shown}")
-    return value
-
-
 def load_backends(environ: Mapping[str, str] | None = None) -> Backends:
-    """The back ends named by ``environ`` (default ``os.environ``)."""
-    env = os.environ if environ is None else environ
-    return Backends(
-        cluster=_choice(env, "FLINKTUNE_CLUSTER", CLUSTERS),
-        training=_choice(env, "FLINKTUNE_TRAINING", TRAININGS),
-        spark_submit=_choice(env, "FLINKTUNE_SPARK_SUBMIT", SPARK_SUBMIT_MODES),
-    )
+    """The back ends named by ``environ`` (default ``os.environ``; :class:`flinktune.settings.BackendSettings`)."""
+    try:
+        s = read_group(BackendSettings, environ)
+    except SettingsError as exc:
+        raise BackendError(str(exc)) from None
+    return Backends(cluster=s.cluster, training=s.training, spark_submit=s.spark_submit)

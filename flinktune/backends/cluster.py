@@ -11,14 +11,14 @@ account (in-cluster) or, outside a cluster, from ``KUBECONFIG``; never from flin
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from flinktune.backends.choice import BackendError, load_backends
+from flinktune.settings import KubernetesSettings, SettingsError, read_group
 
-__all__ = ["kubernetes_api", "make_realizer"]
+__all__ = ["kubernetes_api", "kubernetes_settings", "make_realizer"]
 
 
 def kubernetes_api(environ: Mapping[str, str] | None = None, *, retries: int | None = None) -> Any:
@@ -53,6 +53,17 @@ def kubernetes_api(environ: Mapping[str, str] | None = None, *, retries: int | N
     )
 
 
+def kubernetes_settings(environ: Mapping[str, str] | None = None) -> KubernetesSettings:
+    """The Kubernetes settings of a real cluster: the namespace is required (:class:`BackendError` otherwise)."""
+    try:
+        k8s = read_group(KubernetesSettings, environ)
+    except SettingsError as exc:
+        raise BackendError(str(exc)) from None
+    if not k8s.namespace.strip():
+        raise BackendError("FLINKTUNE_CLUSTER=kubernetes needs FLINKTUNE_K8S_NAMESPACE (the FlinkDeployment's namespace)")
+    return k8s
+
+
 def make_realizer(
     job: str,
     *,
@@ -78,15 +89,7 @@ def make_realizer(
         from flinktune.twin.adapters import TwinRealizer
 
         return TwinRealizer(twin, job=job)
-    namespace = env.get("FLINKTUNE_K8S_NAMESPACE", "").strip()
-    if not namespace:
-        raise BackendError("FLINKTUNE_CLUSTER=kubernetes needs FLINKTUNE_K8S_NAMESPACE (the FlinkDeployment's namespace)")
-    try:
-        vertex_ids = json.loads(env.get("FLINKTUNE_VERTEX_IDS") or "{}")
-    except json.JSONDecodeError as exc:
-        raise BackendError(f"FLINKTUNE_VERTEX_IDS is not valid JSON: {exc.msg} at column {exc.colno}") from None
-    if not isinstance(vertex_ids, dict):
-        raise BackendError(f"FLINKTUNE_VERTEX_IDS must be a JSON object, got {type(vertex_ids).__name__}")
+    k8s = kubernetes_settings(env)
     from flinktune.kubernetes import KubernetesRealizer
     from flinktune.settings import TimeoutSettings
 
@@ -94,8 +97,8 @@ def make_realizer(
     budget = t.apply_budget_s if budget_s is None else budget_s
     return KubernetesRealizer(
         api if api is not None else kubernetes_api(env, retries=t.kubernetes_retries),
-        namespace,
-        vertex_ids,
+        k8s.namespace,
+        k8s.vertex_ids,
         dry_run=dry_run,
         request_timeout_s=t.kubernetes_request_s,
         budget_s=budget,

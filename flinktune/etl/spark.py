@@ -9,12 +9,11 @@ come from the environment variable ``FLINKTUNE_SPARK_CONF``, a JSON object of st
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from flinktune.settings import Settings
+from flinktune.settings import Settings, SettingsError, SparkSettings, read_group
 
 if TYPE_CHECKING:  # pyspark is heavy; import it only when a session is made
     from pyspark.sql import SparkSession
@@ -29,24 +28,11 @@ class SparkConfError(ValueError):
     """``FLINKTUNE_SPARK_CONF`` is not a JSON object of scalars; the message says what is wrong."""
 
 
-def _extra_conf(environ: Mapping[str, str]) -> dict[str, str]:
-    raw = environ.get(SPARK_CONF_ENV, "").strip()
-    if not raw:
-        return {}
+def _extra_conf(environ: Mapping[str, str] | None) -> dict[str, str]:
     try:
-        conf = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise SparkConfError(f"{SPARK_CONF_ENV} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    if not isinstance(conf, dict):
-        raise SparkConfError(f"{SPARK_CONF_ENV} must be a JSON object of Spark properties, got {type(conf).__name__}")
-    out: dict[str, str] = {}
-    for key, value in conf.items():
-        if not isinstance(value, (str, int, float, bool)):
-            raise SparkConfError(
-                f"{SPARK_CONF_ENV}: property {key!r} must be a string, number or boolean, got {type(value).__name__}"
-            )
-        out[key] = str(value).lower() if isinstance(value, bool) else str(value)
-    return out
+        return read_group(SparkSettings, environ).properties()
+    except SettingsError as exc:
+        raise SparkConfError(str(exc)) from None
 
 
 def spark_conf(settings: Settings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -71,7 +57,7 @@ def spark_conf(settings: Settings, environ: Mapping[str, str] | None = None) -> 
                 "spark.driver.bindAddress": "127.0.0.1",
             }
         )
-    conf.update(_extra_conf(os.environ if environ is None else environ))
+    conf.update(_extra_conf(environ))
     return conf
 
 

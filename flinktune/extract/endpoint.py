@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
@@ -67,15 +66,19 @@ class PrometheusEndpoint:
 
 def endpoint_from_env(environ: Mapping[str, str] | None = None) -> PrometheusEndpoint:
     """The endpoint from ``FLINKTUNE_PROMETHEUS_*`` variables (see the module docstring)."""
-    env = os.environ if environ is None else environ
-    url = env.get(ENV_PREFIX + "URL")
-    if not url:
+    from flinktune.settings import PrometheusSettings, SettingsError, read_group
+
+    try:
+        s = read_group(PrometheusSettings, environ)
+    except SettingsError as exc:
+        raise EndpointError(str(exc)) from None
+    if not s.url:
         raise EndpointError(f"no Prometheus endpoint: set {ENV_PREFIX}URL or pass an Airflow connection id")
     return PrometheusEndpoint(
-        url=url,
-        token=env.get(ENV_PREFIX + "TOKEN") or None,
-        username=env.get(ENV_PREFIX + "USER") or None,
-        password=env.get(ENV_PREFIX + "PASSWORD") or None,
+        url=s.url,
+        token=s.token.get_secret_value() if s.token else None,
+        username=s.user or None,
+        password=s.password.get_secret_value() if s.password else None,
     )
 
 

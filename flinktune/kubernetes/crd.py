@@ -9,7 +9,6 @@ CRD folder: ``FLINKTUNE_CRD_DIR`` if set, else the copy shipped in ``flinktune/r
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -46,8 +45,10 @@ class CRDSchema:
 
 def default_crd_dir() -> Path:
     """``FLINKTUNE_CRD_DIR``, else the operator release's CRD shipped as package data."""
-    env = os.environ.get("FLINKTUNE_CRD_DIR")
-    return Path(env) if env else Path(str(resources.files("flinktune") / "resources" / "crds"))
+    from flinktune.settings import KubernetesSettings, read_group
+
+    crd_dir = read_group(KubernetesSettings).crd_dir
+    return crd_dir if crd_dir is not None else Path(str(resources.files("flinktune") / "resources" / "crds"))
 
 
 @functools.lru_cache(maxsize=4)

@@ -75,13 +75,16 @@ def find_distribution(home: str | Path | None = None, *, venv: str | Path | None
     if major < 11:
         raise DistributionError(f"{java} is Java {major}; Flink {FLINK_VERSION} needs Java 11 or newer (17 recommended)")
 
+    from flinktune.settings import LocalFlinkSettings, read_group
+
+    local = read_group(LocalFlinkSettings)
     candidates: list[Path] = []
     if home is not None:
         candidates.append(Path(home))
-    elif os.environ.get("FLINKTUNE_FLINK_HOME"):
-        candidates.append(Path(os.environ["FLINKTUNE_FLINK_HOME"]))
+    elif local.home is not None:
+        candidates.append(local.home)
     else:
-        v = Path(venv or os.environ.get("FLINKTUNE_FLINK_VENV") or repo_root() / ".venv-flink")
+        v = Path(venv or local.venv or repo_root() / ".venv-flink")
         candidates.extend(sorted((v / "lib").glob("python3*/site-packages/pyflink")))
         if not candidates:
             raise DistributionError(

@@ -14,7 +14,6 @@ not a new empty file. Shape::
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,9 @@ CHAMPION_KINDS = ("forecaster", "surrogate")
 
 def mlflow_ui_url() -> str:
     """Base URL of the MLflow UI for links: ``FLINKTUNE_MLFLOW_UI_URL`` (default ``http://127.0.0.1:5000``)."""
-    return os.environ.get("FLINKTUNE_MLFLOW_UI_URL", "http://127.0.0.1:5000").rstrip("/")
+    from flinktune.settings import MLflowSettings, read_group
+
+    return read_group(MLflowSettings).ui_url.rstrip("/")
 
 
 def latest_report_dir(reports_dir: str | Path, job: str) -> Path | None:

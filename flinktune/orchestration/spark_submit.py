@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from flinktune.settings import KubernetesSettings, SettingsError, SparkSettings, read_group
+
 __all__ = ["IMAGE_APP", "SparkSubmitError", "run_spark_submit", "spark_submit_command"]
 
 IMAGE_APP = "local:///opt/flinktune/jobs/etl_features.py"
@@ -55,26 +57,19 @@ def spark_submit_command(
         raise SparkSubmitError(f"FLINKTUNE_SPARK_SUBMIT={deploy_mode!r}: deploy mode must be 'client' or 'cluster'")
     if deploy_mode == "cluster" and master.startswith("local"):
         raise SparkSubmitError(f"FLINKTUNE_SPARK_SUBMIT=cluster needs a cluster master, not FLINKTUNE_SPARK_MASTER={master!r}")
-    conf: dict[str, str] = {}
-    raw = env.get("FLINKTUNE_SPARK_CONF", "").strip()
-    if raw:
-        try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise SparkSubmitError(f"FLINKTUNE_SPARK_CONF is not valid JSON: {exc.msg} at column {exc.colno}") from None
-        if not isinstance(parsed, dict):
-            raise SparkSubmitError(f"FLINKTUNE_SPARK_CONF must be a JSON object, got {type(parsed).__name__}")
-        conf.update({str(k): str(v) for k, v in parsed.items()})
+    try:
+        spark = read_group(SparkSettings, env)
+        k8s = read_group(KubernetesSettings, env)
+    except SettingsError as exc:
+        raise SparkSubmitError(str(exc)) from None
+    conf = spark.properties()
     if master.startswith("k8s://"):
-        image = env.get("FLINKTUNE_SPARK_IMAGE", "").strip()
+        image = spark.image.strip()
         if not image:
             raise SparkSubmitError("Spark on Kubernetes needs FLINKTUNE_SPARK_IMAGE (the image of docker/Dockerfile.spark-job)")
         conf.setdefault("spark.kubernetes.container.image", image)
-        conf.setdefault("spark.kubernetes.namespace", env.get("FLINKTUNE_K8S_NAMESPACE", "flinktune"))
-        conf.setdefault(
-            "spark.kubernetes.authenticate.driver.serviceAccountName",
-            env.get("FLINKTUNE_SPARK_SERVICE_ACCOUNT", "flinktune-spark"),
-        )
+        conf.setdefault("spark.kubernetes.namespace", k8s.namespace_or("flinktune"))
+        conf.setdefault("spark.kubernetes.authenticate.driver.serviceAccountName", spark.service_account)
     app = IMAGE_APP if deploy_mode == "cluster" else str(_REPO_APP)
     cmd = [_spark_submit_binary(), "--master", master, "--deploy-mode", deploy_mode, "--name", f"flinktune-etl-{job}"]
     for key, value in sorted(conf.items()):

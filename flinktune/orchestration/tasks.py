@@ -103,40 +103,31 @@ def profile_config(job: str, config: Mapping[str, Any], *, rates: Sequence[float
 
 
 def _profile_on_kubernetes(job: str, config: Mapping[str, Any], *, rates: Sequence[float], duration_s: int) -> dict[str, Any]:
-    import os
-
-    from flinktune.backends.cluster import kubernetes_api
+    from flinktune.backends.cluster import kubernetes_api, kubernetes_settings
     from flinktune.config_space import Configuration
     from flinktune.kubernetes.profiling import ResourceBudget, run_profiling_deployment
     from flinktune.lake import Lake, LakeMetricsSource
+    from flinktune.settings import ProfilingSettings, read_group
     from jobs.profile import _write_observations
 
-    namespace = os.environ.get("FLINKTUNE_K8S_NAMESPACE", "").strip()
-    if not namespace:
-        raise ValueError("FLINKTUNE_CLUSTER=kubernetes needs FLINKTUNE_K8S_NAMESPACE (the FlinkDeployment's namespace)")
+    k8s = kubernetes_settings()
     if len(rates) > 1:
         raise ValueError(
             f"param rates: a profiling deployment reads the live input topic, so at most one rate, got {list(rates)}"
         )
-    try:
-        budget = ResourceBudget(
-            float(os.environ.get("FLINKTUNE_PROFILE_BUDGET_CPU", "50")),
-            int(os.environ.get("FLINKTUNE_PROFILE_BUDGET_MEMORY_MB", "430000")),
-        )
-        vertex_ids = json.loads(os.environ.get("FLINKTUNE_VERTEX_IDS") or "{}")
-    except ValueError as exc:
-        raise ValueError(f"FLINKTUNE_PROFILE_BUDGET_CPU / _MEMORY_MB / FLINKTUNE_VERTEX_IDS: {exc}") from None
+    limits = read_group(ProfilingSettings)
+    budget = ResourceBudget(limits.cpu, limits.memory_mb)
     settings = _settings()
     df = run_profiling_deployment(
         kubernetes_api(),
-        namespace,
+        k8s.namespace,
         job,
         Configuration.from_dict(config, where="param config"),
         rate=float(rates[0]) if rates else None,
         metrics_source=LakeMetricsSource(Lake(settings.lake_dir)),
         measure_s=float(duration_s),
         budget=budget,
-        vertex_ids=vertex_ids,
+        vertex_ids=k8s.vertex_ids,
     )
     path = _write_observations(df, settings)
     return {"rows": len(df), "path": str(path), "config": dict(config)}

@@ -41,6 +41,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flinktune.settings import KubernetesSettings, SettingsError, TrainerSettings, read_group, worker_var_dir
+
 __all__ = ["TRAINING_MODULES", "TrainerPodConfig", "TrainerPodError", "is_credential", "run_trainer_pod", "trainer_pod"]
 
 TRAINING_MODULES = {"surrogate": "jobs.train_surrogate", "forecaster": "jobs.train_forecaster"}
@@ -58,19 +60,6 @@ def is_credential(name: str) -> bool:
 
 class TrainerPodError(RuntimeError):
     """The trainer pod is misconfigured, failed or timed out; the message names the pod or variable."""
-
-
-def _json_env(environ: Mapping[str, str], name: str, default: Any, kind: type) -> Any:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise TrainerPodError(f"{name} is not valid JSON: {exc.msg} at column {exc.colno}") from None
-    if not isinstance(value, kind):
-        raise TrainerPodError(f"{name} must be a JSON {kind.__name__}, got {type(value).__name__}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -94,36 +83,38 @@ class TrainerPodConfig:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TrainerPodConfig:
         env = os.environ if environ is None else environ
-        image = env.get("FLINKTUNE_TRAINER_IMAGE", "").strip()
-        if not image:
+        try:
+            t = read_group(TrainerSettings, env)
+            k8s = read_group(KubernetesSettings, env)
+            var_dir = worker_var_dir(env)
+        except SettingsError as exc:
+            raise TrainerPodError(str(exc)) from None
+        if not t.image.strip():
             raise TrainerPodError(
                 "FLINKTUNE_TRAINING=kubernetes needs FLINKTUNE_TRAINER_IMAGE (the image of docker/Dockerfile.trainer)"
             )
-        gpus_text = env.get("FLINKTUNE_TRAINER_GPUS", "1")
-        if not gpus_text.isdigit():
-            raise TrainerPodError(f"FLINKTUNE_TRAINER_GPUS={gpus_text!r} must be a whole number >= 0")
         return cls(
-            image=image,
-            namespace=env.get("FLINKTUNE_K8S_NAMESPACE", "flinktune"),
-            service_account=env.get("FLINKTUNE_TRAINER_SERVICE_ACCOUNT", "flinktune-trainer"),
-            gpus=int(gpus_text),
-            cpu=env.get("FLINKTUNE_TRAINER_CPU", "2"),
-            memory=env.get("FLINKTUNE_TRAINER_MEMORY", "8Gi"),
-            node_selector=_json_env(env, "FLINKTUNE_TRAINER_NODE_SELECTOR", {"nvidia.com/gpu.present": "true"}, dict),
-            tolerations=tuple(_json_env(env, "FLINKTUNE_TRAINER_TOLERATIONS", list(_DEFAULT_TOLERATIONS), list)),
-            secret=env.get("FLINKTUNE_TRAINER_SECRET") or None,
+            image=t.image.strip(),
+            namespace=k8s.namespace_or("flinktune"),
+            service_account=t.service_account,
+            gpus=t.gpus,
+            cpu=t.cpu,
+            memory=t.memory,
+            node_selector=t.node_selector,
+            tolerations=tuple(t.tolerations),
+            secret=t.secret.strip() or None,
+            # The worker's variables are passed through to the pod, not read here.
             env={k: v for k, v in env.items() if k.startswith("FLINKTUNE_") and k not in _NOT_PASSED and not is_credential(k)},
-            secret_refs=_secret_refs(env),
-            var_pvc=env.get("FLINKTUNE_TRAINER_VAR_PVC", "").strip() or "flinktune-var",
-            var_dir=env.get("FLINKTUNE_VAR_DIR", "").strip() or _DEFAULT_VAR_DIR,
+            secret_refs=_secret_refs(t, env),
+            var_pvc=t.var_pvc.strip() or "flinktune-var",
+            var_dir=str(var_dir) if var_dir is not None else _DEFAULT_VAR_DIR,
         )
 
 
-def _secret_refs(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+def _secret_refs(t: TrainerSettings, env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     """``FLINKTUNE_TRAINER_SECRET_REFS`` checked; every credential the worker holds must be covered."""
-    raw = _json_env(env, "FLINKTUNE_TRAINER_SECRET_REFS", {}, dict)
     refs: dict[str, tuple[str, str]] = {}
-    for name, ref in raw.items():
+    for name, ref in t.secret_refs.items():
         secret, _, key = str(ref).partition(":")
         if not secret or not key:
             raise TrainerPodError(f"FLINKTUNE_TRAINER_SECRET_REFS[{name!r}]={ref!r}: expected 'secret-name:key'")
@@ -137,7 +128,7 @@ def _secret_refs(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
         and k not in refs
         and not k.startswith("FLINKTUNE_TRAINER_")
     )
-    if uncovered and not (env.get("FLINKTUNE_TRAINER_SECRET") or "").strip():
+    if uncovered and not t.secret.strip():
         raise TrainerPodError(
             f"{', '.join(uncovered)}: a credential is never copied into the trainer pod's spec; give it as a reference in "
             f'FLINKTUNE_TRAINER_SECRET_REFS (e.g. \'{{"{uncovered[0]}": "flinktune-db:mlflow-url"}}\') or in the '
