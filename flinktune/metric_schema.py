@@ -24,6 +24,7 @@ __all__ = [
     "COUNTER_METRICS",
     "METRICS",
     "PROFILING_COLUMNS",
+    "PROFILING_DTYPES",
     "RAW_COLUMNS",
     "RAW_DTYPES",
     "MetricInfo",
@@ -133,6 +134,19 @@ PROFILING_COLUMNS: tuple[str, ...] = (
     "cpu_used",
     "memory_used_mb",
 )
+
+#: The types every profiling-observations writer casts to (the other columns are float64 already).
+PROFILING_DTYPES: dict[str, str] = {
+    "job": "string",
+    "run_id": "string",
+    "ts_ms": "int64",
+    "parallelism": "int64",
+    "task_slots": "int64",
+    "cpu": "float64",
+    "memory_mb": "int64",
+    "checkpoint_interval_s": "int64",
+    "recovery_s": "float64",
+}
 
 
 class SchemaError(ValueError):

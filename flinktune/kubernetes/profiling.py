@@ -44,7 +44,7 @@ from flinktune.decision.stages import MetricsSource
 from flinktune.kubernetes.body import _memory_mb, deployment_body
 from flinktune.kubernetes.crd import CRDSchema, load_crd_schema, validate_object
 from flinktune.kubernetes.realizer import GROUP, PLURAL, VERSION
-from flinktune.metric_schema import PROFILING_COLUMNS, validate_frame
+from flinktune.metric_schema import PROFILING_COLUMNS, PROFILING_DTYPES, validate_frame
 
 __all__ = [
     "OVERRIDES_ANNOTATION",
@@ -347,16 +347,4 @@ def run_profiling_deployment(
                     f"delete it by hand (label {PROFILE_LABEL}={base_job})"
                 ) from None
     df = pd.DataFrame([row], columns=list(PROFILING_COLUMNS))
-    return df.astype(
-        {
-            "job": "string",
-            "run_id": "string",
-            "ts_ms": "int64",
-            "parallelism": "int64",
-            "task_slots": "int64",
-            "cpu": "float64",
-            "memory_mb": "int64",
-            "checkpoint_interval_s": "int64",
-            "recovery_s": "float64",
-        }
-    )
+    return df.astype(PROFILING_DTYPES)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import ConfigSpace, Configuration, spread_design
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metric_schema import PROFILING_COLUMNS, PROFILING_DTYPES
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.noise import normal
 from flinktune.twin.profile import ClusterProfile
@@ -134,18 +134,7 @@ def profile_configs(
         for rate in rates
     ]
     df = pd.DataFrame(rows, columns=list(PROFILING_COLUMNS))
-    return df.astype(
-        {
-            "job": "string",
-            "run_id": "string",
-            "ts_ms": "int64",
-            "parallelism": "int64",
-            "task_slots": "int64",
-            "cpu": "float64",
-            "memory_mb": "int64",
-            "checkpoint_interval_s": "int64",
-        }
-    )
+    return df.astype(PROFILING_DTYPES)
 
 
 def initial_design(space: ConfigSpace, n: int, seed: int) -> list[Configuration]:
