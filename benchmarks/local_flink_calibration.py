@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from flinktune.localflink.distribution import repo_root
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.twin.calibration import calibrate, evaluate, read_observations
 from flinktune.twin.profile import ClusterProfile
 

@@ -47,9 +47,9 @@ from flinktune.localflink.distribution import repo_root
 from flinktune.localflink.profiler import ProfileWhenUntrusted, SaturationProfiler, WithoutProfiling
 from flinktune.localflink.workload import RatePlan
 from flinktune.decision.loop import LoopSettings, build_decision_loop
-from flinktune.metric_schema import PROFILING_COLUMNS
-from flinktune.policies.capacity import ShapeCapacities, shape_of
-from flinktune.policies.flinktune_policy import FlinktunePolicy
+from flinktune.metrics.schema import PROFILING_COLUMNS
+from flinktune.tuner.capacity import ShapeCapacities, shape_of
+from flinktune.tuner.flinktune_policy import FlinktunePolicy
 from flinktune.decision.store import MemoryStateStore
 from models.forecasting.types import QuantileForecast
 

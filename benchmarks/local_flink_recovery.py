@@ -30,7 +30,7 @@ from flinktune.localflink import (
     ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile, free_port, inject_taskmanager_failure,
 )
 from flinktune.localflink.distribution import repo_root
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, task
 
-from flinktune.orchestration.dag_wiring import (
+from flinktune.orchestration.dag_tasks.dag_wiring import (
     CHAMPIONS, POLICIES, START_DATE, TAGS, default_args, dry_run_param, job_param, task_params,
 )
 
@@ -28,7 +28,18 @@ When a decision says *profile* on a real cluster (`FLINKTUNE_CLUSTER=kubernetes`
 starts `flinktune_profile` (TriggerDagRunOperator: the request carries a conf, which an asset
 event cannot show in the UI as plainly). On the twin, `jobs.decide` profiles inline before its
 next tick, so both are skipped.
+
+**The fleet**: **fleet** lists the jobs this run acts on (`flinktune.fleet.targets`): every managed
+job of the fleet (`FLINKTUNE_FLEET_FILE`, or labelled FlinkDeployments with
+`FLINKTUNE_FLEET_DISCOVER=true`) for the schedule and for a trigger without `job`; the one job
+named by a trigger's `job` or by the champion that triggered the run; the `job` param alone when
+no fleet is configured. **decide** is mapped over them, one task instance per job, at most as many
+at once as the `flinktune_fleet` pool has slots; a job whose decision fails fails its own instance
+only. **request_profile** collects the profile requests of the jobs that decided and
+**trigger_profile** starts one `flinktune_profile` run per request.
 """
+
+FLEET_POOL = "flinktune_fleet"  # bounds how many jobs decide at once; created with the Airflow home
 
 
 @dag(
@@ -51,29 +62,36 @@ next tick, so both are skipped.
     },
 )
 def flinktune_decide() -> None:
-    @task(execution_timeout=timedelta(minutes=30))
-    def decide(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    @task(execution_timeout=timedelta(minutes=5))
+    def fleet(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
+        from flinktune.fleet.targets import targets_for_this_run
+
+        return targets_for_this_run(params)
+
+    @task(execution_timeout=timedelta(minutes=30), pool=FLEET_POOL, map_index_template="{{ task.op_kwargs['target']['job'] }}")
+    def decide(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
+        params = task_params(params)
         from flinktune.settings import load_settings
         from jobs import decide as job
 
-        return job.run(
-            job=params["job"], ticks=params["ticks"], policy=params["policy"], dry_run=params["dry_run"],
-            settings=load_settings(),
+        decided = job.run(
+            job=target["job"], ticks=params["ticks"], policy=target["policy"], dry_run=target["dry_run"],
+            settings=load_settings().model_copy(update=target["goals"]),  # the job's own goals from the fleet
         )
+        return {**decided, "dry_run": target["dry_run"]}
 
-    @task.short_circuit(execution_timeout=timedelta(minutes=5))
-    def request_profile(decided: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.orchestration.tasks import profile_request
+    # all_done: the jobs that decided get their profiling even when another job's decision failed.
+    @task(execution_timeout=timedelta(minutes=5), trigger_rule="all_done")
+    def request_profile(decided: list[dict[str, Any]], params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        params = task_params(params)
+        from flinktune.orchestration.dag_tasks.tasks import profile_requests
 
-        return profile_request(params["job"], decided, dry_run=params["dry_run"])
+        return profile_requests(decided, dry_run=params["dry_run"])
 
-    request = request_profile(decide())
-    request >> TriggerDagRunOperator(
-        task_id="trigger_profile", trigger_dag_id="flinktune_profile", conf=request,
-        execution_timeout=timedelta(minutes=5),
-    )
-
+    request = request_profile(decide.expand(target=fleet()))
+    TriggerDagRunOperator.partial(
+        task_id="trigger_profile", trigger_dag_id="flinktune_profile", execution_timeout=timedelta(minutes=5),
+    ).expand(conf=request)
 
 flinktune_decide()

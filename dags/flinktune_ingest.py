@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow.sdk import Param, TriggerRule, dag, task
 
-from flinktune.orchestration.dag_wiring import (
+from flinktune.orchestration.dag_tasks.dag_wiring import (
     FEATURES_1M, FEATURES_10S, START_DATE, TAGS, default_args, job_param, mark_outlets, task_params,
 )
 
@@ -93,7 +93,7 @@ def flinktune_ingest() -> None:
     @task(execution_timeout=timedelta(minutes=20), trigger_rule=TriggerRule.NONE_FAILED, outlets=[FEATURES_10S, FEATURES_1M])
     def etl_features(window: dict[str, Any] | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.orchestration.tasks import etl_features as etl
+        from flinktune.orchestration.dag_tasks.tasks import etl_features as etl
 
         window = window or {"start_ms": params["start_ms"], "end_ms": params["end_ms"]}
         summary = etl(params["job"], window.get("start_ms"), window.get("end_ms"))

@@ -1,6 +1,6 @@
 """flinktune_profile: profile suggested configurations (one mapped task each), then retrain the surrogate.
 
-Wiring only: the work lives in ``flinktune.orchestration.tasks``, imported inside the tasks.
+Wiring only: the work lives in ``flinktune.orchestration.dag_tasks.tasks``, imported inside the tasks.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.sdk import Param, dag, task
 
-from flinktune.orchestration.dag_wiring import (
+from flinktune.orchestration.dag_tasks.dag_wiring import (
     CHAMPIONS, CONFIGURATION_SCHEMA, START_DATE, TAGS, TRAINING, default_args, job_param, mark_outlets, task_params,
 )
 
@@ -52,7 +52,7 @@ def flinktune_profile() -> None:
     @task(execution_timeout=timedelta(minutes=5))
     def suggest(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.orchestration.tasks import suggest_profile_configs
+        from flinktune.orchestration.dag_tasks.tasks import suggest_profile_configs
 
         return suggest_profile_configs(params["job"], params["configs"], max_runs=params["max_runs"], seed=params["seed"])
 
@@ -60,7 +60,7 @@ def flinktune_profile() -> None:
     @task(execution_timeout=timedelta(minutes=30), max_active_tis_per_dag=2)
     def profile(config: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.orchestration.tasks import profile_config
+        from flinktune.orchestration.dag_tasks.tasks import profile_config
 
         return profile_config(params["job"], config, rates=params["rates"], duration_s=params["duration_s"],
                               seed=params["seed"])
@@ -68,7 +68,7 @@ def flinktune_profile() -> None:
     @task(outlets=[CHAMPIONS], **TRAINING)
     def train_surrogate(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.orchestration.tasks import train
+        from flinktune.orchestration.dag_tasks.tasks import train
 
         summary = train("surrogate", params["job"], run_key=run_id or "")
         mark_outlets(params["job"], CHAMPIONS)

@@ -1,6 +1,6 @@
 """flinktune_replay: what-if replay of a rate trace under several policies, with failures.
 
-Wiring only: the work lives in ``flinktune.replay`` (via ``flinktune.orchestration.tasks``).
+Wiring only: the work lives in ``flinktune.replay`` (via ``flinktune.orchestration.dag_tasks.tasks``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.sdk import Param, dag, task
 
-from flinktune.orchestration.dag_wiring import FAILURES_PATTERN, START_DATE, TAGS, default_args, job_param, task_params
+from flinktune.orchestration.dag_tasks.dag_wiring import FAILURES_PATTERN, START_DATE, TAGS, default_args, job_param, task_params
 
 DOC = """
 ### flinktune_replay
@@ -46,7 +46,7 @@ def flinktune_replay() -> None:
     @task(execution_timeout=timedelta(minutes=60))
     def replay(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.orchestration.tasks import replay as replay_task
+        from flinktune.orchestration.dag_tasks.tasks import replay as replay_task
 
         return replay_task(trace=params["trace"], policies=params["policies"], hours=params["hours"],
                            failures=params["failures"], seed=params["seed"], run_id=run_id or "manual")

@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.sdk import CronTriggerTimetable, dag, task
 
-from flinktune.orchestration.dag_wiring import START_DATE, TAGS, default_args, job_param, task_params
+from flinktune.orchestration.dag_tasks.dag_wiring import START_DATE, TAGS, default_args, job_param, task_params
 
 DOC = """
 ### flinktune_report

@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow.sdk import CronTriggerTimetable, TriggerRule, dag, task
 
-from flinktune.orchestration.dag_wiring import (
+from flinktune.orchestration.dag_tasks.dag_wiring import (
     CHAMPIONS, RETRAIN_CRON, START_DATE, TAGS, TRAINING, default_args, job_param, mark_outlets, task_params,
 )
 
@@ -64,7 +64,7 @@ def flinktune_train() -> None:
     @task(outlets=[CHAMPIONS], trigger_rule=TriggerRule.NONE_FAILED, **TRAINING)
     def train_surrogate(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.orchestration.tasks import train
+        from flinktune.orchestration.dag_tasks.tasks import train
 
         summary = train("surrogate", params["job"], run_key=run_id or "")
         mark_outlets(params["job"], CHAMPIONS)
@@ -73,7 +73,7 @@ def flinktune_train() -> None:
     @task(outlets=[CHAMPIONS], **TRAINING)
     def train_forecaster(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.orchestration.tasks import train
+        from flinktune.orchestration.dag_tasks.tasks import train
 
         summary = train("forecaster", params["job"], run_key=run_id or "")
         mark_outlets(params["job"], CHAMPIONS)

@@ -90,6 +90,9 @@ class TimeoutSettings(BaseSettings):
     mlflow_request_s: float = Field(5.0, gt=0, le=300, description="Timeout of one MLflow HTTP request, seconds.")
     mlflow_retries: int = Field(1, ge=0, le=10, description="Retries of an MLflow HTTP request.")
     http_request_s: float = Field(10.0, gt=0, le=300, description="Timeout of one Prometheus or Flink REST request, seconds.")
+    http_retries: int = Field(
+        2, ge=0, le=10, description="Retries of a Prometheus read (refused connections, timeouts, HTTP 429 and 5xx)."
+    )
     apply_budget_s: float = Field(480.0, gt=0, description="Most seconds one apply may take (stability wait plus rollback).")
 
     def apply_budget(self, decision_interval_s: float) -> float:
@@ -124,6 +127,14 @@ class Settings(BaseSettings):
     forecast_horizon_s: int = Field(600, ge=60, description="Forecast horizon the policy plans for, seconds.")
     forecast_bin_s: int = Field(60, ge=10, description="Width of a forecast bin, seconds.")
     device: str = Field("auto", pattern="^(auto|cpu|cuda)$", description="Torch device for training: auto, cpu or cuda.")
+    fleet_file: Path | None = Field(
+        None,
+        description="A fleet.yaml: the DAGs' scheduled runs act on each of its jobs (unset: the one job of the run's params).",
+    )
+    fleet_discover: bool = Field(
+        False,
+        description="On Kubernetes, the fleet is the FlinkDeployments labelled flinktune.io/managed=true (instead of a file).",
+    )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings, description="Timeouts and retries of outside calls.")
 
     @model_validator(mode="after")
@@ -165,10 +176,12 @@ class KubernetesSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="FLINKTUNE_K8S_", extra="forbid")
 
-    namespace: str = Field(
-        "",
-        description="Namespace of the FlinkDeployments (required with FLINKTUNE_CLUSTER=kubernetes); "
-        "trainer pods and Spark on Kubernetes use 'flinktune' when it is empty.",
+    namespace: str = Field("", description="Namespace of the FlinkDeployments (required with FLINKTUNE_CLUSTER=kubernetes).")
+    home_namespace: str = Field(
+        "flinktune",
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Namespace of flinktune's own pods (trainer pods, Spark executors), where its volume claim and "
+        "Secrets live; never the FlinkDeployments' namespace, which holds neither.",
     )
     vertex_ids: JsonStrMap = Field(
         default_factory=dict,
@@ -178,10 +191,6 @@ class KubernetesSettings(BaseSettings):
     crd_dir: Path | None = Field(
         None, validation_alias="FLINKTUNE_CRD_DIR", description="Folder of the operator's CRDs; default: the shipped copy."
     )
-
-    def namespace_or(self, default: str = "flinktune") -> str:
-        """The namespace, or ``default`` where none is set (pods and Spark, which have a home namespace)."""
-        return self.namespace.strip() or default
 
 
 class SparkSettings(BaseSettings):
@@ -212,7 +221,7 @@ _GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoS
 
 
 class TrainerSettings(BaseSettings):
-    """The GPU trainer pod (``FLINKTUNE_TRAINING=kubernetes``; :mod:`flinktune.orchestration.trainer_pod`)."""
+    """The GPU trainer pod (``FLINKTUNE_TRAINING=kubernetes``; :mod:`flinktune.orchestration.dag_tasks.trainer_pod`)."""
 
     model_config = SettingsConfigDict(env_prefix="FLINKTUNE_TRAINER_", extra="forbid")
 

@@ -12,6 +12,12 @@ reading the raw lake the extractor keeps fresh and patching the FlinkDeployment 
 computes the patch and prints it as a diff, changing nothing); profile decisions are carried out
 by the ``flinktune_profile`` DAG that the decide DAG triggers.
 
+On the twin, ``--models FILE`` takes the models from a file instead of MLflow: a saved
+:class:`flinktune.replay.models.ReplayModels` (the replay's forecaster, surrogate and profiler), with
+the forecast from the twin's trace, as the replay has it; the file is written back after each tick
+(profiling refits the surrogate). One run per tick then makes the replay's decisions, as
+``tests/flinktune/decision/test_durable_memory.py`` checks.
+
 ``python -m jobs.decide --job demo --ticks 6 --policy flinktune`` prints a JSON summary.
 """
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,12 +34,12 @@ import pandas as pd
 from flinktune.backends.kubernetes import kubernetes_backend
 from flinktune.backends.twin import twin_backend
 from flinktune.clock import ManualClock
-from flinktune.entry import OneLineParser, run_main
+from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import SqliteStateStore
-from flinktune.evaluation import rate_series
+from flinktune.decision.evaluation import rate_series
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake, LakeMetricsSource
 from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.settings import Settings, load_settings
@@ -117,7 +124,19 @@ class TwinProfiler:
         train_surrogate.run(job=self.job, settings=self.settings)
 
 
-def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = False, settings: Settings | None = None) -> dict:
+def run(
+    *,
+    job: str,
+    ticks: int = 1,
+    policy: str = "flinktune",
+    dry_run: bool = False,
+    settings: Settings | None = None,
+    models_file: Path | None = None,
+) -> dict:
+    """Make ``ticks`` decisions for ``job`` (one on a real cluster) and return their summary.
+
+    ``models_file``: the twin's models from a saved ``ReplayModels`` instead of the MLflow champions
+    (see the module docstring); refused on a real cluster."""
     if policy not in POLICY_NAMES:
         raise ValueError(f"unknown policy {policy!r}; known policies: {', '.join(POLICY_NAMES)}")
     if ticks < 1:
@@ -141,6 +160,13 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
         trace = pd.read_parquet(trace_path)["rate"]
     elif ticks != 1:
         raise ValueError(f"ticks={ticks}: on a real cluster each run makes one decision (the DAG runs every interval)")
+    elif models_file is not None:
+        raise ValueError("--models: models from a file run on the twin only (FLINKTUNE_CLUSTER=twin); a cluster uses the MLflow champions")
+    replay_models = None
+    if models_file is not None:
+        from flinktune.replay.models import ReplayModels  # the replay's models: only for a run from a file
+
+        replay_models = ReplayModels.load(models_file)
     space = default_space()
     lake = Lake(settings.lake_dir)
     store = SqliteStateStore(settings.state_db)
@@ -148,18 +174,26 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
     twin_clock: ManualClock | None = None
     if twin is not None:
         twin_clock = ManualClock(twin.now)
-        backend = twin_backend(twin, twin_clock, job=job, source=LakeMetricsSource(lake), profiler=TwinProfiler(settings, job))
+        profiler = replay_models if replay_models is not None else TwinProfiler(settings, job)
+        backend = twin_backend(twin, twin_clock, job=job, source=LakeMetricsSource(lake), profiler=profiler)
     else:  # Kubernetes: profile decisions are carried out by the flinktune_profile DAG the decide DAG triggers
         backend = kubernetes_backend(job, LakeMetricsSource(lake), dry_run=dry_run, timeouts=settings.timeouts,
                                      budget_s=settings.timeouts.apply_budget(settings.decision_interval_s))  # fmt: skip
     # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
-    # frozen_after_s: the metric quality gates (flinktune.metric_quality) hold on frozen values.
+    # frozen_after_s: the metric quality gates (flinktune.metrics.quality) hold on frozen values.
     loop_settings = LoopSettings(job, settings.latency_target_ms, settings.recovery_limit_s, window_s=settings.decision_interval_s,
                                  frozen_after_s=FROZEN_AFTER_S, dry_run=dry_run and on_twin)  # fmt: skip
     # The guard's history and the policy's memory come back from the state store (one run, one tick in production).
+    forecaster: Any
+    if replay_models is not None:
+        from flinktune.replay.models import TraceForecast
+
+        assert trace is not None  # models from a file run on the twin only
+        forecaster, models = TraceForecast(replay_models, trace, settings.forecast_horizon_s), replay_models
+    else:
+        forecaster, models = LakeForecast(lake, job, settings.forecast_horizon_s), ChampionModels(settings, job)
     loop = build_decision_loop(backend, loop_settings, policy=make_policy(policy, space, confidence=settings.confidence),
-                               space=space, store=store, forecaster=LakeForecast(lake, job, settings.forecast_horizon_s),
-                               models=ChampionModels(settings, job))  # fmt: skip
+                               space=space, store=store, forecaster=forecaster, models=models)  # fmt: skip
     clock = backend.clock
     interval = settings.decision_interval_s
     summaries = []
@@ -195,6 +229,8 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
             continue
         outcome = loop.step()
         twin.save(twin_path)  # per tick, after its decision: a kill never makes a later run decide a tick twice
+        if replay_models is not None and models_file is not None:
+            replay_models.save(models_file)  # a profiling decision refitted the surrogate
         summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
                           "changed": bool(outcome.result and outcome.result.changed)})
         print(f"[decide {i + 1}/{ticks}] {outcome.line()}", flush=True)
@@ -202,7 +238,7 @@ def run(*, job: str, ticks: int = 1, policy: str = "flinktune", dry_run: bool = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.decide``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    """``python -m jobs.decide``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
     return run_main("python -m jobs.decide", _main, argv)
 
 
@@ -212,8 +248,9 @@ def _main(argv: list[str]) -> None:
     p.add_argument("--ticks", type=int, default=1)
     p.add_argument("--policy", choices=POLICY_NAMES, default="flinktune")
     p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--models", type=Path, default=None, help="twin only: a saved ReplayModels instead of the MLflow champions")
     a = p.parse_args(argv)
-    print(json.dumps(run(job=a.job, ticks=a.ticks, policy=a.policy, dry_run=a.dry_run)))
+    print(json.dumps(run(job=a.job, ticks=a.ticks, policy=a.policy, dry_run=a.dry_run, models_file=a.models)))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from data_contracts import ContractViolation, ValidationOutcome, validate
-from flinktune.entry import OneLineParser, run_main
+from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.clock import Clock
 from flinktune.etl.curated import to_features_frame, write_features
@@ -152,7 +152,7 @@ def _warnings(*outcomes: ValidationOutcome) -> list[Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.etl_features``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    """``python -m jobs.etl_features``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
     return run_main("python -m jobs.etl_features", _main, argv)
 
 

@@ -21,7 +21,7 @@ import json
 import logging
 import sys
 
-from flinktune.entry import OneLineParser, run_main
+from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.clock import Clock, SystemClock
 from flinktune.extract.sink import RawSink
@@ -63,7 +63,9 @@ def run(
         from flinktune.extract.endpoint import resolve_endpoint
         from flinktune.extract.prometheus import PrometheusClient, extract_prometheus
 
-        client = PrometheusClient(resolve_endpoint(conn_id), timeout_s=settings.timeouts.http_request_s)
+        client = PrometheusClient(
+            resolve_endpoint(conn_id), timeout_s=settings.timeouts.http_request_s, retries=settings.timeouts.http_retries
+        )
         result = extract_prometheus(client, sink, job=job, start_ms=start_ms, end_ms=end_ms, step_s=step_s, chunk_s=chunk_s)
     elif source == "flink-rest":
         from flinktune.localflink.rest_extract import collect_flink_rest, rest_source
@@ -72,14 +74,16 @@ def run(
         if start_ms < clock.now() * 1000 - interval_s * 1000:
             raise ValueError(f"flink-rest has no history: start_ms {start_ms} is in the past (now {int(clock.now() * 1000)})")
         rest = rest_source(flink_port, job, clock=clock, timeout_s=settings.timeouts.http_request_s)
-        result = collect_flink_rest(rest, sink, start_ms=start_ms, end_ms=end_ms, interval_s=interval_s, chunk_s=min(chunk_s, 300), clock=clock)
+        result = collect_flink_rest(
+            rest, sink, start_ms=start_ms, end_ms=end_ms, interval_s=interval_s, chunk_s=min(chunk_s, 300), clock=clock
+        )
     else:
         raise ValueError("source 'twin' writes raw metrics itself: run jobs.simulate (or jobs.decide) for the twin")
     return result.to_dict()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.extract_metrics``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    """``python -m jobs.extract_metrics``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
     return run_main("python -m jobs.extract_metrics", _main, argv)
 
 

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from flinktune.entry import OneLineParser, run_main
+from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.config_space import ConfigError, Configuration, default_space
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake
@@ -119,7 +119,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.profile``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    """``python -m jobs.profile``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
     return run_main("python -m jobs.profile", _main, argv)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from flinktune.entry import OneLineParser, run_main
+from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.config_space import default_space
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake
@@ -124,7 +124,7 @@ def run(*, job: str, since_ms: int | None = None, settings: Settings | None = No
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.report``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    """``python -m jobs.report``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
     return run_main("python -m jobs.report", _main, argv)
 
 

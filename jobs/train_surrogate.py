@@ -1,7 +1,7 @@
 """Train the configuration surrogate of one job on its profiling observations; register and promote it.
 
 Reads ``<lake>/curated/profiling_observations/job=<job>/**.parquet`` (``PROFILING_COLUMNS`` of
-``flinktune.metric_schema``; the knobs, ``input_rate`` and the four outcomes are used),
+``flinktune.metrics.schema``; the knobs, ``input_rate`` and the four outcomes are used),
 maps each row's knobs to [0, 1] with ``ConfigSpace().normalise`` and fits a :class:`GPSurrogate`
 (``kind="gp"``, default) or an :class:`RGPESurrogate` (``kind="rgpe"``) on (knobs,
 ``input_rate``) -> (latency, CPU, memory, recovery). Rows whose knobs are missing are
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from flinktune.entry import OneLineParser, run_main
+from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.config_space import KNOBS, ConfigError, ConfigSpace, Configuration
 from flinktune.lake import Lake
@@ -161,7 +161,7 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.train_surrogate``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
+    """``python -m jobs.train_surrogate``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
     return run_main("python -m jobs.train_surrogate", _main, argv)
 
 

@@ -1,7 +1,7 @@
 """Airflow plugin: a read-only view of flinktune's jobs, served by the Airflow API server.
 
 Mounted at ``/flinktune`` on the API server (``airflow api-server``) when the plugins folder is
-this repository's ``plugins/`` (see :mod:`flinktune.orchestration.airflow_home`). HTML pages:
+this repository's ``plugins/`` (see :mod:`flinktune.orchestration.local.airflow_home`). HTML pages:
 
 - ``GET /flinktune/`` -> the jobs with recorded decisions, each linking to its page.
 - ``GET /flinktune/job/<job>`` -> the configuration in force, the last decisions with reasons,
@@ -16,9 +16,14 @@ JSON:
   newest last; a row is the state store's ``decisions`` table (action, reason, target, ...).
 
 The state database is ``FLINKTUNE_STATE_DB`` (default ``<FLINKTUNE_VAR_DIR>/state/flinktune.db``),
-read per request. Responses name settings, never server paths (a path tells a caller about the
-host; the operator knows where ``FLINKTUNE_STATE_DB`` points). Airflow loads this file in every process (dag.test runs included), so the
-flinktune modules, which pull in pandas, are imported inside the handlers only.
+read per request. Every route is behind Airflow's own authentication: the API server's auth manager
+resolves the caller from a bearer JWT (``POST /auth/token``) or the UI's session cookie, and the
+caller needs read access to the runs of the ``flinktune_decide`` DAG (the Viewer role and above,
+unless DAG-level permissions say otherwise); no token is a 401, an invalid or refused one a 403,
+exactly as on ``/api/v2``. Responses name settings, never
+server paths (a path tells a caller about the host; the operator knows where ``FLINKTUNE_STATE_DB``
+points). Airflow loads this file in every process (dag.test runs included), so the flinktune
+modules, which pull in pandas, are imported inside the handlers only.
 """
 
 from __future__ import annotations
@@ -27,17 +32,40 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Path as PathParam, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse
-
 from airflow.plugins_manager import AirflowPlugin
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi import Path as PathParam
+from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
 from flinktune.job_name import JOB_NAME_PATTERN  # the one job-name rule (light: re and pydantic)
 
-__all__ = ["FlinktunePlugin", "create_app"]
+__all__ = ["DECISIONS_DAG", "FlinktunePlugin", "create_app", "require_airflow_reader"]
 
 _JSON_COLUMNS = ("target", "profile_configs", "state", "inputs")  # stored as JSON text
 _PLOT_PATTERN = r"^[A-Za-z0-9_-]+\.png$"  # a bare file name: no path can escape the report folder
 NO_STATE = "no flinktune state database yet (FLINKTUNE_STATE_DB): no decision has been recorded"
+
+
+_bearer = HTTPBearer(auto_error=False)  # the same header Airflow's get_user reads; it decides, not this
+
+
+#: Decisions and reports are what this DAG's runs produce: who may read its runs may read them.
+DECISIONS_DAG = "flinktune_decide"
+
+
+async def require_airflow_reader(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> None:
+    """Airflow's own checks, as on ``/api/v2``: ``get_user`` (bearer JWT, else the UI's session
+    cookie; 401 without either, 403 for an invalid token), then ``requires_access_dag("GET", RUN)``
+    on :data:`DECISIONS_DAG` (403 when the auth manager refuses). Imported per request: the core API's
+    security module takes seconds to import, and Airflow imports this plugin in every process."""
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+    from airflow.api_fastapi.core_api.security import get_user, requires_access_dag
+    from starlette.concurrency import run_in_threadpool
+
+    user = await get_user(request=request, _oauth_token=None, bearer_credentials=credentials)
+    check = requires_access_dag("GET", DagAccessEntity.RUN, param_dag_id=DECISIONS_DAG)
+    await run_in_threadpool(check, request, user)  # it reads the metadata database (the DAG's team)
 
 
 def _base(request: Request) -> str:
@@ -45,9 +73,17 @@ def _base(request: Request) -> str:
 
 
 def create_app(state_db: str | Path | None = None) -> FastAPI:
-    """The FastAPI app; ``state_db`` fixes the database (tests), else settings are read per request. Responses name settings, never server paths (a path tells a caller about the
-host; the operator knows where ``FLINKTUNE_STATE_DB`` points)."""
-    app = FastAPI(title="flinktune", description="Decisions recorded by flinktune's decision loop (read-only).")
+    """The FastAPI app; ``state_db`` fixes the database (tests), else settings are read per request.
+
+    Every route depends on :func:`require_airflow_reader` (Airflow's auth manager), so it answers
+    only inside an API server whose auth manager is initialised (``airflow api-server``, or
+    ``airflow.api_fastapi.app.create_app`` in tests)."""
+    app = FastAPI(
+        title="flinktune",
+        description="Decisions recorded by flinktune's decision loop (read-only).",
+        # One app-level dependency: no route can be added that skips authentication.
+        dependencies=[Depends(require_airflow_reader)],
+    )
 
     def _settings() -> Any:
         from flinktune.settings import load_settings
@@ -83,7 +119,7 @@ host; the operator knows where ``FLINKTUNE_STATE_DB`` points)."""
 
     @app.get("/", response_class=HTMLResponse)
     def index(request: Request) -> str:
-        from flinktune.orchestration.overview_html import index_page
+        from flinktune.orchestration.plugin_ui.overview_html import index_page
 
         path = Path(_settings().state_db)
         if not path.is_file():
@@ -92,14 +128,14 @@ host; the operator knows where ``FLINKTUNE_STATE_DB`` points)."""
 
     @app.get("/job/{job}", response_class=HTMLResponse)
     def job_page(request: Request, job: str = PathParam(..., pattern=JOB_NAME_PATTERN)) -> str:
-        from flinktune.orchestration.overview import job_overview
-        from flinktune.orchestration.overview_html import job_page as render
+        from flinktune.orchestration.plugin_ui.overview import job_overview
+        from flinktune.orchestration.plugin_ui.overview_html import job_page as render
 
         return render(job_overview(job, _settings()), base=_base(request))
 
     @app.get("/job/{job}/report")
     def report_html(job: str = PathParam(..., pattern=JOB_NAME_PATTERN)) -> FileResponse:
-        from flinktune.orchestration.overview import latest_report_dir
+        from flinktune.orchestration.plugin_ui.overview import latest_report_dir
 
         folder = latest_report_dir(_settings().reports_dir, job)
         if folder is None or not (folder / "report.html").is_file():
@@ -107,8 +143,10 @@ host; the operator knows where ``FLINKTUNE_STATE_DB`` points)."""
         return FileResponse(folder / "report.html", media_type="text/html")
 
     @app.get("/job/{job}/plots/{name}")
-    def plot(job: str = PathParam(..., pattern=JOB_NAME_PATTERN), name: str = PathParam(..., pattern=_PLOT_PATTERN)) -> FileResponse:
-        from flinktune.orchestration.overview import latest_report_dir
+    def plot(
+        job: str = PathParam(..., pattern=JOB_NAME_PATTERN), name: str = PathParam(..., pattern=_PLOT_PATTERN)
+    ) -> FileResponse:
+        from flinktune.orchestration.plugin_ui.overview import latest_report_dir
 
         folder = latest_report_dir(_settings().reports_dir, job)
         if folder is None or not (folder / name).is_file():

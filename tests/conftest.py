@@ -5,6 +5,9 @@
 - ``spark``: ONE local SparkSession for the whole test session (startup costs ~10 s; never
   stop it in a test). Built with :func:`flinktune.etl.spark.spark_session` on ``local[2]``, so
   tests run with the production settings. Mark tests that use it ``@pytest.mark.spark``.
+- ``airflow_var``: ONE var folder whose ``airflow/`` home has a migrated Airflow metadata database
+  for the session (``airflow db migrate`` costs ~25 s); pass it to ``airflow_env``. Tests write no
+  DAG runs into it.
 """
 
 from __future__ import annotations
@@ -30,3 +33,12 @@ def spark(tmp_path_factory):
     session = spark_session(base, "flinktune-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def airflow_var(tmp_path_factory):
+    from flinktune.orchestration.local.airflow_home import prepare_airflow_home
+
+    var = tmp_path_factory.mktemp("airflow-var")
+    prepare_airflow_home(var)
+    return var

@@ -1,6 +1,6 @@
 """Per-subtask time and record matrices of one window, read from raw samples.
 
-Use :func:`subtask_window` to turn raw-schema samples (:mod:`flinktune.metric_schema`) into
+Use :func:`subtask_window` to turn raw-schema samples (:mod:`flinktune.metrics.schema`) into
 dense arrays the bottleneck analysis works on: for each vertex, in the order vertices first
 appear (topological for Flink and the twin), arrays of shape ``(seconds, subtasks)`` of busy,
 backpressured and idle time as fractions of a second, and records in and out per second.

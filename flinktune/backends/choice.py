@@ -8,11 +8,11 @@ variable                   values (default first)      meaning
 =========================  ==========================  =============================================
 ``FLINKTUNE_CLUSTER``      ``twin`` | ``kubernetes``   where decisions are applied and profiling runs
 ``FLINKTUNE_TRAINING``     ``in_process`` |            train in the Airflow worker, or in a GPU pod
-                           ``kubernetes``              (:mod:`flinktune.orchestration.trainer_pod`)
+                           ``kubernetes``              (:mod:`flinktune.orchestration.dag_tasks.trainer_pod`)
 ``FLINKTUNE_SPARK_MASTER`` ``local[2]`` | any URL      Spark master (``flinktune.settings``)
 ``FLINKTUNE_SPARK_SUBMIT`` ``""`` | ``client`` |       empty: the ETL runs in the worker's Python
                            ``cluster``                 (driver here); else ``spark-submit`` with
-                                                       that deploy mode (:mod:`.spark_submit`)
+                                                       that deploy mode (``dag_tasks.spark_submit``)
 =========================  ==========================  =============================================
 
 A bad value raises :class:`BackendError` naming the variable and the accepted values.

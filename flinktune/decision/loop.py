@@ -28,6 +28,7 @@ from flinktune.backends import Backend
 from flinktune.clock import Clock
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.decision import Action, Decision, JobState
+from flinktune.decision.evaluation import evaluate
 from flinktune.decision.guard import GuardRules, SafetyGuard
 from flinktune.decision.reconfig import ReconfigMode, same_shape
 from flinktune.decision.stages import (
@@ -43,7 +44,6 @@ from flinktune.decision.stages import (
     StateStore,
 )
 from flinktune.decision.store import UNSETTLED
-from flinktune.evaluation import evaluate
 
 __all__ = ["ClusterUnreadable", "DecisionLoop", "LoopSettings", "StepOutcome", "build_decision_loop"]
 

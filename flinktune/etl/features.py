@@ -54,7 +54,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flinktune.metric_schema import CONFIG_METRICS, COUNTER_METRICS, METRICS, RAW_COLUMNS
+from flinktune.metrics.schema import CONFIG_METRICS, COUNTER_METRICS, METRICS, RAW_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

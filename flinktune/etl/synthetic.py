@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from flinktune.metric_schema import METRICS, RAW_DTYPES
+from flinktune.metrics.schema import METRICS, RAW_DTYPES
 
 __all__ = ["JOB_METRICS", "SUBTASK_METRICS", "synthetic_raw"]
 

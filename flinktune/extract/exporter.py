@@ -17,7 +17,7 @@ import pandas as pd
 
 from flinktune.clock import Clock, SystemClock
 from flinktune.extract.prometheus import LabelMap
-from flinktune.metric_schema import METRICS
+from flinktune.metrics.schema import METRICS
 
 __all__ = ["SampleExporter"]
 

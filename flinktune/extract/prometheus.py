@@ -14,31 +14,32 @@ levels and counters; ``jobRunning`` = uptime > 0). A subtask series lacking the 
 label is an :class:`ExtractError` naming metric, label and the labels present; a metric with no
 series at all is listed in ``missing_metrics`` (the raw contract decides what that means).
 
-Transient failures (HTTP 5xx, 429, timeouts, refused connections) are retried with exponential
-backoff; 4xx answers (a bad query) fail at once with Prometheus' own error text.
+Transient failures (HTTP 5xx, 429, timeouts, refused connections) are retried by urllib3's own
+``Retry`` on a ``requests`` session (exponential backoff, ``Retry-After`` honoured), every request
+bounded by a connect and read timeout (``FLINKTUNE_TIMEOUT_HTTP_REQUEST_S``, retries
+``FLINKTUNE_TIMEOUT_HTTP_RETRIES``); 4xx answers (a bad query) fail at once with Prometheus' own
+error text. A call therefore ends within about ``(retries + 1) * timeout`` plus the backoffs.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import random
 import re
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from flinktune.extract.endpoint import PrometheusEndpoint
 from flinktune.extract.sink import ExtractError, ExtractResult, RawSink, hour_chunks
-from flinktune.metric_schema import METRICS, RAW_DTYPES
+from flinktune.metrics.schema import METRICS, RAW_DTYPES
 
-__all__ = ["MAX_POINTS", "LabelMap", "PrometheusClient", "extract_prometheus", "metric_queries"]
+__all__ = ["MAX_POINTS", "LabelMap", "PrometheusClient", "extract_prometheus", "metric_queries", "retry_policy"]
 
 log = logging.getLogger(__name__)
 
@@ -88,66 +89,92 @@ def metric_queries(job: str, labels: LabelMap = LabelMap()) -> dict[str, str]:
     return out
 
 
+#: Answers worth asking again: Prometheus (or a proxy in front of it) overloaded or restarting.
+_RETRY_STATUS = (429, 500, 502, 503, 504)
+
+
+def retry_policy(retries: int, *, backoff_s: float = 0.5, max_backoff_s: float = 8.0) -> Retry:
+    """urllib3's retry policy of every Prometheus request: ``retries`` more tries of a GET after a
+    refused connection, a timeout or one of :data:`_RETRY_STATUS`, waiting ``backoff_s * 2**n``
+    (at most ``max_backoff_s``) between tries; the last answer is returned, not raised."""
+    if retries < 0:
+        raise ValueError(f"Prometheus retries must be >= 0, got {retries}")
+    return Retry(
+        total=retries,
+        connect=retries,
+        read=retries,
+        status=retries,
+        other=0,
+        status_forcelist=_RETRY_STATUS,
+        allowed_methods=frozenset({"GET"}),
+        backoff_factor=backoff_s,
+        backoff_max=max_backoff_s,
+        backoff_jitter=backoff_s / 2,  # many extractors must not retry in step against a struggling server
+        raise_on_status=False,
+        respect_retry_after_header=True,
+    )
+
+
 class PrometheusClient:
-    """``query_range`` over HTTP with retries; ``sleep`` and ``seed`` make backoff testable."""
+    """``query_range`` over HTTP: a ``requests`` session whose adapter carries :func:`retry_policy`,
+    each request bounded by ``timeout_s`` (connect and read). ``attempts`` counts HTTP calls made,
+    retries included (from urllib3's retry history)."""
 
     def __init__(
         self,
         endpoint: PrometheusEndpoint,
         *,
-        timeout_s: float = 30.0,
-        retries: int = 4,
+        timeout_s: float = 10.0,
+        retries: int = 2,
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
-        sleep: Callable[[float], None] = time.sleep,
-        seed: int = 0,
     ) -> None:
+        if not timeout_s > 0:
+            raise ValueError(f"Prometheus request timeout must be > 0 s, got {timeout_s}")
         self.endpoint = endpoint
         self.timeout_s = timeout_s
         self.retries = retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
-        self._sleep = sleep
-        self._rng = random.Random(seed)
-        self.attempts = 0  # HTTP calls made, retries included
-
-    def _delay(self, attempt: int) -> float:
-        # Full jitter keeps many extractors from retrying in step against a struggling server.
-        return self._rng.uniform(0.5, 1.0) * min(self.max_backoff_s, self.backoff_s * 2**attempt)
+        self.session = requests.Session()
+        adapter = HTTPAdapter(max_retries=retry_policy(retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s))
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        self.attempts = 0
 
     def _get(self, path: str, params: Mapping[str, str]) -> dict:
-        url = self.endpoint.api(path) + "?" + urllib.parse.urlencode(params)
         shown = f"GET {self.endpoint.display_url().rstrip('/')}{path}"
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                self._sleep(self._delay(attempt - 1))
-            self.attempts += 1
-            req = urllib.request.Request(url, headers={"Accept": "application/json", **self.endpoint.headers()})
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    body = resp.read()
-            except urllib.error.HTTPError as exc:
-                text = _error_text(exc.read())
-                if exc.code >= 500 or exc.code == 429:
-                    last = f"HTTP {exc.code}: {text}"
-                    log.warning("%s: %s (attempt %d of %d)", shown, last, attempt + 1, self.retries + 1)
-                    continue
-                raise ExtractError(f"{shown} query={params.get('query')!r}: HTTP {exc.code}: {text}") from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-                log.warning("%s: %s (attempt %d of %d)", shown, last, attempt + 1, self.retries + 1)
-                continue
-            try:
-                doc = json.loads(body)
-            except ValueError:
-                raise ExtractError(f"{shown}: answer is not JSON: {body[:200]!r}") from None
-            if doc.get("status") != "success":
-                raise ExtractError(f"{shown} query={params.get('query')!r}: {doc.get('errorType')}: {doc.get('error')}")
-            for w in doc.get("warnings") or []:
-                log.warning("%s: Prometheus warns: %s", shown, w)
-            return doc["data"]
-        raise ExtractError(f"{shown} query={params.get('query')!r}: gave up after {self.retries + 1} attempts; last: {last}")
+        where = f"{shown} query={params.get('query')!r}"
+        try:
+            resp = self.session.get(
+                self.endpoint.api(path),
+                params=dict(params),
+                headers={"Accept": "application/json", **self.endpoint.headers()},
+                timeout=(self.timeout_s, self.timeout_s),
+            )
+        except requests.RequestException as exc:
+            # Retries are spent (or the error is not retryable); the cause's class names what failed.
+            self.attempts += self.retries + 1
+            cause = getattr(exc.args[0], "reason", None) if exc.args else None
+            raise ExtractError(
+                f"{where}: gave up after {self.retries + 1} attempts; last: {type(cause or exc).__name__}"
+            ) from None
+        history = getattr(getattr(resp.raw, "retries", None), "history", ()) or ()
+        self.attempts += 1 + len(history)
+        for earlier in history:
+            log.warning("%s: %s, retried", shown, f"HTTP {earlier.status}" if earlier.status else earlier.error)
+        if resp.status_code >= 400:
+            text = _error_text(resp.content)
+            if resp.status_code in _RETRY_STATUS:
+                raise ExtractError(f"{where}: gave up after {1 + len(history)} attempts; last: HTTP {resp.status_code}: {text}")
+            raise ExtractError(f"{where}: HTTP {resp.status_code}: {text}")
+        try:
+            doc = resp.json()
+        except ValueError:
+            raise ExtractError(f"{shown}: answer is not JSON: {resp.content[:200]!r}") from None
+        if doc.get("status") != "success":
+            raise ExtractError(f"{where}: {doc.get('errorType')}: {doc.get('error')}")
+        for w in doc.get("warnings") or []:
+            log.warning("%s: Prometheus warns: %s", shown, w)
+        return doc["data"]
 
     def query_range(self, query: str, start_ms: int, end_ms: int, step_s: float) -> list[dict]:
         """Series of a range query evaluated at ``start_ms, start_ms + step, ... <= end_ms`` (inclusive)."""

@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from flinktune.lake import Lake
-from flinktune.metric_schema import RAW_COLUMNS, validate_frame
+from flinktune.metrics.schema import RAW_COLUMNS, validate_frame
 
 __all__ = ["HOUR_MS", "ExtractError", "ExtractResult", "RawSink", "hour_chunks"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flinktune.decision.stages import MetricsSource
 from flinktune.extract.sink import ExtractResult, RawSink, hour_chunks
-from flinktune.metric_schema import METRICS
+from flinktune.metrics.schema import METRICS
 
 __all__ = ["copy_chunk", "extract_from_source"]
 

@@ -5,7 +5,7 @@ it reads the production FlinkDeployment ``base_job``, creates a copy named
 ``<base_job>-profile-<8 hex of the config>`` with the configuration applied (same image, jar and
 arguments, consuming the same input topic), waits until the job runs, lets it warm up, measures a
 window through a :class:`~flinktune.decision.stages.MetricsSource` and returns one
-:data:`~flinktune.metric_schema.PROFILING_COLUMNS` row. The copy is deleted at the end, always,
+:data:`~flinktune.metrics.schema.PROFILING_COLUMNS` row. The copy is deleted at the end, always,
 also when creation, start-up or measurement fails.
 
 Output redirection convention: the production object must carry the annotation
@@ -21,7 +21,7 @@ is refused; a job that writes nothing worth redirecting declares ``{}``.
 would need Chaos Mesh rights and disturbs neighbours); the contract treats a null there as a warning.
 
 Shapes: ``api`` is a ``kubernetes.client.CustomObjectsApi``; the metrics frame is the raw schema
-(:mod:`flinktune.metric_schema`) of job = the profiling deployment's name.
+(:mod:`flinktune.metrics.schema`) of job = the profiling deployment's name.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from flinktune.decision.stages import MetricsSource
 from flinktune.kubernetes.body import _memory_mb, deployment_body
 from flinktune.kubernetes.crd import CRDSchema, load_crd_schema, validate_object
 from flinktune.kubernetes.realizer import GROUP, PLURAL, VERSION
-from flinktune.metric_schema import PROFILING_COLUMNS, PROFILING_DTYPES, validate_frame
+from flinktune.metrics.schema import PROFILING_COLUMNS, PROFILING_DTYPES, validate_frame
 
 __all__ = [
     "OVERRIDES_ANNOTATION",

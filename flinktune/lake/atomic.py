@@ -1,4 +1,8 @@
-"""The lake's one atomic writer: write beside the target under a hidden name, then rename over it.
+"""The one atomic writer: write beside the target under a hidden name, then rename over it.
+
+It lives with the lake, its main user; every other file a reader may meet half-written goes through
+it too (the twin's state and profile, local Flink's state, config and rate files, the local Airflow
+home's marker and a DAG run's result).
 
 Use :func:`atomic_write` (bytes), :func:`atomic_write_with` (a writer that takes a path, e.g.
 ``pq.write_table``) or :func:`atomic_parquet` (a pandas frame) for every file a reader may open

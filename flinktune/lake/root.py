@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from flinktune.job_name import job_name
 from flinktune.lake.atomic import atomic_parquet
 from flinktune.lake.snapshot import snapshot_files
-from flinktune.metric_schema import RAW_COLUMNS, empty_frame, validate_frame
+from flinktune.metrics.schema import RAW_COLUMNS, empty_frame, validate_frame
 
 __all__ = ["PROFILING_OBSERVATIONS", "Lake"]
 
@@ -108,7 +108,9 @@ class Lake:
         keys = pd.DataFrame({"job": df["job"], "date": ts.dt.strftime("%Y-%m-%d"), "hour": ts.dt.hour})
         written: list[Path] = []
         for (job, date, hour), idx in keys.groupby(["job", "date", "hour"], sort=True).groups.items():
-            part = df.loc[idx, list(RAW_COLUMNS)].sort_values(["ts_ms", "metric", "vertex", "subtask"], kind="stable")
+            # By time only, stable: within a second the rows keep the source's order, and evaluation lists
+            # vertices in that order (topological for Flink and the twin; the first is the source).
+            part = df.loc[idx, list(RAW_COLUMNS)].sort_values("ts_ms", kind="stable")
             d = self.raw_job_dir(str(job)) / f"date={date}" / f"hour={int(hour):02d}"
             name = f"part-{int(part['ts_ms'].iloc[0])}-{int(part['ts_ms'].iloc[-1])}.parquet"
             written.append(atomic_parquet(part.drop(columns=["job"]).reset_index(drop=True), d / name))

@@ -27,7 +27,7 @@ import numpy as np
 
 from flinktune.config_space import ConfigSpace
 from flinktune.localflink.saturation import CapacityEstimate
-from flinktune.policies.capacity import CapacityModel
+from flinktune.tuner.capacity import CapacityModel
 from models.surrogate.types import OUTCOMES, SurrogatePrediction
 
 __all__ = ["CapacitySurrogate", "ProfiledCapacity"]

@@ -1,4 +1,4 @@
-"""Functions behind ``flinktune local-flink up|down|status`` (the Typer commands live in flinktune/cli.py).
+"""Functions behind ``flinktune local-flink up|down|status`` (the Typer commands live in flinktune/cli/local_flink.py).
 
 Each returns a JSON-serialisable dict and raises a clear error (``DistributionError``,
 ``PortTakenError``, ``ClusterError``) that the CLI prints without a traceback.

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from flinktune.clock import Clock, SystemClock
+from flinktune.lake.atomic import atomic_write
 from flinktune.localflink.distribution import FlinkDistribution, find_distribution
 from flinktune.localflink.rest import FlinkRest, RestError
 
@@ -81,12 +82,6 @@ class TaskManagerProc:
     resource_id: str = ""
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def _alive(pid: int) -> bool:
     try:
         os.waitpid(pid, os.WNOHANG)  # reap our own exited children so they do not look alive
@@ -142,7 +137,7 @@ class LocalFlinkCluster:
             ) from None
 
     def _save(self, state: dict[str, Any]) -> None:
-        _atomic_write(self.state_file, json.dumps(state, indent=2))
+        atomic_write(self.state_file, (json.dumps(state, indent=2)).encode())
 
     @property
     def rest(self) -> FlinkRest:
@@ -203,9 +198,9 @@ class LocalFlinkCluster:
         for f in (self.dist.home / "conf").iterdir():
             if f.name.startswith(("log4j", "logback")):
                 shutil.copy(f, self.conf_dir / f.name)
-        _atomic_write(self.conf_dir / "config.yaml", self._config_yaml())
-        _atomic_write(self.conf_dir / "masters", f"127.0.0.1:{self.spec.rest_port}\n")
-        _atomic_write(self.conf_dir / "workers", "127.0.0.1\n")
+        atomic_write(self.conf_dir / "config.yaml", (self._config_yaml()).encode())
+        atomic_write(self.conf_dir / "masters", (f"127.0.0.1:{self.spec.rest_port}\n").encode())
+        atomic_write(self.conf_dir / "workers", (b"127.0.0.1\n"))
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -26,7 +26,7 @@ from flinktune.clock import Clock, SystemClock
 from flinktune.config_space import Configuration
 from flinktune.localflink.jobcontrol import JobControl
 from flinktune.localflink.rest import RestError
-from flinktune.metric_schema import CONFIG_METRICS, RAW_COLUMNS, empty_frame, validate_frame
+from flinktune.metrics.schema import CONFIG_METRICS, RAW_COLUMNS, empty_frame, validate_frame
 
 __all__ = ["TASK_METRICS", "RestMetricsSource"]
 

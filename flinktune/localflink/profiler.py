@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ import pandas as pd
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.stages import Policy, PolicyContext
+from flinktune.lake.atomic import atomic_write_with
 from flinktune.localflink.capacity import ProfiledCapacity
 from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.failures import inject_taskmanager_failure
@@ -41,7 +43,7 @@ from flinktune.localflink.profiling import observation_row, ramp_to_saturation
 from flinktune.localflink.realizer import LocalFlinkRealizer
 from flinktune.localflink.saturation import CapacityEstimate
 from flinktune.localflink.workload import RateFile
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS
 
 __all__ = ["ProfileWhenUntrusted", "SaturationProfiler", "WithoutProfiling"]
 
@@ -254,9 +256,7 @@ class SaturationProfiler:
             "profiling_snapshots.csv": pd.concat(self.frames, ignore_index=True) if self.frames else pd.DataFrame(),
         }
         for name, df in tables.items():
-            tmp = self.out_dir / (name + ".tmp")
-            df.to_csv(tmp, index=False)
-            tmp.replace(self.out_dir / name)
+            atomic_write_with(self.out_dir / name, partial(df.to_csv, index=False))
 
 
 @dataclass

@@ -19,7 +19,7 @@ from flinktune.extract.sources import copy_chunk
 from flinktune.localflink.jobcontrol import JobControl, JobSpec
 from flinktune.localflink.metrics import RestMetricsSource
 from flinktune.localflink.rest import FlinkRest, RestError
-from flinktune.metric_schema import METRICS
+from flinktune.metrics.schema import METRICS
 
 __all__ = ["collect_flink_rest", "rest_source"]
 

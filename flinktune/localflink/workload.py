@@ -9,11 +9,12 @@ correct, sized from the capacities profiling measured.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from flinktune.lake.atomic import atomic_write
 
 __all__ = ["RateFile", "RatePlan", "rise_and_fall"]
 
@@ -27,10 +28,7 @@ class RateFile:
     def set(self, rate: float) -> None:
         if not rate >= 0:
             raise ValueError(f"rate file {self.path}: a rate must be a non-negative number, got {rate!r}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(f"{rate:.3f}\n")
-        os.replace(tmp, self.path)
+        atomic_write(self.path, f"{rate:.3f}\n".encode())  # the job reads it while it runs
 
     def get(self) -> float:
         try:

@@ -5,6 +5,9 @@ static (the reference), demeter (Geldenhuys et al. 2024), flinktune (ours), reac
 HPA on CPU + Flink reactive mode), ds2 (Kalavri et al. 2018), autoscaler (Flink Kubernetes
 Operator), sage (LinkedIn auto-sizing rules), barre (burst reserve), oracle (twin only: needs
 ``schedule=`` from :func:`flinktune.twin.oracle.oracle_schedule`).
+
+The baselines live here (``grid`` is their parallelism grid); the flinktune policy and its parts
+(capacity, shapes, sizing, selection, profiling) live in :mod:`flinktune.tuner`.
 """
 
 from __future__ import annotations
@@ -17,11 +20,11 @@ from flinktune.policies.autoscaler import AutoscalerPolicy
 from flinktune.policies.barre import BarrePolicy
 from flinktune.policies.demeter import DemeterPolicy
 from flinktune.policies.ds2 import DS2Policy
-from flinktune.policies.flinktune_policy import FlinktunePolicy
 from flinktune.policies.oracle_policy import OraclePolicy
 from flinktune.policies.reactive import ReactivePolicy
 from flinktune.policies.sage import SagePolicy
 from flinktune.policies.static import StaticPolicy
+from flinktune.tuner.flinktune_policy import FlinktunePolicy
 
 __all__ = [
     "MODEL_POLICIES",

@@ -18,8 +18,8 @@ import numpy as np
 from flinktune.config_space import ConfigSpace
 from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.stages import PolicyContext
-from flinktune.policies.profiling import propose_profiling
-from flinktune.policies.selection import score_candidates
+from flinktune.tuner.profiling import propose_profiling
+from flinktune.tuner.selection import score_candidates
 
 __all__ = ["DemeterPolicy"]
 

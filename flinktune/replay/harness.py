@@ -22,9 +22,9 @@ from flinktune.decision.guard import GuardRules
 from flinktune.decision.loop import DecisionLoop, LoopSettings, build_decision_loop
 from flinktune.decision.store import MemoryStateStore
 from flinktune.policies import MODEL_POLICIES, make_policy
-from flinktune.policies.shapes import startup_design
 from flinktune.replay.metrics import summarize
 from flinktune.replay.models import ReplayModels, TraceForecast, make_forecaster
+from flinktune.tuner.shapes import startup_design
 from flinktune.twin.oracle import oracle_schedule
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.reconfig_modes import reconfiguration_costs

@@ -15,14 +15,17 @@ a job in service has that history, a replay that starts from nothing does not.
 from __future__ import annotations
 
 import logging
+import pickle
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.stages import Forecaster, Surrogate
+from flinktune.lake.atomic import atomic_write
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import STABLE_S, initial_design, profile_configs
@@ -141,6 +144,28 @@ class ReplayModels:
 
     def refresh(self) -> None:
         """Nothing to reload: :meth:`profile` refits the surrogate itself (``ModelProvider``)."""
+
+    def save(self, path: str | Path) -> Path:
+        """Write these models (forecasters, surrogate, observations, profiling ledger) to ``path``
+        atomically, for a later :meth:`load`: the decide job's ``--models`` runs a replay tick by tick."""
+        return atomic_write(path, pickle.dumps(self))
+
+    @classmethod
+    def load(cls, path: str | Path) -> ReplayModels:
+        """The models :meth:`save` wrote to ``path`` (a pickle: load only files this code wrote).
+
+        Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for one that holds no
+        ``ReplayModels``."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"models file {path}: no such file (write one with ReplayModels.save)")
+        try:
+            models = pickle.loads(path.read_bytes())
+        except Exception as exc:  # any unpickling error: the file is not what save() wrote
+            raise ValueError(f"models file {path}: not a saved ReplayModels ({type(exc).__name__}: {exc})") from None
+        if not isinstance(models, cls):
+            raise ValueError(f"models file {path}: holds a {type(models).__name__}, not a saved ReplayModels")
+        return models
 
     def forecast(self, history: pd.Series, horizon_s: int):
         """A forecast from the rate history so far: the main forecaster's, else the ``fallback``'s

@@ -9,13 +9,13 @@ Use :func:`write_results` after :func:`flinktune.replay.runner.run_replay`. File
 from __future__ import annotations
 
 import json
-import os
-import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from flinktune.lake.atomic import atomic_write, atomic_write_with
 from flinktune.pricing import PriceList, load_prices
 from flinktune.replay.harness import PolicyRun
 from flinktune.replay.metrics import relative_table
@@ -36,12 +36,6 @@ _HEAD = [
     ("profiling_runs", "profiling runs", "{:.0f}"),
     ("priced_cost", "priced cost", "{:.2f}"),
 ]
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def markdown_table(table: pd.DataFrame) -> str:
@@ -121,8 +115,7 @@ def _plots(runs: dict[str, PolicyRun], table: pd.DataFrame, out: Path, stem: str
     ax.set_ylabel("relative to static")
     ax.legend()
     fig.tight_layout()
-    paths.append(out / f"{stem}-cost.png")
-    fig.savefig(paths[-1].with_suffix(".tmp.png"), dpi=100)
+    paths.append(atomic_write_with(out / f"{stem}-cost.png", partial(fig.savefig, dpi=100, format="png")))
     plt.close(fig)
     fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
     for name, run in runs.items():
@@ -136,11 +129,8 @@ def _plots(runs: dict[str, PolicyRun], table: pd.DataFrame, out: Path, stem: str
     axes[2].set_ylabel("input rec/s")
     axes[0].legend(ncol=5, fontsize=7)
     fig.tight_layout()
-    paths.append(out / f"{stem}-timeline.png")
-    fig.savefig(paths[-1].with_suffix(".tmp.png"), dpi=100)
+    paths.append(atomic_write_with(out / f"{stem}-timeline.png", partial(fig.savefig, dpi=100, format="png")))
     plt.close(fig)
-    for p in paths:
-        os.replace(p.with_suffix(".tmp.png"), p)
     return paths
 
 
@@ -190,7 +180,7 @@ def write_results(
         "",
     ]
     paths = {"markdown": out / f"{stem}.md", "json": out / f"{stem}.json"}
-    _atomic_write(paths["markdown"], "\n".join(md).encode())
+    atomic_write(paths["markdown"], "\n".join(md).encode())
     doc = {
         "meta": meta,
         "absolute": {n: r.summary for n, r in runs.items()},
@@ -201,7 +191,7 @@ def write_results(
         "decisions": {n: r.decisions for n, r in runs.items()},
         "reconfiguration_cost_by_mode": _mode_totals(runs),
     }
-    _atomic_write(paths["json"], json.dumps(doc, indent=1, default=str, allow_nan=True).encode())
+    atomic_write(paths["json"], json.dumps(doc, indent=1, default=str, allow_nan=True).encode())
     if plots:
         cost, timeline = _plots(runs, table, out, stem)
         paths["cost_plot"], paths["timeline_plot"] = cost, timeline

@@ -1,4 +1,4 @@
-"""Turns the twin's per-second arrays into raw-schema samples (flinktune.metric_schema).
+"""Turns the twin's per-second arrays into raw-schema samples (flinktune.metrics.schema).
 
 Use :func:`raw_frame` with one array per series; it builds the long frame with numpy in one go
 (no per-sample pandas), ordered by time, then metric order as given. A series is keyed by
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from flinktune.metric_schema import RAW_COLUMNS, empty_frame
+from flinktune.metrics.schema import RAW_COLUMNS, empty_frame
 
 __all__ = ["Series", "raw_frame"]
 

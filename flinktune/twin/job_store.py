@@ -7,14 +7,13 @@ trace where the twin's clock stands: use :func:`upcoming_rates`.
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from flinktune.job_name import job_name
+from flinktune.lake.atomic import atomic_write_with
 from flinktune.twin.simulator import TwinJob
 
 __all__ = ["TRACE_FILE", "TWIN_FILE", "job_dir", "load_job", "load_trace", "save_job", "upcoming_rates"]
@@ -32,10 +31,7 @@ def save_job(twin_dir: str | Path, twin: TwinJob, trace: pd.Series) -> dict[str,
     """Persist the twin and its trace atomically; returns the two paths."""
     d = job_dir(twin_dir, twin.job)
     d.mkdir(parents=True, exist_ok=True)
-    trace_path = d / TRACE_FILE
-    tmp = trace_path.with_name(f".{TRACE_FILE}.{uuid.uuid4().hex}.tmp")
-    trace.rename("rate").to_frame().to_parquet(tmp)
-    os.replace(tmp, trace_path)
+    trace_path = atomic_write_with(d / TRACE_FILE, trace.rename("rate").to_frame().to_parquet)
     twin_path = twin.save(d / TWIN_FILE)
     return {"twin": str(twin_path), "trace": str(trace_path)}
 

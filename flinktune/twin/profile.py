@@ -11,8 +11,6 @@ Units: seconds, MB, cores, records/s, milliseconds as each field's name says.
 
 from __future__ import annotations
 
-import os
-import uuid
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from flinktune.lake.atomic import atomic_write
 from flinktune.twin.dataflow import BUILTIN_DATAFLOWS, DataflowError, DataflowSpec, builtin_dataflow, load_dataflow
 
 __all__ = ["ClusterProfile", "ProfileError"]
@@ -214,8 +213,4 @@ class ClusterProfile(BaseModel):
             else:
                 dumped = yaml.safe_dump({name: value}, sort_keys=False)
             lines.append(dumped.rstrip("\n"))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        tmp.write_text("\n".join(lines) + "\n")
-        os.replace(tmp, path)
-        return path
+        return atomic_write(path, ("\n".join(lines) + "\n").encode())

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import ConfigSpace, Configuration, spread_design
-from flinktune.metric_schema import PROFILING_COLUMNS, PROFILING_DTYPES
+from flinktune.metrics.schema import PROFILING_COLUMNS, PROFILING_DTYPES
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.noise import normal
 from flinktune.twin.profile import ClusterProfile

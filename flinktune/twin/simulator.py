@@ -13,8 +13,6 @@ draw is a pure function of (seed, stream, second) (:mod:`flinktune.twin.noise`).
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration
-from flinktune.metric_schema import CONFIG_METRICS, empty_frame
+from flinktune.lake.atomic import atomic_parquet, atomic_write
+from flinktune.metrics.schema import CONFIG_METRICS, empty_frame
 from flinktune.twin import mechanics as mech
 from flinktune.twin.emit import Series, raw_frame
 from flinktune.twin.engine import Dynamics, StepInputs
@@ -429,18 +428,11 @@ class TwinJob:
     def save(self, path: str | Path) -> Path:
         """Write the state as JSON atomically (temp file + rename); history goes to ``<path>.history.parquet``."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         if self._history:
-            hist_path = path.with_name(path.name + ".history.parquet")
-            tmp_h = hist_path.with_name(f".{hist_path.name}.{uuid.uuid4().hex}.tmp")
             h = self.history()
             h["ts"] = h["ts"].astype("int64") // 10**9
-            h.to_parquet(tmp_h, index=False)
-            os.replace(tmp_h, hist_path)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        tmp.write_text(json.dumps(self.state_dict()))
-        os.replace(tmp, path)
-        return path
+            atomic_parquet(h, path.with_name(path.name + ".history.parquet"))
+        return atomic_write(path, json.dumps(self.state_dict()).encode())
 
     @classmethod
     def load(cls, path: str | Path) -> TwinJob:

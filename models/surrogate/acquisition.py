@@ -17,6 +17,10 @@ Reference point: per objective, the worst value among budget candidates minus 10
 range (0.1 when the range is 0), so every budget candidate can add hypervolume. Baseline (the
 noisy Pareto front to improve on): the ``profiled`` candidates when given, else the budget
 candidate with the most reserved resources (the safe default, like Demeter's static maximum).
+
+Inside :func:`~models.surrogate.shared_acquisition.sharing_acquisitions` (a fleet's decision
+cycle), calls with the same surrogate object and inputs at rates in one 2.5 % grid cell share one
+acquisition, run at the cell's centre rate.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import torch
 
 from models.surrogate.dataset import check_knobs
 from models.surrogate.outcome_models import StackedModel, TabulatedModel
+from models.surrogate.shared_acquisition import active_share
 from models.torch_threads import single_thread
 
 __all__ = ["suggest_profiling", "constraint_models"]
@@ -120,41 +125,51 @@ def suggest_profiling(
     inside = np.flatnonzero(mask)
     if inside.size <= q:
         return inside[np.argsort(res[inside].sum(axis=1) / res.max(axis=0).sum(), kind="stable")]
-    from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
-    from botorch.acquisition.multi_objective.objective import GenericMCMultiOutputObjective
-    from botorch.optim.optimize import optimize_acqf_discrete
-    from botorch.sampling.normal import SobolQMCNormalSampler
-
-    _skip_kernel_compile()
-    d = X.shape[1]
-    obj = -np.log(res)
-    tx = torch.as_tensor(X, dtype=torch.float64)
-    Z = torch.cat([tx, torch.as_tensor(obj, dtype=torch.float64)], dim=-1)  # knobs + known objectives
-    lo, hi = obj[inside].min(axis=0), obj[inside].max(axis=0)
-    span = np.where(hi - lo > 0, hi - lo, 1.0)
-    ref_point = torch.as_tensor(lo - 0.1 * span, dtype=torch.float64)
-    base = prof if prof.size else inside[[int(np.argmin(obj[inside].sum(axis=1)))]]
     lat_lim, rec_lim = float(latency_limit_log), float(recovery_limit_log)
-    with torch.random.fork_rng(devices=[]), single_thread():
-        torch.manual_seed(int(seed))
-        models = constraint_models(surrogate, tx, rate, outcomes)
-        # Evaluate where the models live (a GPU when the surrogate was built there).
-        dev = next((t.device for mdl in models for t in (*mdl.parameters(), *mdl.buffers())), torch.device("cpu"))
-        Zd = Z.to(dev)
-        acq = qLogNoisyExpectedHypervolumeImprovement(
-            model=StackedModel(models, columns=d),
-            ref_point=ref_point.to(dev),
-            X_baseline=Zd[torch.as_tensor(base, device=dev)],
-            sampler=SobolQMCNormalSampler(sample_shape=torch.Size([num_mc_samples]), seed=int(seed)),
-            objective=GenericMCMultiOutputObjective(
-                lambda samples, X: X[..., d:].expand(*samples.shape[:-1], 2)),
-            constraints=[lambda s: s[..., 0] - lat_lim, lambda s: s[..., 1] - rec_lim],
-            prune_baseline=False,
-            cache_root=False,
-        )
-        with torch.no_grad():
-            picked, _ = optimize_acqf_discrete(acq, q=int(q), choices=Zd[torch.as_tensor(inside, device=dev)],
-                                               max_batch_size=256, unique=True)
-    # Map the chosen rows back to candidate indices (rows are distinct).
-    dist = torch.cdist(picked[:, :d].cpu(), tx)
-    return dist.argmin(dim=-1).numpy().astype("int64")
+
+    def _acquire(at_rate: float) -> np.ndarray:
+        """The picks at ``at_rate`` (the planned rate, or its grid cell's centre when shared)."""
+        from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
+        from botorch.acquisition.multi_objective.objective import GenericMCMultiOutputObjective
+        from botorch.optim.optimize import optimize_acqf_discrete
+        from botorch.sampling.normal import SobolQMCNormalSampler
+
+        _skip_kernel_compile()
+        d = X.shape[1]
+        obj = -np.log(res)
+        tx = torch.as_tensor(X, dtype=torch.float64)
+        Z = torch.cat([tx, torch.as_tensor(obj, dtype=torch.float64)], dim=-1)  # knobs + known objectives
+        lo, hi = obj[inside].min(axis=0), obj[inside].max(axis=0)
+        span = np.where(hi - lo > 0, hi - lo, 1.0)
+        ref_point = torch.as_tensor(lo - 0.1 * span, dtype=torch.float64)
+        base = prof if prof.size else inside[[int(np.argmin(obj[inside].sum(axis=1)))]]
+        with torch.random.fork_rng(devices=[]), single_thread():
+            torch.manual_seed(int(seed))
+            models = constraint_models(surrogate, tx, at_rate, outcomes)
+            # Evaluate where the models live (a GPU when the surrogate was built there).
+            dev = next((t.device for mdl in models for t in (*mdl.parameters(), *mdl.buffers())), torch.device("cpu"))
+            Zd = Z.to(dev)
+            acq = qLogNoisyExpectedHypervolumeImprovement(
+                model=StackedModel(models, columns=d),
+                ref_point=ref_point.to(dev),
+                X_baseline=Zd[torch.as_tensor(base, device=dev)],
+                sampler=SobolQMCNormalSampler(sample_shape=torch.Size([num_mc_samples]), seed=int(seed)),
+                objective=GenericMCMultiOutputObjective(
+                    lambda samples, X: X[..., d:].expand(*samples.shape[:-1], 2)),
+                constraints=[lambda s: s[..., 0] - lat_lim, lambda s: s[..., 1] - rec_lim],
+                prune_baseline=False,
+                cache_root=False,
+            )
+            with torch.no_grad():
+                picked, _ = optimize_acqf_discrete(acq, q=int(q), choices=Zd[torch.as_tensor(inside, device=dev)],
+                                                   max_batch_size=256, unique=True)
+        # Map the chosen rows back to candidate indices (rows are distinct).
+        dist = torch.cdist(picked[:, :d].cpu(), tx)
+        return dist.argmin(dim=-1).numpy().astype("int64")
+
+    # In a fleet's cycle, jobs asking the same question at nearby rates share one acquisition.
+    share = active_share()
+    if share is None:
+        return _acquire(float(rate))
+    question = (X, mask, res, int(q), lat_lim, rec_lim, prof, int(seed), int(num_mc_samples), tuple(outcomes))
+    return share.picks(surrogate, float(rate), question, _acquire)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from flinktune.job_name import JOB_NAME_PATTERN
-from flinktune.orchestration.airflow_home import DEFAULT_DAGS_FOLDER, airflow_env, prepare_airflow_home
-from flinktune.orchestration.runner import DagParamsError, run_dag
+from flinktune.orchestration.local.airflow_home import DEFAULT_DAGS_FOLDER, airflow_env, prepare_airflow_home
+from flinktune.orchestration.local.runner import DagParamsError, run_dag
 
 pytestmark = pytest.mark.airflow
 
@@ -45,8 +45,10 @@ for dag in bag.dags.values():
             "retries": t.retries, "retry_delay_s": t.retry_delay.total_seconds(),
             "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
             "outlets": [a.uri for a in t.outlets], "upstream": sorted(t.upstream_task_ids),
-            "type": type(t).__name__, "trigger_dag_id": getattr(t, "trigger_dag_id", None),
+            "type": type(t).__name__,
+            "trigger_dag_id": getattr(t, "trigger_dag_id", None) or (getattr(t, "partial_kwargs", None) or {}).get("trigger_dag_id"),
             "max_active_tis_per_dag": t.max_active_tis_per_dag, "trigger_rule": getattr(t.trigger_rule, "value", str(t.trigger_rule)),
+            "pool": t.pool,
         } for t in dag.tasks},
     }
 for dag_id, name, value in probes:
@@ -168,9 +170,13 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
         "dry_run empty by default: resolved per run type (manual: dry, schedule: acts)"
     )
     assert decide["params"]["ticks"] == {"type": "integer", "minimum": 1, "maximum": 500, "title": "Ticks"}
+    # The fleet: one mapped decide per job, bounded by a pool; the others' requests survive one job's failure.
+    assert decide["tasks"]["decide"]["upstream"] == ["fleet"] and decide["tasks"]["decide"]["type"].endswith("MappedOperator")
+    assert decide["tasks"]["decide"]["pool"] == "flinktune_fleet"
     assert decide["tasks"]["request_profile"]["upstream"] == ["decide"]
+    assert decide["tasks"]["request_profile"]["trigger_rule"] == "all_done"
     trigger = decide["tasks"]["trigger_profile"]
-    assert trigger["type"] == "TriggerDagRunOperator" and trigger["trigger_dag_id"] == "flinktune_profile"
+    assert trigger["type"].endswith("MappedOperator") and trigger["trigger_dag_id"] == "flinktune_profile"
     assert trigger["upstream"] == ["request_profile"]
 
     profile, replay = dags["flinktune_profile"], dags["flinktune_replay"]
@@ -194,7 +200,7 @@ def test_configuration_param_schema_matches_the_knobs(inspected: dict) -> None:
 def test_failure_pattern_accepts_exactly_what_the_replay_parses() -> None:
     import re
 
-    from flinktune.orchestration.dag_wiring import FAILURES_PATTERN
+    from flinktune.orchestration.dag_tasks.dag_wiring import FAILURES_PATTERN
     from flinktune.twin.failures import parse_failures
 
     for spec in ("none", "every:45m", "every:1.5h", "random:3/h", "every:", "random:3h", "daily", "every:10x"):
@@ -219,7 +225,7 @@ def test_policy_enum_matches_the_policy_registry(inspected: dict) -> None:
 
     enum = inspected["dags"]["flinktune_decide"]["params"]["policy"]["enum"]
     assert sorted(enum) == sorted(POLICY_NAMES), (
-        "update POLICIES in flinktune/orchestration/dag_wiring.py to match flinktune.policies.POLICY_NAMES"
+        "update POLICIES in flinktune/orchestration/dag_tasks/dag_wiring.py to match flinktune.policies.POLICY_NAMES"
     )
 
 
@@ -249,7 +255,7 @@ import json, sys
 from airflow.configuration import conf
 from airflow.dag_processing.dagbag import DagBag
 from airflow.sdk.listener import get_listener_manager
-from flinktune.orchestration.in_process import _failure_recorder
+from flinktune.orchestration.local.in_process import _failure_recorder
 recorder = _failure_recorder()
 get_listener_manager().add_listener(recorder)
 dag = DagBag(dag_folder=conf.get("core", "dags_folder")).dags["flinktune_decide"]
@@ -267,6 +273,8 @@ def test_a_typo_in_a_trigger_conf_fails_before_any_task_acts(real_home_env: dict
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT:")]
     assert lines, f"child failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     result = json.loads(lines[-1].removeprefix("RESULT:"))
-    assert result["states"]["decide"] == "failed" and result["states"]["trigger_profile"] != "success", result
-    assert "unknown conf key 'tick' (did you mean 'ticks'?)" in result["errors"]["decide"], result["errors"]
+    # The first task (the fleet's jobs) checks the conf: nothing downstream starts.
+    assert result["states"]["fleet"] == "failed" and result["states"]["decide"] != "success", result
+    assert result["states"]["trigger_profile"] != "success", result
+    assert "unknown conf key 'tick' (did you mean 'ticks'?)" in result["errors"]["fleet"], result["errors"]
     assert result["jobs_loaded"] is False, "the decision job must not even be imported"

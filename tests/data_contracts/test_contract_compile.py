@@ -9,7 +9,7 @@ import yaml
 
 from data_contracts.compiler import RULE_META_KEY, compile_suite
 from data_contracts.contract import CONTRACTS_DIR, ContractError, load_contract
-from flinktune.metric_schema import METRICS, PROFILING_COLUMNS
+from flinktune.metrics.schema import METRICS, PROFILING_COLUMNS
 
 DATASETS = ("raw_metrics", "features_10s", "features_1m", "profiling_observations")
 FEATURE_COLUMNS = (

@@ -9,7 +9,7 @@ import yaml
 
 from data_contracts import ContractError, ContractViolation, load_contract, run_checks, validate
 from data_contracts.contract import CONTRACTS_DIR
-from flinktune.metric_schema import COUNTER_METRICS
+from flinktune.metrics.schema import COUNTER_METRICS
 
 T0 = 1_714_521_600_000  # 2024-05-01T00:00Z
 RULE = "counter.counters_never_decrease"

@@ -1,6 +1,6 @@
 """Unit rules of the curated feature contracts: values no job in the row's configuration can show
 (CPU in percent, heap in bytes, latency in seconds) fail the batch; the same rules as the decision
-path's quality gates (flinktune.metric_quality). The ETL validates curated features on pandas."""
+path's quality gates (flinktune.metrics.quality). The ETL validates curated features on pandas."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from data_contracts import ContractViolation, validate
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS
 
 BASE_MS = 1_714_521_600_000  # 2024-05-01T00:00Z
 

@@ -3,9 +3,9 @@ import pytest
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, JobState
 from flinktune.policies import POLICY_NAMES, make_policy
-from flinktune.policies.selection import relative_cost, score_candidates
+from flinktune.tuner.selection import relative_cost, score_candidates
 from flinktune.decision.stages import PolicyContext
-from flinktune.testing import FunctionSurrogate, StaticForecaster
+from flinktune.decision.testing import FunctionSurrogate, StaticForecaster
 
 SPACE = default_space()
 MAX = SPACE.maximum
@@ -81,7 +81,7 @@ def test_policy_names():
 
 
 def test_profiling_suggestions_respect_the_profiling_budget():
-    from flinktune.policies.profiling import propose_profiling
+    from flinktune.tuner.profiling import propose_profiling
 
     c = ctx(80000, covered=30000)
     c.extras["profiling_budget"] = (8.0, 16384)

@@ -42,7 +42,7 @@ GROUPS = [
 def test_each_group_has_its_documented_defaults_from_an_empty_environment() -> None:
     assert read_group(BackendSettings, {}).model_dump() == {"cluster": "twin", "training": "in_process", "spark_submit": ""}
     k8s = read_group(KubernetesSettings, {})
-    assert (k8s.namespace, k8s.vertex_ids, k8s.crd_dir, k8s.namespace_or()) == ("", {}, None, "flinktune")
+    assert (k8s.namespace, k8s.vertex_ids, k8s.crd_dir, k8s.home_namespace) == ("", {}, None, "flinktune")
     spark = read_group(SparkSettings, {})
     assert (spark.conf, spark.image, spark.service_account) == ({}, "", "flinktune-spark")
     t = read_group(TrainerSettings, {})

@@ -19,7 +19,7 @@ from flinktune.decision import Action
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import MemoryStateStore
 from flinktune.policies import make_policy
-from flinktune.testing import FixedForecast, FixedModels, FrameMetricsSource, FunctionSurrogate, RecordingRealizer, raw_samples
+from flinktune.decision.testing import FixedForecast, FixedModels, FrameMetricsSource, FunctionSurrogate, RecordingRealizer, raw_samples
 
 SPACE = default_space()
 

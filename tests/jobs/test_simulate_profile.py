@@ -10,7 +10,7 @@ import pytest
 
 from flinktune.config_space import ConfigError
 from flinktune.lake import Lake
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.twin.job_store import load_job, upcoming_rates
 from flinktune.twin.workload import TraceError
 from jobs import profile as profile_job
@@ -84,7 +84,7 @@ def test_profiling_observations_failing_their_contract_are_quarantined_not_writt
     from data_contracts import ContractViolation
     from jobs.profile import _write_observations
     from flinktune.lake import Lake
-    from flinktune.metric_schema import PROFILING_COLUMNS
+    from flinktune.metrics.schema import PROFILING_COLUMNS
 
     row = {c: 1.0 for c in PROFILING_COLUMNS}
     row.update(job="demo", run_id="r1", ts_ms=1_704_067_200_000, parallelism=8, task_slots=1, cpu=1.0, memory_mb=1024,

@@ -10,47 +10,99 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision
-from flinktune.evaluation import evaluate
-from flinktune.orchestration.airflow_home import airflow_env
+from flinktune.decision.evaluation import evaluate
+from flinktune.orchestration.local.airflow_home import airflow_env
 from flinktune.decision.stages import RealizeResult
 from flinktune.decision.store import SqliteStateStore
-from flinktune.testing import raw_samples
+from flinktune.decision.testing import raw_samples
 
 pytestmark = pytest.mark.airflow
 
-# In the child: find the plugin through Airflow's plugin manager and call its app.
+# In the child: Airflow's API server app (its auth manager, the plugins mounted by Airflow) and a
+# viewer's token from Airflow's own login endpoint. "full" builds the whole API server app
+# (create_app); "light" only what create_app does for auth and plugins (init_auth_manager,
+# init_plugins: the same functions), which is half the start-up time for the content tests.
 CLIENT = r"""
-import json, sys
+import json, os, sys
 from airflow import plugins_manager
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
-apps, _ = plugins_manager.get_fastapi_plugins()
-mounted = {entry["url_prefix"]: entry["app"] for entry in apps}
-client = TestClient(mounted["/flinktune"])
-out = {"import_errors": plugins_manager.get_import_errors(), "prefixes": sorted(mounted), "responses": []}
-for path in json.loads(sys.argv[1]):
-    response = client.get(path)
+spec = json.loads(sys.argv[1])
+if spec["app"] == "full":
+    from airflow.api_fastapi.app import create_app
+    app = create_app("core")
+else:
+    from airflow.api_fastapi.app import init_auth_manager, init_plugins
+    app = FastAPI()
+    init_auth_manager(app)
+    init_plugins(app)
+client = TestClient(app)
+password = json.load(open(os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"]))["viewer"]
+login = client.post("/auth/token", json={"username": "viewer", "password": password})
+token = login.json()["access_token"]
+head, payload, signature = token.split(".")
+headers = {"none": {}, "viewer": {"Authorization": "Bearer " + token},
+           "forged": {"Authorization": "Bearer " + head + "." + payload + "." + signature[::-1]}}
+out = {"import_errors": plugins_manager.get_import_errors(), "login": login.status_code, "responses": []}
+for auth, path in spec["requests"]:
+    response = client.get("/flinktune" + path, headers=headers[auth])
     is_json = response.headers.get("content-type", "").startswith("application/json")
     out["responses"].append([response.status_code, response.json() if is_json else response.text])
 print("PLUGIN:" + json.dumps(out))
 """
 
 
-def _call(env_extra: dict[str, str], var_dir: Path, paths: list[str]) -> dict:
-    env = {**os.environ, **airflow_env(var_dir), **env_extra}
-    proc = subprocess.run([sys.executable, "-c", CLIENT, json.dumps(paths)], env=env, capture_output=True,
-                          text=True, timeout=120)
+def _call(env_extra: dict[str, str], var_dir: Path, paths: list, *, auth: str = "viewer", app: str = "light") -> dict:
+    """GET each of ``paths`` under /flinktune as ``auth`` ("viewer", "none", "forged"; or one per
+    path as ``[auth, path]`` pairs) through Airflow's app in a child process. ``var_dir`` holds a
+    migrated Airflow home (the ``airflow_var`` fixture: tokens are checked against its database)."""
+    requests = [p if isinstance(p, list) else [auth, p] for p in paths]
+    env = {
+        **os.environ,
+        **airflow_env(var_dir),
+        "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "viewer:viewer",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(var_dir / f"passwords-{uuid.uuid4().hex}.json"),
+        "AIRFLOW__API_AUTH__JWT_SECRET": "flinktune-test-secret-" + "x" * 48,
+        **env_extra,
+    }
+    proc = subprocess.run([sys.executable, "-c", CLIENT, json.dumps({"app": app, "requests": requests})], env=env,
+                          capture_output=True, text=True, timeout=180)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("PLUGIN:")]
     assert proc.returncode == 0 and lines, f"plugin client failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return json.loads(lines[-1].removeprefix("PLUGIN:"))
+    result = json.loads(lines[-1].removeprefix("PLUGIN:"))
+    assert result["login"] == 201, "Airflow's login endpoint gives the viewer a token"
+    return result
 
 
-def test_plugin_is_discovered_and_serves_the_newest_decisions(tmp_path: Path) -> None:
+def test_every_route_answers_only_callers_airflow_authenticates(tmp_path: Path, airflow_var: Path) -> None:
+    """The real API server app (create_app): no token is 401, a forged token 403, a viewer's token
+    200, on every route (issue 21: the pages answered without authentication)."""
+    db = tmp_path / "state.db"
+    _record_three_decisions(db, "wordcount")
+    routes = ["/", "/jobs", "/decisions?job=wordcount", "/job/wordcount", "/job/wordcount/report",
+              "/job/wordcount/plots/a.png"]
+    env = {"FLINKTUNE_STATE_DB": str(db), "FLINKTUNE_REPORTS_DIR": str(tmp_path / "reports"),
+           "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}"}
+    requests = [[auth, r] for auth in ("none", "forged") for r in routes] + [["viewer", "/jobs"], ["viewer", "/job/wordcount"]]
+    result = _call(env, airflow_var, requests, app="full")
+    assert result["import_errors"] == {}
+    codes = [code for code, _ in result["responses"]]
+    assert codes[: len(routes)] == [401] * len(routes), "no credential: 401, as on /api/v2"
+    assert codes[len(routes) : 2 * len(routes)] == [403] * len(routes), "a token Airflow did not sign: 403"
+    assert codes[-2:] == [200, 200] and result["responses"][-2][1] == {"jobs": ["wordcount"]}
+    assert "wordcount" not in json.dumps(result["responses"][: 2 * len(routes)]), "a refusal shows no data"
+    assert str(tmp_path) not in json.dumps(result["responses"]), "no server path in any answer"
+
+
+def test_plugin_is_discovered_and_serves_the_newest_decisions(tmp_path: Path, airflow_var: Path) -> None:
     db = tmp_path / "state.db"
     store = SqliteStateStore(db)
     space = default_space()
@@ -61,10 +113,10 @@ def test_plugin_is_discovered_and_serves_the_newest_decisions(tmp_path: Path) ->
                           RealizeResult(True, "redeploy", 40.0))
     store.record_decision("wordcount", 2200.0, state, Decision.keep("flinktune", "settled"), None)
 
-    result = _call({"FLINKTUNE_STATE_DB": str(db)}, tmp_path / "var", [
+    result = _call({"FLINKTUNE_STATE_DB": str(db)}, airflow_var, [
         "/jobs", "/decisions?job=wordcount&limit=2", "/decisions?job=Bad%20Name!", "/decisions?job=wordcount&limit=0",
     ])
-    assert result["import_errors"] == {} and "/flinktune" in result["prefixes"]
+    assert result["import_errors"] == {}
     (jobs_code, jobs), (code, body), (bad_code, bad), (limit_code, _) = result["responses"]
     assert (jobs_code, jobs) == (200, {"jobs": ["wordcount"]})
     assert code == 200 and "state_db" not in body and str(tmp_path) not in json.dumps(result["responses"])  # no server paths
@@ -75,9 +127,9 @@ def test_plugin_is_discovered_and_serves_the_newest_decisions(tmp_path: Path) ->
     assert limit_code == 422
 
 
-def test_missing_state_database_is_a_404_naming_it_and_is_not_created(tmp_path: Path) -> None:
+def test_missing_state_database_is_a_404_naming_it_and_is_not_created(tmp_path: Path, airflow_var: Path) -> None:
     db = tmp_path / "nowhere" / "state.db"
-    result = _call({"FLINKTUNE_STATE_DB": str(db)}, tmp_path / "var", ["/jobs"])
+    result = _call({"FLINKTUNE_STATE_DB": str(db)}, airflow_var, ["/jobs"])
     assert result["responses"] == [[404, {"detail": "no flinktune state database yet (FLINKTUNE_STATE_DB): no decision has been recorded"}]]
     assert not db.parent.exists()
 
@@ -95,7 +147,7 @@ def _record_three_decisions(db: Path, job: str) -> Configuration:
     return smaller
 
 
-def test_job_page_shows_config_decisions_champions_and_report_plots(tmp_path: Path) -> None:
+def test_job_page_shows_config_decisions_champions_and_report_plots(tmp_path: Path, airflow_var: Path) -> None:
     from mlflow import MlflowClient
 
     db = tmp_path / "state.db"
@@ -115,12 +167,12 @@ def test_job_page_shows_config_decisions_champions_and_report_plots(tmp_path: Pa
 
     env = {"FLINKTUNE_STATE_DB": str(db), "FLINKTUNE_MLFLOW_TRACKING_URI": uri, "FLINKTUNE_REPORTS_DIR": str(reports),
            "FLINKTUNE_MLFLOW_UI_URL": "http://mlflow.example:5000"}
-    result = _call(env, tmp_path / "var", [
+    result = _call(env, airflow_var, [
         "/", "/job/wordcount", "/job/wordcount/plots/rate_forecast.png", "/job/wordcount/plots/old.png",
         "/job/wordcount/plots/..%2Fstate.db", "/job/Bad!",
     ])
     (index_code, index), (code, page), (plot_code, plot), (old_code, _), (escape_code, _), (bad_code, _) = result["responses"]
-    assert index_code == 200 and 'href="/job/wordcount"' in index  # the TestClient mounts at the root
+    assert index_code == 200 and 'href="/flinktune/job/wordcount"' in index  # mounted by Airflow at /flinktune
     assert code == 200
     config = page.split('<table id="config">')[1].split("</table>")[0]
     assert "<th>parallelism</th><td>12</td>" in config, "the applied target is the configuration in force"
@@ -131,16 +183,17 @@ def test_job_page_shows_config_decisions_champions_and_report_plots(tmp_path: Pa
     champions = page.split('<ul id="champions">')[1].split("</ul>")[0]
     assert 'href="http://mlflow.example:5000/#/models/flinktune-surrogate-wordcount/versions/2"' in champions
     assert "flinktune-forecaster-wordcount" in champions and "no champion registered" in champions
-    assert 'src="/job/wordcount/plots/rate_forecast.png"' in page and "old.png" not in page, "the latest report only"
+    assert 'src="/flinktune/job/wordcount/plots/rate_forecast.png"' in page and "old.png" not in page, "the latest report only"
+    assert str(tmp_path) not in page and "wordcount-20250102T000000/report.md under FLINKTUNE_REPORTS_DIR" in page, "no server path"
     assert plot_code == 200 and "20250102" in plot
     assert old_code == 404 and escape_code == 404 and bad_code == 422
 
 
-def test_pages_without_any_state_say_so_and_create_nothing(tmp_path: Path) -> None:
+def test_pages_without_any_state_say_so_and_create_nothing(tmp_path: Path, airflow_var: Path) -> None:
     db, mlflow_db = tmp_path / "none" / "state.db", tmp_path / "none" / "mlflow.db"
     env = {"FLINKTUNE_STATE_DB": str(db), "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{mlflow_db}",
            "FLINKTUNE_REPORTS_DIR": str(tmp_path / "none" / "reports")}
-    result = _call(env, tmp_path / "var", ["/", "/job/demo"])
+    result = _call(env, airflow_var, ["/", "/job/demo"])
     (index_code, index), (code, page) = result["responses"]
     assert index_code == 200 and "no flinktune state database yet" in index and str(tmp_path) not in index + page
     assert code == 200 and "configuration in force is unknown" in page and "no MLflow database yet" in page

@@ -9,7 +9,7 @@ import pytest
 from flinktune.analysis import KEY_SKEW, SLOW_WORKER, analyse, annotate, explain
 from flinktune.config_space import Configuration
 from flinktune.decision import Action, Decision
-from flinktune.evaluation import evaluate
+from flinktune.decision.evaluation import evaluate
 from flinktune.twin import ClusterProfile, TwinJob
 from flinktune.twin.imbalance import Imbalance
 

@@ -2,7 +2,7 @@ from flinktune.backends import Backend
 from flinktune.clock import ManualClock
 from flinktune.config_space import Configuration
 from flinktune.decision.reconfig import ReconfigMode
-from flinktune.testing import FrameMetricsSource, RecordingRealizer, raw_samples
+from flinktune.decision.testing import FrameMetricsSource, RecordingRealizer, raw_samples
 
 C = Configuration(12, 2, 2.0, 2048, 10)
 

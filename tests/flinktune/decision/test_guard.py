@@ -95,7 +95,7 @@ def _skewed_state():
     """A real twin window whose bottleneck is a hot key: more parallelism cannot help."""
     import numpy as np
 
-    from flinktune.evaluation import evaluate
+    from flinktune.decision.evaluation import evaluate
     from flinktune.twin import ClusterProfile, TwinJob
     from flinktune.twin.imbalance import Imbalance
 

@@ -7,7 +7,7 @@ from stage_contracts import check_realizer, check_state_store
 
 from flinktune.config_space import Configuration
 from flinktune.decision.store import MemoryStateStore, SqliteStateStore
-from flinktune.testing import RecordingRealizer
+from flinktune.decision.testing import RecordingRealizer
 
 START = Configuration(12, 1, 1.0, 2048, 10)
 

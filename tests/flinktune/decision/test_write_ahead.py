@@ -44,7 +44,7 @@ def test_a_failed_profiling_run_leaves_its_row_before_the_error_goes_on():
     from flinktune.clock import ManualClock
     from flinktune.decision.loop import LoopSettings, build_decision_loop
     from flinktune.decision.store import MemoryStateStore
-    from flinktune.testing import FrameMetricsSource, RecordingRealizer, raw_samples
+    from flinktune.decision.testing import FrameMetricsSource, RecordingRealizer, raw_samples
 
     class Profile:
         name = "p"

@@ -8,7 +8,7 @@ import pytest
 from data_contracts import ContractViolation
 from flinktune.clock import ManualClock
 from flinktune.etl.observations import validate_observations
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS
 
 TS = 1_714_521_600_000
 

@@ -1,10 +1,13 @@
-"""extract_prometheus against a scripted Prometheus HTTP API on 127.0.0.1: chunking, retries with
-backoff, bad queries, missing labels, idempotent re-extraction, and secrets kept out of messages."""
+"""extract_prometheus against a scripted Prometheus HTTP API on 127.0.0.1: chunking, retries by
+urllib3's Retry (a stand-in that fails then succeeds, one that hangs: bounded by the timeout), bad
+queries, missing labels, idempotent re-extraction, and secrets kept out of messages."""
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 import urllib.parse
 from http.server import ThreadingHTTPServer
 
@@ -16,7 +19,7 @@ from flinktune.extract.endpoint import EndpointError, PrometheusEndpoint, endpoi
 from flinktune.extract.prometheus import PrometheusClient, extract_prometheus
 from flinktune.extract.sink import ExtractError, RawSink
 from flinktune.lake import Lake
-from flinktune.metric_schema import METRICS
+from flinktune.metrics.schema import METRICS
 
 START = 1_714_521_600_000  # 2024-05-01T00:00Z
 BY_PROM = {info.prometheus: m for m, info in METRICS.items()}
@@ -39,7 +42,11 @@ class FakePrometheus:
                 outer.headers.append(self.headers.get("Authorization"))
                 if outer.fail_next:
                     code = outer.fail_next.pop(0)
-                    body = {"status": "error", "errorType": "bad_data" if code == 400 else "internal", "error": f"scripted {code}"}
+                    body = {
+                        "status": "error",
+                        "errorType": "bad_data" if code == 400 else "internal",
+                        "error": f"scripted {code}",
+                    }
                     return self._send(code, body)
                 self._send(200, {"status": "success", "data": {"resultType": "matrix", "result": outer.series(q)}})
 
@@ -58,7 +65,11 @@ class FakePrometheus:
             return []  # a metric this Prometheus does not have
         start, end, step = float(q["start"]), float(q["end"]), float(q["step"])
         times = [start + i * step for i in range(int((end - start) / step) + 1)]
-        labels = [{"task_name": "map", "subtask_index": str(i)} for i in range(2)] if METRICS[metric].level == "subtask" else [{"job_name": "demo"}]
+        labels = (
+            [{"task_name": "map", "subtask_index": str(i)} for i in range(2)]
+            if METRICS[metric].level == "subtask"
+            else [{"job_name": "demo"}]
+        )
         out = []
         for i, lab in enumerate(labels):
             lab = {k: v for k, v in lab.items() if k != self.drop_label}
@@ -77,14 +88,16 @@ def prom():
     p.close()
 
 
-def client_for(url: str, sleeps: list[float] | None = None, **kw) -> PrometheusClient:
-    record = sleeps.append if sleeps is not None else (lambda s: None)
-    return PrometheusClient(PrometheusEndpoint(url, token="s3cret-token"), sleep=record, **kw)
+def client_for(url: str, **kw) -> PrometheusClient:
+    kw.setdefault("backoff_s", 0.01)  # urllib3's backoff, kept short in tests
+    return PrometheusClient(PrometheusEndpoint(url, token="s3cret-token"), **kw)
 
 
 def test_extracts_chunks_by_hour_with_labels_mapped_and_values_exact(prom, tmp_path):
     lake = Lake(tmp_path)
-    res = extract_prometheus(client_for(prom.url), RawSink(lake), job="demo", start_ms=START + 3_540_000, end_ms=START + 3_660_000, chunk_s=60)
+    res = extract_prometheus(
+        client_for(prom.url), RawSink(lake), job="demo", start_ms=START + 3_540_000, end_ms=START + 3_660_000, chunk_s=60
+    )
     assert res.chunks == 2 and res.missing_metrics == ["heapUsedMb"]
     assert [p.split("/")[-2] for p in res.files] == ["hour=00", "hour=01"]  # never across an hour
     got = lake.read_raw("demo")
@@ -98,35 +111,73 @@ def test_extracts_chunks_by_hour_with_labels_mapped_and_values_exact(prom, tmp_p
     assert 'job_name="demo"' in prom.requests[0]["query"]
 
 
-def test_5xx_is_retried_with_growing_backoff_then_succeeds(prom, tmp_path):
+def test_5xx_is_retried_by_urllib3_then_succeeds(prom, tmp_path):
     prom.fail_next = [503, 502, 500]
-    sleeps: list[float] = []
-    client = client_for(prom.url, sleeps, backoff_s=1.0, retries=4)
+    client = client_for(prom.url, retries=4)
     extract_prometheus(client, RawSink(Lake(tmp_path)), job="demo", start_ms=START, end_ms=START + 5_000)
-    assert len(sleeps) == 3 and sleeps[0] < sleeps[1] < sleeps[2] <= 4.0 and sleeps[2] >= 2.0
-    assert client.attempts == 3 + len(METRICS)
+    assert client.attempts == 3 + len(METRICS) == len(prom.requests)
+    assert all(h == "Bearer s3cret-token" for h in prom.headers), "every retry carries the credentials"
 
 
 def test_gives_up_naming_attempts_without_leaking_the_token(prom, tmp_path):
     prom.fail_next = [503] * 10
     with pytest.raises(ExtractError) as err:
-        extract_prometheus(client_for(prom.url, [], retries=2), RawSink(Lake(tmp_path)), job="demo", start_ms=START, end_ms=START + 5_000)
+        extract_prometheus(
+            client_for(prom.url, retries=2), RawSink(Lake(tmp_path)), job="demo", start_ms=START, end_ms=START + 5_000
+        )
     msg = str(err.value)
     assert "gave up after 3 attempts" in msg and "HTTP 503" in msg and "s3cret" not in msg
+    assert len(prom.requests) == 3
     assert not (tmp_path / "raw").exists()  # nothing half-written
+
+
+def test_a_hanging_prometheus_is_bounded_by_timeout_and_retries(tmp_path):
+    """A server that accepts and never answers: each try ends at the read timeout, the call after
+    ``retries + 1`` tries, so an extract cannot hang (issue 21)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)  # the kernel accepts; nobody reads or answers
+    try:
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        client = client_for(url, timeout_s=0.5, retries=1)
+        began = time.monotonic()
+        with pytest.raises(ExtractError, match=r"gave up after 2 attempts; last: ReadTimeoutError") as err:
+            extract_prometheus(client, RawSink(Lake(tmp_path)), job="demo", start_ms=START, end_ms=START + 5_000)
+        took = time.monotonic() - began
+        assert 1.0 <= took < 5.0, f"two 0.5 s tries took {took:.1f} s"
+        assert "s3cret" not in str(err.value)
+    finally:
+        server.close()
+
+
+def test_a_refused_connection_is_one_line_after_the_retries(tmp_path):
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there now
+    with pytest.raises(ExtractError, match=r"gave up after 3 attempts; last: NewConnectionError"):
+        extract_prometheus(
+            client_for(f"http://127.0.0.1:{port}", retries=2),
+            RawSink(Lake(tmp_path)),
+            job="demo",
+            start_ms=START,
+            end_ms=START + 5_000,
+        )
 
 
 def test_bad_query_fails_at_once_with_prometheus_error_text(prom, tmp_path):
     prom.fail_next = [400]
     with pytest.raises(ExtractError, match=r"HTTP 400: bad_data: scripted 400") as err:
-        extract_prometheus(client_for(prom.url, []), RawSink(Lake(tmp_path)), job="demo", start_ms=START, end_ms=START + 5_000)
+        extract_prometheus(client_for(prom.url), RawSink(Lake(tmp_path)), job="demo", start_ms=START, end_ms=START + 5_000)
     assert "query=" in str(err.value) and len(prom.requests) == 1
 
 
 def test_missing_subtask_label_is_named(tmp_path):
     prom = FakePrometheus(drop_label="subtask_index")
     try:
-        with pytest.raises(ExtractError, match=r"numRecordsInPerSecond .* lacks label 'subtask_index'; labels present: \['task_name'\]"):
+        with pytest.raises(
+            ExtractError, match=r"numRecordsInPerSecond .* lacks label 'subtask_index'; labels present: \['task_name'\]"
+        ):
             extract_prometheus(client_for(prom.url), RawSink(Lake(tmp_path)), job="demo", start_ms=START, end_ms=START + 5_000)
     finally:
         prom.close()
@@ -146,7 +197,9 @@ def test_sink_keeps_the_part_of_an_overlapping_file_outside_the_chunk(prom, tmp_
     lake = Lake(tmp_path)
     extract_prometheus(client_for(prom.url), RawSink(lake), job="demo", start_ms=START, end_ms=START + 120_000, chunk_s=3600)
     before = lake.read_raw("demo")
-    extract_prometheus(client_for(prom.url), RawSink(lake), job="demo", start_ms=START + 60_000, end_ms=START + 90_000, chunk_s=60)
+    extract_prometheus(
+        client_for(prom.url), RawSink(lake), job="demo", start_ms=START + 60_000, end_ms=START + 90_000, chunk_s=60
+    )
     after = lake.read_raw("demo")
     assert len(after) == len(before) and after.sort_values(list(after.columns)).reset_index(drop=True).equals(
         before.sort_values(list(before.columns)).reset_index(drop=True)
@@ -154,7 +207,13 @@ def test_sink_keeps_the_part_of_an_overlapping_file_outside_the_chunk(prom, tmp_
 
 
 def test_endpoint_from_env_hides_secrets_and_refuses_userinfo():
-    ep = endpoint_from_env({"FLINKTUNE_PROMETHEUS_URL": "https://prom.example:9090/p", "FLINKTUNE_PROMETHEUS_USER": "u", "FLINKTUNE_PROMETHEUS_PASSWORD": "pw-secret"})
+    ep = endpoint_from_env(
+        {
+            "FLINKTUNE_PROMETHEUS_URL": "https://prom.example:9090/p",
+            "FLINKTUNE_PROMETHEUS_USER": "u",
+            "FLINKTUNE_PROMETHEUS_PASSWORD": "pw-secret",
+        }
+    )
     assert "pw-secret" not in repr(ep) and ep.headers()["Authorization"].startswith("Basic ")
     with pytest.raises(EndpointError, match="not in the URL") as err:
         PrometheusEndpoint("http://u:pw-secret@prom:9090")

@@ -23,7 +23,7 @@ from flinktune.extract.exporter import SampleExporter
 from flinktune.extract.prometheus import PrometheusClient, extract_prometheus
 from flinktune.extract.sink import RawSink
 from flinktune.lake import Lake
-from flinktune.metric_schema import METRICS
+from flinktune.metrics.schema import METRICS
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob
 

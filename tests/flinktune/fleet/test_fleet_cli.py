@@ -4,7 +4,7 @@ import json
 
 from typer.testing import CliRunner
 
-from flinktune.cli import app
+from flinktune.cli.main import app
 
 runner = CliRunner()
 

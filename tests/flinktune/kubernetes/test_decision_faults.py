@@ -28,7 +28,7 @@ from flinktune.decision import Action, Decision
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import SqliteStateStore
 from flinktune.kubernetes import KubernetesRealizer, config_from_object, deployment_body
-from flinktune.testing import FrameMetricsSource, raw_samples
+from flinktune.decision.testing import FrameMetricsSource, raw_samples
 
 pytestmark = pytest.mark.faults
 
@@ -112,7 +112,7 @@ def seed(store_path):
 
 
 def _state(config):
-    from flinktune.evaluation import evaluate
+    from flinktune.decision.evaluation import evaluate
 
     return evaluate(JOB, raw_samples(JOB, -600, 600, rate=20000, p95=120), config, 0.0, window_s=600)
 

@@ -17,7 +17,7 @@ from flinktune.kubernetes import deployment_body, load_crd_schema
 from flinktune.kubernetes.profiling import (
     OVERRIDES_ANNOTATION, PROFILE_LABEL, ProfilingError, ResourceBudget, profiling_deployment, run_profiling_deployment,
 )  # fmt: skip
-from flinktune.metric_schema import PROFILING_COLUMNS, RAW_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS, RAW_COLUMNS
 
 SCHEMA = load_crd_schema()
 PREFIX = "/apis/flink.apache.org/v1beta1/namespaces/flink/flinkdeployments"

@@ -18,14 +18,14 @@ import pytest
 
 from flinktune.decision.reconfig import ReconfigMode
 from flinktune.config_space import Configuration
-from flinktune.evaluation import evaluate
+from flinktune.decision.evaluation import evaluate
 from flinktune.localflink import (
     ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile, RestMetricsSource, free_port,
     inject_taskmanager_failure,
 )
 from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.profiling import observation_row, reset_backlog, run_step
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow]
 

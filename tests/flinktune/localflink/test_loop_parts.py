@@ -16,8 +16,8 @@ from flinktune.localflink.capacity import CapacitySurrogate, ProfiledCapacity
 from flinktune.localflink.profiler import ProfileWhenUntrusted, WithoutProfiling
 from flinktune.localflink.saturation import CapacityEstimate
 from flinktune.localflink.workload import RatePlan
-from flinktune.policies.capacity import ShapeCapacities, shape_of
-from flinktune.policies.flinktune_policy import FlinktunePolicy
+from flinktune.tuner.capacity import ShapeCapacities, shape_of
+from flinktune.tuner.flinktune_policy import FlinktunePolicy
 from flinktune.policies.static import StaticPolicy
 from flinktune.decision.stages import PolicyContext
 from models.forecasting.types import QuantileForecast
@@ -194,7 +194,7 @@ def test_frozen_rest_metrics_are_a_problem_only_when_they_really_froze():
     """Recorded REST samples: 90 s from a run whose JobManager stopped refreshing its metrics after a
     TaskManager kill (fresh timestamps, identical values), and 90 s of a healthy steady plateau."""
     from flinktune.config_space import Configuration
-    from flinktune.evaluation import evaluate
+    from flinktune.decision.evaluation import evaluate
 
     rec = pd.read_csv(Path(__file__).parent / "data" / "rest_metrics_frozen_and_healthy.csv.gz")
     cfg = Configuration(1, 1, 1.0, 1024, 10)

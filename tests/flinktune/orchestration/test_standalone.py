@@ -1,4 +1,4 @@
-"""`airflow standalone` end to end: trigger a DAG through REST API v2 with a token, read the plugin.
+"""`airflow standalone` end to end: trigger a DAG through REST API v2 with a token, read the plugin (same token).
 
 Starts the real scheduler, DAG processor, triggerer and API server (parallelism 2) in a temporary
 AIRFLOW_HOME on 127.0.0.1 with free ports, in its own process group, which the test stops as a
@@ -22,10 +22,10 @@ import requests
 
 from flinktune.config_space import default_space
 from flinktune.decision import Decision
-from flinktune.evaluation import evaluate
-from flinktune.orchestration.airflow_home import airflow_env
+from flinktune.decision.evaluation import evaluate
+from flinktune.orchestration.local.airflow_home import airflow_env
 from flinktune.decision.store import SqliteStateStore
-from flinktune.testing import raw_samples
+from flinktune.decision.testing import raw_samples
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -125,11 +125,12 @@ def test_standalone_runs_a_dag_triggered_through_the_rest_api_and_serves_the_plu
         replay_dir = var / "reports" / "replay"
         assert [p.name for p in replay_dir.iterdir()] and list(replay_dir.glob("*/replay-ysb.md"))
 
-        index = requests.get(f"{base}/flinktune/", timeout=30)
-        page = requests.get(f"{base}/flinktune/job/demo", timeout=30)
+        assert requests.get(f"{base}/flinktune/jobs", timeout=10).status_code == 401, "the plugin needs the token too"
+        index = api.get(f"{base}/flinktune/", timeout=30)
+        page = api.get(f"{base}/flinktune/job/demo", timeout=30)
         assert index.status_code == 200 and 'href="/flinktune/job/demo"' in index.text
         assert page.status_code == 200 and "standalone smoke" in page.text
-        assert requests.get(f"{base}/flinktune/jobs", timeout=10).json() == {"jobs": ["demo"]}
+        assert api.get(f"{base}/flinktune/jobs", timeout=10).json() == {"jobs": ["demo"]}
     finally:
         _stop_group(proc)
     gone_by = time.monotonic() + 15  # killed children are reaped by init a moment later

@@ -8,10 +8,10 @@ import pytest
 
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, JobState, VertexMetrics
-from flinktune.evaluation import evaluate
+from flinktune.decision.evaluation import evaluate
 from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.decision.stages import PolicyContext
-from flinktune.testing import StaticForecaster
+from flinktune.decision.testing import StaticForecaster
 from flinktune.twin import ClusterProfile, TwinJob
 from flinktune.twin.mechanics import layout
 

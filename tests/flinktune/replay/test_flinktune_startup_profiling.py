@@ -3,7 +3,7 @@
 import pytest
 
 from flinktune.config_space import default_space
-from flinktune.policies.shapes import startup_design
+from flinktune.tuner.shapes import startup_design
 from flinktune.replay import ReplaySettings, replay_policy
 from flinktune.replay.harness import FLINKTUNE_STARTUP_RUNS
 from flinktune.replay.models import ReplayModels, make_forecaster

@@ -18,13 +18,13 @@ import pytest
 
 from flinktune.config_space import default_space
 from flinktune.decision import Decision
-from flinktune.evaluation import evaluate
+from flinktune.decision.evaluation import evaluate
 from flinktune.pricing import PriceList
 from flinktune.report import ReportInputs, compare_on_same_load, same_load_from_twin, write_report
 from flinktune.report.counterfactual import Comparison, Outcome
 from flinktune.report.verdict import Goals, judge
 from flinktune.decision.store import SqliteStateStore
-from flinktune.testing import raw_samples
+from flinktune.decision.testing import raw_samples
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob
 from flinktune.twin.workload import generate_trace
@@ -136,7 +136,7 @@ def test_the_html_report_and_the_plugin_page_render_in_headless_chromium(missed_
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium package (scripts/bootstrap.sh does it as root)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-    from flinktune.orchestration.airflow_home import airflow_env
+    from flinktune.orchestration.local.airflow_home import airflow_env
 
     # the plugin serves the latest report of job j from the state database the decisions are in
     db = tmp_path / "state.db"

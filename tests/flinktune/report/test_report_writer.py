@@ -9,8 +9,8 @@ from flinktune.decision import Decision, Action
 from flinktune.report import ReportInputs, summarise, write_report
 from flinktune.decision.stages import RealizeResult
 from flinktune.decision.store import SqliteStateStore
-from flinktune.testing import StaticForecaster, raw_samples
-from flinktune.evaluation import evaluate
+from flinktune.decision.testing import StaticForecaster, raw_samples
+from flinktune.decision.evaluation import evaluate
 
 SPACE = default_space()
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from flinktune.config_space import ConfigSpace
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.twin import mechanics as mech
 from flinktune.twin.calibration import CalibrationError, apply_params, calibrate, evaluate
 from flinktune.twin.oracle import ORACLE_COLUMNS, oracle_schedule

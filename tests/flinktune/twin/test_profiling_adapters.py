@@ -9,7 +9,7 @@ import pytest
 from flinktune.decision.reconfig import ReconfigMode
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.lake import Lake
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.decision.stages import MetricsSource
 from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
 from flinktune.twin.profile import ClusterProfile

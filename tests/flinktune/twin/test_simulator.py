@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from flinktune.config_space import ConfigSpace, Configuration
-from flinktune.metric_schema import CONFIG_METRICS, METRICS, validate_frame
+from flinktune.metrics.schema import CONFIG_METRICS, METRICS, validate_frame
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import HISTORY_COLUMNS, TwinJob
 

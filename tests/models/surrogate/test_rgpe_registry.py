@@ -8,7 +8,7 @@ import pytest
 
 from flinktune.config_space import KNOBS, ConfigSpace
 from flinktune.lake import Lake
-from flinktune.metric_schema import PROFILING_COLUMNS
+from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.settings import Settings
 from jobs import train_surrogate
 from models import registry

@@ -1,0 +1,7 @@
+"""``python -m flinktune.cli``: the ``flinktune`` command line."""
+
+from flinktune.cli.main import main
+
+__all__: list[str] = []
+
+main()

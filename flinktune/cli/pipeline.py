@@ -1,0 +1,209 @@
+"""The pipeline's commands: ``flinktune demo`` (the whole pipeline on the twin) and the single steps
+``decide``, ``report`` and ``replay`` against an existing state folder.
+
+:data:`COMMANDS` lists them in help order; :mod:`flinktune.cli.main` registers them on the app.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from flinktune.cli.options import (
+    DEFAULT_VAR_DIR,
+    DEMO_MARKER,
+    DEMO_VAR_DIR,
+    VAR_DIR_HELP,
+    PolicyName,
+    Workload,
+    checked_job,
+    fail,
+    nothing_left_on_refusal,
+    out_dir,
+    state_dir,
+)
+
+__all__ = ["COMMANDS", "decide", "demo", "replay", "report"]
+
+
+def _fresh_demo_dir(var_dir: Path) -> None:
+    """Start the demo from a clean folder, but never delete a folder the demo did not create."""
+    if var_dir.exists() and any(var_dir.iterdir()):
+        if not (var_dir / DEMO_MARKER).exists():
+            fail(f"{var_dir} exists and was not created by the demo; choose another --var-dir or remove it yourself")
+        shutil.rmtree(var_dir)
+    var_dir.mkdir(parents=True, exist_ok=True)
+    (var_dir / DEMO_MARKER).write_text("created by `flinktune demo`; deleted and recreated on the next demo run\n")
+
+
+def demo(
+    workload: Workload = typer.Option(Workload.ysb, help="Built-in trace shape for the twin (ignored with --trace-file)."),
+    trace_file: Path | None = typer.Option(
+        None, help="CSV trace (timestamp,value or timestamp|value) instead of a built-in one."
+    ),
+    history_hours: float = typer.Option(
+        6.0,
+        min=3.0,
+        max=24.0,
+        help="Hours of history the models learn from (at least 3: the forecaster trains on 100 minutes and backtests on the rest).",
+    ),
+    tuned_hours: float = typer.Option(4.0, min=0.5, max=18.0, help="Hours the tuner then runs the job for."),
+    policy: PolicyName = typer.Option(PolicyName.flinktune, help="Policy that decides during the tuned hours."),
+    seed: int = typer.Option(7, help="Seed of the trace, the twin's noise and failures."),
+    job: str = typer.Option("demo", help="Job name (lower-case letters, digits and dashes)."),
+    var_dir: Path = typer.Option(DEMO_VAR_DIR, help="State folder of the demo (recreated on every run)."),
+) -> None:
+    """Run the whole pipeline on the twin and print the report's path."""
+    job = checked_job(job)
+    if trace_file is not None:
+        from flinktune.twin.workload import TraceError, load_trace_csv
+
+        try:
+            trace = load_trace_csv(trace_file)
+        except (TraceError, OSError) as exc:
+            fail(str(exc))
+        need = (history_hours + tuned_hours) * 3600 + 600
+        have = (trace.index[-1] - trace.index[0]).total_seconds()
+        if have < need:
+            fail(
+                f"{trace_file}: trace covers {have / 3600:.1f} h but the demo needs {need / 3600:.1f} h (history + tuned + 10 min)"
+            )
+        trace_file = trace_file.resolve()
+
+    var_dir = var_dir.resolve()
+    _fresh_demo_dir(var_dir)
+    from flinktune.orchestration.local.runner import run_pipeline
+
+    t0 = time.monotonic()
+    ticks = max(1, int(round(tuned_hours * 3600 / 600)))
+    conf_common: dict[str, Any] = {"job": job}
+    ingest = (
+        "flinktune_ingest",
+        {
+            **conf_common,
+            "workload": workload.value,
+            "hours": history_hours,
+            "seed": seed,
+            "trace_file": str(trace_file) if trace_file else "",
+        },
+    )
+    learn_and_decide = [
+        ("flinktune_train", conf_common),
+        ("flinktune_decide", {**conf_common, "policy": policy.value, "dry_run": False, "ticks": ticks}),
+    ]
+    env = {"FLINKTUNE_VAR_DIR": str(var_dir)}
+    try:
+        first = run_pipeline([ingest, *learn_and_decide], var_dir=var_dir, env=env)
+        # The decision task wrote the tuned period's raw metrics: curate just that period, then report.
+        tuned_from = int(first[0]["returns"]["simulate"]["end_ms"])
+        run_pipeline(
+            [
+                ("flinktune_ingest", {**conf_common, "metrics_source": "lake", "start_ms": tuned_from}),
+                ("flinktune_report", conf_common),
+            ],
+            var_dir=var_dir,
+            env=env,
+        )
+    except Exception as exc:
+        fail(str(exc))
+    reports = sorted(Path(var_dir, "reports").glob("*/report.md"), key=lambda p: p.stat().st_mtime)
+    if not reports:
+        fail(f"the pipeline finished but wrote no report under {var_dir / 'reports'}")
+    summary = json.loads((reports[-1].parent / "summary.json").read_text())
+    tuned = summary.get("tuned") or summary
+    typer.echo(
+        f"demo finished in {time.monotonic() - t0:.0f} s; tuned {tuned['hours']:.1f} h: {tuned['reconfigurations']} "
+        f"reconfigurations, CPU {tuned['cpu_vs_static']:.2f} x and memory {tuned['memory_vs_static']:.2f} x static max"
+    )
+    typer.echo(f"report: {reports[-1]}")
+    typer.echo(f"html report: {reports[-1].parent / 'report.html'}")
+    # The last line is the verdict, a miss included: what a newcomer reads first.
+    typer.echo(f"verdict: {summary['verdict']['headline']}")
+
+
+def decide(
+    job: str = typer.Option(..., help="Job name."),
+    ticks: int = typer.Option(1, min=1, max=500, help="Decision intervals to run (the twin advances one interval per tick)."),
+    policy: PolicyName = typer.Option(PolicyName.flinktune),
+    dry_run: bool = typer.Option(False, help="Decide and record, but change nothing."),
+    var_dir: Path | None = typer.Option(None, help=VAR_DIR_HELP),
+) -> None:
+    """Run the decision task for a job (state in --var-dir; other FLINKTUNE_* settings from the environment)."""
+    job = checked_job(job)
+    folder = state_dir(var_dir)
+    from flinktune.settings import load_settings
+    from jobs.decide import run
+
+    with nothing_left_on_refusal(folder):
+        result = run(job=job, ticks=ticks, policy=policy.value, dry_run=dry_run, settings=load_settings(var_dir=folder))
+    typer.echo(json.dumps(result, indent=2))
+
+
+def report(
+    job: str = typer.Option(..., help="Job name."),
+    var_dir: Path | None = typer.Option(None, help=VAR_DIR_HELP),
+) -> None:
+    """Write the report of a job and print its path."""
+    job = checked_job(job)
+    folder = state_dir(var_dir)
+    from flinktune.settings import load_settings
+    from jobs.report import run
+
+    with nothing_left_on_refusal(folder):
+        result = run(job=job, settings=load_settings(var_dir=folder))
+    typer.echo(result["report"])
+
+
+def replay(
+    trace: str = typer.Option("ysb", help="Built-in trace (ysb, tsw) or a CSV trace file."),
+    policies: str = typer.Option("all", help="Comma-separated policy names, or 'all'."),
+    hours: float = typer.Option(18.0, min=0.5, max=48.0, help="Hours of trace to replay."),
+    failures: str = typer.Option("every:45m", help="Failure schedule: none, every:<N>m, random:<N>/h."),
+    seed: int = typer.Option(7, help="Seed of the trace, noise and failures."),
+    out: Path | None = typer.Option(None, help="Folder for the table (Markdown, JSON) and plots; default <var-dir>/replay."),
+    forecaster: str = typer.Option(
+        "peak",
+        help="Forecaster of the model-based policies: peak (the direct peak model, default), naive (seasonal naive, instant) or darts (a small TiDE).",
+    ),
+    workers: int = typer.Option(2, min=1, max=8, help="Policies replayed in parallel processes."),
+    profile: str | None = typer.Option(
+        None,
+        help="Cluster profile: ysb, tsw, ads (calibrated on Demeter's real ADS runs) or a profile YAML (default: the trace's built-in one).",
+    ),
+    latency_target_ms: float = typer.Option(
+        1000.0,
+        min=1.0,
+        help="The policies' and the guard's latency goal, ms (ads: its idle latency is about 1.1 s; Demeter's boundary there is 2369 ms).",
+    ),
+    var_dir: Path = typer.Option(
+        DEFAULT_VAR_DIR, help="State folder; the results go under <var-dir>/replay unless --out says otherwise."
+    ),
+) -> None:
+    """Replay every policy on the same trace, seed and failures; write the comparison table."""
+    from flinktune.replay import cli_replay
+
+    out = out_dir(out, "--out") if out is not None else out_dir(var_dir / "replay", "--var-dir")
+    try:
+        result = cli_replay(
+            trace,
+            policies,
+            hours,
+            failures,
+            seed,
+            out,
+            forecaster=forecaster,
+            workers=workers,
+            profile=profile,
+            latency_target_ms=latency_target_ms,
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        fail(str(exc))
+    typer.echo(json.dumps(result, default=str, indent=2) if not isinstance(result, str) else result)
+
+
+COMMANDS = (demo, decide, report, replay)

@@ -1,0 +1,146 @@
+"""The pieces the DAG files in ``dags/`` share: assets, typed params and default task arguments.
+
+Use it from DAG files only. It imports the Airflow task SDK (already loaded when Airflow parses a
+DAG file) and nothing else, so the DAG files stay fast to parse. Params are JSON-schema checked by
+Airflow when a run is triggered (UI, API or ``dag.test(run_conf=...)``), so a bad value fails
+before any task starts.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Asset, Param
+
+from flinktune.job_name import JOB_NAME_PATTERN  # a Kubernetes name: part of model names and lake paths
+
+__all__ = [
+    "CHAMPIONS",
+    "CONFIGURATION_SCHEMA",
+    "FAILURES_PATTERN",
+    "FEATURES_1M",
+    "FEATURES_10S",
+    "JOB_NAME_PATTERN",
+    "POLICIES",
+    "RETRAIN_CRON",
+    "START_DATE",
+    "TAGS",
+    "TRAINING",
+    "default_args",
+    "dry_run_param",
+    "job_param",
+    "mark_outlets",
+    "task_params",
+]
+
+FEATURES_1M = Asset("flinktune://lake/features_1m")
+"""Updated when new curated one-minute features land in the lake (``flinktune_ingest``)."""
+
+FEATURES_10S = Asset("flinktune://lake/features_10s")
+"""Updated with :data:`FEATURES_1M`: the same ETL task writes the 10-second features too."""
+
+CHAMPIONS = Asset("flinktune://models/champions")
+"""Updated when a forecaster or surrogate champion is registered in MLflow (``flinktune_train``)."""
+
+
+# Must equal flinktune.policies.POLICY_NAMES (a test checks it); not imported here because the
+# policies pull in scipy, which would blow the DAG parse budget.
+POLICIES: tuple[str, ...] = (
+    "flinktune",
+    "demeter",
+    "static",
+    "reactive",
+    "ds2",
+    "autoscaler",
+    "sage",
+    "barre",
+    "oracle",
+)
+
+# Must match flinktune.config_space.KNOBS (a test checks it); a literal for the parse budget.
+CONFIGURATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "parallelism": {"type": "integer", "minimum": 1},
+        "task_slots": {"type": "integer", "minimum": 1},
+        "cpu": {"type": "number", "exclusiveMinimum": 0},
+        "memory_mb": {"type": "integer", "minimum": 1},
+        "checkpoint_interval_s": {"type": "integer", "minimum": 1},
+        "vertex_parallelism": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
+    },
+    "required": ["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s"],
+    "additionalProperties": False,
+}
+"""JSON schema of one :class:`flinktune.config_space.Configuration` in a param (grid membership is checked in the task)."""
+
+# The forms flinktune.twin.failures.parse_failures accepts.
+FAILURES_PATTERN = r"^(none|every:[0-9]+(\.[0-9]+)?[smh]|random:[0-9]+(\.[0-9]+)?/[smh])$"
+
+RETRAIN_CRON = "0 */6 * * *"
+"""When ``flinktune_train`` retrains: every 6 hours, its own cadence (ingest lands features every 5 minutes;
+retraining on each landing would retrain every 5 minutes)."""
+
+TRAINING: dict[str, Any] = {"execution_timeout": timedelta(minutes=45), "retries": 2, "retry_delay": timedelta(minutes=2)}
+"""Task arguments of every training task: a timeout and retries with back-off."""
+
+START_DATE = datetime(2025, 1, 1, tzinfo=UTC)
+TAGS = ["flinktune"]
+
+
+def job_param(default: str = "demo") -> Param:
+    """The ``job`` param every DAG takes: the Flink job's name, checked against :data:`JOB_NAME_PATTERN`."""
+    return Param(
+        default,
+        type="string",
+        pattern=JOB_NAME_PATTERN,
+        title="Flink job",
+        description="Name of the Flink job to act on: lowercase letters, digits and '-', at most 63 characters.",
+    )
+
+
+def default_args(*, retries: int = 2, retry_delay: timedelta = timedelta(minutes=1)) -> dict[str, Any]:
+    """Task defaults: retries with exponential back-off, owner ``flinktune``."""
+    return {
+        "owner": "flinktune",
+        "retries": retries,
+        "retry_delay": retry_delay,
+        "retry_exponential_backoff": 2.0,  # multiplier: 1, 2, 4 x retry_delay
+        "max_retry_delay": timedelta(minutes=15),
+    }
+
+
+def dry_run_param() -> Param:
+    """The ``dry_run`` param: empty (the default) is dry for a run started by hand, acting for the schedule."""
+    return Param(
+        None,
+        type=["null", "boolean"],
+        title="Dry run",
+        description="Decide and store, never apply. Empty: true for a manual trigger, false for the schedule.",
+    )
+
+
+def task_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Call first in a task body: the run's params, checked (:func:`flinktune.orchestration.dag_tasks.triggers.run_params`).
+
+    Unknown conf keys fail here, an asset-triggered run gets its job from the triggering events,
+    and an empty ``dry_run`` is resolved from the run type.
+    """
+    from airflow.sdk import get_current_context
+
+    from flinktune.orchestration.dag_tasks.triggers import run_params
+
+    context = get_current_context()
+    dag = context["dag"]
+    return run_params(params, dag_id=dag.dag_id, known=dag.params.keys(), dag_run=context["dag_run"])
+
+
+def mark_outlets(job: str, *assets: Asset) -> None:
+    """Write the job into the asset events this task emits, so that the runs they trigger act on it."""
+    from airflow.sdk import get_current_context
+
+    from flinktune.orchestration.dag_tasks.triggers import asset_extra
+
+    events = get_current_context()["outlet_events"]
+    for asset in assets:
+        events[asset].extra.update(asset_extra(job))

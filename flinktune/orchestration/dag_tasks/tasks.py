@@ -1,0 +1,179 @@
+"""What the DAG tasks do, behind the back-end switches: the DAG files call these and nothing else.
+
+Each function is one task's body: it resolves :func:`flinktune.backends.choice.load_backends`
+and settings at run time, imports the job it needs lazily (DAG files must parse fast), and returns
+a JSON-ready dict or list (the task's XCom). Errors name the param, variable or file at fault.
+
+- :func:`etl_features`: in-process Spark, or ``spark-submit`` (:mod:`.spark_submit`).
+- :func:`train`: ``jobs.train_<model>`` in process, or in a GPU pod (:mod:`.trainer_pod`).
+- :func:`suggest_profile_configs` / :func:`profile_config`: the profiling DAG's mapped runs.
+- :func:`profile_request`: the profiling run a decision asked for, if it must go through that DAG.
+- :func:`replay`: the what-if replay (:func:`flinktune.replay.runner.cli_replay`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from flinktune.backends.choice import load_backends
+
+__all__ = ["etl_features", "profile_config", "profile_request", "profile_requests", "replay", "suggest_profile_configs", "train"]
+
+
+def _settings() -> Any:
+    from flinktune.settings import load_settings
+
+    return load_settings()
+
+
+def etl_features(job: str, start_ms: int | None = None, end_ms: int | None = None) -> dict[str, Any]:
+    """Raw -> curated ``features_10s`` and ``features_1m`` for ``job``; the job's summary (``{}`` from a cluster driver)."""
+    settings, backends = _settings(), load_backends()
+    if not backends.spark_submit:
+        from jobs import etl_features as job_module
+
+        return job_module.run(job=job, start_ms=start_ms, end_ms=end_ms, settings=settings)
+    from flinktune.orchestration.dag_tasks.spark_submit import run_spark_submit, spark_submit_command
+
+    cmd = spark_submit_command(
+        job, master=settings.spark_master, deploy_mode=backends.spark_submit, start_ms=start_ms, end_ms=end_ms
+    )
+    return run_spark_submit(cmd)
+
+
+def train(model: str, job: str, *, run_key: str = "") -> dict[str, Any]:
+    """Train and register ``model`` (``surrogate`` | ``forecaster``) for ``job``; the job's summary."""
+    from flinktune.orchestration.dag_tasks.trainer_pod import TRAINING_MODULES, TrainerPodConfig, run_trainer_pod, trainer_pod
+
+    if model not in TRAINING_MODULES:
+        raise ValueError(f"unknown model {model!r}; known: {', '.join(TRAINING_MODULES)}")
+    if load_backends().training == "in_process":
+        import importlib
+
+        return importlib.import_module(TRAINING_MODULES[model]).run(job=job, settings=_settings())
+    from kubernetes import client, config
+
+    pod = trainer_pod(model, job, TrainerPodConfig.from_env(), run_key=run_key)
+    config.load_incluster_config()  # the Airflow worker runs in the cluster with its service account
+    return run_trainer_pod(pod, client.CoreV1Api())
+
+
+def suggest_profile_configs(job: str, configs: Sequence[Mapping[str, Any]], *, max_runs: int, seed: int) -> list[dict[str, Any]]:
+    """The configurations to profile: ``configs`` checked against the space, or a space-filling
+    design of ``max_runs`` when empty. More configurations than ``max_runs`` is a budget error."""
+    from flinktune.config_space import ConfigError, Configuration, default_space
+    from flinktune.twin.profiling import initial_design
+
+    space = default_space()
+    if not configs:
+        return [c.to_dict() for c in initial_design(space, max_runs, seed)]
+    if len(configs) > max_runs:
+        raise ValueError(f"param configs: {len(configs)} configurations exceed the budget max_runs={max_runs} for job {job!r}")
+    out = []
+    for i, raw in enumerate(configs):
+        config = Configuration.from_dict(raw, where=f"param configs[{i}]")
+        if not space.contains(config):
+            raise ConfigError(f"param configs[{i}]: {config.to_dict()} is not in the configuration space {space}")
+        out.append(config.to_dict())
+    return out
+
+
+def profile_config(job: str, config: Mapping[str, Any], *, rates: Sequence[float], duration_s: int, seed: int) -> dict[str, Any]:
+    """One short-lived profiling deployment of ``config`` (on the twin: one ``jobs.profile`` run).
+
+    On Kubernetes: a copy of the FlinkDeployment ``job`` in ``FLINKTUNE_K8S_NAMESPACE`` runs
+    ``config`` on the live input (:func:`flinktune.kubernetes.profiling.run_profiling_deployment`),
+    warms up 120 s, is measured for ``duration_s`` from the lake's raw metrics and is deleted;
+    ``rates`` holds at most the expected rate (used when the lake has no ``workloadRate``); ``seed``
+    is unused (nothing random). Budget: ``FLINKTUNE_PROFILE_BUDGET_CPU`` (cores, default 50) and
+    ``FLINKTUNE_PROFILE_BUDGET_MEMORY_MB`` (default 430000), JobManager included.
+    """
+    if load_backends().cluster != "twin":
+        return _profile_on_kubernetes(job, config, rates=rates, duration_s=duration_s)
+    from jobs import profile as job_module
+
+    summary = job_module.run(
+        job=job, configs=[dict(config)], rates=list(rates) or None, duration_s=duration_s, seed=seed, settings=_settings()
+    )
+    return {**summary, "config": dict(config)}
+
+
+def _profile_on_kubernetes(job: str, config: Mapping[str, Any], *, rates: Sequence[float], duration_s: int) -> dict[str, Any]:
+    from flinktune.backends.cluster import kubernetes_api, kubernetes_settings
+    from flinktune.config_space import Configuration
+    from flinktune.kubernetes.profiling import ResourceBudget, run_profiling_deployment
+    from flinktune.lake import Lake, LakeMetricsSource
+    from flinktune.settings import ProfilingSettings, read_group
+    from jobs.profile import _write_observations
+
+    k8s = kubernetes_settings()
+    if len(rates) > 1:
+        raise ValueError(
+            f"param rates: a profiling deployment reads the live input topic, so at most one rate, got {list(rates)}"
+        )
+    limits = read_group(ProfilingSettings)
+    budget = ResourceBudget(limits.cpu, limits.memory_mb)
+    settings = _settings()
+    df = run_profiling_deployment(
+        kubernetes_api(),
+        k8s.namespace,
+        job,
+        Configuration.from_dict(config, where="param config"),
+        rate=float(rates[0]) if rates else None,
+        metrics_source=LakeMetricsSource(Lake(settings.lake_dir)),
+        measure_s=float(duration_s),
+        budget=budget,
+        vertex_ids=k8s.vertex_ids,
+    )
+    path = _write_observations(df, settings)
+    return {"rows": len(df), "path": str(path), "config": dict(config)}
+
+
+def profile_request(job: str, decided: Mapping[str, Any], *, dry_run: bool) -> dict[str, Any] | None:
+    """The ``flinktune_profile`` conf for the newest profile decision of this decide run, or ``None``.
+
+    ``None`` also when the run was a dry run (nothing is applied) or the cluster is the twin, where
+    ``jobs.decide`` already profiled inline before its next tick.
+    """
+    ticks = {float(d["ts"]) for d in decided.get("decisions", []) if d.get("action") == "profile"}
+    if dry_run or not ticks or load_backends().cluster == "twin":
+        return None
+    from flinktune.decision.store import SqliteStateStore
+
+    rows = SqliteStateStore(_settings().state_db).decisions(job, limit=max(len(decided["decisions"]), 1))
+    rows = rows[(rows["action"] == "profile") & rows["ts"].isin(ticks)]
+    if rows.empty:
+        raise LookupError(f"decide reported profile decisions at {sorted(ticks)} for job {job!r} but the state store has none")
+    newest = rows.iloc[-1]
+    inputs = json.loads(newest["inputs"]) if isinstance(newest["inputs"], str) else {}
+    rate = inputs.get("planned_rate")
+    return {"job": job, "configs": json.loads(newest["profile_configs"]), "rates": [float(rate)] if rate is not None else []}
+
+
+def profile_requests(decided: Iterable[Mapping[str, Any]], *, dry_run: bool) -> list[dict[str, Any]]:
+    """:func:`profile_request` for each job of a fleet's decide run that decided (``decided``: their returns).
+
+    A job whose decision failed has no return and is not in ``decided``; a job decided as a dry run
+    (its return's ``dry_run``) gets no request, as the whole run gets none when ``dry_run``.
+    """
+    out = []
+    for d in decided:
+        request = profile_request(str(d["job"]), d, dry_run=dry_run or bool(d.get("dry_run")))
+        if request is not None:
+            out.append(request)
+    return out
+
+
+def replay(*, trace: str, policies: str, hours: float, failures: str, seed: int, run_id: str) -> dict[str, Any]:
+    """Replay ``trace`` under ``policies`` into ``<reports_dir>/replay/<run_id>/``; ``{out_dir, paths, policies, wall_s}``."""
+    from flinktune.replay.runner import cli_replay
+
+    out_dir = Path(_settings().reports_dir) / "replay" / re.sub(r"[^A-Za-z0-9_.-]+", "_", run_id)
+    summary = cli_replay(
+        trace=trace, policies=policies, hours=hours, failures=failures, seed=seed, out_dir=out_dir, workers=1, plots=True
+    )
+    return {"out_dir": str(out_dir), **summary, "wall_s": round(float(summary["wall_s"]), 2)}

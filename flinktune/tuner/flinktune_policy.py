@@ -1,0 +1,483 @@
+"""The flinktune policy (ours): shapes ranked by measured capacity, in-place scaling, rare re-shaping.
+
+Use :class:`FlinktunePolicy` (``make_policy("flinktune", space)``). This module holds the decisions;
+its parts live by concept: the shapes and the start-up profiling design in
+:mod:`flinktune.tuner.shapes`, ranking and choosing shapes in :mod:`flinktune.tuner.shape_choice`,
+sizing within a shape and the hysteresis (plan window, change budget) in
+:mod:`flinktune.tuner.sizing`, measured capacity in :mod:`flinktune.tuner.capacity`.
+
+Why this shape of policy (each point fixes something seen in replays of Demeter-style choice):
+
+- **a shape, parallelism moves in place.** A change of slots, CPU, memory or checkpoint interval
+  is a savepoint redeploy (tens of seconds down, then catch-up); a parallelism-only change is an
+  in-place rescale (seconds). So the policy picks a *shape* (slots, CPU, memory, checkpoint
+  interval) and then mostly moves the parallelism; the shape changes only when the current one
+  cannot carry the load (outgrown) or another has carried it clearly cheaper for a while.
+- **shapes for cost granularity.** Shapes give each slot 0.5, 0.75 or 1 core (:data:`~flinktune.tuner.shapes.SLOT_CORES`,
+  :func:`~flinktune.tuner.shapes.shape_candidates`) and at least ``min_slot_memory_mb`` after the TaskManager's fixed
+  overhead. A slot's threads fully use a fraction of a core, so fractional shapes lower the floor
+  at low load (p8 x 0.5 core = 4 cores, not 8) and make the steps finer; whole cores per slot are
+  the cheapest at high load (lower parallelism, less shuffle and coordination per record).
+- **measured capacity, transferred across shapes.** Within a shape the parallelism is sized from
+  the capacity the job shows (DS2's true processing rates, :class:`ShapeCapacities`):
+  ``planned <= utilization x capacity``. A shape not yet run is estimated from the shape measured
+  last, scaled by cores per slot (up to one core); the static maximum's first window seeds it, so
+  the first shape is ranked by measurement, not by a surrogate trained on a dozen runs. The
+  surrogate is a relative check (:meth:`FlinktunePolicy.rank_shapes`) and the prior before any
+  measurement. Utilization below 1 leaves the spare capacity that catches up after a failure
+  (recovery is about downtime x rate / spare) and keeps queueing latency low.
+- **scale up early, scale down late, re-shape rarely.** Scale-ups plan for an upper quantile of
+  the forecast peak (and the backlog drain) once the plan passes ``up_trigger`` of the measured
+  capacity, and then size to ``utilization``; scale-downs plan for the highest rate planned over
+  the last ``down_horizon_s``, size to ``down_utilization``, wait ``min_dwell_s`` since the last
+  change and must free ``min_down_step`` parallelism. A shape re-choice to save needs a saving of
+  ``shape_saving`` held for ``shape_dwell_s`` (a short dip resets it). Optional changes
+  (scale-downs, re-shaping to save, and scale-ups that only the forecast asks for while the
+  current input plus lag drain still fits ``utilization`` of the running size) keep within
+  ``change_budget`` per ``budget_window_s``; a scale-up the current load needs and an outgrown
+  shape never wait. Failures (``numRestarts`` rose) are not read as missing capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from flinktune.config_space import ConfigSpace, Configuration
+from flinktune.decision import Action, Decision, JobState
+from flinktune.decision.reconfig import same_shape
+from flinktune.decision.stages import PolicyContext
+from flinktune.tuner.capacity import CapacityModel, Shape, ShapeCapacities, measured_capacity, shape_from_json, shape_of
+from flinktune.tuner.profiling import propose_profiling
+from flinktune.tuner.selection import CandidateScores, relative_cost, score_candidates
+from flinktune.tuner.shape_choice import choose_shape, rank_shapes, roomy
+from flinktune.tuner.shapes import SLOT_CORES, SizedShape, shape_candidates, shape_configs
+from flinktune.tuner.sizing import ChangeLog, PlanWindow, current_demand, planned_rate, size_in_shape
+
+__all__ = ["FlinktunePolicy"]
+
+
+@dataclass
+class FlinktunePolicy:
+    """See the module docstring. Rates are rec/s, times seconds."""
+
+    space: ConfigSpace
+    confidence: float = 0.95
+    quantile: float = 0.9
+    catch_up_s: float = 300.0
+    utilization: float = 0.75
+    down_utilization: float = 0.75
+    up_trigger: float = 0.85
+    min_down_step: int = 4
+    growth: float = 1.6
+    range_factors: tuple[float, ...] = (0.5, 0.75, 1.0, 1.3, 1.6)
+    slot_cores: tuple[float, ...] | None = SLOT_CORES
+    fallback_confidence: float = 0.6
+    memory_headroom: float = 0.5
+    min_slot_memory_mb: float = 512.0
+    down_horizon_s: float = 1800.0
+    min_dwell_s: float = 900.0
+    profile_margin: float = 1.15
+    profile_batch: int = 3
+    shape_saving: float = 0.2
+    shape_dwell_s: float = 1800.0
+    shape_check: float = 0.5
+    reshape_utilization: float = 0.75
+    change_budget: int = 4
+    budget_window_s: float = 6 * 3600.0
+    reshape_on_down: bool = True
+    name: str = "flinktune"
+    shape: Shape | None = None
+    capacities: ShapeCapacities = field(default_factory=ShapeCapacities)
+    _plans: PlanWindow = field(default_factory=PlanWindow, repr=False)
+    _pending_since: float | None = None
+    _changes: ChangeLog = field(default_factory=ChangeLog, repr=False)
+    #: The last change decided and not yet seen running: (when, target).
+    _proposed: tuple[float, Configuration] | None = field(default=None, repr=False)
+
+    # -- memory (saved beside each decision, restored by the next decide run) -------------------
+    def memory(self) -> dict[str, Any]:
+        """What the next decision depends on, as JSON: the shape, measured capacities, the rates
+        planned over ``down_horizon_s``, a pending re-shape, the changes counted against the budget
+        and the last change decided but not yet seen running (:class:`~flinktune.decision.stages.PolicyMemory`)."""
+        return {
+            "shape": list(self.shape) if self.shape is not None else None,
+            "capacities": self.capacities.to_dict(),
+            "plans": self._plans.to_list(),
+            "pending_since": self._pending_since,
+            "changes": self._changes.to_dict(),
+            "proposed": [self._proposed[0], self._proposed[1].to_dict()] if self._proposed is not None else None,
+        }
+
+    def restore_memory(self, memory: dict[str, Any]) -> None:
+        """Continue from :meth:`memory` (saved by an earlier decide run); ValueError names a bad entry."""
+        try:
+            self.shape = shape_from_json(memory["shape"]) if memory.get("shape") is not None else None
+            self.capacities.restore(memory.get("capacities", {}))
+            self._plans = PlanWindow().restore(memory.get("plans", []))
+            self._pending_since = float(memory["pending_since"]) if memory.get("pending_since") is not None else None
+            self._changes = ChangeLog().restore(memory.get("changes", {}))
+            proposed = memory.get("proposed")
+            self._proposed = (
+                (float(proposed[0]), Configuration.from_dict(proposed[1], where="flinktune memory 'proposed'"))
+                if proposed is not None
+                else None
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"flinktune policy memory: cannot restore it ({type(exc).__name__}: {exc})") from None
+
+    @property
+    def capacity(self) -> CapacityModel:
+        """The capacity model of the current shape (an empty one before a shape is chosen)."""
+        return self.capacities.model(self.shape) if self.shape is not None else CapacityModel()
+
+    # -- rates -------------------------------------------------------------------------------
+    def planned_rate(self, state: JobState, context: PolicyContext) -> tuple[float, str]:
+        """The rate to provision for now: max(forecast quantile peak, input + lag drain) (:func:`planned_rate`)."""
+        return planned_rate(state, context, self.quantile, self.catch_up_s)
+
+    def _sustained(self, now: float, planned: float) -> float:
+        """Highest rate planned over the last ``down_horizon_s`` (what a scale-down must still carry)."""
+        return self._plans.push(now, planned, self.down_horizon_s)
+
+    # -- shape -------------------------------------------------------------------------------
+    def _in_shape(self, shape: Shape) -> list[Configuration]:
+        return shape_configs(self.space, shape)
+
+    def _roomy(self, surrogate, scores: CandidateScores) -> np.ndarray:
+        """Candidates whose predicted heap use stays under ``memory_headroom`` of what they reserve (:func:`roomy`)."""
+        return roomy(surrogate, self.space, scores, self.memory_headroom, self.min_slot_memory_mb)
+
+    def choose_shape(
+        self,
+        by_rate: list[CandidateScores],
+        grown: CandidateScores,
+        roomy: np.ndarray | None = None,
+        confidence: float | None = None,
+    ) -> int | None:
+        """Index (into ``by_rate[0]``) of the candidate whose shape is cheapest over a range of rates
+        (:func:`~flinktune.tuner.shape_choice.choose_shape`); ``confidence`` defaults to the policy's."""
+        return choose_shape(by_rate, grown, self.confidence if confidence is None else confidence, roomy)
+
+    def _size(
+        self, shape: Shape, rate: float, context: PolicyContext, utilization: float | None = None
+    ) -> tuple[Configuration, str, bool]:
+        """(smallest in-shape configuration for ``rate``, why, whether it is enough) (:func:`size_in_shape`)."""
+        util = self.utilization if utilization is None else utilization
+        return size_in_shape(self.space, shape, self.capacities, rate, util, context, self.confidence)
+
+    def _candidates(self) -> list[Configuration]:
+        """:func:`shape_candidates` of the space, or every candidate when those rules leave none.
+
+        The rules (cores and memory per slot) are preferences for a rich space; a small space, such
+        as a one-machine cluster with 1 GB TaskManagers, may have nothing else to offer.
+        """
+        return shape_candidates(self.space, self.slot_cores, self.min_slot_memory_mb) or self.space.candidates()
+
+    def _shapes(self) -> list[Shape]:
+        """The shapes the policy may choose (from :meth:`_candidates`), in a fixed order."""
+        return sorted({shape_of(c) for c in self._candidates()})
+
+    def rank_shapes(
+        self, rate: float, context: PolicyContext, reference: Configuration | None = None, utilization: float | None = None
+    ) -> list[SizedShape]:
+        """Every shape with a capacity estimate, sized for ``rate`` at ``utilization`` (default the
+        policy's), cheapest first: :func:`~flinktune.tuner.shape_choice.rank_shapes`. Use it to
+        pick or re-pick the shape; ``reference`` is the running shape sized for the same rate."""
+        util = self.utilization if utilization is None else utilization
+        return rank_shapes(
+            self.space,
+            self._shapes(),
+            self.capacities,
+            rate,
+            context,
+            utilization=util,
+            growth=self.growth,
+            grow_utilization=self.utilization,
+            shape_check=self.shape_check,
+            reference=reference,
+        )
+
+    def _best_shape(
+        self, rate: float, context: PolicyContext, reference: Configuration | None = None, utilization: float | None = None
+    ) -> SizedShape | None:
+        ranked = self.rank_shapes(rate, context, reference, utilization)
+        growing = [o for o in ranked if o.grows]
+        best = growing or ranked
+        return best[0] if best else None
+
+    # -- decide ------------------------------------------------------------------------------
+    def decide(self, state: JobState, context: PolicyContext) -> Decision:
+        if context.forecast is None or context.surrogate is None:
+            missing = "forecaster" if context.forecast is None else "surrogate"
+            return Decision.keep(self.name, f"hold: no champion {missing} model is available yet")
+        cur = state.config
+        self._confirm_change(cur)
+        if self.shape is None and cur.with_(vertex_parallelism={}) != self.space.maximum:
+            # A fresh policy object (a new decision task) on a job already tuned: adopt its shape
+            # instead of choosing again, which could cost a redeploy for nothing.
+            self.shape = shape_of(cur)
+        if self.shape is not None and shape_of(cur) != self.shape:  # changed behind our back (rollback)
+            self.shape = shape_of(cur)
+            self._pending_since = None
+        if not cur.vertex_parallelism:
+            # Every steady window measures the running shape, the static maximum before the first
+            # choice included: that measurement is what the first shape is ranked by.
+            cap = measured_capacity(state)
+            if cap is not None:
+                self.capacities.observe(shape_of(cur), cur.parallelism, cap)
+        planned, why = self.planned_rate(state, context)
+        sustained = self._sustained(state.ts, planned)
+        inputs = {"planned_rate": planned, "sustained_rate": sustained, "rule": why, "failures_in_window": state.restarts}
+        if self.shape is None:
+            return self._first_shape(state, context, planned, why, inputs)
+        need_up, why_up, fits = self._size(self.shape, planned, context)
+        if not fits and cur.parallelism == need_up.parallelism and self._changes.since_last(state.ts) >= self.min_dwell_s:
+            # Outgrown: a bigger shape (a redeploy), ranked by capacity when there is a measured
+            # one; the surrogate alone only within what profiling covered (beyond it, it
+            # extrapolates, and has proposed tiny shapes for huge rates).
+            covered = float(context.extras.get("profiled_max_rate", 0.0))
+            if self._best_shape(planned, context, need_up) is not None or planned <= covered * self.profile_margin:
+                return self._regrow(state, context, planned, why, inputs)
+            return Decision.keep(
+                self.name,
+                f"p{cur.parallelism} is the shape's largest; {planned:,.0f} rec/s ({why}) is beyond "
+                f"what profiling covered ({covered:,.0f} rec/s) to trust another shape: keep",
+                **inputs,
+            )
+        cur_cap = self.capacity.estimate(cur.parallelism)
+        # Hysteresis upwards: a measured size keeps until the plan passes ``up_trigger`` of its
+        # capacity, and then grows to ``utilization``, so one step covers more of the climb.
+        room = cur_cap is not None and planned <= max(self.up_trigger, self.utilization) * cur_cap
+        if need_up.parallelism > cur.parallelism and not room:
+            self._pending_since = None
+            # Optional when only the forecast asks for it: what arrives now (input + lag drain) still
+            # fits ``utilization`` of the running size, the margin recovery is sized with. Such a
+            # scale-up keeps within the change budget; one the current load needs never waits.
+            demand = current_demand(state, self.catch_up_s)
+            optional = cur_cap is not None and demand <= self.utilization * cur_cap
+            budget = self._over_budget(state.ts) if optional else None
+            if budget is not None:
+                return Decision.keep(
+                    self.name,
+                    f"hold p{cur.parallelism}: a scale-up to p{need_up.parallelism} for the forecast "
+                    f"{planned:,.0f} rec/s waits while the current {demand:,.0f} rec/s fits "
+                    f"{self.utilization:.0%} of its capacity {cur_cap:,.0f} rec/s: {budget}",
+                    **inputs,
+                )
+            return self._change(state, need_up, f"scale up in place for {planned:,.0f} rec/s ({why}): {why_up}", inputs)
+        # Hysteresis: a scale-down must leave the smaller size at most ``down_utilization`` busy,
+        # below the scale-up threshold, so a load hovering at one boundary does not flap.
+        need_down, why_down, _ = self._size(self.shape, sustained, context, min(self.down_utilization, self.utilization))
+        # A scale-down must free at least ``min_down_step`` parallelism: fewer, larger steps down.
+        down = need_down.parallelism <= cur.parallelism - max(self.min_down_step, 1)
+        budget = self._over_budget(state.ts)
+        if down and budget is not None:
+            return Decision.keep(
+                self.name, f"hold p{cur.parallelism}: a scale-down to p{need_down.parallelism} waits: {budget}", **inputs
+            )
+        if down and self._changes.since_last(state.ts) >= self.min_dwell_s:
+            reshaped = self._reshape_down(state, context, sustained, need_down, inputs) if self.reshape_on_down else None
+            if reshaped is not None:
+                return reshaped
+            return self._change(
+                state,
+                need_down,
+                f"scale down in place: the highest rate planned over the last "
+                f"{self.down_horizon_s / 60:.0f} min is {sustained:,.0f} rec/s; {why_down}",
+                inputs,
+            )
+        reshape = self._reshape(state, context, max(planned, sustained), inputs) if budget is None else None
+        if reshape is not None:
+            return reshape
+        if down:
+            return Decision.keep(
+                self.name,
+                f"hold p{cur.parallelism}: a scale-down to p{need_down.parallelism} waits for the "
+                f"{self.min_dwell_s:.0f} s dwell time since the last change",
+                **inputs,
+            )
+        return Decision.keep(
+            self.name,
+            f"p{cur.parallelism} fits {planned:,.0f} rec/s ({why}) and the sustained {sustained:,.0f} rec/s; keep",
+            **inputs,
+        )
+
+    def _reshape(self, state: JobState, context: PolicyContext, regime: float, inputs: dict) -> Decision | None:
+        """Re-choose the shape when another one has carried the load more cheaply for long enough.
+
+        ``regime`` is the larger of the planned rate and the highest rate planned over the last
+        ``down_horizon_s``. A shape change is a savepoint redeploy (tens of seconds down), so it
+        needs (hysteresis) a saving of at least ``shape_saving`` of the current shape's cost at
+        that rate, a shape that can grow in place to ``growth`` x it, and the same verdict at every
+        decision for ``shape_dwell_s`` (a shorter dip or burst resets it), and ``min_dwell_s``
+        since the last change. None when nothing is to be said (no change pending).
+        """
+        assert self.shape is not None
+        # Both sides sized alike, to ``reshape_utilization``: sizing the new shape up to the
+        # scale-up trigger (0.85) made it scale up right after the redeploy in replays.
+        now_cfg, _, now_fits = self._size(self.shape, regime, context, self.reshape_utilization)
+        best = self._best_shape(regime, context, now_cfg, self.reshape_utilization)
+        now_cost = relative_cost(now_cfg, self.space) if now_fits else float("inf")
+        if best is None or best.shape == self.shape or not best.grows or best.cost > (1.0 - self.shape_saving) * now_cost:
+            self._pending_since = None
+            return None
+        saving = 1.0 - best.cost / now_cost if np.isfinite(now_cost) else 1.0
+        if self._pending_since is None:
+            self._pending_since = state.ts
+        held = state.ts - self._pending_since
+        if held < self.shape_dwell_s or self._changes.since_last(state.ts) < self.min_dwell_s:
+            return Decision.keep(
+                self.name,
+                f"keep {state.config.describe()}: for the {regime:,.0f} rec/s of the last "
+                f"{self.down_horizon_s / 60:.0f} min shape {best.describe()} would save {saving:.0%} "
+                f"(vs {now_cfg.describe()}, cost {now_cost:.2f}); re-choose the shape once that has held "
+                f"{self.shape_dwell_s / 60:.0f} min (held {held / 60:.0f} min)",
+                **inputs,
+            )
+        self._pending_since = None
+        self.shape = best.shape
+        return self._change(
+            state,
+            best.config,
+            f"re-choose the shape: for {held / 60:.0f} min the load (now {regime:,.0f} rec/s, "
+            f"the highest planned over the last {self.down_horizon_s / 60:.0f} min) has been carried "
+            f"{saving:.0%} cheaper by {best.describe()} than by {now_cfg.describe()} (cost {now_cost:.2f})",
+            dict(inputs, shape_saving=saving),
+        )
+
+    def _reshape_down(
+        self, state: JobState, context: PolicyContext, sustained: float, need_down: Configuration, inputs: dict
+    ) -> Decision | None:
+        """A due scale-down that lands on a cheaper shape instead, or None.
+
+        The scale-down already rests on what the re-shape rule waits ``shape_dwell_s`` for: the
+        load has stayed at or below ``sustained`` for ``down_horizon_s``. So when another shape,
+        sized alike (``reshape_utilization``) and able to grow in place, carries that rate at least
+        ``shape_saving`` cheaper than the in-place step down would, one redeploy does both: one
+        change against the budget instead of a scale-down now and a re-shape later.
+        """
+        best = self._best_shape(sustained, context, need_down, self.reshape_utilization)
+        down_cost = relative_cost(need_down, self.space)
+        if best is None or best.shape == self.shape or not best.grows or best.cost > (1.0 - self.shape_saving) * down_cost:
+            return None
+        self._pending_since = None
+        self.shape = best.shape
+        saving = 1.0 - best.cost / down_cost
+        return self._change(
+            state,
+            best.config,
+            f"scale down onto a cheaper shape: the highest rate planned over the last "
+            f"{self.down_horizon_s / 60:.0f} min is {sustained:,.0f} rec/s, which {best.describe()} carries "
+            f"{saving:.0%} cheaper than {need_down.describe()} (cost {down_cost:.2f}), the in-place step down",
+            dict(inputs, shape_saving=saving),
+        )
+
+    def _over_budget(self, now: float) -> str | None:
+        """Why an optional change (a scale-down, a shape re-choice to save, a scale-up only the
+        forecast asks for) must wait, or None.
+
+        At most ``change_budget`` changes in any ``budget_window_s`` (:class:`ChangeLog`). A
+        scale-up the current load needs and an outgrown shape never wait.
+        """
+        return self._changes.over_budget(now, self.change_budget, self.budget_window_s)
+
+    def _confirm_change(self, running: Configuration) -> None:
+        """Count the last decided change against the budget and the dwell time once it runs.
+
+        A change the guard held back (stabilization, quota, a scale-down window) never ran: it
+        must not use the budget or reset the dwell time, or the policy would wait for a change
+        that did not happen. The decision time is what counts, as if it had been counted then.
+        """
+        if self._proposed is None:
+            return
+        at, target = self._proposed
+        self._proposed = None
+        if running.with_(vertex_parallelism={}) == target.with_(vertex_parallelism={}):
+            self._changes.record(at)
+
+    def _change(self, state: JobState, target: Configuration, reason: str, inputs: dict) -> Decision:
+        self._proposed = (state.ts, target)
+        mode = "in-place rescale" if same_shape(state.config, target) else "savepoint redeploy"
+        return Decision(
+            Action.RECONFIGURE,
+            f"{reason}; {target.describe()} by {mode}",
+            self.name,
+            target=target,
+            inputs=dict(inputs, mode=mode, target=target.to_dict()),
+        )
+
+    def _first_shape(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
+        covered = float(context.extras.get("profiled_max_rate", 0.0))
+        if planned > covered * self.profile_margin:
+            configs = propose_profiling(context.surrogate, self.space, planned, context, self.profile_batch, state.config)  # type: ignore[arg-type]  # surrogate checked not None at the top of decide()
+            return Decision(
+                Action.PROFILE,
+                f"planned rate {planned:,.0f} rec/s ({why}) is beyond what profiling covered (up to {covered:,.0f} rec/s): "
+                f"profile {len(configs)} configurations at that rate first",
+                self.name,
+                profile_configs=tuple(configs),
+                inputs=inputs,
+            )
+        return self._regrow(state, context, planned, why, inputs)
+
+    def _regrow(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
+        """Pick the shape (first time, or when the current one cannot carry the load).
+
+        By capacity (:meth:`rank_shapes`) once any shape has been measured; before that by the
+        surrogate alone (:meth:`_surrogate_shape`).
+        """
+        best = self._best_shape(planned, context, state.config.with_(vertex_parallelism={}))
+        if best is None:
+            return self._surrogate_shape(state, context, planned, why, inputs)
+        self.shape = best.shape
+        self._pending_since = None
+        if best.config == state.config:
+            return Decision.keep(self.name, f"shape chosen: the current {best.describe()}", **inputs)
+        grow = (
+            f"grows in place to {self.growth:g}x that rate"
+            if best.grows
+            else f"the largest capacity (none grows to {self.growth:g}x that rate in place)"
+        )
+        return self._change(
+            state,
+            best.config,
+            f"choose the shape for {planned:,.0f} rec/s ({why}): the cheapest at "
+            f"utilization {self.utilization:.0%} that {grow}: {best.describe()}",
+            inputs,
+        )
+
+    def _surrogate_shape(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
+        """The shape from the surrogate alone (no capacity measured yet): cheapest over a range of rates."""
+        args = (context.surrogate, self.space)
+        goals = (context.latency_target_ms, context.recovery_limit_s, self._candidates())
+        factors = [1.0] + [f for f in self.range_factors if f != 1.0]
+        by_rate = [score_candidates(*args, planned * f, *goals) for f in factors]  # type: ignore[arg-type]  # surrogate checked not None at the top of decide()
+        scores = by_rate[0]
+        grown = score_candidates(*args, planned * self.growth, *goals)  # type: ignore[arg-type]  # surrogate checked not None at the top of decide()
+        roomy = self._roomy(context.surrogate, scores)
+        best = self.choose_shape(by_rate, grown, roomy)
+        if best is None and self.shape is None:
+            # Nothing is trusted at the confidence level (few profiling runs, a rate at their edge):
+            # settle for a likely one; measured capacity and the guard's rollback correct it.
+            best = self.choose_shape(by_rate, grown, roomy, confidence=self.fallback_confidence)
+        if best is None:
+            if self.shape is not None:  # keep the largest in-place parallelism rather than guess
+                return Decision.keep(
+                    self.name, f"no other shape is predicted to carry {planned:,.0f} rec/s ({why}); keep", **inputs
+                )
+            target, note = self.space.maximum, "no configuration is predicted to meet the goals: the maximum"
+        else:
+            target, note = scores.candidates[best], scores.summary(best)
+        self.shape = shape_of(target)
+        if target == state.config:
+            return Decision.keep(self.name, f"shape chosen: the current {target.describe()} ({note})", **inputs)
+        return self._change(
+            state,
+            target,
+            f"choose the shape for {planned:,.0f} rec/s ({why}): the shape cheapest over {min(factors):g}-{max(factors):g}x "
+            f"that rate with P(goals) >= {self.confidence} that grows in place to {self.growth:g}x it ({note})",
+            inputs,
+        )

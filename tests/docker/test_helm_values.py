@@ -1,0 +1,77 @@
+"""docker/helm/values.yaml (the official Airflow chart's values) against docker/helm/values.schema.json,
+the subset of the chart's schema for the keys we set, with our rules (issue 22: no helm binary here).
+
+The schema is closed, so a misspelt key fails; credentials go only by Secret reference.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+HELM = Path(__file__).resolve().parents[2] / "docker" / "helm"
+
+
+def _values() -> dict[str, Any]:
+    return yaml.safe_load((HELM / "values.yaml").read_text())
+
+
+def _errors(values: dict[str, Any]) -> list[str]:
+    schema = json.loads((HELM / "values.schema.json").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in jsonschema.Draft7Validator(schema).iter_errors(values)]
+
+
+def test_shipped_values_meet_the_schema() -> None:
+    assert _errors(_values()) == []
+
+
+def _with(change) -> dict[str, Any]:
+    values = copy.deepcopy(_values())
+    change(values)
+    return values
+
+
+@pytest.mark.parametrize(
+    ("what", "change", "where"),
+    [
+        ("a misspelt key", lambda v: v["workers"].update(replica=3), "workers"),
+        ("another executor", lambda v: v.update(executor="LocalExecutor"), "executor"),
+        ("the chart's own PostgreSQL", lambda v: v.update(postgresql={"enabled": True}), "postgresql/enabled"),
+        ("a database URL as a value", lambda v: v["data"].update(metadataConnection={"pass": "pw"}), "data"),
+        ("a fernet key as a value", lambda v: v.update(fernetKey="abc"), ""),
+        ("a token as a plain variable", lambda v: v["env"].append({"name": "FLINKTUNE_PROMETHEUS_TOKEN", "value": "t"}), "env/"),
+        (
+            "the MLflow URI as a plain variable",
+            lambda v: v["env"].append({"name": "FLINKTUNE_MLFLOW_TRACKING_URI", "value": "postgresql://u:p@db/mlflow"}),
+            "env/",
+        ),
+        ("the chart's pod-launching Role", lambda v: v.update(allowPodLaunching=True), "allowPodLaunching"),
+    ],
+)
+def test_the_schema_refuses(what: str, change, where: str) -> None:
+    errors = _errors(_with(change))
+    assert errors and all(e.startswith(where) for e in errors), f"{what}: {errors}"
+
+
+def test_the_workers_and_the_api_server_mount_the_state_volume_where_flinktune_looks() -> None:
+    values = _values()
+    var_dir = next(e["value"] for e in values["env"] if e["name"] == "FLINKTUNE_VAR_DIR")
+    for component in ("workers", "apiServer"):  # the tasks write it; the plugin's pages read it
+        mounts = {m["name"]: m["mountPath"] for m in values[component]["extraVolumeMounts"]}
+        claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in values[component]["extraVolumes"]}
+        assert {claims[n] for n, path in mounts.items() if path == var_dir} == {"flinktune-var"}, component
+
+
+def test_every_credential_is_a_secret_reference() -> None:
+    values = _values()
+    by_reference = {s["envName"] for s in values["secret"]}
+    assert {"FLINKTUNE_MLFLOW_TRACKING_URI", "FLINKTUNE_PROMETHEUS_TOKEN"} <= by_reference
+    refs = json.loads(next(e["value"] for e in values["env"] if e["name"] == "FLINKTUNE_TRAINER_SECRET_REFS"))
+    assert set(refs) == {"FLINKTUNE_MLFLOW_TRACKING_URI"}, "the trainer pod gets the MLflow URI by secretKeyRef"

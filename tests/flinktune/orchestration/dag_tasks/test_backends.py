@@ -1,0 +1,156 @@
+"""Local versus production switches: back-end variables, the GPU trainer pod, spark-submit, realizer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from kubernetes.client import ApiClient
+
+from flinktune.config_space import ConfigError
+from flinktune.backends.choice import BackendError, Backends, load_backends
+from flinktune.backends.cluster import make_realizer
+from flinktune.orchestration.dag_tasks.spark_submit import IMAGE_APP, SparkSubmitError, spark_submit_command
+from flinktune.orchestration.dag_tasks.tasks import suggest_profile_configs
+from flinktune.orchestration.dag_tasks.trainer_pod import TrainerPodConfig, TrainerPodError, run_trainer_pod, trainer_pod
+
+
+def test_defaults_are_the_embedded_setup_and_bad_values_name_the_variable() -> None:
+    assert load_backends({}) == Backends("twin", "in_process", "") and load_backends({}).is_embedded
+    assert load_backends({"FLINKTUNE_CLUSTER": "Kubernetes", "FLINKTUNE_SPARK_SUBMIT": "cluster"}).cluster == "kubernetes"
+    with pytest.raises(BackendError, match=r"FLINKTUNE_TRAINING='gpu': must be 'in_process' or 'kubernetes'"):
+        load_backends({"FLINKTUNE_TRAINING": "gpu"})
+
+
+def test_trainer_pod_requests_gpus_on_gpu_nodes_and_is_a_valid_v1_pod() -> None:
+    env = {"FLINKTUNE_TRAINER_IMAGE": "reg/flinktune-trainer:0.1.0", "FLINKTUNE_TRAINER_GPUS": "2",
+           "FLINKTUNE_TRAINER_NODE_SELECTOR": '{"pool": "gpu-a100"}', "FLINKTUNE_TRAINER_SECRET": "s3-creds",
+           "FLINKTUNE_MLFLOW_TRACKING_URI": "postgresql://mlflow", "FLINKTUNE_TRAINING": "kubernetes", "HOME": "/root"}
+    pod = trainer_pod("surrogate", "wordcount", TrainerPodConfig.from_env(env), run_key="scheduled__2025")
+    client = ApiClient()
+    body = client.sanitize_for_serialization(pod)
+    again = client.sanitize_for_serialization(client.deserialize(json.dumps(body), "V1Pod", "application/json"))
+    assert again == body, "the pod survives the client's own (de)serialisation unchanged"
+    spec, [container] = body["spec"], body["spec"]["containers"]
+    assert spec["nodeSelector"] == {"pool": "gpu-a100"} and spec["restartPolicy"] == "Never"
+    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert container["command"] == ["python", "-m", "jobs.train_surrogate", "--job", "wordcount"]
+    env_out = {e["name"]: e.get("value") for e in container["env"]}
+    assert env_out["FLINKTUNE_DEVICE"] == "cuda"
+    assert "postgresql://mlflow" not in json.dumps(body), "the MLflow URI (a credential) comes from the Secret, never the spec"
+    assert "FLINKTUNE_TRAINING" not in env_out and "HOME" not in env_out
+    assert container["envFrom"] == [{"secretRef": {"name": "s3-creds"}}]
+    assert len(body["metadata"]["name"]) <= 63
+
+
+def test_trainer_pod_takes_credentials_only_as_references_and_mounts_the_lake() -> None:
+    env = {"FLINKTUNE_TRAINER_IMAGE": "reg/t:1", "FLINKTUNE_VAR_DIR": "/var/flinktune",
+           "FLINKTUNE_MLFLOW_TRACKING_URI": "postgresql://mlflow:hunter2@db/mlflow",
+           "FLINKTUNE_PROMETHEUS_PASSWORD": "hunter3", "FLINKTUNE_PROMETHEUS_USER": "flinktune",
+           "FLINKTUNE_TRAINER_SECRET_REFS": json.dumps({"FLINKTUNE_MLFLOW_TRACKING_URI": "flinktune-db:mlflow-url",
+                                                        "FLINKTUNE_PROMETHEUS_PASSWORD": "prometheus:password"})}
+    body = ApiClient().sanitize_for_serialization(trainer_pod("forecaster", "wordcount", TrainerPodConfig.from_env(env)))
+    text = json.dumps(body)
+    assert "hunter2" not in text and "hunter3" not in text
+    [container] = body["spec"]["containers"]
+    env_out = {e["name"]: e for e in container["env"]}
+    assert env_out["FLINKTUNE_MLFLOW_TRACKING_URI"] == {
+        "name": "FLINKTUNE_MLFLOW_TRACKING_URI", "valueFrom": {"secretKeyRef": {"name": "flinktune-db", "key": "mlflow-url"}}}
+    assert env_out["FLINKTUNE_PROMETHEUS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "prometheus", "key": "password"}
+    assert env_out["FLINKTUNE_PROMETHEUS_USER"]["value"] == "flinktune"  # not a credential: copied
+    # The lake: the state volume mounted where FLINKTUNE_VAR_DIR points.
+    assert container["volumeMounts"] == [{"name": "var", "mountPath": "/var/flinktune"}]
+    assert body["spec"]["volumes"] == [{"name": "var", "persistentVolumeClaim": {"claimName": "flinktune-var"}}]
+    assert env_out["FLINKTUNE_VAR_DIR"]["value"] == "/var/flinktune"
+    # A credential with no reference for the pod is refused, not copied and not silently dropped.
+    del env["FLINKTUNE_TRAINER_SECRET_REFS"]
+    with pytest.raises(TrainerPodError, match="FLINKTUNE_MLFLOW_TRACKING_URI, FLINKTUNE_PROMETHEUS_PASSWORD: a credential is never copied"):
+        TrainerPodConfig.from_env(env)
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({}, "needs FLINKTUNE_TRAINER_IMAGE"),
+    ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_GPUS": "one"}, "FLINKTUNE_TRAINER_GPUS='one'"),
+    ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_TOLERATIONS": "{"}, "FLINKTUNE_TRAINER_TOLERATIONS='{': not valid JSON"),
+    ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_NODE_SELECTOR": "[]"}, "FLINKTUNE_TRAINER_NODE_SELECTOR='.*': must be a JSON object, got list"),
+    ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_SECRET_REFS": '{"FLINKTUNE_MLFLOW_TRACKING_URI": "db"}'},
+     "expected 'secret-name:key'"),
+])
+def test_trainer_pod_config_errors_name_the_variable(env: dict, message: str) -> None:
+    with pytest.raises(TrainerPodError, match=message.replace("(", r"\(")):
+        TrainerPodConfig.from_env(env)
+
+
+class _FakeCore:
+    """Stands in for the Kubernetes API server (no cluster here): phases in order, then a log."""
+
+    def __init__(self, phases: list[str], log: str) -> None:
+        self.phases, self.log, self.calls = phases, log, []
+
+    def create_namespaced_pod(self, namespace, body):
+        self.calls.append(("create", body.metadata.name))
+
+    def read_namespaced_pod_status(self, name, namespace):
+        return SimpleNamespace(status=SimpleNamespace(phase=self.phases.pop(0) if len(self.phases) > 1 else self.phases[0]))
+
+    def read_namespaced_pod_log(self, name, namespace):
+        return self.log
+
+    def delete_namespaced_pod(self, name, namespace):
+        self.calls.append(("delete", name))
+
+
+def test_run_trainer_pod_returns_the_summary_and_always_deletes_the_pod() -> None:
+    pod = trainer_pod("forecaster", "demo", TrainerPodConfig(image="x:1", gpus=0))
+    core = _FakeCore(["Pending", "Running", "Succeeded"], 'epoch 1\n{"model_name": "m", "version": "3"}\n')
+    assert run_trainer_pod(pod, core, sleep=lambda s: None) == {"model_name": "m", "version": "3"}
+    assert [c[0] for c in core.calls] == ["create", "delete"]
+    failed = _FakeCore(["Failed"], "Traceback\nValueError: no features for job demo")
+    with pytest.raises(TrainerPodError, match="failed; last lines of its log:\nTraceback\nValueError: no features"):
+        run_trainer_pod(pod, failed, sleep=lambda s: None)
+    assert failed.calls[-1][0] == "delete"
+    clock = iter(range(0, 100, 10))
+    with pytest.raises(TrainerPodError, match="still Pending after 30 s"):
+        run_trainer_pod(pod, _FakeCore(["Pending"], ""), timeout_s=30, sleep=lambda s: None, monotonic=lambda: next(clock))
+
+
+def test_spark_submit_command_for_kubernetes_cluster_mode_uses_the_image_app() -> None:
+    env = {"FLINKTUNE_SPARK_IMAGE": "reg/flinktune-spark-job:0.1.0", "FLINKTUNE_K8S_NAMESPACE": "flink-jobs",
+           "FLINKTUNE_K8S_HOME_NAMESPACE": "etl",
+           "FLINKTUNE_SPARK_CONF": '{"spark.executor.instances": 3}'}
+    cmd = spark_submit_command("demo", master="k8s://https://k8s:6443", deploy_mode="cluster", start_ms=5, environ=env)
+    assert Path(cmd[0]).name == "spark-submit" and Path(cmd[0]).exists()
+    joined = " ".join(cmd)
+    assert "--deploy-mode cluster" in joined and "spark.kubernetes.container.image=reg/flinktune-spark-job:0.1.0" in joined
+    assert "spark.kubernetes.namespace=etl" in joined and "spark.executor.instances=3" in joined
+    assert "flink-jobs" not in joined, "executors run beside flinktune's volume and Secrets, not beside the Flink jobs"
+    assert cmd[-5:] == [IMAGE_APP, "--job", "demo", "--start-ms", "5"]
+    with pytest.raises(SparkSubmitError, match="needs FLINKTUNE_SPARK_IMAGE"):
+        spark_submit_command("demo", master="k8s://https://k8s:6443", deploy_mode="cluster", environ={})
+    with pytest.raises(SparkSubmitError, match="cluster master"):
+        spark_submit_command("demo", master="local[2]", deploy_mode="cluster", environ={})
+
+
+def test_make_realizer_picks_twin_or_kubernetes_by_environment() -> None:
+    with pytest.raises(BackendError, match="has no twin"):
+        make_realizer("demo", environ={})
+    with pytest.raises(BackendError, match="needs FLINKTUNE_K8S_NAMESPACE"):
+        make_realizer("demo", environ={"FLINKTUNE_CLUSTER": "kubernetes"})
+    realizer = make_realizer("demo", api=object(), environ={"FLINKTUNE_CLUSTER": "kubernetes",
+                                                             "FLINKTUNE_K8S_NAMESPACE": "flink-jobs",
+                                                             "FLINKTUNE_VERTEX_IDS": '{"source": "abc"}'})
+    assert type(realizer).__name__ == "KubernetesRealizer"
+    assert realizer.namespace == "flink-jobs" and realizer.vertex_ids == {"source": "abc"}
+
+
+def test_suggested_configs_are_checked_against_the_space_and_the_budget() -> None:
+    good = {"parallelism": 8, "task_slots": 2, "cpu": 1.0, "memory_mb": 2048, "checkpoint_interval_s": 30}
+    assert suggest_profile_configs("demo", [good], max_runs=1, seed=0) == [good]
+    assert len(suggest_profile_configs("demo", [], max_runs=3, seed=0)) == 3
+    with pytest.raises(ValueError, match="2 configurations exceed the budget max_runs=1"):
+        suggest_profile_configs("demo", [good, good], max_runs=1, seed=0)
+    with pytest.raises(ConfigError, match=r"param configs\[0\].*not in the configuration space"):
+        suggest_profile_configs("demo", [{**good, "parallelism": 9}], max_runs=1, seed=0)
