@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import pandas as pd
@@ -122,17 +123,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# Airflow's auth manager and its plugins on one app, as the API server mounts them (the plugin's pages
+# answer only callers Airflow authenticates).
 SERVE = r"""
 import sys, uvicorn
-from airflow import plugins_manager
-apps, _ = plugins_manager.get_fastapi_plugins()
-app = {e["url_prefix"]: e["app"] for e in apps}["/flinktune"]
+from fastapi import FastAPI
+from airflow.api_fastapi.app import init_auth_manager, init_plugins
+app = FastAPI()
+init_auth_manager(app)
+init_plugins(app)
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """
 
 
 @pytest.mark.airflow
-def test_the_html_report_and_the_plugin_page_render_in_headless_chromium(missed_report: Path, tmp_path: Path):
+def test_the_html_report_and_the_plugin_page_render_in_headless_chromium(missed_report: Path, tmp_path: Path, airflow_var: Path):
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium package (scripts/bootstrap.sh does it as root)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
@@ -142,8 +147,12 @@ def test_the_html_report_and_the_plugin_page_render_in_headless_chromium(missed_
     db = tmp_path / "state.db"
     shutil.copy(missed_report.parent.parent.parent / "s.db", db)
     port = _free_port()
-    env = {**os.environ, **airflow_env(tmp_path / "var"), "FLINKTUNE_STATE_DB": str(db),
-           "FLINKTUNE_REPORTS_DIR": str(missed_report.parent.parent), "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'none.db'}"}  # fmt: skip
+    passwords = tmp_path / "passwords.json"
+    env = {**os.environ, **airflow_env(airflow_var), "FLINKTUNE_STATE_DB": str(db),
+           "FLINKTUNE_REPORTS_DIR": str(missed_report.parent.parent), "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'none.db'}",
+           "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "viewer:viewer", "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+           "AIRFLOW__API_AUTH__JWT_SECRET": "flinktune-test-secret-" + "x" * 48}  # fmt: skip
     server = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         with sync_api.sync_playwright() as p:
@@ -168,7 +177,16 @@ def test_the_html_report_and_the_plugin_page_render_in_headless_chromium(missed_
                 except OSError:
                     assert server.poll() is None and time.monotonic() < deadline, server.stdout.read().decode()[-3000:] if server.poll() is not None else "no server"
                     time.sleep(0.5)
-            page.goto(f"http://127.0.0.1:{port}/job/j")
+            # a viewer's token from Airflow's own login endpoint, sent with every request of the browser
+            password = json.loads(passwords.read_text())["viewer"]
+            login = urllib.request.Request(f"http://127.0.0.1:{port}/auth/token", method="POST", headers={"Content-Type": "application/json"},
+                                           data=json.dumps({"username": "viewer", "password": password}).encode())  # fmt: skip
+            with urllib.request.urlopen(login, timeout=30) as response:
+                token = json.loads(response.read())["access_token"]
+            refused = page.goto(f"http://127.0.0.1:{port}/flinktune/job/j")
+            assert refused is not None and refused.status == 401, "without Airflow's token the page is refused"
+            browser.set_extra_http_headers({"Authorization": f"Bearer {token}"})
+            page.goto(f"http://127.0.0.1:{port}/flinktune/job/j")
             assert "MISSED 1 of 3 goals" in page.locator("#report-verdict").inner_text()
             page.click("#report-link")
             page.wait_for_selector("#plot-same-load .main-svg", timeout=30_000)
