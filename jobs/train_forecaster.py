@@ -24,7 +24,9 @@ when it was trained before the selection span starts; otherwise, to avoid scorin
 a fresh model with its params fitted on the same training part). The alias moves only when the
 challenger's ``peak_mae`` is below the champion's by more than ``margin`` (relative) and its
 under-forecast rate is acceptable (:func:`models.registry.promote`, the surrogate's path too); the
-decision is written on the version as the tag ``promotion``.
+decision is written on the version as the tag ``promotion`` (a version not promoted becomes
+``@challenger``). The version carries an input example (the latest history rows, ``ts`` in epoch ms
+and ``value``, with ``horizon_s``) and the signature inferred from it and the model's forecast.
 
 ``python -m jobs.train_forecaster --job demo`` prints a one-line JSON summary.
 """
@@ -284,6 +286,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
                               "scikit-learn==1.9.1"],
             tags={**tags, "backtest_rule": scores[best]["rule"], "peak_rule": scores[best]["peak_rule"],
                   "role": "challenger", "champion_rule": choice.reason}, signature=signature,
+            input_example=(example, {"horizon_s": horizon_s}),
         )
     for fig in figs.values():
         plt.close(fig)

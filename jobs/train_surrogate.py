@@ -11,7 +11,9 @@ Metrics: leave-one-out RMSE and 95 % interval coverage per outcome (model space;
 while ``"rgpe"`` logs its rank weights instead, see :func:`run`), the number of observations
 and distinct points, fit time. Promotion: the profiling table only grows, so a
 version trained on *more observations* replaces the champion (metric ``observations``, higher is
-better) provided its leave-one-out errors are finite; a refit on the same data changes nothing.
+better) provided its leave-one-out errors are finite; a refit on the same data changes nothing
+(that version becomes ``@challenger``). The version carries an input example (the first observed
+configurations, raw knob values and ``rate``) and the signature inferred from it and its prediction.
 The GPs are small and exact, so they train on CPU whatever ``settings.device`` says.
 
 ``python -m jobs.train_surrogate --job demo`` prints a one-line JSON summary.
@@ -33,9 +35,10 @@ from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.config_space import KNOBS, ConfigError, ConfigSpace, Configuration
 from flinktune.lake import Lake
+from flinktune.metrics.schema import PROFILING_DTYPES
 from flinktune.settings import Settings, load_settings
 
-__all__ = ["run", "main", "read_observations", "observations_to_arrays", "PROMOTION_METRIC", "KINDS"]
+__all__ = ["run", "main", "read_observations", "observations_to_arrays", "input_example", "PROMOTION_METRIC", "KINDS"]
 
 DATASET = "profiling_observations"
 PROMOTION_METRIC = "observations"
@@ -88,6 +91,18 @@ def observations_to_arrays(df: pd.DataFrame, space: ConfigSpace) -> tuple[np.nda
     return X, kept["input_rate"].to_numpy("float64"), kept[list(OUTCOMES)].to_numpy("float64"), int((~complete).sum())
 
 
+def input_example(df: pd.DataFrame, rows: int = 3) -> pd.DataFrame:
+    """The first ``rows`` complete observations as a pyfunc request: raw knob columns plus ``rate`` (rec/s).
+
+    Knobs keep the profiling table's types (integers but ``cpu``), so the signature inferred from
+    it accepts what ``Configuration.to_dict()`` gives."""
+    complete = df.loc[df[list(KNOBS)].notna().all(axis=1)].head(rows)
+    example = complete[list(KNOBS)].astype({k: PROFILING_DTYPES.get(k, "float64") for k in KNOBS})
+    example = example.reset_index(drop=True)
+    example["rate"] = complete["input_rate"].astype("float64").to_numpy()
+    return example
+
+
 KINDS = ("gp", "rgpe")
 
 
@@ -99,6 +114,8 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
     observed bucket and outcome, the target model's weight (``rgpe_target_weight.<outcome>.b<k>``;
     1.0 when nothing transfers, absent where the pooled fallback applies).
     """
+    from mlflow.models import infer_signature
+
     from models import registry
     from models.surrogate.gp import GPSurrogate
     from models.surrogate.pyfunc import SurrogatePyfunc
@@ -139,17 +156,26 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
                     metrics[f"rgpe_target_weight.{outcome}.b{b}"] = w["weights"]["target"]
     name = f"flinktune-surrogate-{job}"
     registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
+    wrapper = SurrogatePyfunc(list(KNOBS), space.bounds())
+    example = input_example(df)
+    # The signature comes from the example and the fitted model's answer to it; the wrapper is
+    # logged without the model (it loads the saved file in load_context).
+    wrapper.model = model
+    signature = infer_signature(example, wrapper.predict(None, example))
+    wrapper.model = None
     with tempfile.TemporaryDirectory(prefix="flinktune-surrogate-") as tmp:
         path = model.save(Path(tmp) / "surrogate.pt")
         version = registry.log_and_register(
             name,
-            SurrogatePyfunc(list(KNOBS), space.bounds()),
+            wrapper,
             params={"job": job, "model": model.name, "kind": kind, "outcomes": list(model.outcomes), "seed": seed,
                     "rate_scale": model.rate_scale, "warnings": " | ".join(str(w.message) for w in caught)[:500]},
             metrics={k: v for k, v in metrics.items() if np.isfinite(v)},
             artifacts={"model": str(path)},
             experiment=name,
             pip_requirements=["mlflow==3.17.2", "botorch==0.18.1", "torch==2.13.0"],
+            signature=signature,
+            input_example=example,
         )
     bad = sorted(k for k, v in metrics.items() if not np.isfinite(v))
     promotion = registry.promote(

@@ -9,7 +9,14 @@ Promotion rule (:func:`promote`, the one path of both model kinds): the alias ``
 to a candidate version when there is no champion yet, when the champion lacks the metric (it
 cannot defend its title), or when the candidate beats the champion's value of the same metric by
 more than ``margin`` (absolute, or relative to the champion's value; strictly), and any extra
-requirement holds. Each decision is written on the candidate version as the tag ``promotion``.
+requirement holds. Each decision is written on the candidate version as the tag ``promotion``. A
+version that is not promoted carries the alias ``challenger`` (the latest loser, so a user can load
+and compare it by name); a promotion drops a ``challenger`` alias older than the new champion.
+
+Every registered version is self-contained: it ships this ``models`` package as pyfunc code (so
+``mlflow.pyfunc.load_model("models:/<name>@champion")`` works in a process that cannot import this
+repository), its pinned pip requirements, and, when the job gives one, an input example and the
+signature inferred from it.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from mlflow.exceptions import MlflowException
 
 __all__ = [
     "CHAMPION",
+    "CHALLENGER",
+    "MODELS_PACKAGE",
     "RegistryError",
     "ModelStoreUnavailable",
     "configure",
@@ -47,6 +56,10 @@ __all__ = [
 ]
 
 CHAMPION = "champion"
+#: Alias of the latest version that was registered and not promoted.
+CHALLENGER = "challenger"
+#: The package holding every pyfunc wrapper, shipped inside each model (pyfunc ``code_paths``).
+MODELS_PACKAGE = Path(__file__).resolve().parent
 
 _state: dict[str, Any] = {"artifact_root": None}
 
@@ -128,14 +141,17 @@ def log_and_register(
     pip_requirements: list[str] | None = None,
     tags: Mapping[str, str] | None = None,
     signature: Any = None,
+    input_example: Any = None,
 ) -> str:
     """Log one training run and register its pyfunc model as a new version of ``model_name``.
 
     ``artifacts`` are the pyfunc's own files (e.g. ``{"model": path}``), copied into the model;
     ``files`` are extra run artifacts (matplotlib figures or file paths). Non-finite metrics are
     refused (the registry would store them, promotion could not compare them). ``signature``
-    (``mlflow.models.infer_signature(..., params=...)``) is needed for predict-time ``params``.
-    Returns the version number as a string.
+    (``mlflow.models.infer_signature(..., params=...)``) is needed for predict-time ``params``;
+    ``input_example`` is stored with the model (``Model.load_input_example``), a request a user can
+    send as is. The ``models`` package goes with the model as code, so the wrapper unpickles in a
+    process that has only the pinned requirements installed. Returns the version number as a string.
     """
     bad = [k for k, v in metrics.items() if not math.isfinite(float(v))]
     if bad:
@@ -156,6 +172,10 @@ def log_and_register(
             pip_requirements=list(pip_requirements or []),
             registered_model_name=model_name,
             signature=signature,
+            input_example=input_example,
+            # The wrappers are pickled by reference (models.forecasting.pyfunc.ForecasterPyfunc, ...):
+            # shipping their package lets a process outside this repository unpickle them.
+            code_paths=[str(MODELS_PACKAGE)],
         )
     version = info.registered_model_version
     if version is None:
@@ -220,7 +240,8 @@ def promote(
     condition as ``(met, what was checked)``: unmet, the version is not promoted even without a
     champion. ``context`` (e.g. the scoring window) starts the comparison in the reason. The reason goes on the
     version as the tag ``promotion`` (``promoted: ...`` or ``kept champion: ...``), with
-    ``promotion_metric``; a version that already is the champion changes nothing.
+    ``promotion_metric``; a version that already is the champion changes nothing. A version that
+    loses becomes ``@challenger``; a winner removes a ``@challenger`` older than itself.
     """
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
@@ -251,9 +272,24 @@ def promote(
     client = _client()
     if wins:
         client.set_registered_model_alias(model_name, CHAMPION, str(version))
+        _drop_stale_challenger(client, model_name, int(version))
+    else:
+        client.set_registered_model_alias(model_name, CHALLENGER, str(version))
     client.set_model_version_tag(model_name, str(version), "promotion", reason)
     client.set_model_version_tag(model_name, str(version), "promotion_metric", metric)
     return Promotion(wins, reason)
+
+
+def _drop_stale_challenger(client: MlflowClient, model_name: str, champion: int) -> None:
+    """Remove ``@challenger`` when it names a version older than the new champion (it lost to an older one)."""
+    try:
+        current = int(client.get_model_version_by_alias(model_name, CHALLENGER).version)
+    except MlflowException as exc:
+        if exc.error_code in _ABSENT_CODES:
+            return
+        raise
+    if current < champion:
+        client.delete_registered_model_alias(model_name, CHALLENGER)
 
 
 def load_champion(model_name: str) -> Any:

@@ -80,7 +80,10 @@ def demo(
     from flinktune.orchestration.local.runner import run_pipeline
 
     t0 = time.monotonic()
-    ticks = max(1, int(round(tuned_hours * 3600 / 600)))
+    from flinktune.settings import load_settings
+
+    # One tick per decision interval (what the decide job runs the twin for), whatever it is set to.
+    ticks = max(1, int(round(tuned_hours * 3600 / load_settings(var_dir=var_dir).decision_interval_s)))
     conf_common: dict[str, Any] = {"job": job}
     ingest = (
         "flinktune_ingest",

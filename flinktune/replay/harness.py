@@ -27,6 +27,7 @@ from flinktune.replay.models import ReplayModels, TraceForecast, make_forecaster
 from flinktune.tuner.shapes import startup_design
 from flinktune.twin.oracle import oracle_schedule
 from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.profiling import PROFILE_RUN_S
 from flinktune.twin.reconfig_modes import reconfiguration_costs
 from flinktune.twin.simulator import TwinJob
 from flinktune.twin.workload import generate_trace
@@ -72,7 +73,7 @@ FLINKTUNE_STARTUP_RUNS = 3
 #: matters to the goals.
 PROFILE_RUNS: dict[str, dict[str, Any]] = {
     "demeter": {"profile_duration_s": 300},
-    "flinktune": {"profile_duration_s": 120, "recovery_wait_limits": 2.0, "skip_failure_when_behind": True},
+    "flinktune": {"profile_duration_s": PROFILE_RUN_S, "recovery_wait_limits": 2.0, "skip_failure_when_behind": True},
 }
 
 

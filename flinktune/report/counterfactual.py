@@ -26,7 +26,7 @@ from flinktune.pricing import PriceList
 from flinktune.replay.harness import PolicyRun, ReplaySettings, replay_policy
 from flinktune.replay.metrics import summarize
 from flinktune.twin.profile import ClusterProfile
-from flinktune.twin.profiling import STABLE_S
+from flinktune.twin.profiling import PROFILE_RUN_S, STABLE_S
 from flinktune.twin.simulator import TwinJob
 
 __all__ = [
@@ -56,8 +56,6 @@ POLICY_LABELS: dict[str, str] = {
     "barre": "BARRE reserve",
     "oracle": "oracle",
 }
-#: Seconds a profiling run measures before its failure on the twin (``jobs.profile``'s default run).
-PROFILE_RUN_S = 300
 
 
 @dataclass(frozen=True)

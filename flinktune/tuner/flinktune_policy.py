@@ -35,7 +35,10 @@ Why this shape of policy (each point fixes something seen in replays of Demeter-
   (scale-downs, re-shaping to save, and scale-ups that only the forecast asks for while the
   current input plus lag drain still fits ``utilization`` of the running size) keep within
   ``change_budget`` per ``budget_window_s``; a scale-up the current load needs and an outgrown
-  shape never wait. Failures (``numRestarts`` rose) are not read as missing capacity.
+  shape never wait. An outgrown shape (at its largest, the plan does not fit) is re-chosen once
+  ``min_dwell_s`` has passed since the last change, or at once when the current input plus lag
+  drain does not fit it either (a forecast burst passes; a load that already arrived does not).
+  Failures (``numRestarts`` rose) are not read as missing capacity.
 """
 
 from __future__ import annotations
@@ -234,7 +237,20 @@ class FlinktunePolicy:
         if self.shape is None:
             return self._first_shape(state, context, planned, why, inputs)
         need_up, why_up, fits = self._size(self.shape, planned, context)
-        if not fits and cur.parallelism == need_up.parallelism and self._changes.since_last(state.ts) >= self.min_dwell_s:
+        # Outgrown: even the shape's largest parallelism cannot carry the plan. At the largest, it
+        # waits ``min_dwell_s`` after the last change (a forecast burst passes) unless what arrives
+        # now (input + lag drain) does not fit either. Below it, the in-place step to the largest
+        # is tried first, unless what arrives now already outruns the running size: then the step
+        # would only be outgrown at the next decision, a shape change later.
+        demand = current_demand(state, self.catch_up_s)
+        outgrown = not fits
+        if outgrown and cur.parallelism == need_up.parallelism:
+            if self._changes.since_last(state.ts) < self.min_dwell_s:
+                outgrown = not self._size(self.shape, demand, context)[2]
+        elif outgrown:
+            running = self.capacity.estimate(cur.parallelism)
+            outgrown = running is not None and demand > self.utilization * running
+        if outgrown:
             # Outgrown: a bigger shape (a redeploy), ranked by capacity when there is a measured
             # one; the surrogate alone only within what profiling covered (beyond it, it
             # extrapolates, and has proposed tiny shapes for huge rates).

@@ -23,12 +23,25 @@ from flinktune.twin.noise import normal
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import DEFAULT_START_TS, TwinJob
 
-__all__ = ["RATE_NOISE", "STABLE_S", "initial_design", "overload_horizon_s", "profile_configs", "profile_run", "recovery_time"]
+__all__ = [
+    "PROFILE_RUN_S",
+    "RATE_NOISE",
+    "STABLE_S",
+    "initial_design",
+    "overload_horizon_s",
+    "profile_configs",
+    "profile_run",
+    "recovery_time",
+]
 
 #: Relative per-second jitter of the profiling load generator.
 RATE_NOISE = 0.02
 #: Seconds the lag must stay at its pre-failure level for the job to count as recovered.
 STABLE_S = 30
+#: Seconds the tuner's profiling run measures before its failure (``jobs.profile``'s default, and
+#: what the replay benchmark's flinktune runs measure): a steady capacity settles well within it
+#: (docs/results/local-flink.md), so a longer run only spends more.
+PROFILE_RUN_S = 120
 _PRE_WINDOW_S = 60
 
 

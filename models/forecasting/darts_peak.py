@@ -293,7 +293,9 @@ class DartsPeakForecaster(ForecastingModel):
         values = self._prepare(series[series.index < origins[-1]], self.context_bins, "historical_forecasts series")
         ends = np.searchsorted(values.index, origins)
         ends[ends > len(values)] = len(values)
-        if not (values.index[ends - 1] + pd.Timedelta(seconds=self.input_bin_s)).equals(origins):
+        follows = values.index[ends - 1] + pd.Timedelta(seconds=self.input_bin_s)
+        # Instants, not index objects: the lake's timestamps are in us, prepared series in ns (equals() says False).
+        if not np.array_equal(follows.as_unit("ns").asi8, origins.as_unit("ns").asi8):
             raise ForecastInputError("historical_forecasts: every origin must follow an input bin of the series")
         if ends.min() < self.context_bins:
             raise ForecastInputError(f"historical_forecasts: origin {origins[int(np.argmin(ends))].isoformat()} has "

@@ -218,7 +218,9 @@ class DirectPeakForecaster(ForecastingModel):
         """Forecasts at ``origins`` of a regular ``bin_s`` series in one batch (same numbers as :meth:`predict`)."""
         n = self._check_ready(horizon_s)
         ends = np.searchsorted(series.index, origins)
-        if (ends >= len(series)).any() or not series.index[ends].equals(origins):
+        # Instants, not index objects: an index in us and origins in ns are the same bins.
+        if (ends >= len(series)).any() or not np.array_equal(series.index[ends].as_unit("ns").asi8,
+                                                             origins.as_unit("ns").asi8):
             raise ForecastInputError("historical_forecasts: every origin must be a bin of the series")
         if ends.min() < CONTEXT_BINS:
             raise ForecastInputError(f"historical_forecasts: origin {origins[int(np.argmin(ends))].isoformat()} has "

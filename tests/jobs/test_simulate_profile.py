@@ -70,9 +70,35 @@ def test_profile_writes_observations_for_the_simulated_job(settings) -> None:
     assert not list(path.glob(".*"))
 
 
+def test_default_profiling_is_the_policys_startup_design_around_the_latest_peak(settings) -> None:
+    from flinktune.config_space import default_space
+    from flinktune.tuner.shapes import startup_design
+    from flinktune.twin.job_store import TWIN_FILE, job_dir
+    from flinktune.twin.simulator import TwinJob
+
+    simulate.run(job="demo", hours=0.5, settings=settings)
+    rates = TwinJob.load(job_dir(settings.twin_dir, "demo") / TWIN_FILE).history()["rate"].to_numpy()
+    peak = rates[-settings.forecast_horizon_s:].max()
+    out = profile_job.run(job="demo", settings=settings)
+    df = pd.read_parquet(out["path"])
+    design = startup_design(default_space(), profile_job.STARTUP_RUNS, 0)
+    assert out["rows"] == 2 * len(design) == 6
+    assert sorted({tuple(r) for r in df[["parallelism", "task_slots", "cpu", "memory_mb"]].to_numpy().tolist()}) == \
+        sorted({(c.parallelism, c.task_slots, c.cpu, c.memory_mb) for c in design})
+    # Two loads: half and 1.1 x the latest peak (the measured mean is within the generator's 2 % jitter).
+    for target in (0.5 * peak, 1.1 * peak):
+        assert (abs(df["input_rate"] / target - 1) < 0.03).sum() == len(design)
+    # The profiler stops waiting for a recovery at twice the limit.
+    assert df["recovery_s"].max() <= 2 * settings.recovery_limit_s
+
+
 def test_profile_defaults_without_a_twin_and_bad_configs(settings) -> None:
     out = profile_job.run(job="fresh", rates=[40_000], duration_s=60, settings=settings)
+    assert out["rows"] == profile_job.STARTUP_RUNS  # the policy's start-up shapes
+    out = profile_job.run(job="fresh", rates=[40_000], duration_s=60, settings=settings, design="space")
     assert out["rows"] == profile_job.DESIGN_SIZE
+    with pytest.raises(ValueError, match="design must be 'startup' or 'space'"):
+        profile_job.run(job="fresh", settings=settings, design="grid")
     with pytest.raises(ConfigError, match=r"configs\[0\]: unknown key\(s\) \['cores'\]"):
         profile_job.run(job="fresh", configs=[{"cores": 2}], settings=settings)
 

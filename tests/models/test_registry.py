@@ -45,15 +45,19 @@ def test_register_promote_and_load_champion(mlflow_home, surrogate_file):
     v2 = _register(name, surrogate_file, {"loss": 0.95})
     assert registry.promote(name, v2, "loss", margin=0.1).promoted is False  # better, not by the margin
     assert registry.champion_version(name) == "1"
+    client = mlflow.MlflowClient()
+    assert str(client.get_model_version_by_alias(name, registry.CHALLENGER).version) == "2"
     v3 = _register(name, surrogate_file, {"loss": 0.5})
     assert registry.promote(name, v3, "loss", margin=0.1).promoted is True
     assert registry.champion_version(name) == "3"
+    # the new champion supersedes the older loser: no stale @challenger is left
+    assert registry.CHALLENGER not in client.get_registered_model(name).aliases
     assert registry.promote(name, v3, "loss").promoted is False  # already champion
-    client = mlflow.MlflowClient()
     assert client.get_model_version(name, "2").tags["promotion"].startswith("kept champion: loss 0.95 vs champion v1 1")
     # higher-is-better metrics compare the other way round
     v4 = _register(name, surrogate_file, {"loss": 0.1, "observations": 30.0})
     assert registry.promote(name, v4, "loss", margin=0.0, lower_is_better=False).promoted is False
+    assert str(client.get_model_version_by_alias(name, registry.CHALLENGER).version) == "4"
     assert client.get_model_version(name, "4").tags["promotion_metric"] == "loss"
     # the artifacts went under <root>/<experiment>, not the working directory
     exp = client.get_experiment_by_name(name)

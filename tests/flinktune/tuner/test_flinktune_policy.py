@@ -288,6 +288,41 @@ def test_an_outgrown_fractional_shape_is_re_chosen_at_once_by_measured_capacity(
     assert pol.utilization * pol.capacities.estimate(shape_of(d.target), d.target.parallelism) >= 70000.0
 
 
+def test_an_outgrown_shape_waits_the_dwell_for_a_forecast_but_not_for_a_load_that_already_arrived():
+    small = Configuration(24, 4, 2.0, 3072, 10)  # half a core per slot, largest parallelism: capacity 60,000
+
+    def policy_just_scaled():
+        pol = make_policy("flinktune", SPACE, min_dwell_s=900)
+        pol.shape = shape_of(small)
+        pol.capacities.observe(pol.shape, 24, 60000.0)
+        pol._changes.record(0.0)  # the in-place step to p24 a window ago
+        return pol
+
+    # Only the forecast (70,000) outgrows p24; the 40,000 arriving fits 75 % of it: wait the dwell.
+    d = policy_just_scaled().decide(_running(small, 60000.0, 40000.0, 300), ctx(70000.0))
+    assert d.action is not Action.RECONFIGURE or shape_of(d.target) == shape_of(small)
+    # The 50,000 arriving already needs more than 75 % of p24's capacity: re-choose the shape now.
+    d = policy_just_scaled().decide(_running(small, 60000.0, 50000.0, 300), ctx(70000.0))
+    assert d.action is Action.RECONFIGURE and "choose the shape" in d.reason and shape_of(d.target) != shape_of(small)
+
+
+def test_below_the_largest_a_plan_the_shape_cannot_carry_steps_in_place_unless_the_load_already_outruns_it():
+    mid = Configuration(16, 4, 2.0, 3072, 10)  # half a core per slot: 40,000 measured at p16, ~60,000 at p24
+
+    def policy():
+        pol = make_policy("flinktune", SPACE, min_dwell_s=900)
+        pol.shape = shape_of(mid)
+        pol.capacities.observe(pol.shape, 16, 40000.0)
+        return pol
+
+    # The forecast (75,000) is beyond the shape; the 28,000 arriving fits 75 % of p16: the in-place step.
+    d = policy().decide(_running(mid, 40000.0, 28000.0, 300), ctx(75000.0))
+    assert d.action is Action.RECONFIGURE and shape_of(d.target) == shape_of(mid) and d.target.parallelism == 24
+    # 35,000 arriving already outruns 75 % of p16: the step would be outgrown next time; re-choose now.
+    d = policy().decide(_running(mid, 40000.0, 35000.0, 300), ctx(75000.0))
+    assert d.action is Action.RECONFIGURE and "choose the shape" in d.reason and shape_of(d.target) != shape_of(mid)
+
+
 def test_a_space_without_preferred_shapes_still_gets_a_shape_with_a_reason():
     # 1 GB TaskManagers leave < 512 MB per slot: the shape rules exclude every candidate, as on the
     # one-machine local cluster; the policy must still choose among the space's candidates.
