@@ -132,12 +132,13 @@ class ReplayModels:
         possibly reassigned), for policies that model a selection of the profiles (Demeter's
         per-chunk models). Recent fits are cached: the same rows give the same model."""
         key = pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes()
-        cached = self._fits.get(key)
+        fits = self.__dict__.setdefault("_fits", {})  # models saved before this cache existed have none
+        cached = fits.get(key)
         if cached is None:
             cached = self._fit(rows)
-            if len(self._fits) >= 16:  # a few chunks' models at a time
-                self._fits.pop(next(iter(self._fits)))
-            self._fits[key] = cached
+            if len(fits) >= 16:  # a few chunks' models at a time
+                fits.pop(next(iter(fits)))
+            fits[key] = cached
         return cached
 
     def _fit(self, df: pd.DataFrame) -> Surrogate:
