@@ -141,6 +141,9 @@ class DecisionLoop:
         if self.models is not None:
             ctx.surrogate = self.models.surrogate
             ctx.extras["profiled_max_rate"] = self.models.profiled_max_rate
+            # What was profiled (configuration, rate, outcomes), for policies whose suggestion rules read it.
+            ctx.extras["observations"] = getattr(self.models, "observations", None)
+            ctx.extras["fit_surrogate"] = getattr(self.models, "fit_surrogate", None)
         return ctx
 
     def step(self) -> StepOutcome:

@@ -27,6 +27,7 @@ class ReconfigMode(str, Enum):
     NOOP = "noop"  # already in force: nothing changed
     IN_PLACE = "in-place"  # parallelism only, rescaled without a redeploy
     REDEPLOY = "redeploy"  # savepoint, tear down, redeploy with the new shape, restore
+    RESTART = "restart"  # reactive mode: the job restarts from its last checkpoint at the new parallelism
     DRY_RUN = "dry-run"  # the change was computed and shown, not applied
     ROLLED_BACK = "rolled-back"  # applied, did not become ready in time, and was restored
 

@@ -5,13 +5,20 @@ after a ``stabilization`` of 5 min following a (re)start, and a decision needs a
 ``metrics window``. Per vertex, TRUE_PROCESSING_RATE = input rate / busy fraction; the source's
 target rate is the input rate plus the lag's growth; downstream targets follow the edges. The
 target capacity is ``catch-up rate + target x restart time / catch-up duration + target / target
-utilisation`` (utilisation 0.7, restart 5 min, catch-up 30 min). A vertex is rescaled only when
-its true rate leaves [capacity at utilisation 0.7 + 0.3 without the restart term, capacity at
-0.7 - 0.3 with it]; while the backlog exceeds 5 min of input the bounds become [1.0, 0] (only
-scale-ups). New parallelism = ceil(p x capacity / true rate), the factor clamped to
-[1 - 0.6, 1 + 100000]. Scale-downs wait for the 1 h ``scale-down.interval`` and then use the
-largest parallelism recommended in it; scale-ups go at once. Only parallelism changes (memory
-tuning is off by default), applied per vertex through ``pipeline.jobvertex-parallelism-overrides``.
+utilisation`` (utilisation 0.7, restart 5 min, catch-up 30 min). Every vertex gets a new
+parallelism ``ceil(p x capacity / true rate)``, the factor clamped to [1 - 0.6, 1 + 100000]
+(``JobVertexScaler``); a vertex whose new parallelism equals the running one is unchanged and its
+pending scale-down is cleared. Scale-ups go at once; a vertex's scale-down waits until it has been
+recommended for the 1 h ``scale-down.interval`` and then uses the largest parallelism recommended
+in it (``DelayedScaleDown``, per vertex). The utilisation bounds apply to the *changed vertices
+together* (``ScalingExecutor.allChangedVerticesWithinUtilizationTarget``): nothing is rescaled
+when every changed vertex's true rate lies within [capacity at utilisation 0.7 + 0.3 without the
+restart term, capacity at 0.7 - 0.3 with it] (while the backlog exceeds 5 min of input the bounds
+become [1.0, 0]); when any one lies outside, every changed vertex is rescaled, including a source
+within its own bounds. After a rescale all pending scale-downs are cleared. Only parallelism
+changes (memory tuning is off by default), applied per vertex through
+``pipeline.jobvertex-parallelism-overrides``; the job's parallelism (and so its TaskManagers)
+follows the largest vertex.
 """
 
 from __future__ import annotations
@@ -50,13 +57,14 @@ class AutoscalerPolicy:
     _window: deque = field(default_factory=deque, repr=False)
     _config: Configuration | None = field(default=None, repr=False)
     _since: float = field(default=-math.inf, repr=False)
-    _pending_down: tuple[float, int] | None = field(default=None, repr=False)
+    #: Per vertex: the scale-downs recommended since the first one, [(ts, parallelism), ...].
+    _pending_down: dict[str, list[tuple[float, int]]] = field(default_factory=dict, repr=False)
 
     def _observe(self, state: JobState) -> None:
         if state.config != self._config:  # a (re)configuration restarts collection
             self._config, self._since = state.config, state.ts
             self._window.clear()
-            self._pending_down = None
+            self._pending_down = {}
         if state.running and state.vertices and not state.problems:
             self._window.append(state)
         while self._window and state.ts - self._window[0].ts > self.metrics_window_s:
@@ -93,46 +101,58 @@ class AutoscalerPolicy:
         )
         cur = state.config
         cur_p = np.array([s.parallelism for s in state.vertices])
-        new_p, reasons = cur_p.copy(), []
+        new_p, changed, reasons, delayed = cur_p.copy(), [], [], []
         for k, n in enumerate(names):
-            if not np.isfinite(tpr[k]):
-                continue
-            upper = self._capacity(targets[k], catch_up[k], hi_u, False)
-            lower = self._capacity(targets[k], catch_up[k], lo_u, True)
-            if upper <= tpr[k] <= lower:
+            if not np.isfinite(tpr[k]) or tpr[k] <= 0:
                 continue
             cap = self._capacity(targets[k], catch_up[k], self.target_utilization, True)
             factor = float(np.clip(cap / tpr[k], 1 - self.scale_down_max_factor, 1 + self.scale_up_max_factor))
-            new_p[k] = max(1, math.ceil(factor * cur_p[k] - 1e-9))
-            reasons.append(f"{n}: true rate {tpr[k]:,.0f} outside [{upper:,.0f}, {lower:,.0f}] -> p{new_p[k]}")
+            want = max(1, math.ceil(factor * cur_p[k] - 1e-9))
+            if want >= cur_p[k]:
+                self._pending_down.pop(n, None)  # no change or a scale-up: no scale-down is pending
+                if want == cur_p[k]:
+                    continue
+            else:
+                recs = self._pending_down.setdefault(n, [])
+                recs.append((state.ts, want))
+                waited = state.ts - recs[0][0]
+                if waited < self.scale_down_interval_s:
+                    delayed.append(f"{n} -> p{want} ({waited:.0f} of {self.scale_down_interval_s:.0f} s)")
+                    continue
+                want = max(p for t, p in recs if t >= state.ts - self.scale_down_interval_s)
+            new_p[k] = want
+            changed.append(k)
+            reasons.append(f"{n}: true rate {tpr[k]:,.0f} vs target capacity {cap:,.0f} -> p{want}")
         inputs = {"planned_rate": source_target, "true_rates": dict(zip(names, tpr.tolist())), "backlog": bool(backlog)}
-        if not reasons:
-            self._pending_down = None
+        wait_note = f"; scale-down delayed: {', '.join(delayed)}" if delayed else ""
+        if not changed:
+            return Decision.keep(self.name, f"every vertex runs at its target parallelism{wait_note}", **inputs)
+        outside = [
+            names[k]
+            for k in changed
+            if not (
+                self._capacity(targets[k], catch_up[k], hi_u, False)
+                <= tpr[k]
+                <= self._capacity(targets[k], catch_up[k], lo_u, True)
+            )
+        ]
+        if not outside:
             return Decision.keep(
-                self.name, f"every vertex's true rate is within the utilisation bounds at {source_target:,.0f} rec/s", **inputs
+                self.name,
+                f"every changed vertex's true rate is within the utilisation bounds at {source_target:,.0f} rec/s ({'; '.join(reasons)}){wait_note}",
+                **inputs,
             )
         job_p = snap_parallelism(self.space, float(new_p.max()), cur.task_slots)
-        if job_p < cur.parallelism:
-            first, peak = self._pending_down or (state.ts, job_p)
-            self._pending_down = (first, max(peak, job_p))
-            waited = state.ts - first
-            if waited < self.scale_down_interval_s:
-                return Decision.keep(
-                    self.name,
-                    f"scale-down to p{job_p} delayed: recommended for {waited:.0f} of {self.scale_down_interval_s:.0f} s ({'; '.join(reasons)})",
-                    **inputs,
-                )
-            job_p = self._pending_down[1]
-            new_p = np.minimum(new_p, job_p)
-        else:
-            self._pending_down = None
+        new_p = np.minimum(new_p, job_p)
         overrides = {n: int(p) for n, p in zip(names, new_p) if p < job_p} if self.per_vertex else {}
         target = cur.with_(parallelism=job_p, vertex_parallelism=overrides)
         if target == cur:
             return Decision.keep(self.name, f"recommended parallelism equals the running one ({'; '.join(reasons)})", **inputs)
+        self._pending_down = {}  # cleared after a rescale (DelayedScaleDown.clearAll)
         return Decision(
             Action.RECONFIGURE,
-            f"autoscaler: {'; '.join(reasons)}; job parallelism {cur.parallelism} -> {job_p}",
+            f"autoscaler: {'; '.join(reasons)} (outside the utilisation bounds: {', '.join(outside)}); "
+            f"job parallelism {cur.parallelism} -> {job_p}",
             self.name,
             target=target,
             inputs=inputs,

@@ -1,41 +1,220 @@
 """The Demeter policy as published (Geldenhuys et al., ICPE 2024), on our stages.
 
-Facts carried over (see ../shared/docs/ANCHORS.md section 1): the planned rate is the highest
-60 s bin mean of a 10-minute forecast times 1.10; when the current latency is bad the job goes
-to the default (maximum) configuration; otherwise every candidate is scored with the surrogate
-at the planned rate, the cheapest one that meets the latency and recovery constraints is chosen,
-and the current configuration is kept when it meets them and the best one is less than 5 %
-cheaper. When the planned rate lies outside what profiling has covered (the published method
-buckets rates in 10k rec/s chunks and needs observations in the target chunk), it profiles.
+Facts carried over (see ../shared/docs/ANCHORS.md section 1):
+
+- **When** (1.1, the OPTIMIZE thread): every 60 s it checks whether 10 minutes have passed since
+  its clock was last reset; the clock is reset by each optimisation *and by each failure
+  injection* (injection timestamps go into the same list), so the job is re-optimised 10 minutes
+  after every failure. Decide it every 60 s (the replay does) and it keeps its own clock.
+- **What rate** (1.4): the highest 60 s bin mean of a 10-minute forecast times 1.10.
+- **Fallback** (1.5 step 1): when the current latency is bad the job goes to the default
+  (maximum) configuration.
+- **Per-chunk models** (1.5): the rate axis is cut into 10k rec/s chunks from the lowest observed
+  or planned rate; the chunk of the planned rate is modelled from the profiles inside it, those at
+  higher rates whose latency was good (a configuration that coped with more load copes with
+  less) and those at lower rates whose latency was bad (one that failed at less load fails at
+  more), one per configuration (the closest rate wins), with no rate input. This needs
+  ``context.extras["observations"]`` and ``context.extras["fit_surrogate"]`` (the replay's
+  models give both); without them ``context.surrogate`` (all profiles, rate as an input) is used.
+- **Profiling**: when the chunk holds fewer than 3 profiles with a good latency (the published
+  model is still Sobol there and its profiling thread asks for more); without per-chunk data,
+  when the planned rate is over a chunk beyond the profiled range. Its
+  suggestions are accepted only when larger than ``ref_scale_factor`` x the production job's CPU
+  and memory (0.25 while the production job's latency is good, 0.75 when not) and not known to
+  have fallen behind at a lower rate (1.5, profiling decision); the observations come from
+  ``context.extras["observations"]`` when the loop provides them.
+- **Constraints** (1.3, 1.5 step 3): a candidate meets them when its predicted mean + 1 std,
+  taken to linear space and scaled by 1.25, is within the boundary: recovery ``1.25 x
+  exp(mean + std) <= limit`` and normalised latency ``1.25 x tanh(log_4(latency / lowest)) <= 0.5``
+  where the lowest profiled latency is the target / 2.14 (the target is Demeter's bad-latency
+  boundary), i.e. ``exp(mean + std) <= 0.84 x target``. (``confidence`` is not used by this check;
+  it stays for the model policies' common signature.)
+- **Choice** (1.5 step 3): every candidate is scored with the surrogate at the planned rate; of
+  those meeting the constraints, the ones whose usage of CPU or of memory is
+  under ``max(1.25 x the cheapest, the 25th percentile)`` of that resource are screened out (a
+  safety margin against over-optimistic cheapest picks) and the rest are ranked by Demeter's objective: the sum over
+  CPU and memory of ``log(total) / reference``, the reference being its hypervolume threshold
+  ``max(1.1 v, v + 0.45)`` with ``v = log(maximum total)``.
+- **Switch** (1.5 step 4): when the current configuration meets the constraints it is kept unless
+  the best candidate's objective differs from it by more than 5 %, *in either direction* (the
+  published code also switches to a costlier best candidate).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
-from flinktune.config_space import ConfigSpace
+from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
-from flinktune.decision.stages import PolicyContext
+from flinktune.decision.stages import PolicyContext, Surrogate
 from flinktune.tuner.profiling import propose_profiling
-from flinktune.tuner.selection import score_candidates
+from flinktune.tuner.selection import CandidateScores, score_candidates
 
-__all__ = ["DemeterPolicy"]
+__all__ = ["DemeterPolicy", "chunk_profiles", "demeter_objective", "meets_constraints", "screen_candidates"]
+
+#: Demeter's margin between an objective's log-maximum and its hypervolume reference point: the
+#: largest |N(0, 0.1)| of 1e5 draws (about 0.45), beside 10 % of the log-maximum (ANCHORS.md 1.3).
+_REF_MARGIN = 0.45
+#: Demeter's bad-latency boundary over the lowest profiled latency: 4^atanh(0.5) (ANCHORS.md 1.3).
+_BAD_LATENCY = 4.0 ** math.atanh(0.5)
+
+
+def meets_constraints(
+    scores: CandidateScores, latency_target_ms: float, recovery_limit_s: float, scaler: float = 1.25
+) -> np.ndarray:
+    """Demeter's constraint check per candidate (ANCHORS.md 1.5 step 3): the predicted mean + 1 std
+    (model space: log ms, log s) in linear space, scaled by ``scaler``, within each boundary.
+    Latency is normalised as Demeter does, ``tanh(log_4(latency / lowest))`` against 0.5, with the
+    lowest profiled latency taken as ``latency_target_ms / 4^atanh(0.5)``."""
+    lowest = latency_target_ms / _BAD_LATENCY
+    lat_hi = np.exp(np.log(np.maximum(scores.latency_ms, 1e-9)) + scores.latency_std)
+    norm = np.maximum(0.0, np.tanh(np.log(np.maximum(lat_hi / lowest, 1e-12)) / math.log(4.0)))
+    rec_std = scores.recovery_std if scores.recovery_std is not None else np.zeros(len(scores.candidates))
+    rec_hi = np.exp(np.log(np.maximum(scores.recovery_s, 1e-9)) + rec_std)
+    return (scaler * norm <= 0.5) & (scaler * rec_hi <= recovery_limit_s)
+
+
+def demeter_objective(cfg: Configuration, space: ConfigSpace) -> float:
+    """Demeter's scalarised usage of ``cfg``: ``log(total CPU) / ref_cpu + log(total memory) / ref_mem``
+    (ANCHORS.md 1.3 and 1.5 step 3; lower is better; the maximum configuration scores just under 2)."""
+    mx = space.maximum
+    out = 0.0
+    for used, most in ((cfg.total_cpu, mx.total_cpu), (cfg.total_memory_mb, mx.total_memory_mb)):
+        v = math.log(most)
+        out += math.log(used) / max(1.1 * v, v + _REF_MARGIN)
+    return out
+
+
+def screen_candidates(usages: np.ndarray, feasible: np.ndarray, factor: float = 1.25, quantile: float = 0.25) -> np.ndarray:
+    """Indices of the feasible candidates Demeter ranks. ``usages`` is candidates x objectives (the
+    reserved totals, linear); per objective, a candidate stays when its usage is at least
+    ``max(factor x the cheapest, the quantile-th percentile)`` of the feasible candidates' usages,
+    and it must stay on every objective. When that leaves none, the candidates that stay on the
+    most objectives remain (all of them when none stays on any: the screen then removes nothing)."""
+    idx = np.flatnonzero(feasible)
+    if idx.size == 0:
+        return idx
+    u = np.asarray(usages, dtype=float)[idx].reshape(idx.size, -1)
+    floors = np.maximum(factor * u.min(axis=0), np.quantile(u, quantile, axis=0))
+    passed = (u >= floors - 1e-9).sum(axis=1)
+    return idx[passed == passed.max()]
+
+
+def chunk_profiles(obs: pd.DataFrame, rate: float, latency_target_ms: float, chunk: float) -> pd.DataFrame:
+    """Demeter's training set for the rate chunk that holds ``rate`` (ANCHORS.md 1.5): chunks of
+    ``chunk`` rec/s from the lowest observed or planned rate; the profiles inside the chunk, those
+    above it with a good latency (<= ``latency_target_ms``) and those below it with a bad one; one
+    per configuration (the closest rate to ``rate`` wins). ``input_rate`` is set to the chunk's
+    lower bound: the chunk's model has no rate input."""
+    knobs = ["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s"]
+    r = obs["input_rate"].to_numpy(dtype=float)
+    start = min(float(r.min()), rate) if len(r) else rate
+    lo = start + math.floor((rate - start) / chunk) * chunk
+    hi = lo + chunk
+    good = obs["latency_ms"].to_numpy(dtype=float) <= latency_target_ms
+    keep = ((r >= lo) & (r < hi)) | ((r >= hi) & good) | ((r < lo) & ~good)
+    sel = obs[keep].assign(_d=np.abs(r[keep] - rate)).sort_values("_d", kind="stable")
+    sel = sel.drop_duplicates(knobs, keep="first").drop(columns="_d")
+    return sel.assign(input_rate=lo).reset_index(drop=True)
 
 
 @dataclass
 class DemeterPolicy:
+    """Stateful: keeps Demeter's 10-minute optimisation clock (reset by failures)."""
+
     space: ConfigSpace
     confidence: float = 0.95
     buffer: float = 1.10
     min_improvement: float = 0.05
     chunk: float = 10_000.0
     profile_batch: int = 3
+    eval_interval_s: float = 600.0
+    screen_factor: float = 1.25
+    screen_quantile: float = 0.25
+    const_scaler: float = 1.25
     name: str = "demeter"
+    _clock: float | None = field(default=None, repr=False)
+
+    def _due(self, state: JobState) -> float | None:
+        """Seconds still to wait on the optimisation clock (None: optimise now)."""
+        if self._clock is None:  # the clock starts with the job (its first window)
+            self._clock = state.ts - state.window_s
+        if state.restarts > 0:  # a failure injection resets the clock (ANCHORS.md 1.1)
+            self._clock = state.ts
+        wait = self.eval_interval_s - (state.ts - self._clock)
+        if wait > 1e-9:
+            return wait
+        self._clock = state.ts
+        return None
+
+    def _chunk_model(self, context: PolicyContext, planned: float) -> tuple[Surrogate | None, str | None, float]:
+        """(surrogate to score with, why to profile instead or None, rate to score at)."""
+        obs, fit = context.extras.get("observations"), context.extras.get("fit_surrogate")
+        if obs is None or fit is None or not len(obs):
+            covered = float(context.extras.get("profiled_max_rate", 0.0))
+            if planned > covered + self.chunk:
+                return (
+                    context.surrogate,
+                    f"planned rate {planned:,.0f} rec/s is beyond the profiled range (up to {covered:,.0f} rec/s)",
+                    planned,
+                )
+            return context.surrogate, None, planned
+        rows = chunk_profiles(obs, planned, context.latency_target_ms, self.chunk)
+        n_good = int((rows["latency_ms"] <= context.latency_target_ms).sum())
+        lo = float(rows["input_rate"].iloc[0]) if len(rows) else planned
+        if n_good < 3:
+            return (
+                context.surrogate,
+                f"the rate chunk of {planned:,.0f} rec/s holds {len(rows)} profiles, {n_good} with a good latency (3 needed)",
+                planned,
+            )
+        try:
+            return fit(rows), None, lo
+        except ValueError as exc:  # SurrogateInputError: too few distinct points for an outcome
+            return context.surrogate, f"the rate chunk of {planned:,.0f} rec/s cannot be modelled yet ({exc})", planned
+
+    def profiling_candidates(self, state: JobState, context: PolicyContext, rate: float) -> list[Configuration]:
+        """The candidates Demeter accepts as profiling suggestions at ``rate`` (ANCHORS.md 1.5,
+        profiling decision): larger than ``ref_scale_factor`` x the production job's reserved CPU and
+        memory (0.25 when its latency is good, 0.75 when not), and not a configuration whose
+        profile fell behind (latency over the target) at a lower rate, nor one already profiled in
+        the rate chunk of ``rate``."""
+        cur = state.config
+        factor = 0.25 if state.latency_p95_ms <= context.latency_target_ms else 0.75
+        obs = context.extras.get("observations")
+        bottlenecked: set[Configuration] = set()  # and those already profiled in the chunk
+        if obs is not None and len(obs):
+            for r in chunk_profiles(obs, rate, context.latency_target_ms, self.chunk).itertuples(index=False):
+                bottlenecked.add(
+                    Configuration(
+                        int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s)
+                    )
+                )
+            bad = obs[(obs["latency_ms"] > context.latency_target_ms) & (obs["input_rate"] <= rate)]
+            for r in bad.itertuples(index=False):
+                bottlenecked.add(
+                    Configuration(
+                        int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s)
+                    )
+                )
+        return [
+            c
+            for c in self.space.candidates()
+            if c.total_cpu >= factor * cur.total_cpu
+            and c.total_memory_mb >= factor * cur.total_memory_mb
+            and c not in bottlenecked
+        ]
 
     def decide(self, state: JobState, context: PolicyContext) -> Decision:
         mx = self.space.maximum
+        wait = self._due(state)
+        if wait is not None:
+            why = " (reset by a failure)" if state.restarts > 0 else ""
+            return Decision.keep(self.name, f"next optimisation in {wait:.0f} s on the 10-minute clock{why}")
         if context.forecast is None or context.surrogate is None:
             missing = "forecaster" if context.forecast is None else "surrogate"
             return Decision.keep(self.name, f"hold: no champion {missing} model is available yet")
@@ -50,51 +229,74 @@ class DemeterPolicy:
                 target=mx,
                 inputs=inputs,
             )
-        covered = float(context.extras.get("profiled_max_rate", 0.0))
-        if planned > covered + self.chunk:
-            configs = propose_profiling(context.surrogate, self.space, planned, context, self.profile_batch, state.config)
+        surrogate, why_profile, score_rate = self._chunk_model(context, planned)
+        if why_profile is not None:
+            allowed = self.profiling_candidates(state, context, planned)
+            configs = propose_profiling(
+                context.surrogate, self.space, planned, context, self.profile_batch, state.config, allowed or None
+            )
             return Decision(
                 Action.PROFILE,
-                f"planned rate {planned:,.0f} rec/s is beyond the profiled range (up to {covered:,.0f} rec/s): "
-                f"profile {len(configs)} configurations at that rate before choosing",
+                f"{why_profile}: profile {len(configs)} configurations at {planned:,.0f} rec/s before choosing",
                 self.name,
                 profile_configs=tuple(configs),
                 inputs=inputs,
             )
-        scores = score_candidates(context.surrogate, self.space, planned, context.latency_target_ms, context.recovery_limit_s)
-        best = scores.cheapest_feasible(self.confidence)
+        assert surrogate is not None  # context.surrogate was checked above; a chunk model is never None
+        scores = score_candidates(surrogate, self.space, score_rate, context.latency_target_ms, context.recovery_limit_s)
+        usage = np.array([demeter_objective(c, self.space) for c in scores.candidates])
+        totals = np.array([(c.total_cpu, c.total_memory_mb) for c in scores.candidates], dtype=float)
+        feasible = meets_constraints(scores, context.latency_target_ms, context.recovery_limit_s, self.const_scaler)
+        ranked = screen_candidates(totals, feasible, self.screen_factor, self.screen_quantile)
         cur = scores.index_of(state.config)
-        if best is None:
+        if ranked.size == 0:
             if state.config == mx:
                 return Decision.keep(
                     self.name,
-                    f"no configuration meets the goals at {planned:,.0f} rec/s with P>={self.confidence}: stay at the maximum",
+                    f"no configuration meets the goals at {planned:,.0f} rec/s (mean + std x 1.25): stay at the maximum",
                     **inputs,
                 )
             return Decision(
                 Action.RECONFIGURE,
-                f"no configuration meets the goals at {planned:,.0f} rec/s with P>={self.confidence}: go to the maximum",
+                f"no configuration meets the goals at {planned:,.0f} rec/s (mean + std x 1.25): go to the maximum",
                 self.name,
                 target=mx,
                 inputs=inputs,
             )
-        inputs.update(
-            best=scores.candidates[best].to_dict(), best_p=float(scores.p_feasible[best]), best_cost=float(scores.cost[best])
+        # Ties in usage: prefer the higher probability, then the shorter checkpoint interval.
+        best = int(
+            min(
+                ranked,
+                key=lambda i: (
+                    round(float(usage[i]), 9),
+                    -float(scores.p_feasible[i]),
+                    scores.candidates[i].checkpoint_interval_s,
+                ),
+            )
         )
-        if cur is not None and scores.p_feasible[cur] >= self.confidence:
-            saving = 1.0 - scores.cost[best] / scores.cost[cur]
-            if saving <= self.min_improvement:
+        inputs.update(
+            best=scores.candidates[best].to_dict(),
+            best_p=float(scores.p_feasible[best]),
+            best_usage=float(usage[best]),
+            screened_out=int(feasible.sum() - ranked.size),
+        )
+        cur_usage = demeter_objective(state.config.with_(vertex_parallelism={}), self.space)
+        if cur is not None and feasible[cur]:
+            diff = abs(float(usage[best]) - cur_usage) / cur_usage
+            if diff <= self.min_improvement:
                 return Decision.keep(
                     self.name,
-                    f"current configuration meets the goals at {planned:,.0f} rec/s ({scores.summary(cur)}); the best alternative saves only {saving:.0%}",
+                    f"current configuration meets the goals at {planned:,.0f} rec/s ({scores.summary(cur)}); the best "
+                    f"candidate's usage differs by only {diff:.0%}",
                     **inputs,
                 )
         target = scores.candidates[best]
         return Decision(
             Action.RECONFIGURE,
-            f"planned rate {planned:,.0f} rec/s (forecast peak x {self.buffer:.2f}): cheapest configuration meeting "
-            f"latency <= {context.latency_target_ms:.0f} ms and recovery <= {context.recovery_limit_s:.0f} s is "
-            f"{target.describe()} ({scores.summary(best)})",
+            f"planned rate {planned:,.0f} rec/s (forecast peak x {self.buffer:.2f}): of the configurations meeting "
+            f"latency <= {context.latency_target_ms:.0f} ms and recovery <= {context.recovery_limit_s:.0f} s, less the "
+            f"cheapest ones under the 1.25x / 25th-percentile screen, the lowest usage is {target.describe()} "
+            f"({scores.summary(best)})",
             self.name,
             target=target,
             inputs=inputs,

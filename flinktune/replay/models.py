@@ -83,6 +83,7 @@ class ReplayModels:
     memory_mb_s: float = 0.0
     runs: int = 0
     log: list[dict] = field(default_factory=list)
+    _fits: dict[bytes, Surrogate] = field(default_factory=dict, repr=False)
 
     @property
     def profiled_max_rate(self) -> float:
@@ -123,10 +124,26 @@ class ReplayModels:
             self.profile(design, r)
 
     def _refit(self) -> None:
+        assert self.observations is not None, "_refit runs after profile() stored observations"
+        self.surrogate = self._fit(self.observations)
+
+    def fit_surrogate(self, rows: pd.DataFrame) -> Surrogate:
+        """A surrogate fitted on ``rows`` (columns of :attr:`observations`; any subset, rates
+        possibly reassigned), for policies that model a selection of the profiles (Demeter's
+        per-chunk models). Recent fits are cached: the same rows give the same model."""
+        key = pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes()
+        fits = self.__dict__.setdefault("_fits", {})  # models saved before this cache existed have none
+        cached = fits.get(key)
+        if cached is None:
+            cached = self._fit(rows)
+            if len(fits) >= 16:  # a few chunks' models at a time
+                fits.pop(next(iter(fits)))
+            fits[key] = cached
+        return cached
+
+    def _fit(self, df: pd.DataFrame) -> Surrogate:
         from models.surrogate.gp import GPSurrogate
 
-        df = self.observations
-        assert df is not None, "_refit runs after profile() stored observations"
         X = np.array(
             [
                 self.space.normalise(
@@ -140,7 +157,7 @@ class ReplayModels:
         Y = df[["latency_ms", "cpu_used", "memory_used_mb", "recovery_s"]].to_numpy(dtype=float)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # GP fitting warnings (jitter, optimiser) are not actionable here
-            self.surrogate = GPSurrogate(seed=self.seed).fit(X, df["input_rate"].to_numpy(dtype=float), Y)
+            return GPSurrogate(seed=self.seed).fit(X, df["input_rate"].to_numpy(dtype=float), Y)
 
     def refresh(self) -> None:
         """Nothing to reload: :meth:`profile` refits the surrogate itself (``ModelProvider``)."""

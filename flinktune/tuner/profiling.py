@@ -54,9 +54,11 @@ def propose_profiling(
     context: PolicyContext,
     batch: int,
     current: Configuration,
+    candidates: list[Configuration] | None = None,
 ) -> list[Configuration]:
-    """Up to ``batch`` distinct configurations to profile at ``rate`` (qLogNEHVI when it can run)."""
-    cands = space.candidates()
+    """Up to ``batch`` distinct configurations to profile at ``rate`` (qLogNEHVI when it can run),
+    among ``candidates`` (default: the whole space)."""
+    cands = list(candidates) if candidates is not None else space.candidates()
     reserved = np.array([[c.total_cpu, c.total_memory_mb] for c in cands], dtype="float64")
     cpu_cap, mem_cap = context.extras.get("profiling_budget", space.budget())
     in_budget = (reserved[:, 0] <= cpu_cap + 1e-9) & (reserved[:, 1] <= mem_cap)
@@ -78,5 +80,5 @@ def propose_profiling(
         )
     except (TypeError, AttributeError, NotImplementedError) as exc:  # not a BoTorch-backed surrogate
         log.info("qLogNEHVI unavailable for %s (%s): profiling the most uncertain candidates", type(surrogate).__name__, exc)
-        return most_uncertain(surrogate, space, rate, context, batch)
+        return most_uncertain(surrogate, space, rate, context, batch, cands)
     return [cands[int(i)] for i in idx]

@@ -38,6 +38,8 @@ class CandidateScores:
     recovery_s: np.ndarray
     latency_std: np.ndarray
     cost: np.ndarray
+    #: Predictive standard deviation of the recovery time in model space (log s); None when not given.
+    recovery_std: np.ndarray | None = None
 
     def index_of(self, cfg: Configuration) -> int | None:
         base = cfg.with_(vertex_parallelism={})
@@ -88,4 +90,5 @@ def score_candidates(
         recovery_s=pred.median("recovery_s"),
         latency_std=pred.std_of("latency_ms"),
         cost=np.array([relative_cost(c, space) for c in cands]),
+        recovery_std=pred.std_of("recovery_s"),
     )

@@ -78,7 +78,7 @@ class TwinRealizer:
             return RealizeResult(
                 changed=False, mode=ReconfigMode.NOOP, downtime_s=0.0, detail=f"already running {before.describe()}"
             )
-        mode = ReconfigMode.IN_PLACE if kind == "rescale" else ReconfigMode.REDEPLOY
+        mode = {"rescale": ReconfigMode.IN_PLACE, "restart": ReconfigMode.RESTART}.get(kind, ReconfigMode.REDEPLOY)
         return RealizeResult(
             changed=True,
             mode=mode,

@@ -14,7 +14,10 @@ Semantics per second ``t`` (all records are job input records):
 - a failure (scheduled, injected or drawn) strikes at the start of its second: it rewinds the
   source offset to the last completed checkpoint (the replayed records become lag again) and
   stops the job for the failure downtime;
-  after any restart, capacity ramps up over the warm-up.
+  after any restart, capacity ramps up over the warm-up;
+- in reactive mode (``rejoin_s`` > 0) the lost TaskManager registers again ``rejoin_s`` after the
+  fault and the job restarts a second time, from its last completed checkpoint, at full
+  parallelism (unless it is still down from the first restart, which then takes it in).
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ class StepInputs:
     warmup_s: float
     warmup_initial: float
     lead_s: int
+    #: Reactive mode: seconds from a fault until the lost TaskManager registers again and the job
+    #: restarts a second time (0: no second restart) ...
+    rejoin_s: float = 0.0
+    #: ... and the downtime of that restart (no failure detection: the JobManager sees it register).
+    rejoin_downtime_s: np.ndarray | None = None
 
 
 @dataclass
@@ -79,6 +87,7 @@ class Dynamics:
     fail_period_s: int | None = None
     fail_nominal_next: int | None = None
     fail_at: list[int] = field(default_factory=list)
+    rejoin_at: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,6 +121,7 @@ class Dynamics:
         rates, cap = x.rates.tolist(), x.capacity.tolist()
         dur, pause, size = x.ckpt_duration_s.tolist(), x.ckpt_pause_s.tolist(), x.ckpt_size_mb.tolist()
         fdown, rand_fail = x.failure_downtime_s.tolist(), x.random_failure.tolist()
+        rdown = x.rejoin_downtime_s.tolist() if x.rejoin_downtime_s is not None else fdown
         interval, lead = int(x.interval_s), int(x.lead_s)
         o_thr, o_lag, o_cap, o_run = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
         o_down, o_pause, o_rest, o_cdur, o_csize = [0.0] * n, [0.0] * n, [0] * n, [0.0] * n, [0.0] * n
@@ -145,6 +155,18 @@ class Dynamics:
                     consumed = offset
                     self.restart(t + fdown[i], interval)
                     avail = t + 1 - self.down_until
+                    if x.rejoin_s > 0:
+                        self.rejoin_at = [*self.rejoin_at, t + x.rejoin_s]
+                elif self.rejoin_at and self.rejoin_at[0] <= t:
+                    # Reactive mode: the TaskManager is back, so the job rescales up: a second restart
+                    # from the last completed checkpoint (the records since then are replayed).
+                    self.rejoin_at = self.rejoin_at[1:]
+                    lag += consumed - offset
+                    consumed = offset
+                    self.restart(t + rdown[i], interval)
+                    avail = t + 1 - self.down_until
+            elif self.rejoin_at and self.rejoin_at[0] <= t:
+                self.rejoin_at = self.rejoin_at[1:]  # back while the job is still down: the first restart takes it in
             if avail <= 0.0:
                 thr = 0.0
                 lag += r

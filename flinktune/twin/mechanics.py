@@ -42,6 +42,7 @@ __all__ = [
     "memory_used",
     "oom_rate_per_s",
     "reconfiguration",
+    "restart_downtime_s",
     "steady_state",
 ]
 
@@ -202,6 +203,17 @@ def failure_downtime_s(profile: ClusterProfile, lay: Layout, size_mb: float) -> 
         + profile.restart_per_tm_s * lay.taskmanagers
         + size_mb / (profile.restore_mb_s * lay.config.parallelism)
     )
+
+
+def restart_downtime_s(profile: ClusterProfile, old: Configuration, new: Configuration, size_mb: float) -> float:
+    """Downtime of a restart from the last checkpoint at ``new``'s parallelism (Flink's reactive
+    mode rescaling): new TaskManagers start first, then the job restarts and restores its state."""
+    down = (
+        profile.restart_base_s + profile.restart_per_tm_s * new.taskmanagers + size_mb / (profile.restore_mb_s * new.parallelism)
+    )
+    if new.taskmanagers > old.taskmanagers:
+        down += profile.tm_start_s
+    return float(down)
 
 
 def reconfiguration(

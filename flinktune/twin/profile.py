@@ -115,6 +115,12 @@ class ClusterProfile(BaseModel):
     restart_base_s: float = Field(5.0, ge=0, description="Fixed restart time after detection (reschedule, replace the pod), s.")
     restart_per_tm_s: float = Field(0.3, ge=0, description="Extra restart time per TaskManager, s.")
     restore_mb_s: float = Field(50.0, gt=0, description="State restore bandwidth per subtask, MB/s.")
+    tm_rejoin_s: float = Field(
+        30.0,
+        ge=0,
+        description="Seconds from a TaskManager fault until it (or its replacement) registers again; in reactive mode "
+        "that is a second restart. Demeter's injected fault is a 30 s network delay of one TaskManager.",
+    )
     warmup_s: float = Field(20.0, ge=0, description="Seconds after a (re)start until full speed (JIT, caches, lazy state).")
     warmup_initial_capacity: float = Field(
         0.5, gt=0, le=1, description="Fraction of capacity right after a (re)start (ramps linearly to 1)."

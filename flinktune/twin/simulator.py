@@ -72,6 +72,10 @@ class TwinJob:
     subtask; many rows, for short runs). ``retain_s``: seconds of emitted samples kept in memory
     for :meth:`samples` (the twin's metrics endpoint). ``imbalance``: a planted hot key and/or
     slow TaskManager (:mod:`flinktune.twin.imbalance`); None (the default) is a balanced job.
+    ``reactive``: the job runs in Flink's reactive mode (the parallelism follows the TaskManagers):
+    every parallelism change restarts it from its last completed checkpoint (``apply`` reports
+    mode ``restart``), and a fault that takes a TaskManager away restarts it twice: at once without
+    that TaskManager, and again when it registers back ``profile.tm_rejoin_s`` after the fault.
     """
 
     def __init__(
@@ -86,6 +90,7 @@ class TwinJob:
         detail: str = "vertex",
         retain_s: int = 7200,
         imbalance: Imbalance | None = None,
+        reactive: bool = False,
     ) -> None:
         if detail not in ("vertex", "subtask"):
             raise ValueError(f"detail must be 'vertex' or 'subtask', got {detail!r}")
@@ -93,6 +98,7 @@ class TwinJob:
         if imbalance is not None:
             imbalance.check(profile.dataflow)
         self.imbalance = imbalance if imbalance is not None and imbalance.active else None
+        self.reactive = bool(reactive)
         self.profile, self.config, self.job, self.seed = profile, config, job, int(seed)
         self.start_ts, self.detail, self.retain_s = int(start_ts), detail, int(retain_s)
         self.failures = parse_failures(failures).spec
@@ -135,12 +141,16 @@ class TwinJob:
         mech.layout(self.profile, config)
         size = float(mech.state_mb(self.profile, self._last_rate)[0])
         kind, down = mech.reconfiguration(self.profile, self.config, config, size, mode)
+        if self.reactive and kind == "rescale":
+            # Reactive mode has no in-place rescale: the job restarts from its last completed
+            # checkpoint at the parallelism the TaskManagers now offer (new pods start first).
+            kind, down = "restart", mech.restart_downtime_s(self.profile, self.config, config, size)
         record = {"ts": self.now, "mode": kind, "downtime_s": down, "from": self.config.to_dict(), "to": config.to_dict()}
         if kind == "noop":
             self.reconfigurations.append(record)
             return 0.0
         d = self._dyn
-        if kind == "rescale" and self.profile.rescale_replays_from_checkpoint:
+        if kind == "restart" or (kind == "rescale" and self.profile.rescale_replays_from_checkpoint):
             d.lag += d.consumed - d.ckpt_offset
             d.consumed = d.ckpt_offset
         else:
@@ -202,6 +212,8 @@ class TwinJob:
                 warmup_s=prof.warmup_s,
                 warmup_initial=prof.warmup_initial_capacity,
                 lead_s=prof.failure_lead_s,
+                rejoin_s=prof.tm_rejoin_s if self.reactive else 0.0,
+                rejoin_downtime_s=fdown - prof.failure_detection_s,
             )
         )
         self._last_rate = float(r[-1])
@@ -398,6 +410,8 @@ class TwinJob:
         }
         if self.imbalance is not None:  # only when planted: balanced twins save exactly as before
             d["imbalance"] = self.imbalance.to_dict()
+        if self.reactive:
+            d["reactive"] = True
         if with_history:
             d["history"] = [{k: v.tolist() for k, v in h.items()} for h in self._history]
         return d
@@ -417,6 +431,7 @@ class TwinJob:
             detail=d["detail"],
             retain_s=d["retain_s"],
             imbalance=Imbalance.from_dict(d["imbalance"], "twin state 'imbalance'") if d.get("imbalance") else None,
+            reactive=bool(d.get("reactive", False)),
         )
         twin._dyn = Dynamics.from_dict(d["dynamics"])
         twin._last_rate = float(d["last_rate"])

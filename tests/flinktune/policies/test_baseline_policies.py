@@ -80,10 +80,13 @@ def test_autoscaler_waits_for_stabilization_and_a_full_window_then_scales_up_at_
 
 def test_autoscaler_delays_scale_down_for_the_scale_down_interval():
     pol = make_policy("autoscaler", SPACE)
-    out = [pol.decide(state(ts=float(t), vertices=_vertices(400000.0)), CTX) for t in range(0, 3600 + 1260, 60)]
-    delayed = [d for d in out if "delayed" in d.reason]
-    assert delayed and all(d.action is Action.KEEP for d in delayed)
-    assert out[-1].action is Action.RECONFIGURE and out[-1].target.parallelism < 24
+    times = range(0, 3600 + 1260, 60)
+    out = [pol.decide(state(ts=float(t), vertices=_vertices(400000.0)), CTX) for t in times]
+    delayed = [t for t, d in zip(times, out) if "delayed" in d.reason]
+    assert delayed and all(d.action is Action.KEEP for d in out if "delayed" in d.reason)
+    changes = [(t, d) for t, d in zip(times, out) if d.action is Action.RECONFIGURE]
+    assert changes and changes[0][1].target.parallelism < 24
+    assert changes[0][0] - delayed[0] >= 3600  # recommended for the whole scale-down interval first
 
 
 def test_reactive_follows_the_hpa_formula_with_tolerance_and_scale_down_stabilization():
@@ -130,3 +133,39 @@ def test_oracle_follows_its_schedule():
     lo = pol.decide(state(ts=idx[0].timestamp()), CTX).target
     hi = pol.decide(state(ts=idx[600].timestamp()), CTX).target
     assert lo.total_cpu < hi.total_cpu
+
+
+def _three(src_tpr: float, sink_tpr: float, p: int = 24, rate: float = 40000.0):
+    return (
+        VertexMetrics("source", p, rate, rate, rate / src_tpr, 0.0, src_tpr),
+        VertexMetrics("sink", p, rate, rate, rate / sink_tpr, 0.0, sink_tpr),
+    )
+
+
+def test_autoscaler_applies_the_utilisation_bounds_to_the_changed_vertices_together():
+    # Source 50 % busy at 40k (true rate 80k): inside its own bounds [40k, 106.7k], yet its target
+    # parallelism ceil(24 x 63.8k / 80k) = 20 differs from 24. The sink is nearly idle (outside).
+    # Published (ScalingExecutor.allChangedVerticesWithinUtilizationTarget): once any changed vertex
+    # is outside, every changed vertex is rescaled, the source included, after its 1 h delay.
+    pol = make_policy("autoscaler", SPACE)
+    times = range(0, 1200 + 3600 + 120, 60)
+    out = [pol.decide(state(ts=float(t), vertices=_three(80000.0, 4_000_000.0)), CTX) for t in times]
+    change = next(d for d in out if d.action is Action.RECONFIGURE)
+    assert change.target.parallelism == 20  # the source's 20 sets the job (and TaskManagers); old code kept 24
+    assert change.target.vertex_overrides()["sink"] < 20
+    # Both inside their bounds: no rescale at all, however different the target parallelism.
+    pol = make_policy("autoscaler", SPACE)
+    out = [pol.decide(state(ts=float(t), vertices=_three(80000.0, 90000.0)), CTX) for t in times]
+    assert all(d.action is Action.KEEP for d in out)
+    assert "within the utilisation bounds" in out[-1].reason
+
+
+def test_autoscaler_clears_a_vertexs_pending_scale_down_when_it_is_back_at_target():
+    pol = make_policy("autoscaler", SPACE)
+    for t in range(0, 1200 + 1800, 60):  # 30 min of a pending scale-down
+        pol.decide(state(ts=float(t), vertices=_vertices(400000.0)), CTX)
+    # 15 min with the source at its target (ceil(24 x 63.8k / 64k) = 24): the pending request is cleared.
+    for t in range(3000, 3960, 60):
+        pol.decide(state(ts=float(t), vertices=_vertices(64000.0)), CTX)
+    later = [pol.decide(state(ts=float(t), vertices=_vertices(400000.0)), CTX) for t in range(3960, 3960 + 3000, 60)]
+    assert all(d.action is Action.KEEP for d in later)  # a new hour starts: not the first request's
