@@ -22,6 +22,11 @@ and forecasts the next 10 minutes at every origin after that, all of which are r
 the 1 s trace, as published, and so do the darts peak models (on 10 s bins); the others read
 minute bins.
 
+``--peak-n-se 1`` / ``--planning-z 1`` turn on the rule choice's guards against selection optimism
+(:func:`models.forecasting.backtest.choose_rules`; off by default, session-8 measurements in
+docs/results/forecasting.md); ``--save-backtests FILE`` keeps every backtest so that
+``benchmarks/forecasting_rules.py FILE`` re-chooses the rules on the same forecasts.
+
 The ``champion`` row is what the retraining job would register from the champion candidates
 (peak-gbm, darts-peak-linear, darts-peak-hgb, those run):
 :func:`models.forecasting.champion.choose_champion` on the selection span only, with the chosen

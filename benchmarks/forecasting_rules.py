@@ -2,9 +2,9 @@
 
 Run: ``.venv/bin/python benchmarks/forecasting_rules.py FILE`` where FILE is what
 ``benchmarks/forecasting.py --save-backtests FILE`` wrote. For every trace, model and variant of the
-rule choice (``plain``: the point estimate and the plain minimum, as before session 8; ``peak-1se``:
-the one-standard-error peak rule, the session-8 default; ``planning-ucb``: the upper-bound planning
-rule only; ``both``: the two guards), the rules are chosen again on the saved selection
+rule choice (``plain``: the point estimate and the plain minimum, the default; ``peak-1se``: the
+one-standard-error peak rule; ``planning-ucb``: the upper-bound planning rule; ``both``: the two
+guards), the rules are chosen again on the saved selection
 forecasts (:func:`models.forecasting.backtest.choose_rules`), the report forecasts scored with them
 (:func:`~models.forecasting.backtest.summarize`) and the champion chosen
 (:func:`models.forecasting.champion.choose_champion`). No model is fitted, so the variants differ only

@@ -85,11 +85,11 @@ def _result(peaks: np.ndarray, level: float, name: str) -> BacktestResult:
     return BacktestResult(name, window, fcs)
 
 
-def test_choose_rules_applies_the_peak_guard_by_default():
+def test_choose_rules_passes_the_peak_guard_on():
     peaks = _blocks([101] * 4 + [94] * 6)  # as in the test above, in one order (the blocks are what counts)
     result = _result(peaks, 100.0, "m")
-    assert choose_rules(result, peak_n_se=0)[1] == "max_mean_x0.95"
-    assert choose_rules(result)[1] == IDENTITY_PEAK_RULE
+    assert choose_rules(result)[1] == "max_mean_x0.95"  # default: the plain minimum (see PEAK_RULE_N_SE)
+    assert choose_rules(result, peak_n_se=1.0)[1] == IDENTITY_PEAK_RULE
 
 
 def test_champion_needs_its_under_forecast_bound_within_the_target():
