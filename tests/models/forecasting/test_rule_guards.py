@@ -102,3 +102,22 @@ def test_champion_needs_its_under_forecast_bound_within_the_target():
     assert summarize(lucky, rule="max_mean_x1.00", peak_rule="max_mean_x1.00")["under_rate"] == pytest.approx(16 / 400)
     assert choose_champion(backtests, planning_z=0).name == "lucky"
     assert choose_champion(backtests, planning_z=1).name == "sound"
+
+
+def test_rules_script_rescores_saved_backtests_per_variant(tmp_path):
+    import pickle
+
+    from benchmarks.forecasting_rules import main, rescore
+
+    noisy = _result(_blocks([101] * 4 + [94] * 6), 100.0, "peak-gbm")  # x0.95 wins within noise
+    biased = _result(_blocks([95] * 10), 100.0, "darts-peak-linear")  # x0.95 is a real 5 % bias
+    saved = {name: SelectedBacktest(r, r, summarize(r, rule="max_mean_x1.00", peak_rule="max_mean_x1.00"))
+             for name, r in (("demeter-arima", noisy), ("peak-gbm", noisy), ("darts-peak-linear", biased))}
+    plain, guarded = rescore(saved, 0.0, 0.0), rescore(saved, 0.0, 1.0)
+    assert (plain["peak-gbm"]["peak_rule"], guarded["peak-gbm"]["peak_rule"]) == ("max_mean_x0.95", IDENTITY_PEAK_RULE)
+    assert guarded["darts-peak-linear"]["peak_rule"] == "max_mean_x0.95"
+    assert guarded["peak-gbm"]["vs_demeter"] == pytest.approx(1.0)  # Demeter gets the same rule choice
+    assert guarded["champion"]["chosen"] == "darts-peak-linear" and guarded["champion"]["peak_mae"] == pytest.approx(0.0, abs=1e-9)
+    path = tmp_path / "saved.pkl"
+    path.write_bytes(pickle.dumps({("syn", 1): saved}))
+    assert set(main([str(path), "--variants", "plain,both"])) == {("plain", "syn", 1), ("both", "syn", 1)}
