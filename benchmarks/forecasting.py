@@ -22,6 +22,11 @@ and forecasts the next 10 minutes at every origin after that, all of which are r
 the 1 s trace, as published, and so do the darts peak models (on 10 s bins); the others read
 minute bins.
 
+``--peak-n-se 1`` / ``--planning-z 1`` turn on the rule choice's guards against selection optimism
+(:func:`models.forecasting.backtest.choose_rules`; off by default, session-8 measurements in
+docs/results/forecasting.md); ``--save-backtests FILE`` keeps every backtest so that
+``benchmarks/forecasting_rules.py FILE`` re-chooses the rules on the same forecasts.
+
 The ``champion`` row is what the retraining job would register from the champion candidates
 (peak-gbm, darts-peak-linear, darts-peak-hgb, those run):
 :func:`models.forecasting.champion.choose_champion` on the selection span only, with the chosen
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -104,11 +110,15 @@ def ratio_table(rows: list[dict]) -> str:
 
 def run_trace(models: dict, raw: pd.Series, *, seed: int, workload: str, select_start: pd.Timestamp | None = None,
               report_start: pd.Timestamp | None = None, train_hours: float | None = None,
-              select_hours: float | None = None, stride_bins: int = 1, select_refits: int = 3) -> list[dict]:
+              select_hours: float | None = None, stride_bins: int = 1, select_refits: int = 3,
+              planning_z: float | None = None, peak_n_se: float | None = None,
+              keep: dict | None = None) -> list[dict]:
     """Every model of ``models`` (name -> fresh forecaster) on one trace, then the champion row.
 
     ``raw`` is the trace (rec/s, tz-aware, any step); the truth is its minute bins. The spans are
-    ``select_start`` / ``report_start`` or hours from the start. Returns the rows as printed.
+    ``select_start`` / ``report_start`` or hours from the start. ``planning_z`` / ``peak_n_se``: the
+    rule-choice guards (:func:`models.forecasting.backtest.choose_rules`). ``keep`` (a dict) receives
+    ``(workload, seed) -> {model: SelectedBacktest}``. Returns the rows as printed.
     """
     series = prepare_rate_series(raw, bin_s=60).values
     if report_start is None:
@@ -118,7 +128,8 @@ def run_trace(models: dict, raw: pd.Series, *, seed: int, workload: str, select_
     for name, model in models.items():
         bt = backtest_select_then_report(model, series, select_start=select_start, report_start=report_start,
                                          stride_bins=stride_bins, select_refits=select_refits,
-                                         inputs=raw if name in _READS_RAW else None)
+                                         inputs=raw if name in _READS_RAW else None, planning_z=planning_z,
+                                         peak_n_se=peak_n_se)
         backtests[name] = bt
         m = dict(bt.metrics)
         if name == "demeter-arima":
@@ -129,10 +140,12 @@ def run_trace(models: dict, raw: pd.Series, *, seed: int, workload: str, select_
         print(json.dumps(rows[-1]), flush=True)
     pool = [c for c in CHAMPION_CANDIDATES if c in backtests]
     if pool:
-        choice = choose_champion({c: backtests[c] for c in pool})
+        choice = choose_champion({c: backtests[c] for c in pool}, planning_z=planning_z)
         won = next(r for r in rows if r["model"] == choice.name)
         rows.append({**won, "model": "champion", "chosen": choice.name, "reason": choice.reason})
         print(json.dumps(rows[-1]), flush=True)
+    if keep is not None:
+        keep[(workload, seed)] = backtests
     return rows
 
 
@@ -158,6 +171,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--workloads", default=None,
                    help="generated twin traces (default ysb,tsw; none when --trace is given; 'none' for none)")
     p.add_argument("--models", default=None, help="comma-separated subset of model names")
+    p.add_argument("--planning-z", type=float, default=None,
+                   help="z of the under-forecast upper bound the planning rule is chosen on (default "
+                        "models.forecasting.backtest.PLANNING_Z; 0: the point estimate, as before session 8)")
+    p.add_argument("--peak-n-se", type=float, default=None,
+                   help="standard errors a peak factor must beat the plain peak by (default PEAK_RULE_N_SE; "
+                        "0: the plain minimum, as before session 8)")
+    p.add_argument("--save-backtests", default=None, metavar="FILE",
+                   help="pickle every backtest ({(workload, seed): {model: SelectedBacktest}}) to FILE, for "
+                        "benchmarks/forecasting_rules.py to re-choose the rules on the same forecasts")
     a = p.parse_args(argv)
     if a.seed is not None and a.seeds is not None:
         p.error("give --seed or --seeds, not both")
@@ -192,15 +214,24 @@ def main(argv: list[str] | None = None) -> list[dict]:
     def chosen(seed: int) -> dict:
         return {n: m for n, m in _models(a, seed).items() if not wanted or n in wanted}
 
-    common = dict(stride_bins=a.stride_bins, select_refits=a.select_refits)
+    kept: dict = {}
+    common = dict(stride_bins=a.stride_bins, select_refits=a.select_refits, planning_z=a.planning_z,
+                  peak_n_se=a.peak_n_se, keep=kept)
+    def save() -> None:  # after every trace, so a cut-short run keeps what it finished
+        if a.save_backtests:
+            with open(a.save_backtests, "wb") as fh:
+                pickle.dump(kept, fh)
+
     rows = []
     for workload, raw, train, select in traces:
         rows += run_trace(chosen(seeds[0]), raw, seed=seeds[0], workload=workload, train_hours=train,
                           select_hours=select, **common)
+        save()
     for seed in seeds:
         for workload in workloads:
             rows += run_trace(chosen(seed), generate_trace(workload, a.hours, seed), seed=seed, workload=workload,
                               train_hours=gen_spans[0], select_hours=gen_spans[1], **common)
+            save()
     print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS))
     for r in rows:
         print("| " + " | ".join(str(r.get(c, "")) for c in COLUMNS) + " |")
@@ -209,6 +240,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for r in rows:
         if r["model"] == "champion":
             print(f"champion {r['workload']} seed {r['seed']}: {r['chosen']}: {r['reason']}")
+    if a.save_backtests:
+        print(f"backtests saved to {a.save_backtests}")
     return rows
 
 

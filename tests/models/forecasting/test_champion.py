@@ -35,11 +35,13 @@ def test_the_safe_candidate_with_the_lowest_selection_error_wins_whatever_the_re
     s = _series()
     backtests = {"a": _backtest(s, 5.0, 500.0), "b": _backtest(s, 15.0, 1.0), "unsafe": _backtest(s, -60.0, 0.0)}
     assert selection_metrics(backtests["unsafe"])["under_rate"] == 1.0  # q0.9 = peak - 40 misses every origin
-    choice = choose_champion(backtests)
+    # 31 selection origins are 3 independent windows: no rate bound is within 5 % there, so this test of the
+    # ranking compares point estimates (planning_z=0); test_rule_guards covers the bound.
+    choice = choose_champion(backtests, planning_z=0)
     assert choice.name == "a"  # b is better on the report span, which the rule must not read
     assert choice.selection["a"]["peak_mae"] == pytest.approx(5.0) and choice.selection["b"]["peak_mae"] == pytest.approx(15.0)
     assert "a 5" in choice.reason and "b 15" in choice.reason and "quantile:0.9" in choice.reason
-    assert choose_champion(backtests, registrable=["b", "unsafe"]).name == "b"
+    assert choose_champion(backtests, registrable=["b", "unsafe"], planning_z=0).name == "b"
 
 
 def test_with_no_safe_candidate_the_least_unsafe_wins_and_the_reason_says_so():
