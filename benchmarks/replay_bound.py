@@ -18,17 +18,30 @@ import argparse
 
 import numpy as np
 
-from flinktune.config_space import default_space
+from flinktune.config_space import ConfigSpace, default_space
 from flinktune.twin.mechanics import steady_state
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.workload import generate_trace
 
 
 def bound(trace: str, seed: int, hours: float, recovery_limit_s: float) -> dict[str, float]:
-    """{"per_second": ..., "single_shape": ...} CPU relative to static for one trace."""
-    space = default_space()
-    profile = ClusterProfile.default(trace)
+    """{"per_second": ..., "single_shape": ...} CPU relative to static for a built-in trace on its built-in profile."""
     rates = generate_trace(trace, hours, seed).to_numpy()
+    return bound_for_rates(rates, ClusterProfile.default(trace), recovery_limit_s, label=trace)
+
+
+def bound_for_rates(
+    rates: np.ndarray,
+    profile: ClusterProfile,
+    recovery_limit_s: float,
+    *,
+    space: ConfigSpace | None = None,
+    label: str = "trace",
+) -> dict[str, float]:
+    """:func:`bound` for any per-second rate series on any cluster profile (e.g. a real trace on
+    the calibrated ``ads`` profile); ``space`` defaults to the replay's (:func:`default_space`)."""
+    space = space or default_space()
+    rates = np.asarray(rates, dtype=float)
     grid = np.arange(1000.0, rates.max() * 1.3, 50.0)
     cands = space.candidates()
     carry = np.zeros(len(cands))  # highest rate each candidate recovers within the limit at
@@ -42,7 +55,7 @@ def bound(trace: str, seed: int, hours: float, recovery_limit_s: float) -> dict[
     levels, best = carry[order], np.minimum.accumulate(cpu[order])
     idx = np.searchsorted(-levels, -rates, side="right") - 1
     if (idx < 0).any():
-        raise ValueError(f"{trace}: some rates exceed what any configuration recovers from within {recovery_limit_s} s")
+        raise ValueError(f"{label}: some rates exceed what any configuration recovers from within {recovery_limit_s} s")
     per_second = float(best[idx].mean())
     shapes: dict[tuple, list[int]] = {}
     for k, c in enumerate(cands):

@@ -20,7 +20,7 @@ from flinktune.pricing import PriceList, load_prices
 from flinktune.replay.harness import PolicyRun
 from flinktune.replay.metrics import relative_table
 
-__all__ = ["markdown_table", "mode_cost_note", "mode_cost_table", "write_results"]
+__all__ = ["markdown_table", "mode_cost_note", "mode_cost_table", "priced_relative_table", "write_results"]
 
 _HEAD = [
     ("cpu_core_hours", "CPU", "{:.2f}"),
@@ -134,6 +134,17 @@ def _plots(runs: dict[str, PolicyRun], table: pd.DataFrame, out: Path, stem: str
     return paths
 
 
+def priced_relative_table(
+    summaries: dict[str, dict[str, float]], prices: PriceList, reference: str = "static"
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    """(:func:`~flinktune.replay.metrics.relative_table` plus a ``priced_cost`` column relative to
+    ``reference``'s, each policy's absolute priced cost): what every replay table reports."""
+    table = relative_table(summaries, reference)
+    priced = {n: prices.cost(s["cpu_core_hours"], s["memory_gib_hours"]) for n, s in summaries.items()}
+    table["priced_cost"] = [priced[n] / priced[reference] if priced[reference] else float("nan") for n in table.index]
+    return table, priced
+
+
 def write_results(
     runs: dict[str, PolicyRun],
     out_dir: str | Path,
@@ -150,9 +161,7 @@ def write_results(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     prices = prices or load_prices()
-    table = relative_table({n: r.summary for n, r in runs.items()})
-    priced = {n: prices.cost(r.summary["cpu_core_hours"], r.summary["memory_gib_hours"]) for n, r in runs.items()}
-    table["priced_cost"] = [priced[n] / priced["static"] if priced["static"] else float("nan") for n in table.index]
+    table, priced = priced_relative_table({n: r.summary for n, r in runs.items()}, prices)
     stem = f"replay-{trace_name}"
     md = [
         f"# Replay: {trace_name}",
