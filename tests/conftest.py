@@ -8,6 +8,10 @@
 - ``airflow_var``: ONE var folder whose ``airflow/`` home has a migrated Airflow metadata database
   for the session (``airflow db migrate`` costs ~25 s); pass it to ``airflow_env``. Tests write no
   DAG runs into it.
+
+The suite runs on two pytest-xdist workers (``-n 2`` in pyproject.toml): session fixtures are
+built once per worker, and every test marked ``flink`` goes to one worker
+(``xdist_group``), because the local Flink set-up script and its jar are shared files.
 """
 
 from __future__ import annotations
@@ -42,3 +46,10 @@ def airflow_var(tmp_path_factory):
     var = tmp_path_factory.mktemp("airflow-var")
     prepare_airflow_home(var)
     return var
+
+
+def pytest_collection_modifyitems(config, items):
+    # One worker runs all local-Flink tests: scripts/setup_local_flink.sh writes shared files.
+    for item in items:
+        if item.get_closest_marker("flink"):
+            item.add_marker(pytest.mark.xdist_group("localflink"))
