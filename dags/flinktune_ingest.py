@@ -12,7 +12,7 @@ from typing import Any
 from airflow.sdk import Param, TriggerRule, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    FEATURES_1M, FEATURES_10S, START_DATE, TAGS, default_args, job_param, mark_outlets, task_params,
+    FEATURES_1M, FEATURES_10S, START_DATE, TAGS, backends, default_args, job_param, mark_outlets, task_params,
 )
 
 EVERY = timedelta(minutes=5)
@@ -28,8 +28,9 @@ Brings the job's metrics into the lake and turns them into the curated `features
 2. **etl_features**: Spark job raw -> `curated/features_10s` and `curated/features_1m`, each
    validated against its data contract; a failing batch is quarantined, nothing is written and
    the task fails naming the broken rule. Runs in
-   the worker on `FLINKTUNE_SPARK_MASTER` (default `local[2]`), or through `spark-submit` with
-   `FLINKTUNE_SPARK_SUBMIT=client|cluster` (Spark on Kubernetes; docs/OPERATIONS.md).
+   the worker on `FLINKTUNE_SPARK_MASTER` (default `local[2]`), through `spark-submit` to a standalone
+   cluster with `FLINKTUNE_SPARK_SUBMIT=client|cluster`, or as a SparkApplication on Kubernetes
+   (`SparkKubernetesOperator`) with `FLINKTUNE_SPARK_SUBMIT=kubernetes` (docs/OPERATIONS.md).
 
 Updates the assets `flinktune://lake/features_10s` and `flinktune://lake/features_1m` (each event
 names the job); `flinktune_train` retrains on its own cadence, not on every landing.
@@ -100,7 +101,12 @@ def flinktune_ingest() -> None:
         mark_outlets(params["job"], FEATURES_10S, FEATURES_1M)
         return summary
 
-    etl_features(simulate())
+    if backends().spark_submit == "kubernetes":  # the same ETL as a SparkApplication
+        from flinktune.orchestration.dag_tasks.k8s_operators import etl_spark_task
+
+        simulate() >> etl_spark_task(execution_timeout=timedelta(minutes=20), trigger_rule=TriggerRule.NONE_FAILED)
+    else:
+        etl_features(simulate())
 
 
 flinktune_ingest()

@@ -11,7 +11,8 @@ from typing import Any
 from airflow.sdk import Param, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    CHAMPIONS, CONFIGURATION_SCHEMA, START_DATE, TAGS, TRAINING, default_args, job_param, mark_outlets, task_params,
+    CHAMPIONS, CONFIGURATION_SCHEMA, START_DATE, TAGS, TRAINING, backends, default_args, job_param, mark_outlets,
+    task_params,
 )
 
 DOC = """
@@ -66,15 +67,21 @@ def flinktune_profile() -> None:
                               seed=params["seed"])
 
     @task(outlets=[CHAMPIONS], **TRAINING)
-    def train_surrogate(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
+    def train_surrogate(params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.dag_tasks.tasks import train
 
-        summary = train("surrogate", params["job"], run_key=run_id or "")
+        summary = train("surrogate", params["job"])
         mark_outlets(params["job"], CHAMPIONS)
         return summary
 
-    profile.expand(config=suggest()) >> train_surrogate()
+    if backends().training == "kubernetes":  # a trainer pod on a GPU node
+        from flinktune.orchestration.dag_tasks.k8s_operators import trainer_pod_task
+
+        surrogate = trainer_pod_task("surrogate", **TRAINING)
+    else:
+        surrogate = train_surrogate()
+    profile.expand(config=suggest()) >> surrogate
 
 
 flinktune_profile()

@@ -12,7 +12,7 @@ from typing import Any
 from airflow.sdk import CronTriggerTimetable, TriggerRule, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    CHAMPIONS, RETRAIN_CRON, START_DATE, TAGS, TRAINING, default_args, job_param, mark_outlets, task_params,
+    CHAMPIONS, RETRAIN_CRON, START_DATE, TAGS, TRAINING, backends, default_args, job_param, mark_outlets, task_params,
 )
 
 DOC = """
@@ -29,7 +29,8 @@ minutes, and retraining on each landing would retrain every 5 minutes), or when 
 
 Both training tasks update the asset `flinktune://models/champions` (the event names the job),
 which triggers `flinktune_decide` for that job. Training tasks have an execution timeout and retry
-with back-off; they run in the worker, or in a GPU pod with `FLINKTUNE_TRAINING=kubernetes` (docs/OPERATIONS.md).
+with back-off; they run in the worker, or in a GPU pod (`KubernetesPodOperator`) with
+`FLINKTUNE_TRAINING=kubernetes` (docs/OPERATIONS.md).
 """
 
 @dag(
@@ -62,25 +63,32 @@ def flinktune_train() -> None:
 
     # none_failed: on a real cluster profile is skipped and the surrogate trains on the observations there.
     @task(outlets=[CHAMPIONS], trigger_rule=TriggerRule.NONE_FAILED, **TRAINING)
-    def train_surrogate(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
+    def train_surrogate(params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.dag_tasks.tasks import train
 
-        summary = train("surrogate", params["job"], run_key=run_id or "")
+        summary = train("surrogate", params["job"])
         mark_outlets(params["job"], CHAMPIONS)
         return summary
 
     @task(outlets=[CHAMPIONS], **TRAINING)
-    def train_forecaster(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, Any]:
+    def train_forecaster(params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.dag_tasks.tasks import train
 
-        summary = train("forecaster", params["job"], run_key=run_id or "")
+        summary = train("forecaster", params["job"])
         mark_outlets(params["job"], CHAMPIONS)
         return summary
 
-    profile() >> train_surrogate()
-    train_forecaster()
+    if backends().training == "kubernetes":  # the same tasks as trainer pods on GPU nodes
+        from flinktune.orchestration.dag_tasks.k8s_operators import trainer_pod_task
+
+        surrogate = trainer_pod_task("surrogate", trigger_rule=TriggerRule.NONE_FAILED, **TRAINING)
+        trainer_pod_task("forecaster", **TRAINING)
+    else:
+        surrogate = train_surrogate()
+        train_forecaster()
+    profile() >> surrogate
 
 
 flinktune_train()

@@ -165,8 +165,10 @@ class BackendSettings(BaseSettings):
     training: Annotated[Literal["in_process", "kubernetes"], BeforeValidator(_lower)] = Field(
         "in_process", description="Train in the Airflow worker (in_process) or in a GPU pod (kubernetes)."
     )
-    spark_submit: Annotated[Literal["", "client", "cluster"], BeforeValidator(_lower)] = Field(
-        "", description="Empty: the ETL runs in the worker's Python; else spark-submit with this deploy mode."
+    spark_submit: Annotated[Literal["", "client", "cluster", "kubernetes"], BeforeValidator(_lower)] = Field(
+        "",
+        description="Empty: the ETL runs in the worker's Python; client or cluster: spark-submit to a standalone master "
+        "with this deploy mode; kubernetes: a SparkApplication through the Spark operator (SparkKubernetesOperator).",
     )
 
 
@@ -201,8 +203,13 @@ class SparkSettings(BaseSettings):
     conf: JsonObject = Field(
         default_factory=dict, description='JSON object of extra Spark properties, e.g. {"spark.executor.memory": "4g"}.'
     )
-    image: str = Field("", description="Image of docker/Dockerfile.spark-job (required for a k8s:// master).")
-    service_account: str = Field("flinktune-spark", description="Service account of the Spark driver on Kubernetes.")
+    image: str = Field("", description="Image of docker/Dockerfile.spark-job (required with FLINKTUNE_SPARK_SUBMIT=kubernetes).")
+    service_account: str = Field(
+        "flinktune-spark", description="Service account of the Spark executors on Kubernetes (no API rights)."
+    )
+    driver_service_account: str = Field(
+        "flinktune-spark-driver", description="Service account of the Spark driver on Kubernetes (creates its executor pods)."
+    )
 
     @field_validator("conf")
     @classmethod
@@ -221,7 +228,8 @@ _GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoS
 
 
 class TrainerSettings(BaseSettings):
-    """The GPU trainer pod (``FLINKTUNE_TRAINING=kubernetes``; :mod:`flinktune.orchestration.dag_tasks.trainer_pod`)."""
+    """The GPU trainer pod (``FLINKTUNE_TRAINING=kubernetes``; :mod:`flinktune.orchestration.dag_tasks.trainer_pod`,
+    run by ``KubernetesPodOperator``: :mod:`flinktune.orchestration.dag_tasks.k8s_operators`)."""
 
     model_config = SettingsConfigDict(env_prefix="FLINKTUNE_TRAINER_", extra="forbid")
 

@@ -8,12 +8,18 @@ variable                   values (default first)      meaning
 =========================  ==========================  =============================================
 ``FLINKTUNE_CLUSTER``      ``twin`` | ``kubernetes``   where decisions are applied and profiling runs
 ``FLINKTUNE_TRAINING``     ``in_process`` |            train in the Airflow worker, or in a GPU pod
-                           ``kubernetes``              (:mod:`flinktune.orchestration.dag_tasks.trainer_pod`)
+                           ``kubernetes``              (``KubernetesPodOperator``, ``dag_tasks.k8s_operators``)
 ``FLINKTUNE_SPARK_MASTER`` ``local[2]`` | any URL      Spark master (``flinktune.settings``)
 ``FLINKTUNE_SPARK_SUBMIT`` ``""`` | ``client`` |       empty: the ETL runs in the worker's Python
-                           ``cluster``                 (driver here); else ``spark-submit`` with
-                                                       that deploy mode (``dag_tasks.spark_submit``)
+                           ``cluster`` |               (driver here); ``client``/``cluster``:
+                           ``kubernetes``              ``spark-submit`` to a standalone master with
+                                                       that deploy mode (``dag_tasks.spark_submit``);
+                                                       ``kubernetes``: a SparkApplication run by
+                                                       ``SparkKubernetesOperator`` (the Spark operator)
 =========================  ==========================  =============================================
+
+The two ``kubernetes`` values change the DAGs' shape (a provider operator instead of a Python task),
+so the DAG files read them when parsed, as the workers do: set them the same for every Airflow component.
 
 A bad value raises :class:`BackendError` naming the variable and the accepted values.
 """
@@ -29,7 +35,7 @@ __all__ = ["CLUSTERS", "SPARK_SUBMIT_MODES", "TRAININGS", "BackendError", "Backe
 
 CLUSTERS = ("twin", "kubernetes")
 TRAININGS = ("in_process", "kubernetes")
-SPARK_SUBMIT_MODES = ("", "client", "cluster")
+SPARK_SUBMIT_MODES = ("", "client", "cluster", "kubernetes")
 
 
 class BackendError(ValueError):

@@ -28,11 +28,16 @@ HEAVY_MODULES = ["jobs", "pyspark", "torch", "mlflow", "darts", "botorch", "grea
 # Runs in the child: loads dags/ with Airflow's DagBag, dumps what the tests check as JSON, and
 # resolves each probe (dag_id, param, value) against the DAG's Param.
 INSPECT = r"""
-import json, sys
+import json, sys, time
 from airflow.dag_processing.dagbag import DagBag
 folder, probes = sys.argv[1], json.loads(sys.argv[2])
+provider_import_s = None
+if len(sys.argv) > 4:  # the provider's operators: timed apart, so that each file's own parse time is measured
+    start = time.perf_counter()
+    import airflow.providers.cncf.kubernetes.operators.pod, airflow.providers.cncf.kubernetes.operators.spark_kubernetes
+    provider_import_s = time.perf_counter() - start
 bag = DagBag(dag_folder=folder)
-out = {"import_errors": bag.import_errors, "parse_s": {}, "dags": {}, "probes": [],
+out = {"import_errors": bag.import_errors, "parse_s": {}, "dags": {}, "probes": [], "provider_import_s": provider_import_s,
        "heavy_loaded": [m for m in json.loads(sys.argv[3]) if m in sys.modules]}
 for stat in bag.dagbag_stats:
     out["parse_s"][stat.file] = stat.duration.total_seconds()
@@ -109,17 +114,30 @@ def real_home_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return prepare_airflow_home(tmp_path_factory.mktemp("real-var"))
 
 
-@pytest.fixture(scope="module")
-def inspected(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    env = {**os.environ, **airflow_env(tmp_path_factory.mktemp("inspect-var"))}
+#: The back ends that make the training and ETL tasks the cncf.kubernetes provider's operators.
+ON_KUBERNETES = {"FLINKTUNE_TRAINING": "kubernetes", "FLINKTUNE_SPARK_SUBMIT": "kubernetes"}
+
+
+def _inspect(var_dir: Path, **backends: str) -> dict:
+    env = {**os.environ, **airflow_env(var_dir), **backends}
     probes = json.dumps(BAD_VALUES + GOOD_VALUES)
     proc = subprocess.run(
-        [sys.executable, "-c", INSPECT, str(DEFAULT_DAGS_FOLDER), probes, json.dumps(HEAVY_MODULES)],
+        [sys.executable, "-c", INSPECT, str(DEFAULT_DAGS_FOLDER), probes, json.dumps(HEAVY_MODULES), *(["provider"] if backends else [])],
         env=env, capture_output=True, text=True, timeout=120,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("INSPECT:")]
     assert proc.returncode == 0 and lines, f"inspector failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return json.loads(lines[-1].removeprefix("INSPECT:"))
+
+
+@pytest.fixture(scope="module")
+def inspected(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _inspect(tmp_path_factory.mktemp("inspect-var"))
+
+
+@pytest.fixture(scope="module")
+def inspected_on_kubernetes(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _inspect(tmp_path_factory.mktemp("inspect-k8s-var"), **ON_KUBERNETES)
 
 
 def test_dagbag_loads_every_dag_without_import_errors(inspected: dict) -> None:
@@ -187,6 +205,27 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
     assert profile["tasks"]["train_surrogate"]["upstream"] == ["profile"]
     assert profile["tasks"]["train_surrogate"]["outlets"] == ["flinktune://models/champions"]
     assert set(replay["params"]) == {"job", "trace", "policies", "hours", "failures", "seed"}
+
+
+def test_on_kubernetes_training_and_etl_are_the_providers_operators_wired_the_same(inspected: dict, inspected_on_kubernetes: dict) -> None:
+    k8s = inspected_on_kubernetes
+    assert k8s["import_errors"] == {} and set(k8s["dags"]) == DAG_IDS
+    assert k8s["heavy_loaded"] == [], "the provider's operators import no job or heavy library at parse time"
+    # The provider (the kubernetes client, mostly) is imported once per parsing process, ~1-3 s on
+    # 2 busy cores, timed apart; each file's own parse keeps the embedded budget.
+    assert k8s["provider_import_s"] < 10, k8s["provider_import_s"]
+    slow = {f: s for f, s in k8s["parse_s"].items() if s >= 1.0}
+    assert not slow, f"DAG files with the provider's operators must parse in < 1 s: {slow}"
+    kinds = {("flinktune_train", "train_surrogate"): "TrainerPodOperator", ("flinktune_train", "train_forecaster"): "TrainerPodOperator",
+             ("flinktune_profile", "train_surrogate"): "TrainerPodOperator", ("flinktune_ingest", "etl_features"): "EtlSparkOperator"}  # fmt: skip
+    for (dag_id, task_id), kind in kinds.items():
+        task, embedded = k8s["dags"][dag_id]["tasks"][task_id], inspected["dags"][dag_id]["tasks"][task_id]
+        assert task["type"] == kind and embedded["type"] != kind, f"{dag_id}.{task_id}"
+        # The same place in the DAG: upstream, assets, trigger rule, retries and timeout as the in-process task.
+        for key in ("upstream", "outlets", "trigger_rule", "retries", "retry_delay_s", "timeout_s", "max_active_tis_per_dag"):
+            assert task[key] == embedded[key], f"{dag_id}.{task_id}: {key} {task[key]!r} != {embedded[key]!r}"
+    for dag_id, dag in k8s["dags"].items():  # nothing else changes
+        assert set(dag["tasks"]) == set(inspected["dags"][dag_id]["tasks"]), dag_id
 
 
 def test_configuration_param_schema_matches_the_knobs(inspected: dict) -> None:

@@ -1,10 +1,12 @@
-"""Every Kubernetes API call the shipped deployment can make, against docker/k8s/rbac.yaml (issue 21).
+"""Every Kubernetes API call the shipped deployment can make, against docker/k8s/rbac.yaml (issue 21, 22).
 
 The calls are found in the source (every ``<verb>_namespaced_<kind>`` / ``<verb>_cluster_<kind>``
-call of the kubernetes client under flinktune/, jobs/, dags/, plugins/, models/), mapped to the RBAC
-(API group, resource, verb) the API server checks and to the namespace they run in, plus the calls
-Spark's driver makes in client mode inside the worker. The identity that makes them all is the
-Airflow workers' service account (docker/helm/values.yaml); its Roles must grant exactly that set:
+call of the kubernetes client under flinktune/, jobs/, dags/, plugins/, models/, and in the modules
+of the cncf.kubernetes provider that run its ``KubernetesPodOperator`` and ``SparkKubernetesOperator``
+in the worker), mapped to the RBAC (API group, resource, verb) the API server checks and to the
+namespace they run in, plus the calls Spark's driver makes for its executors. The identity that
+makes flinktune's and the provider's calls is the Airflow workers' service account
+(docker/helm/values.yaml); the Spark driver's is its own. Their Roles must grant exactly that set:
 a missing grant fails, and so does one no call uses.
 """
 
@@ -20,17 +22,41 @@ CALL = re.compile(r"\.(get|list|patch|create|delete|read|replace)_(namespaced|cl
 #: client method -> (API group, resource, namespace it runs in: the Flink jobs' or flinktune's home).
 RESOURCE = {"custom_object": ("flink.apache.org", "flinkdeployments", "jobs"), "pod": ("", "pods", "home"),
             "pod_status": ("", "pods/status", "home"), "pod_log": ("", "pods/log", "home")}  # fmt: skip
-#: Spark 4.1's driver in client mode (FLINKTUNE_SPARK_SUBMIT=client, so inside the worker), read from
-#: the spark-kubernetes jar shipped in pyspark (javap): the allocator creates executor pods, the
-#: watch and polling snapshot sources watch and list them, the lifecycle manager gets and edits
-#: (get + patch) and deletes them, stop() deletes executors and their ConfigMap by label (fabric8
-#: 7's label delete is one DELETE on the collection: "deletecollection"), and the backend creates
-#: that ConfigMap. The driver Service delete is switched off in values.yaml (client mode makes none).
-SPARK_CLIENT_DRIVER = {("", "pods", v) for v in ("get", "list", "watch", "create", "patch", "delete", "deletecollection")} | {
+#: The provider's modules that run in the worker for the two operators (synchronous mode; the
+#: deferrable mode's hooks are not used), all in flinktune's home namespace.
+PROVIDER = Path(__import__("airflow.providers.cncf.kubernetes", fromlist=["_"]).__file__).parent
+PROVIDER_MODULES = ["operators/pod.py", "utils/pod_manager.py", "operators/spark_kubernetes.py", "operators/custom_object_launcher.py"]
+PROVIDER_CALL = re.compile(r"\.([a-z]+(?:_get)?)_namespaced_([a-z_]+?)\(")
+#: What the provider's client methods touch: its custom objects are SparkApplications.
+PROVIDER_RESOURCE = {"pod": ("", "pods"), "pod_log": ("", "pods/log"), "event": ("", "events"),
+                     "custom_object": ("sparkoperator.k8s.io", "sparkapplications"),
+                     "custom_object_status": ("sparkoperator.k8s.io", "sparkapplications/status")}  # fmt: skip
+#: Provider calls that cannot happen as flinktune runs the operators: pod exec serves only the XCom
+#: sidecar (do_xcom_push=False: k8s_operators._COMMON) and killing an Istio sidecar (none).
+PROVIDER_UNUSED = {("connect_get", "pod_exec")}
+#: Spark 4.1's driver (read from the spark-kubernetes jar shipped in pyspark with javap): the
+#: allocator creates executor pods, the watch and polling snapshot sources watch and list them, the
+#: lifecycle manager gets and edits (get + patch) and deletes them, stop() deletes executors and
+#: their ConfigMap by label (fabric8 7's label delete is one DELETE on the collection:
+#: "deletecollection"), and the backend creates that ConfigMap. The driver Service delete is
+#: switched off in the SparkApplication (spark_application.py: the Service is garbage-collected).
+SPARK_DRIVER = {("", "pods", v) for v in ("get", "list", "watch", "create", "patch", "delete", "deletecollection")} | {
     ("", "configmaps", "create"), ("", "configmaps", "deletecollection")}  # fmt: skip
 #: Cluster-wide calls: only ``flinktune fleet --kubernetes`` without ``--namespace``, an operator's
 #: command run with their own kubeconfig; no flinktune identity is granted a ClusterRole.
 OPERATOR_ONLY = {"flinktune/fleet/registry.py": {("cluster", "flink.apache.org", "flinkdeployments", "list")}}
+
+
+def provider_calls() -> set[tuple[str, str, str]]:
+    """(group, resource, verb) the provider's operators call in the worker; an unknown kind fails."""
+    found = set()
+    for module in PROVIDER_MODULES:
+        for verb, kind in PROVIDER_CALL.findall((PROVIDER / module).read_text()):
+            if (verb, kind) in PROVIDER_UNUSED:
+                continue
+            assert kind in PROVIDER_RESOURCE, f"{module} calls {verb}_namespaced_{kind}: map it to its RBAC resource"
+            found.add((*PROVIDER_RESOURCE[kind], "get" if verb == "read" else verb))
+    return found
 
 
 def code_calls() -> dict[str, set[tuple[str, str, str, str]]]:
@@ -73,23 +99,33 @@ def grants(account: str) -> set[tuple[str, str, str, str]]:
     return out
 
 
-def test_the_scan_finds_the_realizer_profiling_trainer_and_fleet_calls() -> None:
+def test_the_scan_finds_the_realizer_profiling_fleet_and_provider_calls() -> None:
     calls = code_calls()
     assert calls["flinktune/kubernetes/realizer.py"] == {("jobs", "flink.apache.org", "flinkdeployments", "get"),
                                                          ("jobs", "flink.apache.org", "flinkdeployments", "patch")}  # fmt: skip
     assert {v for *_, v in calls["flinktune/kubernetes/profiling.py"]} == {"create", "get", "delete"}
-    assert calls["flinktune/orchestration/dag_tasks/trainer_pod.py"] == {("home", "", "pods", "create"), ("home", "", "pods", "delete"),
-                                                               ("home", "", "pods/status", "get"), ("home", "", "pods/log", "get")}  # fmt: skip
     assert ("jobs", "flink.apache.org", "flinkdeployments", "list") in calls["flinktune/fleet/registry.py"]
+    # Pods and Spark jobs are the provider's operators now: flinktune itself makes no pod call.
+    assert not [p for p, used in calls.items() if any(r.startswith("pods") for _, _, r, _ in used)]
+    provider = provider_calls()
+    assert {("", "pods", "create"), ("", "pods", "delete"), ("", "pods/log", "get"), ("", "pods", "list"),
+            ("sparkoperator.k8s.io", "sparkapplications", "create")} <= provider  # fmt: skip
 
 
 def test_the_workers_roles_grant_exactly_the_calls_the_deployment_makes() -> None:
     account, namespaces = deployment()
     needed = {(namespaces[s], g, r, v) for used in code_calls().values() for (s, g, r, v) in used if s != "cluster"}
-    needed |= {(namespaces["home"], g, r, v) for g, r, v in SPARK_CLIENT_DRIVER}
+    needed |= {(namespaces["home"], g, r, v) for g, r, v in provider_calls()}
     granted = grants(account)
     assert not needed - granted, f"calls {sorted(needed - granted)} are not granted to {account}"
     assert not granted - needed, f"{account} is granted {sorted(granted - needed)}, which no call uses"
+
+
+def test_the_spark_driver_gets_exactly_what_it_calls_for_its_executors() -> None:
+    from flinktune.settings import SparkSettings
+
+    home = deployment()[1]["home"]
+    assert grants(SparkSettings().driver_service_account) == {(home, g, r, v) for g, r, v in SPARK_DRIVER}
 
 
 def test_cluster_wide_calls_are_only_the_operators_and_the_pods_identities_have_no_rights() -> None:

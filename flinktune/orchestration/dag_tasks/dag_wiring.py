@@ -27,6 +27,7 @@ __all__ = [
     "START_DATE",
     "TAGS",
     "TRAINING",
+    "backends",
     "default_args",
     "dry_run_param",
     "job_param",
@@ -86,6 +87,20 @@ TRAINING: dict[str, Any] = {"execution_timeout": timedelta(minutes=45), "retries
 
 START_DATE = datetime(2025, 1, 1, tzinfo=UTC)
 TAGS = ["flinktune"]
+
+
+def backends() -> Any:
+    """The back-end switches (:class:`flinktune.settings.BackendSettings`), read when a DAG file is parsed.
+
+    ``FLINKTUNE_TRAINING=kubernetes`` and ``FLINKTUNE_SPARK_SUBMIT=kubernetes`` make the training and
+    ETL tasks provider operators (:mod:`flinktune.orchestration.dag_tasks.k8s_operators`); a bad value
+    is an import error of the DAG file naming the variable.
+    """
+    # Not flinktune.backends.choice.load_backends: the flinktune.backends package pulls in scipy,
+    # which would blow the parse budget; the settings group alone is light.
+    from flinktune.settings import BackendSettings, read_group
+
+    return read_group(BackendSettings)
 
 
 def job_param(default: str = "demo") -> Param:

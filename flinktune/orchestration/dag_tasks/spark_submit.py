@@ -1,12 +1,12 @@
-"""The metric ETL through ``spark-submit``: Spark on Kubernetes or a standalone Spark cluster.
+"""The metric ETL through ``spark-submit`` to a standalone Spark cluster (``spark://``).
 
 Use :func:`spark_submit_command` to build the command for ``jobs/etl_features.py`` and
 :func:`run_spark_submit` to run it (the ingest DAG does so when ``FLINKTUNE_SPARK_SUBMIT`` is
 ``client`` or ``cluster``; see :mod:`flinktune.backends.choice`). The master is
 ``FLINKTUNE_SPARK_MASTER``; extra properties come from ``FLINKTUNE_SPARK_CONF`` (a JSON object, as
-for the in-process ETL) and, on Kubernetes, ``FLINKTUNE_SPARK_IMAGE`` (the image of
-``docker/Dockerfile.spark-job``), ``FLINKTUNE_K8S_HOME_NAMESPACE`` (``flinktune``: where the lake's volume claim is) and ``FLINKTUNE_SPARK_SERVICE_ACCOUNT``.
-In ``cluster`` mode the application file is the one inside the image (``local:///opt/flinktune/...``).
+for the in-process ETL). In ``cluster`` mode the application file is the one the workers see at
+:data:`IMAGE_APP`. Spark on Kubernetes is not submitted from here: ``FLINKTUNE_SPARK_SUBMIT=kubernetes``
+runs a SparkApplication through ``SparkKubernetesOperator`` (:mod:`.spark_application`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from flinktune.settings import KubernetesSettings, SettingsError, SparkSettings, read_group
+from flinktune.settings import SettingsError, SparkSettings, read_group
 
 __all__ = ["IMAGE_APP", "SparkSubmitError", "run_spark_submit", "spark_submit_command"]
 
@@ -57,19 +57,15 @@ def spark_submit_command(
         raise SparkSubmitError(f"FLINKTUNE_SPARK_SUBMIT={deploy_mode!r}: deploy mode must be 'client' or 'cluster'")
     if deploy_mode == "cluster" and master.startswith("local"):
         raise SparkSubmitError(f"FLINKTUNE_SPARK_SUBMIT=cluster needs a cluster master, not FLINKTUNE_SPARK_MASTER={master!r}")
+    if master.startswith("k8s://"):
+        raise SparkSubmitError(
+            f"FLINKTUNE_SPARK_MASTER={master!r}: Spark on Kubernetes runs as a SparkApplication; "
+            "set FLINKTUNE_SPARK_SUBMIT=kubernetes (SparkKubernetesOperator) instead of client/cluster"
+        )
     try:
-        spark = read_group(SparkSettings, env)
-        k8s = read_group(KubernetesSettings, env)
+        conf = read_group(SparkSettings, env).properties()
     except SettingsError as exc:
         raise SparkSubmitError(str(exc)) from None
-    conf = spark.properties()
-    if master.startswith("k8s://"):
-        image = spark.image.strip()
-        if not image:
-            raise SparkSubmitError("Spark on Kubernetes needs FLINKTUNE_SPARK_IMAGE (the image of docker/Dockerfile.spark-job)")
-        conf.setdefault("spark.kubernetes.container.image", image)
-        conf.setdefault("spark.kubernetes.namespace", k8s.home_namespace)
-        conf.setdefault("spark.kubernetes.authenticate.driver.serviceAccountName", spark.service_account)
     app = IMAGE_APP if deploy_mode == "cluster" else str(_REPO_APP)
     cmd = [_spark_submit_binary(), "--master", master, "--deploy-mode", deploy_mode, "--name", f"flinktune-etl-{job}"]
     for key, value in sorted(conf.items()):

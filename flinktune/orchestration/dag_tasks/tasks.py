@@ -4,8 +4,10 @@ Each function is one task's body: it resolves :func:`flinktune.backends.choice.l
 and settings at run time, imports the job it needs lazily (DAG files must parse fast), and returns
 a JSON-ready dict or list (the task's XCom). Errors name the param, variable or file at fault.
 
-- :func:`etl_features`: in-process Spark, or ``spark-submit`` (:mod:`.spark_submit`).
-- :func:`train`: ``jobs.train_<model>`` in process, or in a GPU pod (:mod:`.trainer_pod`).
+- :func:`etl_features`: in-process Spark, or ``spark-submit`` to a standalone cluster (:mod:`.spark_submit`).
+- :func:`train`: ``jobs.train_<model>`` in process.
+
+On Kubernetes the training and the ETL are provider operators instead (:mod:`.k8s_operators`).
 - :func:`suggest_profile_configs` / :func:`profile_config`: the profiling DAG's mapped runs.
 - :func:`profile_request`: the profiling run a decision asked for, if it must go through that DAG.
 - :func:`replay`: the what-if replay (:func:`flinktune.replay.runner.cli_replay`).
@@ -31,7 +33,11 @@ def _settings() -> Any:
 
 
 def etl_features(job: str, start_ms: int | None = None, end_ms: int | None = None) -> dict[str, Any]:
-    """Raw -> curated ``features_10s`` and ``features_1m`` for ``job``; the job's summary (``{}`` from a cluster driver)."""
+    """Raw -> curated ``features_10s`` and ``features_1m`` for ``job``; the job's summary (``{}`` from a cluster driver).
+
+    With ``FLINKTUNE_SPARK_SUBMIT=kubernetes`` the DAG submits a SparkApplication instead
+    (:func:`flinktune.orchestration.dag_tasks.k8s_operators.etl_spark_task`), not this.
+    """
     settings, backends = _settings(), load_backends()
     if not backends.spark_submit:
         from jobs import etl_features as job_module
@@ -45,21 +51,19 @@ def etl_features(job: str, start_ms: int | None = None, end_ms: int | None = Non
     return run_spark_submit(cmd)
 
 
-def train(model: str, job: str, *, run_key: str = "") -> dict[str, Any]:
-    """Train and register ``model`` (``surrogate`` | ``forecaster``) for ``job``; the job's summary."""
-    from flinktune.orchestration.dag_tasks.trainer_pod import TRAINING_MODULES, TrainerPodConfig, run_trainer_pod, trainer_pod
+def train(model: str, job: str) -> dict[str, Any]:
+    """Train and register ``model`` (``surrogate`` | ``forecaster``) for ``job`` in this worker; the job's summary.
+
+    With ``FLINKTUNE_TRAINING=kubernetes`` the DAG runs a trainer pod instead
+    (:func:`flinktune.orchestration.dag_tasks.k8s_operators.trainer_pod_task`), not this.
+    """
+    import importlib
+
+    from flinktune.orchestration.dag_tasks.trainer_pod import TRAINING_MODULES
 
     if model not in TRAINING_MODULES:
         raise ValueError(f"unknown model {model!r}; known: {', '.join(TRAINING_MODULES)}")
-    if load_backends().training == "in_process":
-        import importlib
-
-        return importlib.import_module(TRAINING_MODULES[model]).run(job=job, settings=_settings())
-    from kubernetes import client, config
-
-    pod = trainer_pod(model, job, TrainerPodConfig.from_env(), run_key=run_key)
-    config.load_incluster_config()  # the Airflow worker runs in the cluster with its service account
-    return run_trainer_pod(pod, client.CoreV1Api())
+    return importlib.import_module(TRAINING_MODULES[model]).run(job=job, settings=_settings())
 
 
 def suggest_profile_configs(job: str, configs: Sequence[Mapping[str, Any]], *, max_runs: int, seed: int) -> list[dict[str, Any]]:

@@ -1,13 +1,9 @@
-"""Training in a Kubernetes pod on a GPU node: the production form of the training tasks.
-
-``apache-airflow-providers-cncf-kubernetes`` (and so ``KubernetesPodOperator``) cannot be installed
-with the pinned set (every release pins ``kubernetes<37``, flinktune pins 37.0.1), so the pod is
-built here from the kubernetes client's own models and run by :func:`run_trainer_pod`, a small
-create / poll / read-log / delete loop, from an ordinary Airflow task.
+"""The trainer pod's spec: training in a Kubernetes pod on a GPU node, the production form of the training tasks.
 
 Use :func:`TrainerPodConfig.from_env` then :func:`trainer_pod` to build the ``V1Pod`` for one job
-entry point (``jobs.train_surrogate`` / ``jobs.train_forecaster``), and :func:`run_trainer_pod`
-with a ``kubernetes.client.CoreV1Api`` to run it. Variables (all optional except the image):
+entry point (``jobs.train_surrogate`` / ``jobs.train_forecaster``). ``KubernetesPodOperator`` runs
+it (:func:`flinktune.orchestration.dag_tasks.k8s_operators.trainer_pod_task`): create, wait, stream
+the log into the task log, delete. Variables (all optional except the image):
 
 - ``FLINKTUNE_TRAINER_IMAGE``: image built from ``docker/Dockerfile.trainer`` (required).
 - ``FLINKTUNE_K8S_HOME_NAMESPACE`` (``flinktune``: where the volume claim and Secrets are; not the Flink jobs' namespace), ``FLINKTUNE_TRAINER_SERVICE_ACCOUNT`` (``flinktune-trainer``).
@@ -33,18 +29,18 @@ since a trainer without its MLflow URI would register its models in a private SQ
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from flinktune.settings import KubernetesSettings, SettingsError, TrainerSettings, read_group, worker_var_dir
 
-__all__ = ["TRAINING_MODULES", "TrainerPodConfig", "TrainerPodError", "is_credential", "run_trainer_pod", "trainer_pod"]
+__all__ = ["CONTAINER", "TRAINING_MODULES", "TrainerPodConfig", "TrainerPodError", "is_credential", "passed_env", "trainer_pod"]
 
+CONTAINER = "trainer"
+"""The trainer container's name: the operator waits for it and streams its log."""
 TRAINING_MODULES = {"surrogate": "jobs.train_surrogate", "forecaster": "jobs.train_forecaster"}
 _NOT_PASSED = {"FLINKTUNE_CLUSTER", "FLINKTUNE_TRAINING", "FLINKTUNE_SPARK_SUBMIT"}
 _DEFAULT_TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
@@ -58,8 +54,13 @@ def is_credential(name: str) -> bool:
     return name in _CREDENTIALS or bool(_CREDENTIAL_NAME.search(name.removeprefix("FLINKTUNE_TRAINER_")))
 
 
+def passed_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The worker's ``FLINKTUNE_*`` variables a pod it starts gets as values: not the back-end switches, no credential."""
+    return {k: v for k, v in env.items() if k.startswith("FLINKTUNE_") and k not in _NOT_PASSED and not is_credential(k)}
+
+
 class TrainerPodError(RuntimeError):
-    """The trainer pod is misconfigured, failed or timed out; the message names the pod or variable."""
+    """The trainer pod is misconfigured; the message names the variable."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class TrainerPodConfig:
             tolerations=tuple(t.tolerations),
             secret=t.secret.strip() or None,
             # The worker's variables are passed through to the pod, not read here.
-            env={k: v for k, v in env.items() if k.startswith("FLINKTUNE_") and k not in _NOT_PASSED and not is_credential(k)},
+            env=passed_env(env),
             secret_refs=_secret_refs(t, env),
             var_pvc=t.var_pvc.strip() or "flinktune-var",
             var_dir=str(var_dir) if var_dir is not None else _DEFAULT_VAR_DIR,
@@ -165,7 +166,7 @@ def trainer_pod(model: str, job: str, config: TrainerPodConfig, *, run_key: str 
         for k, (s, key) in sorted(config.secret_refs.items())
     ]
     container = client.V1Container(
-        name="trainer",
+        name=CONTAINER,
         image=config.image,
         command=["python", "-m", TRAINING_MODULES[model], "--job", job],
         env=env_vars,
@@ -218,44 +219,3 @@ def _snake(toleration: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         raise TrainerPodError(f"FLINKTUNE_TRAINER_TOLERATIONS: unknown toleration field(s) {unknown}; allowed: {sorted(names)}")
     return {names[k]: v for k, v in toleration.items()}
-
-
-def run_trainer_pod(
-    pod: Any,
-    core_api: Any,
-    *,
-    timeout_s: float = 3 * 3600,
-    poll_s: float = 10.0,
-    sleep: Callable[[float], None] = time.sleep,
-    monotonic: Callable[[], float] = time.monotonic,
-) -> dict[str, Any]:
-    """Create ``pod``, wait until it ends, return the JSON summary its last output line printed.
-
-    The pod is deleted whatever happens. Raises :class:`TrainerPodError` naming the pod with the
-    tail of its log when it fails, prints no JSON, or does not finish within ``timeout_s``.
-    """
-    name, namespace = pod.metadata.name, pod.metadata.namespace
-    where = f"trainer pod {namespace}/{name}"
-    core_api.create_namespaced_pod(namespace=namespace, body=pod)
-    try:
-        deadline = monotonic() + timeout_s
-        while True:
-            phase = core_api.read_namespaced_pod_status(name=name, namespace=namespace).status.phase
-            if phase in ("Succeeded", "Failed"):
-                break
-            if monotonic() >= deadline:
-                raise TrainerPodError(f"{where} still {phase} after {timeout_s:.0f} s")
-            sleep(poll_s)
-        log = core_api.read_namespaced_pod_log(name=name, namespace=namespace) or ""
-        tail = "\n".join(log.splitlines()[-20:])
-        if phase == "Failed":
-            raise TrainerPodError(f"{where} failed; last lines of its log:\n{tail}")
-        for line in reversed(log.splitlines()):
-            if line.startswith("{"):
-                try:
-                    return json.loads(line)
-                except json.JSONDecodeError:
-                    break
-        raise TrainerPodError(f"{where} succeeded but printed no JSON summary; last lines:\n{tail}")
-    finally:
-        core_api.delete_namespaced_pod(name=name, namespace=namespace)

@@ -1,4 +1,4 @@
-"""Local versus production switches: back-end variables, the GPU trainer pod, spark-submit, realizer."""
+"""Local versus production switches: back-end variables, the GPU trainer pod's spec, spark-submit, realizer."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from flinktune.backends.choice import BackendError, Backends, load_backends
 from flinktune.backends.cluster import make_realizer
 from flinktune.orchestration.dag_tasks.spark_submit import IMAGE_APP, SparkSubmitError, spark_submit_command
 from flinktune.orchestration.dag_tasks.tasks import suggest_profile_configs
-from flinktune.orchestration.dag_tasks.trainer_pod import TrainerPodConfig, TrainerPodError, run_trainer_pod, trainer_pod
+from flinktune.orchestration.dag_tasks.trainer_pod import TrainerPodConfig, TrainerPodError, trainer_pod
 
 
 def test_defaults_are_the_embedded_setup_and_bad_values_name_the_variable() -> None:
     assert load_backends({}) == Backends("twin", "in_process", "") and load_backends({}).is_embedded
     assert load_backends({"FLINKTUNE_CLUSTER": "Kubernetes", "FLINKTUNE_SPARK_SUBMIT": "cluster"}).cluster == "kubernetes"
+    assert load_backends({"FLINKTUNE_SPARK_SUBMIT": "Kubernetes"}).spark_submit == "kubernetes"
     with pytest.raises(BackendError, match=r"FLINKTUNE_TRAINING='gpu': must be 'in_process' or 'kubernetes'"):
         load_backends({"FLINKTUNE_TRAINING": "gpu"})
 
@@ -31,7 +32,8 @@ def test_trainer_pod_requests_gpus_on_gpu_nodes_and_is_a_valid_v1_pod() -> None:
     pod = trainer_pod("surrogate", "wordcount", TrainerPodConfig.from_env(env), run_key="scheduled__2025")
     client = ApiClient()
     body = client.sanitize_for_serialization(pod)
-    again = client.sanitize_for_serialization(client.deserialize(json.dumps(body), "V1Pod", "application/json"))
+    # kubernetes 36's deserialize takes a response (its .data); 37's took the text and a content type.
+    again = client.sanitize_for_serialization(client.deserialize(SimpleNamespace(data=json.dumps(body)), "V1Pod"))
     assert again == body, "the pod survives the client's own (de)serialisation unchanged"
     spec, [container] = body["spec"], body["spec"]["containers"]
     assert spec["nodeSelector"] == {"pool": "gpu-a100"} and spec["restartPolicy"] == "Never"
@@ -84,52 +86,16 @@ def test_trainer_pod_config_errors_name_the_variable(env: dict, message: str) ->
         TrainerPodConfig.from_env(env)
 
 
-class _FakeCore:
-    """Stands in for the Kubernetes API server (no cluster here): phases in order, then a log."""
-
-    def __init__(self, phases: list[str], log: str) -> None:
-        self.phases, self.log, self.calls = phases, log, []
-
-    def create_namespaced_pod(self, namespace, body):
-        self.calls.append(("create", body.metadata.name))
-
-    def read_namespaced_pod_status(self, name, namespace):
-        return SimpleNamespace(status=SimpleNamespace(phase=self.phases.pop(0) if len(self.phases) > 1 else self.phases[0]))
-
-    def read_namespaced_pod_log(self, name, namespace):
-        return self.log
-
-    def delete_namespaced_pod(self, name, namespace):
-        self.calls.append(("delete", name))
-
-
-def test_run_trainer_pod_returns_the_summary_and_always_deletes_the_pod() -> None:
-    pod = trainer_pod("forecaster", "demo", TrainerPodConfig(image="x:1", gpus=0))
-    core = _FakeCore(["Pending", "Running", "Succeeded"], 'epoch 1\n{"model_name": "m", "version": "3"}\n')
-    assert run_trainer_pod(pod, core, sleep=lambda s: None) == {"model_name": "m", "version": "3"}
-    assert [c[0] for c in core.calls] == ["create", "delete"]
-    failed = _FakeCore(["Failed"], "Traceback\nValueError: no features for job demo")
-    with pytest.raises(TrainerPodError, match="failed; last lines of its log:\nTraceback\nValueError: no features"):
-        run_trainer_pod(pod, failed, sleep=lambda s: None)
-    assert failed.calls[-1][0] == "delete"
-    clock = iter(range(0, 100, 10))
-    with pytest.raises(TrainerPodError, match="still Pending after 30 s"):
-        run_trainer_pod(pod, _FakeCore(["Pending"], ""), timeout_s=30, sleep=lambda s: None, monotonic=lambda: next(clock))
-
-
-def test_spark_submit_command_for_kubernetes_cluster_mode_uses_the_image_app() -> None:
-    env = {"FLINKTUNE_SPARK_IMAGE": "reg/flinktune-spark-job:0.1.0", "FLINKTUNE_K8S_NAMESPACE": "flink-jobs",
-           "FLINKTUNE_K8S_HOME_NAMESPACE": "etl",
-           "FLINKTUNE_SPARK_CONF": '{"spark.executor.instances": 3}'}
-    cmd = spark_submit_command("demo", master="k8s://https://k8s:6443", deploy_mode="cluster", start_ms=5, environ=env)
+def test_spark_submit_goes_to_a_standalone_cluster_and_refuses_kubernetes() -> None:
+    env = {"FLINKTUNE_SPARK_CONF": '{"spark.executor.instances": 3}'}
+    cmd = spark_submit_command("demo", master="spark://127.0.0.1:7077", deploy_mode="cluster", start_ms=5, environ=env)
     assert Path(cmd[0]).name == "spark-submit" and Path(cmd[0]).exists()
     joined = " ".join(cmd)
-    assert "--deploy-mode cluster" in joined and "spark.kubernetes.container.image=reg/flinktune-spark-job:0.1.0" in joined
-    assert "spark.kubernetes.namespace=etl" in joined and "spark.executor.instances=3" in joined
-    assert "flink-jobs" not in joined, "executors run beside flinktune's volume and Secrets, not beside the Flink jobs"
+    assert "--master spark://127.0.0.1:7077 --deploy-mode cluster" in joined and "spark.executor.instances=3" in joined
     assert cmd[-5:] == [IMAGE_APP, "--job", "demo", "--start-ms", "5"]
-    with pytest.raises(SparkSubmitError, match="needs FLINKTUNE_SPARK_IMAGE"):
-        spark_submit_command("demo", master="k8s://https://k8s:6443", deploy_mode="cluster", environ={})
+    # Spark on Kubernetes is a SparkApplication run by SparkKubernetesOperator, not spark-submit from the worker.
+    with pytest.raises(SparkSubmitError, match="set FLINKTUNE_SPARK_SUBMIT=kubernetes"):
+        spark_submit_command("demo", master="k8s://https://k8s:6443", deploy_mode="client", environ={})
     with pytest.raises(SparkSubmitError, match="cluster master"):
         spark_submit_command("demo", master="local[2]", deploy_mode="cluster", environ={})
 
