@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any, ClassVar
+from urllib.parse import urlparse
 
 import pytest
 from kubernetes.client import ApiClient
@@ -83,7 +88,9 @@ def test_kubernetes_pod_operator_renders_the_trainer_pod_valid_restricted_and_wi
     assert container["resources"] == {"limits": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "2"},
                                       "requests": {"cpu": "2", "memory": "8Gi"}}  # fmt: skip
     env = {e["name"]: e for e in container["env"]}
-    assert env["FLINKTUNE_MLFLOW_TRACKING_URI"]["valueFrom"] == {"secretKeyRef": {"name": "flinktune-mlflow", "key": "tracking-uri"}}
+    assert env["FLINKTUNE_MLFLOW_TRACKING_URI"]["valueFrom"] == {
+        "secretKeyRef": {"name": "flinktune-mlflow", "key": "tracking-uri"}
+    }
     assert env["FLINKTUNE_VAR_DIR"]["value"] == "/var/flinktune" and env["FLINKTUNE_DEVICE"]["value"] == "cuda"
     assert "FLINKTUNE_TRAINING" not in env
 
@@ -121,7 +128,9 @@ def test_spark_kubernetes_operator_submits_a_restricted_spark_application_on_the
     assert all(isinstance(v, str) for v in spec["sparkConf"].values()), "sparkConf is a map of strings"
     assert spec["sparkConf"]["spark.sql.shuffle.partitions"] == "8" and spec["executor"]["instances"] == 3
     assert spec["volumes"] == [{"name": "var", "persistentVolumeClaim": {"claimName": "flinktune-var"}}]
-    assert spec["driver"]["serviceAccount"] == "flinktune-spark-driver" and spec["executor"]["serviceAccount"] == "flinktune-spark"
+    assert (
+        spec["driver"]["serviceAccount"] == "flinktune-spark-driver" and spec["executor"]["serviceAccount"] == "flinktune-spark"
+    )
     for role in ("driver", "executor"):
         side = spec[role]
         assert side["volumeMounts"] == [{"name": "var", "mountPath": "/var/flinktune"}], role
@@ -137,6 +146,172 @@ def test_the_spark_application_names_its_missing_image_and_matches_the_spark_ima
     with pytest.raises(SparkApplicationError, match="needs FLINKTUNE_SPARK_IMAGE"):
         spark_application("ysb", environ={})
     with pytest.raises(SparkApplicationError, match=r"spark\.executor\.instances must be an integer"):
-        spark_application("ysb", environ={"FLINKTUNE_SPARK_IMAGE": "x:1", "FLINKTUNE_SPARK_CONF": '{"spark.executor.instances": "many"}'})
+        spark_application(
+            "ysb", environ={"FLINKTUNE_SPARK_IMAGE": "x:1", "FLINKTUNE_SPARK_CONF": '{"spark.executor.instances": "many"}'}
+        )
     base = re.search(r"^FROM apache/spark:(\S+)-python3$", (ROOT / "docker" / "Dockerfile.spark-job").read_text(), re.M)
     assert base and base.group(1) == SPARK_IMAGE_VERSION, "sparkVersion must be the Spark of the job's image"
+
+
+# --- The operators' own calls, run for real against a recording stand-in of the API server ---------
+
+
+class _RecordingApiServer(BaseHTTPRequestHandler):
+    """Answers what the two operators ask (pods, their log, SparkApplications) and records each request.
+
+    A created pod has ended at once (``phase``: Succeeded or Failed); a created SparkApplication
+    has a driver pod that ended the same way. Class attributes are reset by :func:`_serve`.
+    """
+
+    calls: ClassVar[list[tuple[str, str, str]]] = []
+    bodies: ClassVar[list[dict]] = []
+    pods: ClassVar[dict[str, dict]] = {}
+    apps: ClassVar[dict[str, dict]] = {}
+    phase = "Succeeded"
+
+    def log_message(self, *args: object) -> None:  # keep the test output quiet
+        pass
+
+    def _send(self, obj: object, code: int = 200, ctype: str = "application/json") -> None:
+        data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _record(self) -> tuple[str, list[str]]:
+        url = urlparse(self.path)
+        self.calls.append((self.command, url.path, url.query))
+        return url.path, url.path.strip("/").split("/")
+
+    def _ended(self, pod: dict) -> dict:
+        failed = self.phase == "Failed"
+        state = {"exitCode": int(failed), "reason": "Error" if failed else "Completed", "startedAt": _T0, "finishedAt": _T0}
+        pod["metadata"]["creationTimestamp"] = _T0
+        pod["status"] = {"phase": self.phase, "startTime": _T0, "containerStatuses": [
+            {"name": pod["spec"]["containers"][0]["name"], "ready": False, "restartCount": 0, "image": "i", "imageID": "i",
+             "state": {"terminated": state}}]}  # fmt: skip
+        self.pods[pod["metadata"]["name"]] = pod
+        return pod
+
+    def do_GET(self) -> None:
+        path, parts = self._record()
+        if parts[-1] in ("pods", "events"):
+            return self._send({"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []})
+        if parts[-1] == "log":
+            return self._send(f'{_T0} {{"model_name": "m", "version": "3"}}\n'.encode(), ctype="text/plain")
+        if "sparkapplications" in path:
+            return self._send({**self.apps[parts[-2]], "status": {"applicationState": {"state": "RUNNING"}}})
+        return self._send(self.pods[parts[-1]]) if parts[-1] in self.pods else self._send({"kind": "Status"}, 404)
+
+    def do_POST(self) -> None:
+        path, _ = self._record()
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.bodies.append(json.loads(json.dumps(body)))
+        if path.endswith("/sparkapplications"):
+            self.apps[body["metadata"]["name"]] = body
+            labels = body["spec"]["driver"]["labels"]
+            self._ended({"metadata": {"name": f"{body['metadata']['name']}-driver", "namespace": "flinktune", "labels": labels},
+                         "spec": {"containers": [{"name": "spark-kubernetes-driver", "image": "i"}]}})  # fmt: skip
+            return self._send(body, 201)
+        return self._send(self._ended(body), 201)
+
+    def do_PATCH(self) -> None:
+        _, parts = self._record()
+        self.rfile.read(int(self.headers["Content-Length"]))
+        return self._send(self.pods[parts[-1]])
+
+    def do_DELETE(self) -> None:
+        path, parts = self._record()
+        return self._send((self.apps if "sparkapplications" in path else self.pods).pop(parts[-1], {}))
+
+
+_T0 = "2026-11-26T12:00:00Z"
+
+
+@pytest.fixture
+def api_server() -> Iterator[tuple[type[_RecordingApiServer], Any]]:
+    """The recording server on a free local port, and a kubernetes ApiClient pointed at it."""
+    from kubernetes import client
+
+    handler = type("Recorder", (_RecordingApiServer,), {"calls": [], "bodies": [], "pods": {}, "apps": {}})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    config = client.Configuration()
+    config.host = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        yield handler, client.ApiClient(config)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _rbac(method: str, path: str, query: str) -> tuple[str, str, str, str]:
+    """(namespace, API group, resource, verb) the API server checks for one request."""
+    parts = path.strip("/").split("/")
+    group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
+    namespace, resource, name, sub = rest[1], rest[2], rest[3] if len(rest) > 3 else None, rest[4] if len(rest) > 4 else None
+    if method == "GET":
+        verb = "watch" if "watch=true" in query.lower() else ("get" if name else "list")
+    else:
+        verb = {"POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete" if name else "deletecollection"}[method]
+    return namespace, group, f"{resource}/{sub}" if sub else resource, verb
+
+
+def _run(op: Any, api_client: Any, monkeypatch: pytest.MonkeyPatch, xcom: Any = None) -> tuple[Any, list]:
+    """Run ``op.execute`` as the worker would, its API clients pointed at the recording server."""
+    from kubernetes import client
+
+    from flinktune.orchestration.dag_tasks import k8s_operators
+
+    marked: list = []
+    monkeypatch.setattr(k8s_operators, "task_params", lambda params: dict(params))  # Airflow's checks: tests/dags
+    monkeypatch.setattr(k8s_operators, "mark_outlets", lambda job, *assets: marked.append((job, [a.uri for a in assets])))
+    core = client.CoreV1Api(api_client)
+    hook = SimpleNamespace(is_in_cluster=True, core_v1_client=core, get_namespace=lambda: None)
+    op.__dict__.update(client=core, hook=hook, custom_obj_api=client.CustomObjectsApi(api_client))
+    pushed: dict = {}
+    ti = SimpleNamespace(dag_id="flinktune_x", task_id=op.task_id, map_index=-1, try_number=1,
+                         xcom_push=lambda key, value: pushed.update({key: value}), xcom_pull=lambda task_ids: xcom)  # fmt: skip
+    context = {"ti": ti, "task_instance": ti, "run_id": "manual__2026", "dag": SimpleNamespace(),
+               "params": {"job": "ysb", "start_ms": None, "end_ms": None}}  # fmt: skip
+    return op.execute(context), marked
+
+
+def test_the_operators_calls_against_an_api_server_are_exactly_granted_to_the_worker(
+    production: dict, api_server: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow.providers.common.compat.sdk import AirflowException
+
+    from tests.docker.test_rbac_covers_calls import deployment, grants
+
+    server, api_client = api_server
+    granted = grants(deployment()[0])
+    # The trainer pod: found (none to reattach to), created, read, its log streamed, deleted.
+    _, marked = _run(trainer_pod_task("surrogate"), api_client, monkeypatch)
+    [created] = [c for c in server.calls if c[0] == "POST"]
+    assert created[1] == "/api/v1/namespaces/flinktune/pods" and marked == [("ysb", ["flinktune://models/champions"])]
+    [pod] = server.bodies
+    validate_manifest(pod, "the trainer pod as POSTed")  # what the API server received, not just what was built
+    assert restricted_violations(pod["spec"]) == [] and SECRET_URI not in json.dumps(pod)
+    assert [c[0] for c in server.calls].count("DELETE") == 1, "the pod is deleted at the end"
+    # A failed trainer pod fails the task, and is deleted too.
+    server.phase = "Failed"
+    with pytest.raises(AirflowException):
+        _run(trainer_pod_task("forecaster"), api_client, monkeypatch)
+    assert server.calls[-1][0] == "DELETE" and not server.pods
+    # The ETL: the SparkApplication created on the window simulate returned, its status read, its driver followed, deleted.
+    server.phase = "Succeeded"
+    _, marked = _run(etl_spark_task(), api_client, monkeypatch, xcom={"start_ms": 5, "end_ms": 9})
+    posted = [c for c in server.calls if c[0] == "POST" and "sparkapplications" in c[1]]
+    assert posted == [("POST", "/apis/sparkoperator.k8s.io/v1beta2/namespaces/flinktune/sparkapplications", "")]
+    assert not server.apps and marked == [("ysb", ["flinktune://lake/features_10s", "flinktune://lake/features_1m"])]
+    app = server.bodies[-1]
+    assert app["kind"] == "SparkApplication" and app["spec"]["arguments"] == ["--job", "ysb", "--start-ms", "5", "--end-ms", "9"]
+    assert app["spec"]["driver"]["labels"]["task_id"] == "etl_features", "labels the operator finds the driver by"
+    needed = {_rbac(*c) for c in server.calls}
+    assert not needed - granted, f"the operators call {sorted(needed - granted)}, not granted to the worker"
+    assert {r for _, _, r, _ in needed} == {"pods", "pods/log", "sparkapplications", "sparkapplications/status"}
