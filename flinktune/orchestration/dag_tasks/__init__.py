@@ -8,8 +8,12 @@ Import from the submodules (this package imports nothing, so loading one never l
   by ``dags/`` (imports the Airflow task SDK: DAG files only).
 - :mod:`~flinktune.orchestration.dag_tasks.triggers`: what a run may do given how it was started
   (unknown conf keys, ``dry_run`` per run type, the job an asset-triggered run acts on).
-- :mod:`~flinktune.orchestration.dag_tasks.trainer_pod`, :mod:`~flinktune.orchestration.dag_tasks.spark_submit`:
-  production training (a GPU pod) and ETL (``spark-submit``).
+- :mod:`~flinktune.orchestration.dag_tasks.trainer_pod`, :mod:`~flinktune.orchestration.dag_tasks.spark_application`:
+  the specs of production training (a GPU pod) and ETL (a SparkApplication) on Kubernetes, which
+  :mod:`~flinktune.orchestration.dag_tasks.k8s_operators` runs with the cncf.kubernetes provider's
+  ``KubernetesPodOperator`` and ``SparkKubernetesOperator`` (imports the provider: DAG files only,
+  under those back ends).
+- :mod:`~flinktune.orchestration.dag_tasks.spark_submit`: the ETL through ``spark-submit`` to a standalone cluster.
 """
 
 __all__: list[str] = []
