@@ -56,6 +56,15 @@ for dag in bag.dags.values():
             "pool": t.pool,
         } for t in dag.tasks},
     }
+out["serialize_errors"] = {}
+if provider_import_s is not None:  # what the dag-processor stores and the scheduler reads back
+    from airflow.serialization.serialized_objects import DagSerialization
+    for dag in bag.dags.values():
+        try:
+            back = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+            out["dags"][dag.dag_id]["serialized_types"] = {t.task_id: t.task_type for t in back.tasks}
+        except Exception as exc:
+            out["serialize_errors"][dag.dag_id] = f"{type(exc).__name__}: {exc}"
 for dag_id, name, value in probes:
     try:
         bag.dags[dag_id].params.get_param(name).resolve(value)
@@ -209,7 +218,7 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
 
 def test_on_kubernetes_training_and_etl_are_the_providers_operators_wired_the_same(inspected: dict, inspected_on_kubernetes: dict) -> None:
     k8s = inspected_on_kubernetes
-    assert k8s["import_errors"] == {} and set(k8s["dags"]) == DAG_IDS
+    assert k8s["import_errors"] == {} and set(k8s["dags"]) == DAG_IDS and k8s["serialize_errors"] == {}
     assert k8s["heavy_loaded"] == [], "the provider's operators import no job or heavy library at parse time"
     # The provider (the kubernetes client, mostly) is imported once per parsing process, ~1-3 s on
     # 2 busy cores, timed apart; each file's own parse keeps the embedded budget.
@@ -221,6 +230,7 @@ def test_on_kubernetes_training_and_etl_are_the_providers_operators_wired_the_sa
     for (dag_id, task_id), kind in kinds.items():
         task, embedded = k8s["dags"][dag_id]["tasks"][task_id], inspected["dags"][dag_id]["tasks"][task_id]
         assert task["type"] == kind and embedded["type"] != kind, f"{dag_id}.{task_id}"
+        assert k8s["dags"][dag_id]["serialized_types"][task_id] == kind, "serialized and read back as the scheduler does"
         # The same place in the DAG: upstream, assets, trigger rule, retries and timeout as the in-process task.
         for key in ("upstream", "outlets", "trigger_rule", "retries", "retry_delay_s", "timeout_s", "max_active_tis_per_dag"):
             assert task[key] == embedded[key], f"{dag_id}.{task_id}: {key} {task[key]!r} != {embedded[key]!r}"
