@@ -8,8 +8,10 @@ before any task starts.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from airflow.sdk import Asset, Param
 
@@ -27,6 +29,7 @@ __all__ = [
     "START_DATE",
     "TAGS",
     "TRAINING",
+    "DagBackends",
     "backends",
     "default_args",
     "dry_run_param",
@@ -89,18 +92,37 @@ START_DATE = datetime(2025, 1, 1, tzinfo=UTC)
 TAGS = ["flinktune"]
 
 
-def backends() -> Any:
-    """The back-end switches (:class:`flinktune.settings.BackendSettings`), read when a DAG file is parsed.
+class DagBackends(NamedTuple):
+    """The two back-end switches that change a DAG's shape (see :func:`backends`)."""
 
-    ``FLINKTUNE_TRAINING=kubernetes`` and ``FLINKTUNE_SPARK_SUBMIT=kubernetes`` make the training and
-    ETL tasks provider operators (:mod:`flinktune.orchestration.dag_tasks.k8s_operators`); a bad value
-    is an import error of the DAG file naming the variable.
+    training: str
+    spark_submit: str
+
+
+# Must equal the values flinktune.settings.BackendSettings accepts (a test checks it); literals, as
+# importing the settings (pydantic-settings) at parse time would cost most of the parse budget.
+_DAG_BACKENDS = {
+    "FLINKTUNE_TRAINING": ("in_process", "kubernetes"),
+    "FLINKTUNE_SPARK_SUBMIT": ("", "client", "cluster", "kubernetes"),
+}
+
+
+def backends(environ: Mapping[str, str] | None = None) -> DagBackends:
+    """``FLINKTUNE_TRAINING`` and ``FLINKTUNE_SPARK_SUBMIT``, read when a DAG file is parsed.
+
+    Their ``kubernetes`` values make the training and ETL tasks provider operators
+    (:mod:`flinktune.orchestration.dag_tasks.k8s_operators`), so they must be the same for the
+    dag-processor and the workers. A bad value is an import error of the DAG file naming the variable,
+    as :func:`flinktune.backends.choice.load_backends` words it.
     """
-    # Not flinktune.backends.choice.load_backends: the flinktune.backends package pulls in scipy,
-    # which would blow the parse budget; the settings group alone is light.
-    from flinktune.settings import BackendSettings, read_group
-
-    return read_group(BackendSettings)
+    env = os.environ if environ is None else environ
+    values = []
+    for name, allowed in _DAG_BACKENDS.items():
+        value = env.get(name, "").strip().lower() or allowed[0]
+        if value not in allowed:
+            raise ValueError(f"{name}={env[name]!r}: must be {' or '.join(repr(a) for a in allowed)}")
+        values.append(value)
+    return DagBackends(*values)
 
 
 def job_param(default: str = "demo") -> Param:

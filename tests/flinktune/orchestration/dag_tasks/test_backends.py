@@ -25,6 +25,24 @@ def test_defaults_are_the_embedded_setup_and_bad_values_name_the_variable() -> N
         load_backends({"FLINKTUNE_TRAINING": "gpu"})
 
 
+def test_the_dag_files_read_the_switches_as_load_backends_does() -> None:
+    from typing import get_args
+
+    from flinktune.orchestration.dag_tasks.dag_wiring import _DAG_BACKENDS, backends
+    from flinktune.settings import BackendSettings
+
+    fields = BackendSettings.model_fields
+    assert _DAG_BACKENDS["FLINKTUNE_TRAINING"] == get_args(fields["training"].annotation)
+    assert _DAG_BACKENDS["FLINKTUNE_SPARK_SUBMIT"] == get_args(fields["spark_submit"].annotation)
+    for env in ({}, {"FLINKTUNE_TRAINING": " Kubernetes", "FLINKTUNE_SPARK_SUBMIT": "KUBERNETES"}, {"FLINKTUNE_SPARK_SUBMIT": "client"}):
+        wanted = load_backends(env)
+        assert backends(env) == (wanted.training, wanted.spark_submit), env
+    with pytest.raises(ValueError, match="FLINKTUNE_SPARK_SUBMIT='k8s': must be '' or 'client' or 'cluster' or 'kubernetes'"):
+        backends({"FLINKTUNE_SPARK_SUBMIT": "k8s"})
+    with pytest.raises(BackendError):
+        load_backends({"FLINKTUNE_SPARK_SUBMIT": "k8s"})
+
+
 def test_trainer_pod_requests_gpus_on_gpu_nodes_and_is_a_valid_v1_pod() -> None:
     env = {"FLINKTUNE_TRAINER_IMAGE": "reg/flinktune-trainer:0.1.0", "FLINKTUNE_TRAINER_GPUS": "2",
            "FLINKTUNE_TRAINER_NODE_SELECTOR": '{"pool": "gpu-a100"}', "FLINKTUNE_TRAINER_SECRET": "s3-creds",
