@@ -4,6 +4,7 @@ Each function is one task's body: it resolves :func:`flinktune.backends.choice.l
 and settings at run time, imports the job it needs lazily (DAG files must parse fast), and returns
 a JSON-ready dict or list (the task's XCom). Errors name the param, variable or file at fault.
 
+- :func:`extract_prometheus_window`: the last schedule period of a job's metrics from Prometheus.
 - :func:`etl_features`: in-process Spark, or ``spark-submit`` (:mod:`.spark_submit`).
 - :func:`train`: ``jobs.train_<model>`` in process, or in a GPU pod (:mod:`.trainer_pod`).
 - :func:`suggest_profile_configs` / :func:`profile_config`: the profiling DAG's mapped runs.
@@ -21,7 +22,16 @@ from typing import Any
 
 from flinktune.backends.choice import load_backends
 
-__all__ = ["etl_features", "profile_config", "profile_request", "profile_requests", "replay", "suggest_profile_configs", "train"]
+__all__ = [
+    "etl_features",
+    "extract_prometheus_window",
+    "profile_config",
+    "profile_request",
+    "profile_requests",
+    "replay",
+    "suggest_profile_configs",
+    "train",
+]
 
 
 def _settings() -> Any:
@@ -43,6 +53,28 @@ def etl_features(job: str, start_ms: int | None = None, end_ms: int | None = Non
         job, master=settings.spark_master, deploy_mode=backends.spark_submit, start_ms=start_ms, end_ms=end_ms
     )
     return run_spark_submit(cmd)
+
+
+def extract_prometheus_window(
+    job: str, start_ms: int | None, end_ms: int | None, *, every_s: float, conn_id: str | None = None, now_ms: int | None = None
+) -> dict[str, Any]:
+    """Extract ``job``'s metrics from Prometheus into the raw lake (``jobs.extract_metrics``); the
+    extraction's summary with the window, which the ETL then curates.
+
+    Without ``start_ms``/``end_ms`` (the schedule's runs) the window is the last whole period of
+    ``every_s`` seconds before now, aligned on the period, so consecutive runs extract adjacent
+    windows with neither overlap nor gap (and a rerun of the same period replaces its files).
+    """
+    import time
+
+    from jobs import extract_metrics
+
+    period_ms = int(every_s * 1000)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    end = end_ms if end_ms is not None else (now // period_ms) * period_ms
+    start = start_ms if start_ms is not None else end - period_ms
+    summary = extract_metrics.run(job=job, source="prometheus", start_ms=start, end_ms=end, settings=_settings(), conn_id=conn_id)
+    return {**summary, "job": job, "start_ms": start, "end_ms": end}
 
 
 def train(model: str, job: str, *, run_key: str = "") -> dict[str, Any]:
