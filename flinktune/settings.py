@@ -287,6 +287,7 @@ class PrometheusSettings(BaseSettings):
     token: SecretStr | None = Field(None, description="Bearer token (optional).")
     user: str = Field("", description="Basic-auth user (optional, with the password).")
     password: SecretStr | None = Field(None, description="Basic-auth password.")
+    bin: Path | None = Field(None, description="The prometheus binary the rehearsal starts; default /usr/bin/prometheus.")
     names: Annotated[Literal["default", "flink-operator-gauges"], BeforeValidator(_lower)] = Field(
         "default",
         description="Where the job-level metrics come from: default (Kafka exporter, flinktune_config_*) or "
@@ -378,7 +379,7 @@ def _groups() -> list[type[BaseSettings]]:
 
 
 #: Read by the shell scripts and tests, not by the package; known so that they draw no warning.
-_TOOLING_VARIABLES = ("FLINKTUNE_VENV", "FLINKTUNE_LOCALFLINK_DIR", "FLINKTUNE_DEMETER_ADS", "FLINKTUNE_PROMETHEUS_BIN")
+_TOOLING_VARIABLES = ("FLINKTUNE_VENV", "FLINKTUNE_LOCALFLINK_DIR", "FLINKTUNE_DEMETER_ADS")
 
 
 def known_variables() -> dict[str, str]:

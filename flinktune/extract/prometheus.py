@@ -82,13 +82,22 @@ class LabelMap:
     subtask: str = "subtask_index"
 
 
-def metric_queries(job: str, labels: LabelMap = LabelMap()) -> dict[str, str]:
-    """PromQL per raw metric for ``job`` (see the module docstring for the aggregation)."""
+def _job_selector(job: str, labels: LabelMap) -> str:
+    """The label matcher of ``job``. Flink's Prometheus reporter writes label values with every
+    character outside ``[a-zA-Z0-9:_]`` replaced by ``_`` (job ``bench-small`` is labelled
+    ``bench_small``), other exporters write the name as it is: the matcher takes both spellings."""
     if not _JOB_NAME.match(job):
         raise ExtractError(f"job name {job!r} is not a valid deployment name (it is put in a PromQL selector)")
+    pattern = "".join("[._]" if c == "." else "[-_]" if c == "-" else c for c in job)
+    return f'{labels.job}=~"{pattern}"'
+
+
+def metric_queries(job: str, labels: LabelMap = LabelMap()) -> dict[str, str]:
+    """PromQL per raw metric for ``job`` (see the module docstring for the aggregation)."""
+    job_sel = _job_selector(job, labels)
     out: dict[str, str] = {}
     for metric, info in METRICS.items():
-        sel = f'{info.prometheus}{{{labels.job}="{job}"}}'
+        sel = f"{info.prometheus}{{{job_sel}}}"
         if info.level == "subtask":
             out[metric] = f"sum by ({labels.vertex}, {labels.subtask}) ({sel})"
         elif metric == "jobRunning":
@@ -108,9 +117,7 @@ def operator_gauge_queries(job: str, labels: LabelMap = LabelMap()) -> dict[str,
     ``configParallelism`` counts here (the widest vertex). TaskManager metrics carry no job label,
     so with several jobs on one Prometheus ``cpuLoad`` and ``heapUsedMb`` stay missing.
     """
-    if not _JOB_NAME.match(job):
-        raise ExtractError(f"job name {job!r} is not a valid deployment name (it is put in a PromQL selector)")
-    sel = f'{{{labels.job}="{job}"}}'
+    sel = f"{{{_job_selector(job, labels)}}}"
     op = "flink_taskmanager_job_task_operator_"
     return {
         "workloadRate": f"sum by ({labels.job}) ({op}offeredRate{sel})",

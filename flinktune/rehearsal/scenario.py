@@ -10,6 +10,7 @@ low level after it makes a scale-down right.
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -42,10 +43,10 @@ class RehearsalOptions:
     jobs: tuple[JobPlan, ...] = DEFAULT_JOBS
     policy: str = "ds2"
     latency_target_ms: float = 3000.0
-    ingest_every_s: int = 30
+    ingest_every_s: int = 20
     decide_cron: str = "* * * * *"
     retrain_cron: str = "*/10 * * * *"
-    decision_interval_s: int = 60
+    decision_interval_s: int = 120  # the window each decision reads: the lake lags by up to two ingest periods
     spark_workers: int = 2
     celery_workers: int = 2
 
@@ -56,8 +57,17 @@ def _plan(job: JobPlan, seconds: float) -> RatePlan:
     return RatePlan(((t[0], lo), (t[1], lo), (t[2], hi), (t[3], hi), (t[4], lo), (t[5], lo)), lo, hi)
 
 
+def _celery_runs(logs: Path) -> dict[str, int]:
+    """Per Celery worker, the task workloads it ran to the end (its own log's ``Task execute_workload[...]
+    succeeded`` lines: the worker's word, since a task instance's hostname is the machine's)."""
+    return {
+        f.stem.removeprefix("airflow-"): f.read_text(errors="replace").count("] succeeded in ")
+        for f in sorted(logs.glob("airflow-celery-worker-*.log"))
+    }
+
+
 def _task_summary(topo: Topology) -> dict[str, Any]:
-    """Task instances per DAG and state, and the Celery workers that ran them (their hostnames)."""
+    """Task instances per DAG and state, and the machines that ran them (their hostnames)."""
     api = topo.session()
     out: dict[str, Any] = {"by_dag": {}, "hostnames": {}}
     for dag_id in DAGS:
@@ -98,14 +108,14 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
     try:
         with stack:
             flinktune_env = {
-                "policy": opts.policy,
                 "FLINKTUNE_LATENCY_TARGET_MS": f"{opts.latency_target_ms:g}",
                 "FLINKTUNE_DECISION_INTERVAL_S": str(opts.decision_interval_s),
                 "FLINKTUNE_SCHEDULE_INGEST_EVERY_S": str(opts.ingest_every_s),
                 "FLINKTUNE_SCHEDULE_DECIDE_CRON": opts.decide_cron,
                 "FLINKTUNE_SCHEDULE_RETRAIN_CRON": opts.retrain_cron,
             }
-            topo = start_topology(stack, var_dir, opts.jobs, jar=opts.jar, flinktune_env=flinktune_env,
+            topo = start_topology(stack, var_dir, opts.jobs, jar=opts.jar, flinktune_env=flinktune_env, policy=opts.policy,
+                                  latency_target_ms=opts.latency_target_ms,
                                   spark_workers=opts.spark_workers, celery_workers=opts.celery_workers)  # fmt: skip
             summary["stack_ready_s"] = round(time.monotonic() - t_start)
             seconds = opts.minutes * 60
@@ -150,6 +160,7 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
         summary["interrupted"] = True
     finally:
         signal.signal(signal.SIGTERM, previous)
+    summary["celery_workers_ran"] = _celery_runs(var_dir / "logs")
     summary["left_running"] = _left_running(summary)
     summary["wall_s"] = round(time.monotonic() - t_start)
     path = write_report(var_dir / "rehearsal", summary)
@@ -157,18 +168,20 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
     return summary
 
 
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, an exited child not yet reaped, does not count)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)  # reap our own children (the Flink JVMs this process started)
+    except ChildProcessError:
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def _left_running(summary: dict[str, Any]) -> list[int]:
     """PIDs of this run still alive after the stop (should be none)."""
-    import os
-
     pids = list(summary.get("pids", {}).values()) + [p for ps in summary.get("flink_pids", {}).values() for p in ps if p]
-    alive = []
-    for pid in pids:
-        try:
-            os.kill(int(pid), 0)
-            alive.append(int(pid))
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            alive.append(int(pid))
-    return alive
+    return [int(p) for p in pids if _alive(int(p))]

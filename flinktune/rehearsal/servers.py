@@ -87,6 +87,8 @@ class Server:
     proc: subprocess.Popen[bytes]
     log: Path
     ready_s: float = 0.0
+    started: float = 0.0  # time.monotonic() at the start
+    oneshot: bool = False  # a command that ends by design (a migration): its exit is not a failure
 
     @property
     def pid(self) -> int:
@@ -146,26 +148,49 @@ class Stack:
         cwd: Path | None = None,
         ready: Callable[[], bool] | None = None,
         timeout_s: float = 120.0,
+        oneshot: bool = False,
     ) -> Server:
-        """Start ``cmd`` in a new session with its output in ``<logs>/<name>.log``; wait for ``ready``."""
+        """Start ``cmd`` in a new session with its output in ``<logs>/<name>.log``; wait for ``ready``
+        (None: return at once; :meth:`wait_ready` or :meth:`wait_exit` later lets slow starts overlap)."""
         log = self.logs / f"{name}.log"
-        t0 = time.monotonic()
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 list(cmd), env=dict(env) if env is not None else None, cwd=cwd, stdin=subprocess.DEVNULL,
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
-        server = Server(name, proc, log)
+        server = Server(name, proc, log, oneshot=oneshot)
+        server.started = time.monotonic()
         self.servers.append(server)  # registered first: a server that never gets ready is stopped too
-        while ready is not None and not ready():
-            if not server.alive():
-                raise StackError(f"{name} exited with {proc.returncode} while starting; last lines of {log}:\n{server.tail()}")
-            if time.monotonic() - t0 > timeout_s:
-                raise StackError(f"{name} was not ready within {timeout_s:.0f} s; last lines of {log}:\n{server.tail()}")
-            time.sleep(0.5)
-        server.ready_s = time.monotonic() - t0
-        self.log(f"{name} up (PID {proc.pid}, {server.ready_s:.0f} s)")
+        if ready is not None:
+            self.wait_ready(server, ready, timeout_s)
+        elif not oneshot:
+            self.log(f"{name} starting (PID {proc.pid})")
         return server
+
+    def wait_ready(self, server: Server, ready: Callable[[], bool], timeout_s: float = 120.0) -> None:
+        """Wait until ``ready()`` (counted from the start); raise naming the log if it exits or times out."""
+        while not ready():
+            if not server.alive():
+                raise StackError(
+                    f"{server.name} exited with {server.proc.returncode} while starting; last lines of {server.log}:\n{server.tail()}"
+                )
+            if time.monotonic() - server.started > timeout_s:
+                raise StackError(
+                    f"{server.name} was not ready within {timeout_s:.0f} s; last lines of {server.log}:\n{server.tail()}"
+                )
+            time.sleep(0.5)
+        server.ready_s = time.monotonic() - server.started
+        self.log(f"{server.name} up (PID {server.pid}, {server.ready_s:.0f} s)")
+
+    def wait_exit(self, server: Server, timeout_s: float = 600.0) -> None:
+        """Wait for a one-shot command to end; raise naming its log unless it exited with 0."""
+        try:
+            rc = server.proc.wait(timeout=max(1.0, timeout_s - (time.monotonic() - server.started)))
+        except subprocess.TimeoutExpired:
+            raise StackError(f"{server.name} did not finish within {timeout_s:.0f} s; see {server.log}") from None
+        if rc != 0:
+            raise StackError(f"{server.name} failed with exit code {rc}; last lines of {server.log}:\n{server.tail()}")
+        self.log(f"{server.name} done ({time.monotonic() - server.started:.0f} s)")
 
     def on_stop(self, what: str, fn: Callable[[], object]) -> None:
         """Run ``fn`` when the stack stops, after the servers started before it (LIFO with them)."""
@@ -173,7 +198,7 @@ class Stack:
 
     def check(self) -> None:
         """Raise naming any server that has exited."""
-        dead = [s for s in self.servers if not s.alive()]
+        dead = [s for s in self.servers if not s.oneshot and not s.alive()]
         if dead:
             s = dead[0]
             raise StackError(f"{s.name} (PID {s.pid}) exited with {s.proc.returncode}; last lines of {s.log}:\n{s.tail()}")

@@ -24,8 +24,8 @@ from flinktune.config_space import Configuration
 from flinktune.localflink import ClusterSpec, JobControl, LocalFlinkCluster, LocalFlinkRealizer, RateFile
 from flinktune.localflink.attach import Attachment, write_attachment
 from flinktune.localflink.jobcontrol import JobSpec
-from flinktune.orchestration.local.airflow_home import airflow_env, prepare_airflow_home
-from flinktune.rehearsal.servers import Databases, Stack, StackError, free_port, free_port_range, http_ok, tcp_open
+from flinktune.orchestration.local.airflow_home import airflow_env
+from flinktune.rehearsal.servers import Databases, Server, Stack, StackError, free_port, free_port_range, http_ok, tcp_open
 
 __all__ = ["DAGS", "JobPlan", "Topology", "start_topology"]
 
@@ -89,7 +89,9 @@ def _flink(stack: Stack, var_dir: Path, jobs: tuple[JobPlan, ...], jar: Path, re
 
 
 def _prometheus(stack: Stack, var_dir: Path, first: int, n: int) -> str:
-    binary = os.environ.get("FLINKTUNE_PROMETHEUS_BIN") or "/usr/bin/prometheus"
+    from flinktune.settings import PrometheusSettings, read_group
+
+    binary = str(read_group(PrometheusSettings).bin or "/usr/bin/prometheus")
     if not Path(binary).exists():
         raise StackError(f"no Prometheus binary at {binary}: apt-get install prometheus, or set FLINKTUNE_PROMETHEUS_BIN")
     home = var_dir / "prometheus"
@@ -107,15 +109,15 @@ def _prometheus(stack: Stack, var_dir: Path, first: int, n: int) -> str:
     return url
 
 
-def _mlflow(stack: Stack, var_dir: Path, env: dict[str, str], db_url: str) -> str:
+def _mlflow(stack: Stack, var_dir: Path, env: dict[str, str], db_url: str) -> tuple[str, Server]:
+    """Start the MLflow server (not waited for: it takes a minute to import; see :func:`start_topology`)."""
     port = free_port()
     artifacts = var_dir / "mlflow-artifacts"
     artifacts.mkdir(parents=True, exist_ok=True)
-    stack.start("mlflow", [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", db_url,
-                           "--default-artifact-root", artifacts.as_uri(), "--host", "127.0.0.1", "--port", str(port),
-                           "--workers", "1"],
-                env=env, ready=http_ok(f"http://127.0.0.1:{port}/health"), timeout_s=180)  # fmt: skip
-    return f"http://127.0.0.1:{port}"
+    server = stack.start("mlflow", [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", db_url,
+                                    "--default-artifact-root", artifacts.as_uri(), "--host", "127.0.0.1", "--port", str(port),
+                                    "--workers", "1"], env=env)  # fmt: skip
+    return f"http://127.0.0.1:{port}", server
 
 
 def _spark(stack: Stack, var_dir: Path, env: dict[str, str], workers: int) -> str:
@@ -150,8 +152,8 @@ def _spark(stack: Stack, var_dir: Path, env: dict[str, str], workers: int) -> st
     return master
 
 
-def _airflow(stack: Stack, var_dir: Path, env: dict[str, str], db: Databases, celery_workers: int, topo: Topology) -> None:
-    airflow_db = db.create("airflow")
+def _airflow_env(var_dir: Path, env: dict[str, str], airflow_db: str) -> str:
+    """Add the Airflow settings of the deployed topology to ``env``; returns the API's base URL."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     queue = f"rehearsal-{uuid.uuid4().hex[:8]}"  # the machine's Redis is shared: our own queue, our own tasks
@@ -172,11 +174,15 @@ def _airflow(stack: Stack, var_dir: Path, env: dict[str, str], db: Databases, ce
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "20", "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "30",
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
     })  # fmt: skip
-    t0 = time.monotonic()
-    prepare_airflow_home(var_dir, database_url=airflow_db, timeout_s=600)
-    stack.log(f"Airflow metadata migrated on PostgreSQL ({time.monotonic() - t0:.0f} s)")
+    (Path(env["AIRFLOW_HOME"]) / "logs").mkdir(parents=True, exist_ok=True)
+    return base
+
+
+def _airflow(stack: Stack, env: dict[str, str], celery_workers: int, topo: Topology) -> None:
+    base, port = env["AIRFLOW__API__BASE_URL"], env["AIRFLOW__API__PORT"]
+    queue = env["AIRFLOW__OPERATORS__DEFAULT_QUEUE"]
     af = [sys.executable, "-m", "airflow"]
-    stack.start("airflow-api-server", [*af, "api-server", "--port", str(port)], env=env,
+    stack.start("airflow-api-server", [*af, "api-server", "--port", port], env=env,
                 ready=http_ok(f"{base}/api/v2/monitor/health"), timeout_s=300)  # fmt: skip
     stack.start("airflow-scheduler", [*af, "scheduler"], env=env)
     stack.start("airflow-dag-processor", [*af, "dag-processor"], env=env)
@@ -196,6 +202,11 @@ def _airflow(stack: Stack, var_dir: Path, env: dict[str, str], db: Databases, ce
         raise StackError(f"POST {base}/auth/token: HTTP {answer.status_code}: {answer.text[:200]}")
     topo.api, topo.token, topo.queue = base, answer.json()["access_token"], queue
     api = topo.session()
+    # flinktune_decide maps its decide tasks into this pool; Airflow runs no task of a missing pool.
+    pool = api.post(f"{base}/api/v2/pools", json={"name": "flinktune_fleet", "slots": 2,
+                                                  "description": "flinktune jobs deciding at once"}, timeout=30)  # fmt: skip
+    if pool.status_code not in (200, 201, 409):
+        raise StackError(f"could not create the pool flinktune_fleet: HTTP {pool.status_code}: {pool.text[:200]}")
     deadline = time.monotonic() + 300
     for dag_id in DAGS:
         while not api.get(f"{base}/api/v2/dags/{dag_id}", timeout=30).ok:
@@ -215,52 +226,56 @@ def start_topology(
     *,
     jar: Path,
     flinktune_env: dict[str, str],
+    policy: str = "ds2",
+    latency_target_ms: float = 3000.0,
     spark_workers: int = 2,
     celery_workers: int = 2,
 ) -> Topology:
     """Start every part (see the module docstring); ``flinktune_env`` are the ``FLINKTUNE_*`` schedule
-    and goal settings the workers run with. Databases are dropped when the stack stops."""
+    and goal settings the workers run with; ``policy`` and ``latency_target_ms`` go in the fleet file
+    of both jobs. Databases are dropped when the stack stops.
+
+    The slow Python starts (MLflow's server, Airflow's database migration: a minute each on two
+    shared cores) run while the Flink clusters and Spark come up, and are waited for after them.
+    """
     var_dir = var_dir.resolve()
     db = Databases()
     stack.on_stop("throwaway PostgreSQL databases dropped", db.drop)
     if not tcp_open(6379):
         raise StackError("no Redis at 127.0.0.1:6379 (the Celery broker)")
-    mlflow_db = db.create("mlflow")
-    reporter_base = free_port_range(_REPORTER_PORTS * len(jobs))
-    topo = Topology(var_dir, {}, "", "")
-    _flink(stack, var_dir, jobs, jar, reporter_base, topo)
-    topo.prometheus = _prometheus(stack, var_dir, reporter_base, _REPORTER_PORTS * len(jobs))
+    mlflow_db, airflow_db = db.create("mlflow"), db.create("airflow")
     base_env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true",
                 "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}  # fmt: skip
-    mlflow_url = _mlflow(stack, var_dir, base_env, mlflow_db)
-    topo.spark_master = _spark(stack, var_dir, base_env, spark_workers)
+    mlflow_url, mlflow = _mlflow(stack, var_dir, base_env, mlflow_db)
     fleet = var_dir / "fleet.yaml"
-    policy = flinktune_env.pop("policy", "ds2")
-    target = flinktune_env.get("FLINKTUNE_LATENCY_TARGET_MS", "3000")
-    fleet.write_text(
-        "jobs:\n" + "".join(f"  - name: {j.name}\n    policy: {policy}\n    latency_target_ms: {target}\n" for j in jobs)
-    )
+    fleet.parent.mkdir(parents=True, exist_ok=True)
+    fleet.write_text("jobs:\n" + "".join(f"  - name: {j.name}\n    policy: {policy}\n    latency_target_ms: {latency_target_ms:g}\n"
+                                        for j in jobs))  # fmt: skip
     env = {
         **base_env,
         "FLINKTUNE_VAR_DIR": str(var_dir),
         "FLINKTUNE_CLUSTER": "local-flink",
         "FLINKTUNE_FLINK_JOBS_DIR": str(var_dir / "flink" / "jobs"),
         "FLINKTUNE_FLEET_FILE": str(fleet),
-        "FLINKTUNE_PROMETHEUS_URL": topo.prometheus,
         "FLINKTUNE_PROMETHEUS_NAMES": "flink-operator-gauges",
         "FLINKTUNE_MLFLOW_TRACKING_URI": mlflow_url,
-        "FLINKTUNE_SPARK_MASTER": topo.spark_master,
-        "FLINKTUNE_SPARK_CONF": json.dumps(
-            {
-                "spark.executor.memory": "512m",
-                "spark.executor.cores": "1",
-                "spark.cores.max": str(spark_workers),
-                "spark.driver.host": "127.0.0.1",
-                "spark.driver.bindAddress": "127.0.0.1",
-            }
-        ),
         **flinktune_env,
     }
-    _airflow(stack, var_dir, env, db, celery_workers, topo)
-    topo.env = env
+    _airflow_env(var_dir, env, airflow_db)
+    migrate = stack.start("airflow-db-migrate", [sys.executable, "-m", "airflow", "db", "migrate"], env=env, oneshot=True)
+    reporter_base = free_port_range(_REPORTER_PORTS * len(jobs))
+    topo = Topology(var_dir, env, "", "")
+    _flink(stack, var_dir, jobs, jar, reporter_base, topo)
+    topo.prometheus = _prometheus(stack, var_dir, reporter_base, _REPORTER_PORTS * len(jobs))
+    topo.spark_master = _spark(stack, var_dir, base_env, spark_workers)
+    env.update({
+        "FLINKTUNE_PROMETHEUS_URL": topo.prometheus,
+        "FLINKTUNE_SPARK_MASTER": topo.spark_master,
+        "FLINKTUNE_SPARK_CONF": json.dumps({"spark.executor.memory": "512m", "spark.executor.cores": "1",
+                                            "spark.cores.max": str(spark_workers), "spark.driver.host": "127.0.0.1",
+                                            "spark.driver.bindAddress": "127.0.0.1"}),
+    })  # fmt: skip
+    stack.wait_ready(mlflow, http_ok(f"{mlflow_url}/health"), timeout_s=300)
+    stack.wait_exit(migrate, timeout_s=600)
+    _airflow(stack, env, celery_workers, topo)
     return topo
