@@ -272,7 +272,7 @@ def start_topology(
         "FLINKTUNE_PROMETHEUS_URL": topo.prometheus,
         "FLINKTUNE_SPARK_MASTER": topo.spark_master,
         "FLINKTUNE_SPARK_CONF": json.dumps({"spark.executor.memory": "512m", "spark.executor.cores": "1",
-                                            "spark.cores.max": str(spark_workers), "spark.driver.host": "127.0.0.1",
+                                            "spark.cores.max": "1", "spark.driver.host": "127.0.0.1",
                                             "spark.driver.bindAddress": "127.0.0.1"}),
     })  # fmt: skip
     stack.wait_ready(mlflow, http_ok(f"{mlflow_url}/health"), timeout_s=300)

@@ -55,25 +55,41 @@ def etl_features(job: str, start_ms: int | None = None, end_ms: int | None = Non
     return run_spark_submit(cmd)
 
 
+#: How far back a scheduled extraction catches up after missed runs (older gaps stay gaps).
+MAX_CATCH_UP_S = 3600
+
+
 def extract_prometheus_window(
     job: str, start_ms: int | None, end_ms: int | None, *, every_s: float, conn_id: str | None = None, now_ms: int | None = None
 ) -> dict[str, Any]:
     """Extract ``job``'s metrics from Prometheus into the raw lake (``jobs.extract_metrics``); the
     extraction's summary with the window, which the ETL then curates.
 
-    Without ``start_ms``/``end_ms`` (the schedule's runs) the window is the last whole period of
-    ``every_s`` seconds before now, aligned on the period, so consecutive runs extract adjacent
-    windows with neither overlap nor gap (and a rerun of the same period replaces its files).
+    Without ``start_ms``/``end_ms`` (the schedule's runs) the window ends at the last whole period
+    of ``every_s`` seconds before now (aligned, so a rerun replaces the same files) and starts where
+    the previous extraction of this job ended (a watermark next to the state store), so runs that
+    were late or skipped leave no gap; without a watermark, or one older than
+    :data:`MAX_CATCH_UP_S`, it is one period.
     """
+    import json
     import time
 
+    from flinktune.lake.atomic import atomic_write
     from jobs import extract_metrics
 
+    settings = _settings()
     period_ms = int(every_s * 1000)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     end = end_ms if end_ms is not None else (now // period_ms) * period_ms
-    start = start_ms if start_ms is not None else end - period_ms
-    summary = extract_metrics.run(job=job, source="prometheus", start_ms=start, end_ms=end, settings=_settings(), conn_id=conn_id)
+    mark = Path(settings.state_db).parent / "extract" / f"{job}.json"
+    start = start_ms
+    if start is None:
+        last = json.loads(mark.read_text()).get("end_ms") if mark.is_file() else None
+        start = int(last) if isinstance(last, int) and end - MAX_CATCH_UP_S * 1000 <= last < end else end - period_ms
+    summary = extract_metrics.run(job=job, source="prometheus", start_ms=start, end_ms=end, settings=settings, conn_id=conn_id)
+    if start_ms is None and end_ms is None:
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(mark, json.dumps({"end_ms": end}).encode())
     return {**summary, "job": job, "start_ms": start, "end_ms": end}
 
 

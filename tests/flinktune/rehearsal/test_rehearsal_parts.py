@@ -23,7 +23,7 @@ def test_an_attachment_round_trips_and_a_missing_one_names_the_file(tmp_path: Pa
     path = write_attachment(tmp_path, a)
     assert path.name == "bench-small.json" and read_attachment(tmp_path, "bench-small") == a
     assert a.space().parallelism == (1, 2) and a.space().task_slots == (1,)
-    with pytest.raises(AttachError, match="no attachment .*other.json"):
+    with pytest.raises(AttachError, match=r"no attachment .*other\.json"):
         read_attachment(tmp_path, "other")
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(AttachError, match="not a job attachment"):
@@ -40,7 +40,7 @@ def test_operator_gauges_override_the_kafka_and_config_names_and_refuse_a_bad_jo
         operator_gauge_queries('x"} or vector(1) or {a="')
 
 
-def test_the_prometheus_window_is_the_last_whole_period(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_prometheus_window_is_the_last_period_then_catches_up(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from flinktune.orchestration.dag_tasks import tasks
 
     calls = []
@@ -52,12 +52,18 @@ def test_the_prometheus_window_is_the_last_whole_period(monkeypatch: pytest.Monk
     import jobs.extract_metrics
 
     monkeypatch.setattr(jobs.extract_metrics, "run", fake_run)
-    got = tasks.extract_prometheus_window("j", None, None, every_s=30, now_ms=1_000_045_123)
-    assert (got["start_ms"], got["end_ms"]) == (999_990_000, 1_000_020_000)
-    assert got["end_ms"] % 30_000 == 0 and got["end_ms"] - got["start_ms"] == 30_000 and got["end_ms"] <= 1_000_045_123
-    assert calls[0]["source"] == "prometheus" and calls[0]["start_ms"] == got["start_ms"]
+    monkeypatch.setenv("FLINKTUNE_VAR_DIR", str(tmp_path))
+    first = tasks.extract_prometheus_window("j", None, None, every_s=30, now_ms=1_000_045_123)
+    assert (first["start_ms"], first["end_ms"]) == (999_990_000, 1_000_020_000)  # the last whole period
+    assert calls[0]["source"] == "prometheus" and calls[0]["start_ms"] == first["start_ms"]
+    late = tasks.extract_prometheus_window("j", None, None, every_s=30, now_ms=1_000_125_000)
+    assert (late["start_ms"], late["end_ms"]) == (1_000_020_000, 1_000_110_000), "a late run leaves no gap"
     explicit = tasks.extract_prometheus_window("j", 5, 10, every_s=30)
     assert (explicit["start_ms"], explicit["end_ms"]) == (5, 10)
+    again = tasks.extract_prometheus_window("j", None, None, every_s=30, now_ms=1_000_145_000)
+    assert again["start_ms"] == 1_000_110_000, "an explicit window does not move the watermark"
+    long_after = tasks.extract_prometheus_window("j", None, None, every_s=30, now_ms=1_000_145_000 + 2 * 3600 * 1000)
+    assert long_after["end_ms"] - long_after["start_ms"] == 30_000, "no catch-up beyond MAX_CATCH_UP_S"
 
 
 def test_schedules_default_to_production_and_a_bad_cron_is_refused() -> None:
@@ -90,9 +96,8 @@ def test_capacities_come_from_the_run_and_a_missing_size_is_scaled_and_said() ->
 
 def test_the_stack_stops_a_server_that_never_gets_ready(tmp_path: Path) -> None:
     lines: list[str] = []
-    with pytest.raises(StackError, match="sleeper was not ready"):
-        with Stack(tmp_path, log=lines.append) as stack:
-            stack.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"], ready=lambda: False, timeout_s=1)
+    with pytest.raises(StackError, match="sleeper was not ready"), Stack(tmp_path, log=lines.append) as stack:
+        stack.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"], ready=lambda: False, timeout_s=1)
     stopped = [line for line in lines if line.startswith("sleeper stopped (PID ")]
     assert stopped, lines
     pid = int(stopped[0].split("PID ")[1].rstrip(")"))

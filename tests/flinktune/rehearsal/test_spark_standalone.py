@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +25,14 @@ from flinktune.rehearsal.stack import _spark
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(420)]
 REPO = Path(__file__).resolve().parents[3]
 JOB = "standalone"
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 def _etl(var: Path, master: str) -> dict:
@@ -53,9 +62,12 @@ def test_curated_output_on_a_standalone_cluster_equals_local(tmp_path: Path) -> 
         master = _spark(stack, tmp_path, dict(os.environ), workers=2)
         standalone = _etl(tmp_path / "standalone", master)
         pids = [s.pid for s in stack.servers]
-    for pid in pids:  # the stack stopped every process group it started
-        with pytest.raises(ProcessLookupError):
-            os.killpg(pid, 0)
+    gone_by = time.monotonic() + 15  # SIGKILLed executors are reaped by init a moment later
+    left = pids
+    while left and time.monotonic() < gone_by:
+        left = [pid for pid in pids if _group_alive(pid)]
+        time.sleep(0.5)
+    assert left == [], "the stack stopped every process group it started"
     local = _etl(tmp_path / "local", "local[2]")
     for dataset in ("features_10s", "features_1m"):
         a, b = _curated(tmp_path / "standalone", dataset), _curated(tmp_path / "local", dataset)
