@@ -15,6 +15,7 @@ fraction); a parallelism that never ran gets the measured one scaled linearly (s
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import pandas as pd
 
 from flinktune.localflink.audit import Change, judge_changes
 
-__all__ = ["change_verdict", "job_report", "measured_capacities", "write_report"]
+__all__ = ["change_verdict", "job_report", "measured_capacities", "render_markdown", "write_report"]
 
 
 def measured_capacities(raw: pd.DataFrame, parallelisms: tuple[int, ...]) -> tuple[dict[int, float], str]:
@@ -96,9 +97,51 @@ def job_report(job: str, decisions: pd.DataFrame, raw: pd.DataFrame, *, latency_
     }
 
 
+def _num(value: Any, fmt: str = "{:,.0f}") -> str:
+    return "n/a" if value is None or (isinstance(value, float) and not np.isfinite(value)) else fmt.format(value)
+
+
+def render_markdown(summary: dict[str, Any]) -> str:
+    """The run's summary as Markdown: per job the decisions, each change with its verdict, latency
+    against target, downtime and cost against static; then the tasks each part ran."""
+    target = summary.get("latency_target_ms")
+    lines = [f"Rate plan {summary.get('minutes')} min, policy `{summary.get('policy')}`, p95 latency target "
+             f"{_num(target)} ms, schedules {summary.get('schedules')}; stack ready after {summary.get('stack_ready_s')} s, "
+             f"whole run {summary.get('wall_s')} s; left running after the stop: {summary.get('left_running') or 'nothing'}.", ""]  # fmt: skip
+    for name, job in summary.get("jobs", {}).items():
+        plan = job.get("rate_plan", {})
+        lines += [f"### {name}", "",
+                  f"- offered rate {_num(plan.get('low'))} -> {_num(plan.get('high'))} -> {_num(plan.get('low'))} rec/s; "
+                  f"capacity judged against: {job['capacity_source']} "
+                  f"({', '.join(f'p={p}: {_num(c)} rec/s' for p, c in sorted(job['capacity'].items())) or 'none'})",
+                  f"- {job['decisions']} decisions ({job['actions']}), all with a reason: "
+                  f"{job['decisions_with_reason'] == job['decisions']}",
+                  f"- p95 latency median {_num(job['latency_p95_ms_median'])} ms, over target in "
+                  f"{_num(job['latency_over_target_fraction'], '{:.0%}')} of samples",
+                  f"- downtime of all changes {_num(job['downtime_s_total'], '{:.1f}')} s; slots used against a static "
+                  f"deployment at the largest parallelism: {_num(job['cost_vs_static_max'], '{:.0%}')}", ""]  # fmt: skip
+        if job["changes"]:
+            lines += ["| when (UTC) | change | mode | downtime s | verdict | why |", "|---|---|---|---|---|---|"]
+            for v in job["changes"]:
+                c = v["change"]
+                when = time.strftime("%H:%M:%S", time.gmtime(float(c["ts"])))
+                lines.append(f"| {when} | p={c['from_p']} -> p={c['to_p']} | {c['mode']} | {_num(c['downtime_s'], '{:.1f}')} "
+                             f"| **{v['verdict']}** | {v.get('why', '')} |")  # fmt: skip
+            lines.append("")
+        else:
+            lines += [f"No change. Last reasons: {job['last_reasons'][-1:] or 'none'}", ""]
+    lines += [f"Celery workers' finished workloads: {summary.get('celery_workers_ran')}; task instances by state: "
+              f"{summary.get('tasks', {}).get('by_dag')}", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
 def write_report(out: Path, summary: dict[str, Any]) -> Path:
-    """``<out>/rehearsal.json``; returns its path."""
+    """``<out>/rehearsal.json`` and ``<out>/rehearsal.md`` (:func:`render_markdown`); returns the JSON's path."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "rehearsal.json"
     path.write_text(json.dumps(summary, indent=2, default=str))
+    try:
+        (out / "rehearsal.md").write_text(render_markdown(summary))
+    except (KeyError, TypeError, ValueError) as exc:  # a run stopped early has no per-job part: the JSON says what there is
+        (out / "rehearsal.md").write_text(f"No report: the run ended before its outcomes were collected ({exc!r}).\n")
     return path
