@@ -22,7 +22,7 @@ import numpy as np
 
 from flinktune.lake import Lake
 from flinktune.localflink.workload import RatePlan
-from flinktune.rehearsal.servers import Stack
+from flinktune.rehearsal.servers import Stack, session_members
 from flinktune.rehearsal.stack import DAGS, JobPlan, Topology, start_topology
 from flinktune.rehearsal.verdicts import job_report, write_report
 
@@ -31,7 +31,10 @@ __all__ = ["DEFAULT_JOBS", "RehearsalOptions", "rehearse"]
 #: The benchmark job at two sizes, the second twice as costly per record (``work`` is about 1.7 ns an iteration
 #: here: 34 us a record at 20000). Each high level is about what one subtask carries on two idle cores, more
 #: than it carries on this shared machine, so p=1 falls behind and p=2 is due; each low level is a fifth of it.
-DEFAULT_JOBS = (JobPlan("bench-small", work=20000, low=3000, high=20000), JobPlan("bench-large", work=40000, low=1500, high=10000))
+DEFAULT_JOBS = (
+    JobPlan("bench-small", work=20000, low=3000, high=20000),
+    JobPlan("bench-large", work=40000, low=1500, high=10000),
+)
 _PHASES = (0.1, 0.15, 0.3, 0.1, 0.35)  # low, rise, high, fall, low: the last low is long enough to judge a scale-down
 
 
@@ -184,6 +187,9 @@ def _alive(pid: int) -> bool:
 
 
 def _left_running(summary: dict[str, Any]) -> list[int]:
-    """PIDs of this run still alive after the stop (should be none)."""
-    pids = list(summary.get("pids", {}).values()) + [p for ps in summary.get("flink_pids", {}).values() for p in ps if p]
-    return [int(p) for p in pids if _alive(int(p))]
+    """PIDs of this run still alive after the stop (should be none): the servers, every process of
+    their sessions (task runners, Spark drivers) and the Flink JVMs."""
+    servers = list(summary.get("pids", {}).values())
+    pids = servers + [p for ps in summary.get("flink_pids", {}).values() for p in ps if p]
+    pids += [m for sid in servers for m in session_members(int(sid))]
+    return sorted({int(p) for p in pids if _alive(int(p))})

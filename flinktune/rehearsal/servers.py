@@ -1,10 +1,11 @@
 """The rehearsal's servers: each a real process in its own process group, stopped by that group.
 
 Use :class:`Stack` as a context manager: :meth:`Stack.start` runs one command in a new session
-(so its process group holds it and every child it forks: Celery's pool, uvicorn's workers,
-Spark's executors), waits until its readiness check passes, and records it; leaving the block
-(normally, on an error or on Ctrl-C) stops every group in reverse order, SIGTERM then SIGKILL,
-and reports what it stopped. Nothing listens beyond 127.0.0.1 except Flink's Prometheus reporter,
+(so its session holds it and everything it forks: Celery's pool, Airflow's task runners, which
+make process groups of their own, uvicorn's workers, Spark's executors), waits until its
+readiness check passes, and records it; leaving the block (normally, on an error or on Ctrl-C)
+stops every server in reverse order, its process group then the rest of its session, SIGTERM
+then SIGKILL, and reports what it stopped. Nothing listens beyond 127.0.0.1 except Flink's Prometheus reporter,
 which has no bind option (LOCAL_FLINK_NOTES P12).
 
 The PostgreSQL and Redis servers are the machine's (127.0.0.1:5432, trust auth, user ``postgres``;
@@ -25,7 +26,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Databases", "Server", "Stack", "StackError", "free_port", "free_port_range", "http_ok", "tcp_open"]
+__all__ = [
+    "Databases",
+    "Server",
+    "Stack",
+    "StackError",
+    "free_port",
+    "free_port_range",
+    "http_ok",
+    "session_members",
+    "tcp_open",
+]
 
 
 class StackError(RuntimeError):
@@ -79,6 +90,23 @@ def http_ok(url: str) -> Callable[[], bool]:
     return check
 
 
+def session_members(sid: int) -> list[int]:
+    """Live (not zombie) processes of session ``sid``. Every server starts a session of its own, and
+    what it forks stays in it even in another process group: Airflow's task runner makes its own
+    group (and outlives a killed Celery worker with its Spark driver JVM), so a group kill misses it."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":
+            out.append(int(d.name))
+    return out
+
+
 @dataclass
 class Server:
     """One started process group: its name, process, log file and when it became ready."""
@@ -121,6 +149,19 @@ class Server:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        for sig in (signal.SIGTERM, signal.SIGKILL):  # the session's other groups (task runners and their JVMs)
+            members = session_members(self.pid)
+            for pid in members:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + 10
+            while members and time.monotonic() < deadline:
+                time.sleep(0.2)
+                members = session_members(self.pid)
+            if not members:
+                break
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +14,7 @@ import pytest
 from flinktune.extract.prometheus import QUERY_PRESETS, metric_queries, operator_gauge_queries
 from flinktune.extract.sink import ExtractError
 from flinktune.localflink.attach import AttachError, Attachment, read_attachment, write_attachment
-from flinktune.rehearsal.servers import Stack, StackError
+from flinktune.rehearsal.servers import Stack, StackError, session_members
 from flinktune.rehearsal.verdicts import change_verdict, measured_capacities
 from flinktune.settings import ScheduleSettings, SettingsError, read_group
 
@@ -103,3 +104,20 @@ def test_the_stack_stops_a_server_that_never_gets_ready(tmp_path: Path) -> None:
     pid = int(stopped[0].split("PID ")[1].rstrip(")"))
     with pytest.raises(ProcessLookupError):
         os.killpg(pid, 0)  # the whole group is gone, not only its leader
+
+
+def test_the_stop_reaches_a_child_that_left_the_process_group(tmp_path: Path) -> None:
+    # Airflow's task runner puts itself in a process group of its own: a group kill of the Celery worker misses it.
+    code = ("import os, subprocess, sys, time\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import os, time; os.setpgid(0, 0); time.sleep(120)'])\n"
+            "print(child.pid, flush=True)\n"
+            "time.sleep(120)\n")  # fmt: skip
+    with Stack(tmp_path, log=lambda _: None) as stack:
+        server = stack.start("parent", [sys.executable, "-c", code])
+        deadline = time.monotonic() + 30
+        while not server.log.read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        child = int(server.log.read_text().split()[0])
+        time.sleep(1)  # let the child leave the group
+        assert os.getpgid(child) != server.pid and child in session_members(server.pid)
+    assert session_members(server.pid) == []
