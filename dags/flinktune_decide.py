@@ -12,12 +12,12 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    CHAMPIONS, POLICIES, START_DATE, TAGS, default_args, dry_run_param, job_param, task_params,
+    CHAMPIONS, DECIDE_CRON, POLICIES, START_DATE, TAGS, default_args, dry_run_param, job_param, task_params,
 )
 
 DOC = """
 ### flinktune_decide
-Every 10 minutes, and whenever a new model champion is registered: for each of `ticks` decision
+Every 10 minutes (`FLINKTUNE_SCHEDULE_DECIDE_CRON`), and whenever a new model champion is registered: for each of `ticks` decision
 intervals, collect metrics, evaluate, plan with `policy`, guard, realize and store the decision.
 With `dry_run` the decisions are stored but never applied to the cluster; left empty, it is true
 for a run triggered by hand and false for the schedule. A run triggered by a new champion acts on
@@ -44,7 +44,7 @@ FLEET_POOL = "flinktune_fleet"  # bounds how many jobs decide at once; created w
 
 @dag(
     dag_id="flinktune_decide",
-    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("*/10 * * * *", timezone="UTC"), assets=CHAMPIONS),
+    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable(DECIDE_CRON, timezone="UTC"), assets=CHAMPIONS),
     start_date=START_DATE,
     catchup=False,
     max_active_runs=1,

@@ -1,7 +1,8 @@
 """flinktune_ingest: metrics -> raw lake -> validated 10-second and one-minute features, every 5 minutes.
 
-Wiring only: the work lives in ``jobs.simulate`` and ``jobs.etl_features``, imported inside the
-tasks so that parsing this file needs neither of them.
+Wiring only: the work lives in ``jobs.simulate``, ``jobs.extract_metrics`` and ``jobs.etl_features``
+(through :mod:`flinktune.orchestration.dag_tasks.tasks`), imported inside the tasks so that parsing
+this file needs none of them.
 """
 
 from __future__ import annotations
@@ -9,31 +10,47 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import Param, TriggerRule, dag, task
+from airflow.sdk import Param, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    FEATURES_1M, FEATURES_10S, START_DATE, TAGS, backends, default_args, job_param, mark_outlets, task_params,
+    FEATURES_1M,
+    FEATURES_10S,
+    INGEST_EVERY,
+    START_DATE,
+    TAGS,
+    backends,
+    default_args,
+    job_param,
+    mark_outlets,
+    task_params,
 )
 
-EVERY = timedelta(minutes=5)
+EVERY = INGEST_EVERY
 
 DOC = """
 ### flinktune_ingest
-Brings the job's metrics into the lake and turns them into the curated `features_10s` and
-`features_1m` datasets.
+Brings the jobs' metrics into the lake and turns them into the curated `features_10s` and
+`features_1m` datasets, for each job of the fleet (`FLINKTUNE_FLEET_FILE`; the `job` param alone
+without a fleet, or the job a trigger names).
 
-1. **simulate**: when the metrics source is the twin, runs the digital twin for `hours` and
-   writes its raw metrics to the lake. Skipped otherwise (Prometheus metrics are extracted
-   outside this DAG).
-2. **etl_features**: Spark job raw -> `curated/features_10s` and `curated/features_1m`, each
-   validated against its data contract; a failing batch is quarantined, nothing is written and
-   the task fails naming the broken rule. Runs in
-   the worker on `FLINKTUNE_SPARK_MASTER` (default `local[2]`), through `spark-submit` to a standalone
-   cluster with `FLINKTUNE_SPARK_SUBMIT=client|cluster`, or as a SparkApplication on Kubernetes
+1. **fleet**: the jobs this run acts on (as in `flinktune_decide`).
+2. **collect** (one per job) brings the raw metrics in, by `metrics_source` (empty, the default:
+   `twin` on the twin, `prometheus` on a real cluster, after `FLINKTUNE_CLUSTER`):
+   - `twin`: runs the digital twin for `hours` and writes its raw metrics to the lake;
+   - `prometheus`: extracts the last schedule period (`start_ms`/`end_ms` when set) from
+     Prometheus (`FLINKTUNE_PROMETHEUS_URL`, or `conn_id`) into the raw lake;
+   - `lake`: the raw metrics are already there; curates `start_ms`..`end_ms` (empty: all).
+3. **etl_features** (one per job): Spark job raw -> `curated/features_10s` and
+   `curated/features_1m`, each validated against its data contract; a failing batch is
+   quarantined, nothing is written and the task fails naming the broken rule. Runs in
+   the worker on `FLINKTUNE_SPARK_MASTER` (default `local[2]`; a `spark://` standalone master in the
+   rehearsal), through `spark-submit` to a standalone cluster with
+   `FLINKTUNE_SPARK_SUBMIT=client|cluster`, or as one SparkApplication per job on Kubernetes
    (`SparkKubernetesOperator`) with `FLINKTUNE_SPARK_SUBMIT=kubernetes` (docs/OPERATIONS.md).
 
 Updates the assets `flinktune://lake/features_10s` and `flinktune://lake/features_1m` (each event
-names the job); `flinktune_train` retrains on its own cadence, not on every landing.
+names the job); `flinktune_train` retrains on its own cadence, not on every landing. The cadence
+is `FLINKTUNE_SCHEDULE_INGEST_EVERY_S` (default 300 s).
 """
 
 
@@ -49,9 +66,10 @@ names the job); `flinktune_train` retrains on its own cadence, not on every land
     params={
         "job": job_param(),
         "metrics_source": Param(
-            "twin", enum=["twin", "lake", "prometheus"], title="Metrics source",
+            "", enum=["", "twin", "lake", "prometheus"], title="Metrics source",
             description="twin: simulate the job here; lake: raw metrics are already in the lake (the decision "
-            "task on the twin writes them as it runs); prometheus: metrics come from the real cluster.",
+            "task on the twin writes them as it runs); prometheus: metrics come from the real cluster; "
+            "empty: twin on the twin (FLINKTUNE_CLUSTER=twin), prometheus on a real cluster.",
         ),
         "workload": Param(
             "ysb", type="string", pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$", title="Twin workload",
@@ -70,43 +88,58 @@ names the job); `flinktune_train` retrains on its own cadence, not on every land
                           description="Curate raw data from this time when not simulating; empty: all of it."),
         "end_ms": Param(None, type=["null", "integer"], minimum=0, title="To (epoch ms)",
                         description="Curate raw data up to this time when not simulating; empty: all of it."),
+        "conn_id": Param("", type="string", title="Prometheus connection",
+                         description="Airflow connection of Prometheus (prometheus only); empty: FLINKTUNE_PROMETHEUS_*."),
     },
 )
 def flinktune_ingest() -> None:
-    @task(execution_timeout=timedelta(minutes=20))
-    def simulate(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    @task(execution_timeout=timedelta(minutes=5))
+    def fleet(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        if params["metrics_source"] != "twin":
-            from airflow.sdk.exceptions import AirflowSkipException
+        from flinktune.fleet.targets import targets_for_this_run
 
-            raise AirflowSkipException(f"metrics come from {params['metrics_source']}, not the twin")
-        from flinktune.settings import load_settings
-        from jobs import simulate as job
+        return targets_for_this_run(params)
 
-        return job.run(
-            job=params["job"], workload=params["workload"], hours=params["hours"], seed=params["seed"],
-            trace_file=params["trace_file"] or None, settings=load_settings(),
-        )
+    @task(execution_timeout=timedelta(minutes=20), map_index_template="{{ task.op_kwargs['target']['job'] }}")
+    def collect(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
+        params = task_params(params)
+        job, source = target["job"], params["metrics_source"]
+        if not source:  # the schedule's runs: the cluster decides where metrics come from
+            from flinktune.backends.choice import load_backends
 
-    # none_failed: still runs when simulate was skipped (metrics already in the lake); then the
-    # window is None (Airflow logs "XCom not found" for the skipped task) and the ETL takes the
-    # start_ms/end_ms params (all raw data when they are empty).
-    @task(execution_timeout=timedelta(minutes=20), trigger_rule=TriggerRule.NONE_FAILED, outlets=[FEATURES_10S, FEATURES_1M])
-    def etl_features(window: dict[str, Any] | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
+            source = "twin" if load_backends().cluster == "twin" else "prometheus"
+        if source == "twin":
+            from flinktune.settings import load_settings
+            from jobs import simulate
+
+            summary = simulate.run(job=job, workload=params["workload"], hours=params["hours"], seed=params["seed"],
+                                   trace_file=params["trace_file"] or None, settings=load_settings())  # fmt: skip
+            return {**summary, "job": job}
+        if source == "prometheus":
+            from flinktune.orchestration.dag_tasks.tasks import extract_prometheus_window
+
+            return extract_prometheus_window(job, params["start_ms"], params["end_ms"], every_s=EVERY.total_seconds(),
+                                             conn_id=params["conn_id"] or None)  # fmt: skip
+        # lake: already there; the ETL takes the start_ms/end_ms params (all raw data when they are empty).
+        return {"job": job, "start_ms": params["start_ms"], "end_ms": params["end_ms"]}
+
+    @task(execution_timeout=timedelta(minutes=20), outlets=[FEATURES_10S, FEATURES_1M],
+          map_index_template="{{ task.op_kwargs['window']['job'] }}")  # fmt: skip
+    def etl_features(window: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.dag_tasks.tasks import etl_features as etl
 
-        window = window or {"start_ms": params["start_ms"], "end_ms": params["end_ms"]}
-        summary = etl(params["job"], window.get("start_ms"), window.get("end_ms"))
-        mark_outlets(params["job"], FEATURES_10S, FEATURES_1M)
+        summary = etl(window["job"], window.get("start_ms"), window.get("end_ms"))
+        mark_outlets(window["job"], FEATURES_10S, FEATURES_1M)
         return summary
 
-    if backends().spark_submit == "kubernetes":  # the same ETL as a SparkApplication
+    windows = collect.expand(target=fleet())
+    if backends().spark_submit == "kubernetes":  # the same ETL as a SparkApplication per job
         from flinktune.orchestration.dag_tasks.k8s_operators import etl_spark_task
 
-        simulate() >> etl_spark_task(execution_timeout=timedelta(minutes=20), trigger_rule=TriggerRule.NONE_FAILED)
+        etl_spark_task(windows, execution_timeout=timedelta(minutes=20))
     else:
-        etl_features(simulate())
+        etl_features.expand(window=windows)
 
 
 flinktune_ingest()

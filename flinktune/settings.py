@@ -33,6 +33,7 @@ __all__ = [
     "MLflowSettings",
     "ProfilingSettings",
     "PrometheusSettings",
+    "ScheduleSettings",
     "Settings",
     "SettingsError",
     "SparkSettings",
@@ -159,8 +160,8 @@ class BackendSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix=_PREFIX, extra="forbid")
 
-    cluster: Annotated[Literal["twin", "kubernetes"], BeforeValidator(_lower)] = Field(
-        "twin", description="Where decisions are applied and profiling runs: twin or kubernetes."
+    cluster: Annotated[Literal["twin", "kubernetes", "local-flink"], BeforeValidator(_lower)] = Field(
+        "twin", description="Where decisions are applied and profiling runs: twin, kubernetes or local-flink (the rehearsal)."
     )
     training: Annotated[Literal["in_process", "kubernetes"], BeforeValidator(_lower)] = Field(
         "in_process", description="Train in the Airflow worker (in_process) or in a GPU pod (kubernetes)."
@@ -280,6 +281,9 @@ class LocalFlinkSettings(BaseSettings):
 
     home: Path | None = Field(None, description="A Flink distribution folder; default: the pyflink of the Flink venv.")
     venv: Path | None = Field(None, description="The virtualenv holding apache-flink; default: <repo>/.venv-flink.")
+    jobs_dir: Path | None = Field(
+        None, description="With FLINKTUNE_CLUSTER=local-flink: the folder of the jobs' attachment files (<job>.json)."
+    )
 
 
 class PrometheusSettings(BaseSettings):
@@ -291,6 +295,26 @@ class PrometheusSettings(BaseSettings):
     token: SecretStr | None = Field(None, description="Bearer token (optional).")
     user: str = Field("", description="Basic-auth user (optional, with the password).")
     password: SecretStr | None = Field(None, description="Basic-auth password.")
+    bin: Path | None = Field(None, description="The prometheus binary the rehearsal starts; default /usr/bin/prometheus.")
+    names: Annotated[Literal["default", "flink-operator-gauges"], BeforeValidator(_lower)] = Field(
+        "default",
+        description="Where the job-level metrics come from: default (Kafka exporter, flinktune_config_*) or "
+        "flink-operator-gauges (the benchmark job's own gauges through Flink's reporter).",
+    )
+
+
+_CRON = r"^\S+ \S+ \S+ \S+ \S+$"
+
+
+class ScheduleSettings(BaseSettings):
+    """The DAGs' cadences (read when the DAG files are parsed). Production keeps the defaults; the
+    rehearsal (:mod:`flinktune.rehearsal`) shortens them to run the whole chain in minutes."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SCHEDULE_", extra="forbid")
+
+    ingest_every_s: int = Field(300, ge=10, le=86400, description="Seconds between flinktune_ingest runs.")
+    decide_cron: str = Field("*/10 * * * *", pattern=_CRON, description="Cron (UTC) of flinktune_decide's schedule.")
+    retrain_cron: str = Field("0 */6 * * *", pattern=_CRON, description="Cron (UTC) of flinktune_train's schedule.")
 
 
 def _variable(cls: type[BaseSettings], name: str) -> str:
@@ -356,13 +380,14 @@ def _groups() -> list[type[BaseSettings]]:
         MLflowSettings,
         LocalFlinkSettings,
         PrometheusSettings,
+        ScheduleSettings,
         PriceList,
         Goals,
     ]
 
 
 #: Read by the shell scripts and tests, not by the package; known so that they draw no warning.
-_TOOLING_VARIABLES = ("FLINKTUNE_VENV", "FLINKTUNE_LOCALFLINK_DIR", "FLINKTUNE_DEMETER_ADS", "FLINKTUNE_PROMETHEUS_BIN")
+_TOOLING_VARIABLES = ("FLINKTUNE_VENV", "FLINKTUNE_LOCALFLINK_DIR", "FLINKTUNE_DEMETER_ADS")
 
 
 def known_variables() -> dict[str, str]:

@@ -12,6 +12,11 @@ reading the raw lake the extractor keeps fresh and patching the FlinkDeployment 
 computes the patch and prints it as a diff, changing nothing); profile decisions are carried out
 by the ``flinktune_profile`` DAG that the decide DAG triggers.
 
+With ``FLINKTUNE_CLUSTER=local-flink`` (the production rehearsal, :mod:`flinktune.rehearsal`) the
+job runs on a local Flink cluster the rehearsal started: the run attaches to it through
+``FLINKTUNE_FLINK_JOBS_DIR/<job>.json`` (:mod:`flinktune.localflink.attach`), decides in the job's
+own small space on the raw lake the Prometheus extract keeps fresh, and rescales in place.
+
 On the twin, ``--models FILE`` takes the models from a file instead of MLflow: a saved
 :class:`flinktune.replay.models.ReplayModels` (the replay's forecaster, surrogate and profiler), with
 the forecast from the twin's trace, as the replay has it; the file is written back after each tick
@@ -149,7 +154,8 @@ def run(
               max_retries=settings.timeouts.mlflow_retries)  # fmt: skip
     from flinktune.backends.choice import load_backends
 
-    on_twin = load_backends().cluster == "twin"
+    cluster = load_backends().cluster
+    on_twin = cluster == "twin"
     twin_dir = job_dir(settings.twin_dir, job)
     twin_path, trace_path = twin_dir / "twin.json", twin_dir / "trace.parquet"
     twin, trace = None, None
@@ -168,6 +174,15 @@ def run(
 
         replay_models = ReplayModels.load(models_file)
     space = default_space()
+    local_realizer = None
+    if cluster == "local-flink":  # the rehearsal: a job on a local cluster another process started
+        from flinktune.localflink.attach import AttachError, attach
+        from flinktune.settings import LocalFlinkSettings, read_group
+
+        jobs_dir = read_group(LocalFlinkSettings).jobs_dir
+        if jobs_dir is None:
+            raise AttachError("FLINKTUNE_CLUSTER=local-flink needs FLINKTUNE_FLINK_JOBS_DIR (the jobs' attachment files)")
+        local_realizer, space = attach(jobs_dir, job)
     lake = Lake(settings.lake_dir)
     store = SqliteStateStore(settings.state_db)
     # Both read the raw lake: the twin writes each interval there as it runs, the extractor keeps it fresh on Kubernetes.
@@ -176,13 +191,17 @@ def run(
         twin_clock = ManualClock(twin.now)
         profiler = replay_models if replay_models is not None else TwinProfiler(settings, job)
         backend = twin_backend(twin, twin_clock, job=job, source=LakeMetricsSource(lake), profiler=profiler)
+    elif local_realizer is not None:  # metrics from the lake the Prometheus extract keeps fresh, as on Kubernetes
+        from flinktune.backends.local_flink import local_flink_backend
+
+        backend = local_flink_backend(local_realizer, LakeMetricsSource(lake))
     else:  # Kubernetes: profile decisions are carried out by the flinktune_profile DAG the decide DAG triggers
         backend = kubernetes_backend(job, LakeMetricsSource(lake), dry_run=dry_run, timeouts=settings.timeouts,
                                      budget_s=settings.timeouts.apply_budget(settings.decision_interval_s))  # fmt: skip
     # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
     # frozen_after_s: the metric quality gates (flinktune.metrics.quality) hold on frozen values.
     loop_settings = LoopSettings(job, settings.latency_target_ms, settings.recovery_limit_s, window_s=settings.decision_interval_s,
-                                 frozen_after_s=FROZEN_AFTER_S, dry_run=dry_run and on_twin)  # fmt: skip
+                                 frozen_after_s=FROZEN_AFTER_S, dry_run=dry_run and cluster != "kubernetes")  # fmt: skip
     # The guard's history and the policy's memory come back from the state store (one run, one tick in production).
     forecaster: Any
     if replay_models is not None:
@@ -192,7 +211,10 @@ def run(
         forecaster, models = TraceForecast(replay_models, trace, settings.forecast_horizon_s), replay_models
     else:
         forecaster, models = LakeForecast(lake, job, settings.forecast_horizon_s), ChampionModels(settings, job)
-    loop = build_decision_loop(backend, loop_settings, policy=make_policy(policy, space, confidence=settings.confidence),
+    # The local realizer rescales the whole job (every vertex alike): per-vertex DS2 overrides would be
+    # recorded but not run, and the next run would read the uniform parallelism back and decide again.
+    options = {"per_vertex": False} if policy == "ds2" and cluster == "local-flink" else {}
+    loop = build_decision_loop(backend, loop_settings, policy=make_policy(policy, space, confidence=settings.confidence, **options),
                                space=space, store=store, forecaster=forecaster, models=models)  # fmt: skip
     clock = backend.clock
     interval = settings.decision_interval_s

@@ -66,7 +66,12 @@ def run(
         client = PrometheusClient(
             resolve_endpoint(conn_id), timeout_s=settings.timeouts.http_request_s, retries=settings.timeouts.http_retries
         )
-        result = extract_prometheus(client, sink, job=job, start_ms=start_ms, end_ms=end_ms, step_s=step_s, chunk_s=chunk_s)
+        from flinktune.extract.prometheus import QUERY_PRESETS
+        from flinktune.settings import PrometheusSettings, read_group
+
+        preset = QUERY_PRESETS[read_group(PrometheusSettings).names]  # FLINKTUNE_PROMETHEUS_NAMES
+        result = extract_prometheus(client, sink, job=job, start_ms=start_ms, end_ms=end_ms, step_s=step_s, chunk_s=chunk_s,
+                                    queries=preset(job) if preset is not None else None)  # fmt: skip
     elif source == "flink-rest":
         from flinktune.localflink.rest_extract import collect_flink_rest, rest_source
 

@@ -7,6 +7,7 @@ Everything is read from the environment, so the same DAG files run on a laptop a
 variable                   values (default first)      meaning
 =========================  ==========================  =============================================
 ``FLINKTUNE_CLUSTER``      ``twin`` | ``kubernetes``   where decisions are applied and profiling runs
+                           | ``local-flink``             (local-flink: the rehearsal, :mod:`flinktune.localflink.attach`)
 ``FLINKTUNE_TRAINING``     ``in_process`` |            train in the Airflow worker, or in a GPU pod
                            ``kubernetes``              (``KubernetesPodOperator``, ``dag_tasks.k8s_operators``)
 ``FLINKTUNE_SPARK_MASTER`` ``local[2]`` | any URL      Spark master (``flinktune.settings``)
@@ -33,7 +34,7 @@ from flinktune.settings import BackendSettings, SettingsError, read_group
 
 __all__ = ["CLUSTERS", "SPARK_SUBMIT_MODES", "TRAININGS", "BackendError", "Backends", "load_backends"]
 
-CLUSTERS = ("twin", "kubernetes")
+CLUSTERS = ("twin", "kubernetes", "local-flink")
 TRAININGS = ("in_process", "kubernetes")
 SPARK_SUBMIT_MODES = ("", "client", "cluster", "kubernetes")
 

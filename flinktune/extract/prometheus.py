@@ -39,7 +39,16 @@ from flinktune.extract.endpoint import PrometheusEndpoint
 from flinktune.extract.sink import ExtractError, ExtractResult, RawSink, hour_chunks
 from flinktune.metrics.schema import METRICS, RAW_DTYPES
 
-__all__ = ["MAX_POINTS", "LabelMap", "PrometheusClient", "extract_prometheus", "metric_queries", "retry_policy"]
+__all__ = [
+    "MAX_POINTS",
+    "QUERY_PRESETS",
+    "LabelMap",
+    "PrometheusClient",
+    "extract_prometheus",
+    "metric_queries",
+    "operator_gauge_queries",
+    "retry_policy",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +82,22 @@ class LabelMap:
     subtask: str = "subtask_index"
 
 
-def metric_queries(job: str, labels: LabelMap = LabelMap()) -> dict[str, str]:
-    """PromQL per raw metric for ``job`` (see the module docstring for the aggregation)."""
+def _job_selector(job: str, labels: LabelMap) -> str:
+    """The label matcher of ``job``. Flink's Prometheus reporter writes label values with every
+    character outside ``[a-zA-Z0-9:_]`` replaced by ``_`` (job ``bench-small`` is labelled
+    ``bench_small``), other exporters write the name as it is: the matcher takes both spellings."""
     if not _JOB_NAME.match(job):
         raise ExtractError(f"job name {job!r} is not a valid deployment name (it is put in a PromQL selector)")
+    pattern = "".join("[._]" if c == "." else "[-_]" if c == "-" else c for c in job)
+    return f'{labels.job}=~"{pattern}"'
+
+
+def metric_queries(job: str, labels: LabelMap = LabelMap()) -> dict[str, str]:
+    """PromQL per raw metric for ``job`` (see the module docstring for the aggregation)."""
+    job_sel = _job_selector(job, labels)
     out: dict[str, str] = {}
     for metric, info in METRICS.items():
-        sel = f'{info.prometheus}{{{labels.job}="{job}"}}'
+        sel = f"{info.prometheus}{{{job_sel}}}"
         if info.level == "subtask":
             out[metric] = f"sum by ({labels.vertex}, {labels.subtask}) ({sel})"
         elif metric == "jobRunning":
@@ -87,6 +105,33 @@ def metric_queries(job: str, labels: LabelMap = LabelMap()) -> dict[str, str]:
         else:
             out[metric] = f"{'max' if metric in _MAX_METRICS else 'sum'} by ({labels.job}) ({sel})"
     return out
+
+
+def operator_gauge_queries(job: str, labels: LabelMap = LabelMap()) -> dict[str, str]:
+    """Overrides of :func:`metric_queries` for a job that reports its own offered rate, backlog and
+    latency as operator gauges (flinktune's benchmark job, ``flinkjob/``) through Flink's own
+    Prometheus reporter, with no Kafka exporter next to it. Use it as ``queries=`` of
+    :func:`extract_prometheus` (``FLINKTUNE_PROMETHEUS_NAMES=flink-operator-gauges``).
+
+    The reporter exports the parallelism only as the number of subtask series, which is what
+    ``configParallelism`` counts here (the widest vertex). TaskManager metrics carry no job label,
+    so with several jobs on one Prometheus ``cpuLoad`` and ``heapUsedMb`` stay missing.
+    """
+    sel = f"{{{_job_selector(job, labels)}}}"
+    op = "flink_taskmanager_job_task_operator_"
+    return {
+        "workloadRate": f"sum by ({labels.job}) ({op}offeredRate{sel})",
+        "pendingRecords": f"sum by ({labels.job}) ({op}pendingRecords{sel})",
+        "latencyP50Ms": f"max by ({labels.job}) ({op}latencyP50Ms{sel})",
+        "latencyP95Ms": f"max by ({labels.job}) ({op}latencyP95Ms{sel})",
+        "latencyP99Ms": f"max by ({labels.job}) ({op}latencyP99Ms{sel})",
+        "configParallelism": f"max by ({labels.job}) (count by ({labels.job}, {labels.vertex}) "
+        f"(flink_taskmanager_job_task_busyTimeMsPerSecond{sel}))",
+    }
+
+
+#: Named sets of query overrides (``FLINKTUNE_PROMETHEUS_NAMES``): where the job-level metrics come from.
+QUERY_PRESETS = {"default": None, "flink-operator-gauges": operator_gauge_queries}
 
 
 #: Answers worth asking again: Prometheus (or a proxy in front of it) overloaded or restarting.

@@ -178,7 +178,7 @@ def test_every_dag_has_tags_docs_params_and_retrying_tasks_with_timeouts(inspect
 def test_wiring_schedules_and_assets(inspected: dict) -> None:
     dags = inspected["dags"]
     ingest, train, decide = dags["flinktune_ingest"], dags["flinktune_train"], dags["flinktune_decide"]
-    assert ingest["tasks"]["etl_features"]["upstream"] == ["simulate"]
+    assert ingest["tasks"]["etl_features"]["upstream"] == ["collect"] and ingest["tasks"]["collect"]["upstream"] == ["fleet"]
     assert ingest["tasks"]["etl_features"]["outlets"] == ["flinktune://lake/features_10s", "flinktune://lake/features_1m"]
     assert "300" in ingest["schedule"] or "*/5" in ingest["schedule"], ingest["schedule"]
 

@@ -50,7 +50,7 @@ def test_each_group_has_its_documented_defaults_from_an_empty_environment() -> N
     assert t.node_selector == {"nvidia.com/gpu.present": "true"} and t.tolerations[0]["key"] == "nvidia.com/gpu"
     assert read_group(ProfilingSettings, {}).model_dump() == {"cpu": 50.0, "memory_mb": 430000}
     assert read_group(MLflowSettings, {}).ui_url == "http://127.0.0.1:5000"
-    assert read_group(LocalFlinkSettings, {}).model_dump() == {"home": None, "venv": None}
+    assert read_group(LocalFlinkSettings, {}).model_dump() == {"home": None, "venv": None, "jobs_dir": None}
     assert read_group(PrometheusSettings, {}).url == ""
 
 
@@ -76,7 +76,7 @@ def test_values_are_parsed_with_their_types_and_json_and_blank_means_unset() -> 
 @pytest.mark.parametrize(
     ("group", "env", "message"),
     [
-        (BackendSettings, {"FLINKTUNE_CLUSTER": "k8s"}, "FLINKTUNE_CLUSTER='k8s': must be 'twin' or 'kubernetes'"),
+        (BackendSettings, {"FLINKTUNE_CLUSTER": "k8s"}, "FLINKTUNE_CLUSTER='k8s': must be 'twin', 'kubernetes' or 'local-flink'"),
         (KubernetesSettings, {"FLINKTUNE_VERTEX_IDS": "{oops"}, "FLINKTUNE_VERTEX_IDS='{oops': not valid JSON"),
         (SparkSettings, {"FLINKTUNE_SPARK_CONF": "[1]"}, "FLINKTUNE_SPARK_CONF='[1]': must be a JSON object, got list"),
         (TrainerSettings, {"FLINKTUNE_TRAINER_GPUS": "-1"}, "FLINKTUNE_TRAINER_GPUS='-1': Input should be greater than or equal to 0"),

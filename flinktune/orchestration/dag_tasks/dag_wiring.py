@@ -11,18 +11,23 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from airflow.sdk import Asset, Param
+
+if TYPE_CHECKING:
+    from flinktune.settings import ScheduleSettings
 
 from flinktune.job_name import JOB_NAME_PATTERN  # a Kubernetes name: part of model names and lake paths
 
 __all__ = [
     "CHAMPIONS",
     "CONFIGURATION_SCHEMA",
+    "DECIDE_CRON",
     "FAILURES_PATTERN",
     "FEATURES_1M",
     "FEATURES_10S",
+    "INGEST_EVERY",
     "JOB_NAME_PATTERN",
     "POLICIES",
     "RETRAIN_CRON",
@@ -81,9 +86,25 @@ CONFIGURATION_SCHEMA: dict[str, Any] = {
 # The forms flinktune.twin.failures.parse_failures accepts.
 FAILURES_PATTERN = r"^(none|every:[0-9]+(\.[0-9]+)?[smh]|random:[0-9]+(\.[0-9]+)?/[smh])$"
 
-RETRAIN_CRON = "0 */6 * * *"
-"""When ``flinktune_train`` retrains: every 6 hours, its own cadence (ingest lands features every 5 minutes;
-retraining on each landing would retrain every 5 minutes)."""
+
+def _schedules() -> ScheduleSettings:
+    # Typed and checked like every setting; a bad value fails the parse with the variable's name.
+    from flinktune.settings import ScheduleSettings, read_group
+
+    return read_group(ScheduleSettings)
+
+
+_SCHEDULES = _schedules()
+
+RETRAIN_CRON: str = _SCHEDULES.retrain_cron
+"""When ``flinktune_train`` retrains: every 6 hours by default, its own cadence (ingest lands features every 5
+minutes; retraining on each landing would retrain every 5 minutes). ``FLINKTUNE_SCHEDULE_RETRAIN_CRON``."""
+
+INGEST_EVERY = timedelta(seconds=_SCHEDULES.ingest_every_s)
+"""Between ``flinktune_ingest`` runs: 5 minutes by default (``FLINKTUNE_SCHEDULE_INGEST_EVERY_S``)."""
+
+DECIDE_CRON: str = _SCHEDULES.decide_cron
+"""When ``flinktune_decide`` runs on its own: every 10 minutes by default (``FLINKTUNE_SCHEDULE_DECIDE_CRON``)."""
 
 TRAINING: dict[str, Any] = {"execution_timeout": timedelta(minutes=45), "retries": 2, "retry_delay": timedelta(minutes=2)}
 """Task arguments of every training task: a timeout and retries with back-off."""

@@ -82,18 +82,19 @@ def trainer_pod_task(model: str, **kwargs: Any) -> TrainerPodOperator:
 
 
 class EtlSparkOperator(SparkKubernetesOperator):
-    """``SparkKubernetesOperator`` whose SparkApplication runs the ETL for the run's job.
+    """``SparkKubernetesOperator`` whose SparkApplication runs the ETL for one job of the run.
 
-    The window is the ``simulate`` task's (XCom) when it ran, else the run's ``start_ms``/``end_ms``
-    params, as for the in-process ETL. ``job`` and ``window`` are set by :meth:`execute`; set them
-    by hand only to look at the application (:attr:`template_body`) outside a run.
+    Mapped over the ``collect`` task's windows (``{"job": ..., "start_ms": ..., "end_ms": ...}``,
+    one per fleet job), as the in-process ``etl_features`` is; without a window it curates the
+    run's job over the run's ``start_ms``/``end_ms`` params. ``job`` and ``window`` are set by
+    :meth:`execute`; set them by hand only to look at the application (:attr:`template_body`)
+    outside a run.
     """
 
-    def __init__(self, *, window_task: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, window: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(delete_on_termination=True, **_COMMON, **kwargs)
-        self.window_task = window_task
         self.job: str | None = None
-        self.window: dict[str, Any] = {}
+        self.window: dict[str, Any] = dict(window or {})
 
     @property
     def template_body(self) -> dict[str, Any]:
@@ -104,9 +105,9 @@ class EtlSparkOperator(SparkKubernetesOperator):
 
     def execute(self, context: Any) -> Any:
         params = task_params(context["params"])  # first: a bad trigger fails before anything acts
-        pulled = context["ti"].xcom_pull(task_ids=self.window_task) if self.window_task else None
-        self.window = pulled or {"start_ms": params.get("start_ms"), "end_ms": params.get("end_ms")}
-        self.job = params["job"]
+        if not self.window:
+            self.window = {"job": params["job"], "start_ms": params.get("start_ms"), "end_ms": params.get("end_ms")}
+        self.job = str(self.window.get("job") or params["job"])
         body = self.template_body["spark"]
         # The application lives beside the lake's claim; named per job, the operator adds a suffix per run.
         self.namespace = body["metadata"]["namespace"]
@@ -116,6 +117,13 @@ class EtlSparkOperator(SparkKubernetesOperator):
         return result
 
 
-def etl_spark_task(*, window_task: str | None = "simulate", **kwargs: Any) -> EtlSparkOperator:
-    """The ``etl_features`` task as a SparkApplication; ``kwargs`` are task arguments (timeout, trigger rule)."""
-    return EtlSparkOperator(task_id="etl_features", window_task=window_task, outlets=[FEATURES_10S, FEATURES_1M], **kwargs)
+def etl_spark_task(windows: Any = None, **kwargs: Any) -> Any:
+    """The ``etl_features`` task as SparkApplications; ``kwargs`` are task arguments (timeout, trigger rule).
+
+    ``windows``: the ``collect`` task's mapped output (one application per job, as the in-process
+    task maps) or ``None`` for one application for the run's job.
+    """
+    common = {"task_id": "etl_features", "outlets": [FEATURES_10S, FEATURES_1M], **kwargs}
+    if windows is None:
+        return EtlSparkOperator(**common)
+    return EtlSparkOperator.partial(**common).expand(window=windows)

@@ -4,13 +4,14 @@ Each function is one task's body: it resolves :func:`flinktune.backends.choice.l
 and settings at run time, imports the job it needs lazily (DAG files must parse fast), and returns
 a JSON-ready dict or list (the task's XCom). Errors name the param, variable or file at fault.
 
+- :func:`extract_prometheus_window`: the last schedule period of a job's metrics from Prometheus.
 - :func:`etl_features`: in-process Spark, or ``spark-submit`` to a standalone cluster (:mod:`.spark_submit`).
 - :func:`train`: ``jobs.train_<model>`` in process.
-
-On Kubernetes the training and the ETL are provider operators instead (:mod:`.k8s_operators`).
 - :func:`suggest_profile_configs` / :func:`profile_config`: the profiling DAG's mapped runs.
 - :func:`profile_request`: the profiling run a decision asked for, if it must go through that DAG.
 - :func:`replay`: the what-if replay (:func:`flinktune.replay.runner.cli_replay`).
+
+On Kubernetes the training and the ETL are provider operators instead (:mod:`.k8s_operators`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,16 @@ from typing import Any
 
 from flinktune.backends.choice import load_backends
 
-__all__ = ["etl_features", "profile_config", "profile_request", "profile_requests", "replay", "suggest_profile_configs", "train"]
+__all__ = [
+    "etl_features",
+    "extract_prometheus_window",
+    "profile_config",
+    "profile_request",
+    "profile_requests",
+    "replay",
+    "suggest_profile_configs",
+    "train",
+]
 
 
 def _settings() -> Any:
@@ -49,6 +59,44 @@ def etl_features(job: str, start_ms: int | None = None, end_ms: int | None = Non
         job, master=settings.spark_master, deploy_mode=backends.spark_submit, start_ms=start_ms, end_ms=end_ms
     )
     return run_spark_submit(cmd)
+
+
+#: How far back a scheduled extraction catches up after missed runs (older gaps stay gaps).
+MAX_CATCH_UP_S = 3600
+
+
+def extract_prometheus_window(
+    job: str, start_ms: int | None, end_ms: int | None, *, every_s: float, conn_id: str | None = None, now_ms: int | None = None
+) -> dict[str, Any]:
+    """Extract ``job``'s metrics from Prometheus into the raw lake (``jobs.extract_metrics``); the
+    extraction's summary with the window, which the ETL then curates.
+
+    Without ``start_ms``/``end_ms`` (the schedule's runs) the window ends at the last whole period
+    of ``every_s`` seconds before now (aligned, so a rerun replaces the same files) and starts where
+    the previous extraction of this job ended (a watermark next to the state store), so runs that
+    were late or skipped leave no gap; without a watermark, or one older than
+    :data:`MAX_CATCH_UP_S`, it is one period.
+    """
+    import json
+    import time
+
+    from flinktune.lake.atomic import atomic_write
+    from jobs import extract_metrics
+
+    settings = _settings()
+    period_ms = int(every_s * 1000)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    end = end_ms if end_ms is not None else (now // period_ms) * period_ms
+    mark = Path(settings.state_db).parent / "extract" / f"{job}.json"
+    start = start_ms
+    if start is None:
+        last = json.loads(mark.read_text()).get("end_ms") if mark.is_file() else None
+        start = int(last) if isinstance(last, int) and end - MAX_CATCH_UP_S * 1000 <= last < end else end - period_ms
+    summary = extract_metrics.run(job=job, source="prometheus", start_ms=start, end_ms=end, settings=settings, conn_id=conn_id)
+    if start_ms is None and end_ms is None:
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(mark, json.dumps({"end_ms": end}).encode())
+    return {**summary, "job": job, "start_ms": start, "end_ms": end}
 
 
 def train(model: str, job: str) -> dict[str, Any]:

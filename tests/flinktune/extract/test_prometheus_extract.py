@@ -108,7 +108,7 @@ def test_extracts_chunks_by_hour_with_labels_mapped_and_values_exact(prom, tmp_p
     assert row["value"] == FakePrometheus.value("busyTimeMsPerSecond", row["ts_ms"] / 1000, 1)
     assert set(got.loc[got["metric"] == "cpuLoad", "subtask"]) == {-1}
     assert all(h == "Bearer s3cret-token" for h in prom.headers)
-    assert 'job_name="demo"' in prom.requests[0]["query"]
+    assert 'job_name=~"demo"' in prom.requests[0]["query"]  # Flink's reporter writes "-" and "." as "_": both match
 
 
 def test_5xx_is_retried_by_urllib3_then_succeeds(prom, tmp_path):

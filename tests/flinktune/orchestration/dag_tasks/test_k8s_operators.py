@@ -111,8 +111,8 @@ def test_spark_kubernetes_operator_submits_a_restricted_spark_application_on_the
     from airflow.providers.cncf.kubernetes.operators.custom_object_launcher import CustomObjectLauncher
 
     op = etl_spark_task()
-    assert isinstance(op, EtlSparkOperator) and op.task_id == "etl_features" and op.window_task == "simulate"
-    op.job, op.window = "ysb", {"start_ms": 1000, "end_ms": 2000}
+    assert isinstance(op, EtlSparkOperator) and op.task_id == "etl_features" and op.window == {}
+    op.job, op.window = "ysb", {"job": "ysb", "start_ms": 1000, "end_ms": 2000}
     # The provider's own launcher turns the template into the object it creates.
     launcher = CustomObjectLauncher(name="flinktune-etl-ysb-x1", namespace="flinktune", kube_client=None,
                                     custom_obj_api=None, template_body=op.template_body)  # fmt: skip
@@ -303,9 +303,11 @@ def test_the_operators_calls_against_an_api_server_are_exactly_granted_to_the_wo
     with pytest.raises(AirflowException):
         _run(trainer_pod_task("forecaster"), api_client, monkeypatch)
     assert server.calls[-1][0] == "DELETE" and not server.pods
-    # The ETL: the SparkApplication created on the window simulate returned, its status read, its driver followed, deleted.
+    # The ETL: the SparkApplication created on the window collect returned (one mapped instance),
+    # its status read, its driver followed, deleted.
     server.phase = "Succeeded"
-    _, marked = _run(etl_spark_task(), api_client, monkeypatch, xcom={"start_ms": 5, "end_ms": 9})
+    _, marked = _run(EtlSparkOperator(task_id="etl_features", window={"job": "ysb", "start_ms": 5, "end_ms": 9}),
+                     api_client, monkeypatch)  # fmt: skip
     posted = [c for c in server.calls if c[0] == "POST" and "sparkapplications" in c[1]]
     assert posted == [("POST", "/apis/sparkoperator.k8s.io/v1beta2/namespaces/flinktune/sparkapplications", "")]
     assert not server.apps and marked == [("ysb", ["flinktune://lake/features_10s", "flinktune://lake/features_1m"])]

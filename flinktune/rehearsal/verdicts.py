@@ -1,0 +1,147 @@
+"""What a rehearsal did, per job: its changes and a verdict on each, as the local-Flink loop benchmark judges them.
+
+Use :func:`job_report` after the run: the changes are the state store's applied reconfigurations,
+the samples the raw lake the Prometheus extract filled, and each change is judged by
+:func:`flinktune.localflink.audit.judge_changes` (the benchmark's own judge): **correct** (latency
+held after it and no capacity beyond need), **needless** (a smaller parallelism carried the peak
+after it) or **late** (the latency target was missed after it: the change came too late or was
+too small); ``None`` when too little time followed it to judge.
+
+The capacities it judges against are measured in the run itself, from the lake: for each
+parallelism that ran, the median over steady samples of throughput / (widest vertex busy
+fraction); a parallelism that never ran gets the measured one scaled linearly (stated as such).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from flinktune.localflink.audit import Change, judge_changes
+
+__all__ = ["change_verdict", "job_report", "measured_capacities", "render_markdown", "write_report"]
+
+
+def measured_capacities(raw: pd.DataFrame, parallelisms: tuple[int, ...]) -> tuple[dict[int, float], str]:
+    """Capacity per parallelism from the run's own samples (module docstring) and how it was had."""
+    par = raw[raw["metric"] == "configParallelism"].groupby("ts_ms")["value"].max()
+    busy = raw[raw["metric"] == "busyTimeMsPerSecond"].groupby(["ts_ms", "vertex"])["value"].mean().groupby("ts_ms").max()
+    rin = raw[raw["metric"] == "numRecordsInPerSecond"].groupby(["ts_ms", "vertex"])["value"].sum().groupby("ts_ms").max()
+    df = pd.concat({"p": par, "busy": busy, "rin": rin}, axis=1).dropna()
+    df = df[(df["busy"] > 100) & (df["busy"] <= 1000) & (df["rin"] > 0)]
+    cap = {int(p): float(np.median(g["rin"] / (g["busy"] / 1000.0))) for p, g in df.groupby("p") if len(g) >= 5}
+    how = f"measured at p={sorted(cap)}"
+    if cap:
+        per = max(cap.values()) / max(cap, key=lambda p: cap[p])
+        for p in parallelisms:
+            if p not in cap:
+                cap[p] = per * p
+                how += f", p={p} scaled linearly"
+    return cap, how
+
+
+def change_verdict(correct: bool | None, latency_ok: bool | None, needless: bool | None) -> str:
+    """correct / needless / late, or ``not judged``."""
+    if correct is None:
+        return "not judged"
+    if correct:
+        return "correct"
+    return "needless" if needless else "late"
+
+
+def job_report(job: str, decisions: pd.DataFrame, raw: pd.DataFrame, *, latency_target_ms: float, end_ts: float,
+               parallelisms: tuple[int, ...] = (1, 2)) -> dict[str, Any]:  # fmt: skip
+    """The job's decisions, changes with verdicts, latency against target, downtime and cost against static."""
+    applied = decisions[(decisions["action"] == "reconfigure") & (decisions["status"] == "applied")]
+    changes: list[Change] = []
+    for _, row in applied.iterrows():
+        state = json.loads(row["state"]) if isinstance(row["state"], str) else {}
+        target = json.loads(row["target"]) if isinstance(row["target"], str) else {}
+        before = int((state.get("config") or {}).get("parallelism", 0)) or (changes[-1].to_p if changes else 1)
+        changes.append(Change(float(row["ts"]), before, int(target.get("parallelism", 0)), str(row["mode"] or ""),
+                              float(row["downtime_s"] or 0.0), str(row["reason"])))  # fmt: skip
+    cap, how = measured_capacities(raw, parallelisms) if len(raw) else ({}, "no samples")
+    verdicts: list[dict[str, Any]] = []
+    problem = ""
+    if changes:
+        try:
+            for v in judge_changes(raw, changes, cap, latency_target_ms, end_ts):
+                verdicts.append({**v.to_dict(), "verdict": change_verdict(v.correct, v.latency_ok, v.needless)})
+        except ValueError as exc:  # no capacity or no latency samples: say so instead of a verdict
+            problem = str(exc)
+            verdicts = [{"change": vars(c), "verdict": "not judged", "why": problem} for c in changes]
+    lat = raw.loc[raw["metric"] == "latencyP95Ms", "value"] if len(raw) else pd.Series(dtype=float)
+    par = raw[raw["metric"] == "configParallelism"].groupby("ts_ms")["value"].max() if len(raw) else pd.Series(dtype=float)
+    top = max(parallelisms)
+    return {
+        "job": job,
+        "decisions": len(decisions),
+        "decisions_with_reason": int((decisions["reason"].fillna("").str.len() > 0).sum()) if len(decisions) else 0,
+        "actions": decisions["action"].value_counts().to_dict() if len(decisions) else {},
+        "last_reasons": decisions["reason"].tail(3).tolist() if len(decisions) else [],
+        "changes": verdicts,
+        "judge_problem": problem,
+        "capacity": cap,
+        "capacity_source": how,
+        "raw_rows": int(len(raw)),
+        "latency_p95_ms_median": float(lat.median()) if len(lat) else None,
+        "latency_over_target_fraction": float((lat > latency_target_ms).mean()) if len(lat) else None,
+        "downtime_s_total": float(sum(c.downtime_s for c in changes)),
+        # Slot-seconds used against a static deployment at the largest parallelism over the same samples.
+        "cost_vs_static_max": float(par.mean() / top) if len(par) else None,
+    }
+
+
+def _num(value: Any, fmt: str = "{:,.0f}") -> str:
+    return "n/a" if value is None or (isinstance(value, float) and not np.isfinite(value)) else fmt.format(value)
+
+
+def render_markdown(summary: dict[str, Any]) -> str:
+    """The run's summary as Markdown: per job the decisions, each change with its verdict, latency
+    against target, downtime and cost against static; then the tasks each part ran."""
+    target = summary.get("latency_target_ms")
+    lines = [f"Rate plan {summary.get('minutes')} min, policy `{summary.get('policy')}`, p95 latency target "
+             f"{_num(target)} ms, schedules {summary.get('schedules')}; stack ready after {summary.get('stack_ready_s')} s, "
+             f"whole run {summary.get('wall_s')} s; left running after the stop: {summary.get('left_running') or 'nothing'}.", ""]  # fmt: skip
+    for name, job in summary.get("jobs", {}).items():
+        plan = job.get("rate_plan", {})
+        lines += [f"### {name}", "",
+                  f"- offered rate {_num(plan.get('low'))} -> {_num(plan.get('high'))} -> {_num(plan.get('low'))} rec/s; "
+                  f"capacity judged against: {job['capacity_source']} "
+                  f"({', '.join(f'p={p}: {_num(c)} rec/s' for p, c in sorted(job['capacity'].items())) or 'none'})",
+                  f"- {job['decisions']} decisions ({job['actions']}), all with a reason: "
+                  f"{job['decisions_with_reason'] == job['decisions']}",
+                  f"- p95 latency median {_num(job['latency_p95_ms_median'])} ms, over target in "
+                  f"{_num(job['latency_over_target_fraction'], '{:.0%}')} of samples",
+                  f"- downtime of all changes {_num(job['downtime_s_total'], '{:.1f}')} s; slots used against a static "
+                  f"deployment at the largest parallelism: {_num(job['cost_vs_static_max'], '{:.0%}')}", ""]  # fmt: skip
+        if job["changes"]:
+            lines += ["| when (UTC) | change | mode | downtime s | verdict | why |", "|---|---|---|---|---|---|"]
+            for v in job["changes"]:
+                c = v["change"]
+                when = time.strftime("%H:%M:%S", time.gmtime(float(c["ts"])))
+                lines.append(f"| {when} | p={c['from_p']} -> p={c['to_p']} | {c['mode']} | {_num(c['downtime_s'], '{:.1f}')} "
+                             f"| **{v['verdict']}** | {v.get('why', '')} |")  # fmt: skip
+            lines.append("")
+        else:
+            lines += [f"No change. Last reasons: {job['last_reasons'][-1:] or 'none'}", ""]
+    lines += [f"Celery workers' finished workloads: {summary.get('celery_workers_ran')}; task instances by state: "
+              f"{summary.get('tasks', {}).get('by_dag')}", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def write_report(out: Path, summary: dict[str, Any]) -> Path:
+    """``<out>/rehearsal.json`` and ``<out>/rehearsal.md`` (:func:`render_markdown`); returns the JSON's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "rehearsal.json"
+    path.write_text(json.dumps(summary, indent=2, default=str))
+    try:
+        (out / "rehearsal.md").write_text(render_markdown(summary))
+    except (KeyError, TypeError, ValueError) as exc:  # a run stopped early has no per-job part: the JSON says what there is
+        (out / "rehearsal.md").write_text(f"No report: the run ended before its outcomes were collected ({exc!r}).\n")
+    return path

@@ -1,0 +1,123 @@
+"""The rehearsal's pure parts, without servers: attachments, the Prometheus window and queries of a
+Flink-reporter job, the schedules from settings, the verdict words and the run's own capacities."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from flinktune.extract.prometheus import QUERY_PRESETS, metric_queries, operator_gauge_queries
+from flinktune.extract.sink import ExtractError
+from flinktune.localflink.attach import AttachError, Attachment, read_attachment, write_attachment
+from flinktune.rehearsal.servers import Stack, StackError, session_members
+from flinktune.rehearsal.verdicts import change_verdict, measured_capacities
+from flinktune.settings import ScheduleSettings, SettingsError, read_group
+
+
+def test_an_attachment_round_trips_and_a_missing_one_names_the_file(tmp_path: Path) -> None:
+    a = Attachment("bench-small", str(tmp_path / "c"), "/x.jar", "/r.txt", 2500, 500, (1, 2))
+    path = write_attachment(tmp_path, a)
+    assert path.name == "bench-small.json" and read_attachment(tmp_path, "bench-small") == a
+    assert a.space().parallelism == (1, 2) and a.space().task_slots == (1,)
+    with pytest.raises(AttachError, match=r"no attachment .*other\.json"):
+        read_attachment(tmp_path, "other")
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(AttachError, match="not a job attachment"):
+        read_attachment(tmp_path, "bad")
+
+
+def test_operator_gauges_override_the_kafka_and_config_names_and_refuse_a_bad_job() -> None:
+    q = operator_gauge_queries("bench-small")
+    assert set(q) < set(metric_queries("bench-small"))
+    assert 'flink_taskmanager_job_task_operator_offeredRate{job_name=~"bench[-_]small"}' in q["workloadRate"]
+    assert "latencyP95Ms" in q["latencyP95Ms"] and "count by" in q["configParallelism"]
+    assert QUERY_PRESETS["flink-operator-gauges"] is operator_gauge_queries and QUERY_PRESETS["default"] is None
+    with pytest.raises(ExtractError):
+        operator_gauge_queries('x"} or vector(1) or {a="')
+
+
+def test_the_prometheus_window_is_the_last_period_then_catches_up(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from flinktune.orchestration.dag_tasks import tasks
+
+    calls = []
+
+    def fake_run(**kw):
+        calls.append(kw)
+        return {"rows": 1}
+
+    import jobs.extract_metrics
+
+    monkeypatch.setattr(jobs.extract_metrics, "run", fake_run)
+    monkeypatch.setenv("FLINKTUNE_VAR_DIR", str(tmp_path))
+    first = tasks.extract_prometheus_window("j", None, None, every_s=30, now_ms=1_000_045_123)
+    assert (first["start_ms"], first["end_ms"]) == (999_990_000, 1_000_020_000)  # the last whole period
+    assert calls[0]["source"] == "prometheus" and calls[0]["start_ms"] == first["start_ms"]
+    late = tasks.extract_prometheus_window("j", None, None, every_s=30, now_ms=1_000_125_000)
+    assert (late["start_ms"], late["end_ms"]) == (1_000_020_000, 1_000_110_000), "a late run leaves no gap"
+    explicit = tasks.extract_prometheus_window("j", 5, 10, every_s=30)
+    assert (explicit["start_ms"], explicit["end_ms"]) == (5, 10)
+    again = tasks.extract_prometheus_window("j", None, None, every_s=30, now_ms=1_000_145_000)
+    assert again["start_ms"] == 1_000_110_000, "an explicit window does not move the watermark"
+    long_after = tasks.extract_prometheus_window("j", None, None, every_s=30, now_ms=1_000_145_000 + 2 * 3600 * 1000)
+    assert long_after["end_ms"] - long_after["start_ms"] == 30_000, "no catch-up beyond MAX_CATCH_UP_S"
+
+
+def test_schedules_default_to_production_and_a_bad_cron_is_refused() -> None:
+    s = read_group(ScheduleSettings, {})
+    assert (s.ingest_every_s, s.decide_cron, s.retrain_cron) == (300, "*/10 * * * *", "0 */6 * * *")
+    assert read_group(ScheduleSettings, {"FLINKTUNE_SCHEDULE_DECIDE_CRON": "* * * * *"}).decide_cron == "* * * * *"
+    with pytest.raises(SettingsError, match="FLINKTUNE_SCHEDULE_DECIDE_CRON"):
+        read_group(ScheduleSettings, {"FLINKTUNE_SCHEDULE_DECIDE_CRON": "every minute"})
+    with pytest.raises(SettingsError, match="FLINKTUNE_SCHEDULE_INGEST_EVERY_S"):
+        read_group(ScheduleSettings, {"FLINKTUNE_SCHEDULE_INGEST_EVERY_S": "1"})
+
+
+def test_verdict_words() -> None:
+    assert change_verdict(True, True, False) == "correct"
+    assert change_verdict(False, True, True) == "needless"
+    assert change_verdict(False, False, False) == "late"
+    assert change_verdict(None, None, None) == "not judged"
+
+
+def test_capacities_come_from_the_run_and_a_missing_size_is_scaled_and_said() -> None:
+    rows = []
+    for t in range(10):
+        ts = 1_000 * t
+        rows += [("j", "configParallelism", "", -1, ts, 1.0), ("j", "busyTimeMsPerSecond", "win", 0, ts, 500.0),
+                 ("j", "numRecordsInPerSecond", "win", 0, ts, 4000.0)]  # fmt: skip
+    raw = pd.DataFrame(rows, columns=["job", "metric", "vertex", "subtask", "ts_ms", "value"])
+    cap, how = measured_capacities(raw, (1, 2))
+    assert cap == {1: 8000.0, 2: 16000.0} and "p=2 scaled linearly" in how
+
+
+def test_the_stack_stops_a_server_that_never_gets_ready(tmp_path: Path) -> None:
+    lines: list[str] = []
+    with pytest.raises(StackError, match="sleeper was not ready"), Stack(tmp_path, log=lines.append) as stack:
+        stack.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"], ready=lambda: False, timeout_s=1)
+    stopped = [line for line in lines if line.startswith("sleeper stopped (PID ")]
+    assert stopped, lines
+    pid = int(stopped[0].split("PID ")[1].rstrip(")"))
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)  # the whole group is gone, not only its leader
+
+
+def test_the_stop_reaches_a_child_that_left_the_process_group(tmp_path: Path) -> None:
+    # Airflow's task runner puts itself in a process group of its own: a group kill of the Celery worker misses it.
+    code = ("import os, subprocess, sys, time\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import os, time; os.setpgid(0, 0); time.sleep(120)'])\n"
+            "print(child.pid, flush=True)\n"
+            "time.sleep(120)\n")  # fmt: skip
+    with Stack(tmp_path, log=lambda _: None) as stack:
+        server = stack.start("parent", [sys.executable, "-c", code])
+        deadline = time.monotonic() + 30
+        while not server.log.read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        child = int(server.log.read_text().split()[0])
+        time.sleep(1)  # let the child leave the group
+        assert os.getpgid(child) != server.pid and child in session_members(server.pid)
+    assert session_members(server.pid) == []
