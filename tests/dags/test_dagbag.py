@@ -50,7 +50,7 @@ for dag in bag.dags.values():
             "retries": t.retries, "retry_delay_s": t.retry_delay.total_seconds(),
             "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
             "outlets": [a.uri for a in t.outlets], "upstream": sorted(t.upstream_task_ids),
-            "type": type(t).__name__,
+            "type": type(t).__name__, "task_type": t.task_type,
             "trigger_dag_id": getattr(t, "trigger_dag_id", None) or (getattr(t, "partial_kwargs", None) or {}).get("trigger_dag_id"),
             "max_active_tis_per_dag": t.max_active_tis_per_dag, "trigger_rule": getattr(t.trigger_rule, "value", str(t.trigger_rule)),
             "pool": t.pool,
@@ -229,7 +229,9 @@ def test_on_kubernetes_training_and_etl_are_the_providers_operators_wired_the_sa
              ("flinktune_profile", "train_surrogate"): "TrainerPodOperator", ("flinktune_ingest", "etl_features"): "EtlSparkOperator"}  # fmt: skip
     for (dag_id, task_id), kind in kinds.items():
         task, embedded = k8s["dags"][dag_id]["tasks"][task_id], inspected["dags"][dag_id]["tasks"][task_id]
-        assert task["type"] == kind and embedded["type"] != kind, f"{dag_id}.{task_id}"
+        assert task["task_type"] == kind and embedded["task_type"] != kind, f"{dag_id}.{task_id}"
+        # mapped over the fleet's jobs where the in-process task is
+        assert task["type"].endswith("MappedOperator") == embedded["type"].endswith("MappedOperator"), f"{dag_id}.{task_id}"
         assert k8s["dags"][dag_id]["serialized_types"][task_id] == kind, "serialized and read back as the scheduler does"
         # The same place in the DAG: upstream, assets, trigger rule, retries and timeout as the in-process task.
         for key in ("upstream", "outlets", "trigger_rule", "retries", "retry_delay_s", "timeout_s", "max_active_tis_per_dag"):
