@@ -15,6 +15,7 @@ static (the space's maximum, reserved all the time).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -30,6 +31,17 @@ def bound(trace: str, seed: int, hours: float, recovery_limit_s: float) -> dict[
     return bound_for_rates(rates, ClusterProfile.default(trace), recovery_limit_s, label=trace)
 
 
+def _carry(rates: np.ndarray, profile: ClusterProfile, recovery_limit_s: float, cands: list) -> np.ndarray:
+    """The highest rate (50 rec/s steps up to 1.3x the trace's peak) each candidate carries and recovers within the limit at."""
+    grid = np.arange(1000.0, rates.max() * 1.3, 50.0)
+    carry = np.zeros(len(cands))
+    for k, cfg in enumerate(cands):
+        ss = steady_state(profile, cfg, grid)
+        ok = (ss["recovery_s"] <= recovery_limit_s) & (ss["throughput"] >= grid * 0.9999)
+        carry[k] = grid[ok].max() if ok.any() else 0.0
+    return carry
+
+
 def bound_for_rates(
     rates: np.ndarray,
     profile: ClusterProfile,
@@ -42,13 +54,8 @@ def bound_for_rates(
     the calibrated ``ads`` profile); ``space`` defaults to the replay's (:func:`default_space`)."""
     space = space or default_space()
     rates = np.asarray(rates, dtype=float)
-    grid = np.arange(1000.0, rates.max() * 1.3, 50.0)
     cands = space.candidates()
-    carry = np.zeros(len(cands))  # highest rate each candidate recovers within the limit at
-    for k, cfg in enumerate(cands):
-        ss = steady_state(profile, cfg, grid)
-        ok = (ss["recovery_s"] <= recovery_limit_s) & (ss["throughput"] >= grid * 0.9999)
-        carry[k] = grid[ok].max() if ok.any() else 0.0
+    carry = _carry(rates, profile, recovery_limit_s, cands)
     cpu = np.array([c.total_cpu for c in cands])
     # Cheapest CPU that carries each rate level, over every candidate; then per second.
     order = np.argsort(-carry)
@@ -70,6 +77,59 @@ def bound_for_rates(
             single = min(single, float(bc[j].mean()))
     static = space.maximum.total_cpu
     return {"per_second": per_second / static, "single_shape": single / static}
+
+
+def bound_with_changes(
+    rates: np.ndarray,
+    profile: ClusterProfile,
+    recovery_limit_s: float,
+    changes: Sequence[int],
+    *,
+    step_s: int = 300,
+    space: ConfigSpace | None = None,
+) -> dict[int, float]:
+    """CPU relative to static of the cheapest schedule with at most k reconfigurations, for each k of ``changes``.
+
+    Use it beside :func:`bound_for_rates` when a policy is also held to a reconfiguration cap: the
+    per-second bound changes configuration as often as the rate moves, which no capped policy can.
+    Same ground truth (each candidate's highest rate recovered within the limit), the same perfect
+    knowledge of the rate and free, instant changes, but the schedule is ``changes + 1`` segments
+    on a ``step_s`` grid (a policy's decision cadence), each held at the cheapest configuration
+    that carries the segment's highest second. The first segment is free to choose (the replay's
+    start at static max and its first change are not charged): a lower bound still.
+    """
+    if not changes or min(changes) < 0:
+        raise ValueError(f"changes must be counts >= 0, got {list(changes)}")
+    space = space or default_space()
+    rates = np.asarray(rates, dtype=float)
+    cands = space.candidates()
+    carry = _carry(rates, profile, recovery_limit_s, cands)
+    cpu = np.array([c.total_cpu for c in cands])
+    order = np.argsort(-carry)
+    levels, best = carry[order], np.minimum.accumulate(cpu[order])
+
+    def cost(rate: float) -> float:
+        i = int(np.searchsorted(-levels, -rate, side="right")) - 1
+        return float(best[i]) if i >= 0 else np.inf
+
+    n = int(np.ceil(len(rates) / step_s))
+    peaks = np.array([rates[i * step_s : (i + 1) * step_s].max() for i in range(n)])
+    sizes = np.array([min(step_s, len(rates) - i * step_s) for i in range(n)], dtype=float)
+    # seg[i][j]: CPU-seconds of one segment over steps i..j-1 (its highest second sets the size)
+    seg = np.full((n + 1, n + 1), np.inf)
+    for i in range(n):
+        top, secs = 0.0, 0.0
+        for j in range(i + 1, n + 1):
+            top, secs = max(top, peaks[j - 1]), secs + sizes[j - 1]
+            seg[i, j] = cost(top) * secs
+    dp = seg[0].copy()  # one segment: steps 0..j-1
+    out: dict[int, float] = {}
+    for k in range(max(changes) + 1):
+        if k:
+            dp = np.minimum(dp, np.min(dp[:, None] + seg, axis=0))
+        if k in changes:
+            out[k] = float(dp[n] / (space.maximum.total_cpu * len(rates)))
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -33,14 +33,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.replay_bound import bound_for_rates  # noqa: E402
+from benchmarks.replay_bound import bound_for_rates, bound_with_changes  # noqa: E402
 from flinktune.cli.entry import OneLineParser, run_main  # noqa: E402
 from flinktune.lake.atomic import atomic_write  # noqa: E402
 from flinktune.pricing import PriceList, load_prices  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.models import FORECASTERS  # noqa: E402
 from flinktune.replay.output import priced_relative_table  # noqa: E402
-from flinktune.replay.runner import load_replay_trace, resolve_policies, resolve_profile, run_replay  # noqa: E402
+from flinktune.replay.runner import load_with_history, resolve_policies, resolve_profile, run_replay  # noqa: E402
 from flinktune.twin.failures import parse_failures  # noqa: E402
 from flinktune.twin.workload import WORKLOADS  # noqa: E402
 
@@ -200,7 +200,14 @@ def _render(r: dict[str, Any]) -> str:
         "",
         f"Seeds done: {done} of {r['seeds_text']}"
         + ("" if len(per_seed) == len(r["seeds"]) else " (not all seeds finished: the figures are over the seeds done)")
-        + f". {r['hours']:g} h of trace, failures `{r['failures']}`, latency goal {r['latency_target_ms']:g} ms, "
+        + f". {r['hours']:g} h of trace replayed"
+        + (
+            f" (after its first {r['history_hours']:g} h, which the forecasters are fitted on and forecast from; "
+            "the replay, static and the bound all cover the replayed span only)"
+            if r.get("history_hours")
+            else ""
+        )
+        + f", failures `{r['failures']}`, latency goal {r['latency_target_ms']:g} ms, "
         f"recovery limit {r['recovery_limit_s']:g} s, forecaster {r['forecaster']}. Wall time per seed (s): "
         + ", ".join(f"{s}: {w:.0f}" for s, w in r["wall_s"].items())
         + ".",
@@ -212,7 +219,12 @@ def _render(r: dict[str, Any]) -> str:
         "reconfigurations are absolute counts / seconds per run.",
         "",
         "Replay bound (CPU relative to static) per seed: "
-        + ", ".join(f"{s}: {b['per_second']:.3f} (best single shape {b['single_shape']:.3f})" for s, b in r["bounds"].items())
+        + ", ".join(
+            f"{s}: {b['per_second']:.3f} (best single shape {b['single_shape']:.3f}"
+            + (f"; with at most {b['cap']} changes {b['capped']:.3f}" if "capped" in b else "")
+            + ")"
+            for s, b in r["bounds"].items()
+        )
         + ".",
         "",
         "## Mean over seeds",
@@ -257,6 +269,7 @@ def run(
     command: str = "",
     prices: PriceList | None = None,
     progress: bool = True,
+    history_hours: float = 0.0,
 ) -> dict[str, Any]:
     """Replay ``policies`` on every seed of ``seeds_text`` and write the Markdown (and JSON) file; returns its content as a dict."""
     # Every input is checked before the first replay: a bad one costs nothing.
@@ -265,7 +278,7 @@ def run(
     seeds = parse_seeds(seeds_text)
     parse_failures(failures)
     names = resolve_policies(policies)
-    series, workload = load_replay_trace(trace, hours, seeds[0])
+    history, series, workload = load_with_history(trace, hours, seeds[0], history_hours)
     prof = resolve_profile(profile, workload)
     prices = prices or load_prices()
     trace_name = Path(trace).stem if trace not in WORKLOADS else trace
@@ -282,6 +295,7 @@ def run(
         "failures": failures,
         "policies": names,
         "hours": hours,
+        "history_hours": history_hours,
         "latency_target_ms": latency_target_ms,
         "recovery_limit_s": recovery_limit_s,
         "forecaster": forecaster,
@@ -295,10 +309,14 @@ def run(
     for seed in seeds:
         t0 = time.perf_counter()
         if seed != seeds[0]:
-            series, workload = load_replay_trace(trace, hours, seed)
+            history, series, workload = load_with_history(trace, hours, seed, history_hours)
         # A trace file is the same on every seed: its bound once; a generator's trace moves with the seed.
         if trace in WORKLOADS or file_bound is None:
             b = bound_for_rates(series.to_numpy(), prof, recovery_limit_s, label=f"{trace_name} seed {seed}")
+            # The same bound held to issue 20's reconfiguration cap (12 per 18 h): what any capped policy can reach.
+            cap = int(12 * hours / 18)
+            b["capped"] = bound_with_changes(series.to_numpy(), prof, recovery_limit_s, (cap,))[cap]
+            b["cap"] = cap
             file_bound = b if trace not in WORKLOADS else None
         else:
             b = file_bound
@@ -309,6 +327,7 @@ def run(
             forecaster=forecaster,
             latency_target_ms=latency_target_ms,
             recovery_limit_s=recovery_limit_s,
+            history=history,
         )
         runs = run_replay(series, workload, names, settings, workers=workers, profile=prof, progress=progress)
         summaries = {n: run.summary for n, run in runs.items()}
@@ -338,7 +357,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seeds", default="1-5", help="seeds, e.g. 1-5, 7 or 1-3,9")
     p.add_argument("--failures", default="every:45m")
     p.add_argument("--policies", default="all", help="comma-separated policy names or 'all' (static is always included)")
-    p.add_argument("--hours", type=float, default=18.0)
+    p.add_argument("--hours", type=float, default=18.0, help="hours replayed (after --history-hours of a trace file)")
+    p.add_argument(
+        "--history-hours",
+        type=float,
+        default=0.0,
+        help="trace files: the first hours fit the forecasters (not replayed; the bound covers the replayed span only)",
+    )
     p.add_argument("--latency-target-ms", type=float, default=1000.0)
     p.add_argument("--recovery-limit-s", type=float, default=180.0)
     p.add_argument("--forecaster", default="peak", choices=list(FORECASTERS))
@@ -359,6 +384,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         workers=a.workers,
         out=a.out,
         command=command,
+        history_hours=a.history_hours,
     )
 
 

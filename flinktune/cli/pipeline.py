@@ -183,6 +183,11 @@ def replay(
         min=1.0,
         help="The policies' and the guard's latency goal, ms (ads: its idle latency is about 1.1 s; Demeter's boundary there is 2369 ms).",
     ),
+    history_hours: float = typer.Option(
+        0.0,
+        min=0.0,
+        help="Trace files only: the file's first hours are the forecasters' history (fitted and forecast from), the --hours after them are replayed; 0 fits them on a synthetic ysb day.",
+    ),
     var_dir: Path = typer.Option(
         DEFAULT_VAR_DIR, help="State folder; the results go under <var-dir>/replay unless --out says otherwise."
     ),
@@ -203,6 +208,7 @@ def replay(
             workers=workers,
             profile=profile,
             latency_target_ms=latency_target_ms,
+            history_hours=history_hours,
         )
     except (FileNotFoundError, ValueError) as exc:
         fail(str(exc))

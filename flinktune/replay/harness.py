@@ -125,6 +125,11 @@ class ReplaySettings:
     forecaster: str = "peak"
     confidence: float = 0.95
     guard: GuardRules = field(default_factory=GuardRules)
+    #: The trace's own rates before the replayed span (1 s steps, ending one second before it), e.g.
+    #: a trace file's first hours (:func:`flinktune.replay.runner.split_history`): the forecasters
+    #: are fitted on it and forecast from it at the start. None: a preceding synthetic day of
+    #: ``workload`` (another seed), which is all a generated trace has.
+    history: pd.Series | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -193,12 +198,14 @@ def prepare_replay(
         )
     models: ReplayModels | None = None
     if name in MODEL_POLICIES or name == "barre":
-        # Train the forecaster on a preceding day of the same generator with another seed.
-        past = (
-            generate_trace(settings.workload, 24.0, settings.seed + 1000, start=trace.index[0] - pd.Timedelta(hours=24))
-            if settings.workload in ("ysb", "tsw")
-            else trace
-        )
+        # Train the forecaster on the trace's own history when there is one, else on a preceding
+        # day of the same generator with another seed: never on the replayed span itself.
+        if settings.history is not None:
+            past = settings.history
+        elif settings.workload in ("ysb", "tsw"):
+            past = generate_trace(settings.workload, 24.0, settings.seed + 1000, start=trace.index[0] - pd.Timedelta(hours=24))
+        else:  # no generator and no history (benchmarks/twin_fidelity.py): the trace itself, in-sample
+            past = trace
         fc = make_forecaster(settings.forecaster, horizon_s=settings.forecast_horizon_s, seed=settings.seed).fit(past)
         # The seasonal naive one forecasts from 10 min of history; it answers until the main one can.
         fallback = (
@@ -240,7 +247,7 @@ def replay_loop(rig: ReplayRig, trace: pd.Series, store: Any, clock: ManualClock
         store=store,
         guard_rules=guard_rules_for(rig.name, s.guard),
         models=rig.models,
-        forecaster=TraceForecast(rig.models, trace, s.forecast_horizon_s) if rig.models is not None else None,
+        forecaster=TraceForecast(rig.models, trace, s.forecast_horizon_s, before=s.history) if rig.models is not None else None,
     )
 
 

@@ -1,8 +1,9 @@
 """In-process models for replay: a forecaster and a surrogate trained on what the twin produces.
 
 Use :class:`ReplayModels` for the model-based policies (demeter, flinktune) in a replay: the
-forecaster is fitted once on a preceding day of the same trace generator with another seed (so
-it never sees the replayed future), the surrogate on profiling runs of the twin. Every profiling
+forecaster is fitted once on history that precedes the replayed span (the trace file's own first
+hours, ``ReplaySettings.history``, or else a preceding day of the same trace generator with another
+seed), so it never sees the replayed future; the surrogate on profiling runs of the twin. Every profiling
 run is charged: its configuration's reserved CPU and memory for the seconds it ran (warm-up,
 measurement, and the recovery after its injected failure, unless the run skips the failure or
 stops waiting early: ``skip_failure_when_behind``, ``recovery_wait_s``), which the replay adds to
@@ -206,7 +207,22 @@ class TraceForecast:
     trace: pd.Series
     horizon_s: int
     history_s: int = 6 * 3600
+    #: The rates before the replay's first second (1 s steps, ending one second before it): a job in
+    #: service has them, so the first forecasts already see hours of its own load. None: none.
+    before: pd.Series | None = None
+
+    def __post_init__(self) -> None:
+        if self.before is not None and len(self.before):
+            gap = self.trace.index[0] - self.before.index[-1]
+            if gap != pd.Timedelta(seconds=1):
+                raise ValueError(
+                    f"TraceForecast: the history must end one second before the replay starts "
+                    f"({self.trace.index[0]}), it ends at {self.before.index[-1]}"
+                )
+            self._series = pd.concat([self.before, self.trace])
+        else:
+            self._series = self.trace
 
     def forecast(self, job: str, now: float):
-        elapsed = int(now - self.trace.index[0].timestamp())
-        return self.models.forecast(self.trace.iloc[max(0, elapsed - self.history_s) : elapsed], self.horizon_s)
+        elapsed = int(now - self._series.index[0].timestamp())
+        return self.models.forecast(self._series.iloc[max(0, elapsed - self.history_s) : elapsed], self.horizon_s)

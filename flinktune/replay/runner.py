@@ -25,7 +25,16 @@ from flinktune.twin.failures import parse_failures
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.workload import WORKLOADS, generate_trace, load_trace_csv
 
-__all__ = ["SHIPPED_PROFILES", "cli_replay", "load_replay_trace", "resolve_policies", "resolve_profile", "run_replay"]
+__all__ = [
+    "SHIPPED_PROFILES",
+    "cli_replay",
+    "load_replay_trace",
+    "load_with_history",
+    "resolve_policies",
+    "resolve_profile",
+    "run_replay",
+    "split_history",
+]
 
 #: Calibrated profiles shipped beside the built-in ones (name -> file).
 SHIPPED_PROFILES: dict[str, Path] = {"ads": Path(__file__).resolve().parents[1] / "resources" / "cluster_profile_ads.yaml"}
@@ -55,6 +64,40 @@ def load_replay_trace(trace: str, hours: float, seed: int) -> tuple[pd.Series, s
     series = series[series.index < series.index[0] + pd.Timedelta(hours=hours)]
     full = series.resample("1s").mean().interpolate()
     return full, "ysb"
+
+
+def split_history(series: pd.Series, history_hours: float) -> tuple[pd.Series | None, pd.Series]:
+    """(history, replayed span) of a trace file's ``series``: its first ``history_hours`` and the rest.
+
+    Use it to fit the forecasters on the trace's own past (``ReplaySettings.history``) instead of a
+    synthetic day: the replay, the static reference and the bound then all cover the replayed span
+    only, so the forecaster never sees what it is asked about. 0 hours: (None, the whole series).
+    """
+    if history_hours < 0:
+        raise ValueError(f"--history-hours must be >= 0, got {history_hours}")
+    if history_hours == 0:
+        return None, series
+    cut = series.index[0] + pd.Timedelta(hours=history_hours)
+    history, replayed = series[series.index < cut], series[series.index >= cut]
+    if replayed.empty:
+        raise ValueError(
+            f"--history-hours {history_hours:g}: the trace has only {len(series) / 3600:.1f} h, nothing is left to replay"
+        )
+    return history, replayed
+
+
+def load_with_history(trace: str, hours: float, seed: int, history_hours: float = 0.0) -> tuple[pd.Series | None, pd.Series, str]:
+    """(history, replayed span of ``hours``, workload): :func:`load_replay_trace` then :func:`split_history`.
+
+    ``history_hours`` > 0 needs a trace file (a generator's history is its own preceding day)."""
+    if history_hours and trace in WORKLOADS:
+        raise ValueError(
+            f"--history-hours applies to trace files; {trace!r} is a generator, whose forecasters "
+            "already fit on a preceding generated day"
+        )
+    series, workload = load_replay_trace(trace, hours + history_hours, seed)
+    history, replayed = split_history(series, history_hours)
+    return history, replayed, workload
 
 
 class _Progress:
@@ -152,13 +195,17 @@ def cli_replay(
     plots: bool = True,
     command: str | None = None,
     profile: str | None = None,
+    history_hours: float = 0.0,
 ) -> dict[str, Any]:
-    """The ``flinktune replay`` command: run, write table + JSON + plots, return a summary dict."""
+    """The ``flinktune replay`` command: run, write table + JSON + plots, return a summary dict.
+
+    ``history_hours`` (trace files only): the file's first hours are the forecasters' history and
+    ``hours`` after them are replayed (:func:`split_history`); 0 fits them on a synthetic day."""
     if not hours > 0:
         raise ValueError(f"--hours must be > 0, got {hours}")
     parse_failures(failures)  # a bad spec fails before any work
     names = resolve_policies(policies)
-    series, workload = load_replay_trace(trace, hours, seed)
+    history, series, workload = load_with_history(trace, hours, seed, history_hours)
     prof = resolve_profile(profile, workload)
     settings = ReplaySettings(
         workload=workload,
@@ -167,6 +214,7 @@ def cli_replay(
         forecaster=forecaster,
         latency_target_ms=latency_target_ms,
         recovery_limit_s=recovery_limit_s,
+        history=history,
     )
     t0 = time.perf_counter()
     runs = run_replay(series, workload, names, settings, workers=workers, profile=prof)
@@ -176,6 +224,7 @@ def cli_replay(
         f" --forecaster {forecaster} --out {out_dir}"
         + (f" --profile {profile}" if profile else "")
         + (f" --latency-target-ms {latency_target_ms:g}" if latency_target_ms != 1000.0 else "")
+        + (f" --history-hours {history_hours:g}" if history_hours else "")
     )
     meta = {
         "command": cmd,
@@ -190,6 +239,7 @@ def cli_replay(
         "wall_s": round(wall, 1),
         "workers": workers,
         "profile": profile or workload,
+        "history_hours": history_hours,
     }
     name = Path(trace).stem if trace not in WORKLOADS else trace
     paths = write_results(runs, out_dir, name, meta, plots=plots)

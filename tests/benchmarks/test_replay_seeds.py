@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from benchmarks.replay_bound import bound, bound_for_rates
+from benchmarks.replay_bound import bound, bound_for_rates, bound_with_changes
 from benchmarks.replay_seeds import main, parse_seeds, targets
 from flinktune.cli.entry import KNOWN_EXIT, run_main
+from flinktune.config_space import ConfigSpace
 from flinktune.replay.runner import resolve_profile
 from flinktune.twin.workload import generate_trace
 
@@ -26,6 +27,21 @@ def test_bound_for_rates_is_bound_on_builtin_traces() -> None:
     # The refactor keeps the published figure: the generator's trace on its own profile gives the same bound.
     rates = generate_trace("tsw", 1.0, 3).to_numpy()
     assert bound_for_rates(rates, resolve_profile("tsw", "tsw"), 180.0) == bound("tsw", 3, 1.0, 180.0)
+
+
+def test_the_bound_with_a_change_cap_lies_between_the_per_second_bound_and_one_configuration() -> None:
+    rates = generate_trace("tsw", 1.0, 3).to_numpy()
+    prof = resolve_profile("tsw", "tsw")
+    space = ConfigSpace(
+        parallelism=(8, 16, 24), task_slots=(1, 2), cpu=(1.0, 2.0), memory_mb=(2048,), checkpoint_interval_s=(10,)
+    )
+    free = bound_for_rates(rates, prof, 180.0, space=space)["per_second"]
+    by_k = bound_with_changes(rates, prof, 180.0, (0, 2, 4, 11), space=space)
+    capped = [by_k[k] for k in (0, 2, 4, 11)]
+    assert all(a >= b for a, b in zip(capped, capped[1:]))  # more changes allowed: never dearer
+    assert capped[0] > capped[-1] >= free  # a change cap costs CPU; even one per decision is above the per-second bound
+    with pytest.raises(ValueError, match="changes"):
+        bound_with_changes(rates, prof, 180.0, (-1,), space=space)
 
 
 def test_two_seeds_two_policies(tmp_path) -> None:
