@@ -65,17 +65,24 @@ def compile_suite(
     import great_expectations.expectations as gxe
 
     gx_context()  # GX 1.x suites need an active context even before they are saved
-    suite = gx.ExpectationSuite(name=suite_name or f"{contract.dataset}_contract")
+    expectations: list[Any] = []
 
     def add(exp_cls: type, rule: str, about: str | None, severity: str, **kwargs: Any) -> None:
         meta = {RULE_META_KEY: {"rule": rule, "column": about, "severity": severity}}
-        suite.add_expectation(exp_cls(meta=meta, severity=gx_severity(severity), **kwargs))
+        expectations.append(exp_cls(meta=meta, severity=gx_severity(severity), **kwargs))
 
     for c in contract.columns:
         add(gxe.ExpectColumnToExist, f"{c.name}.exists", c.name, c.severity_of("exists"), column=c.name)
         if not c.nullable or c.min_non_null_fraction is not None:
             mostly = 1.0 if c.min_non_null_fraction is None else c.min_non_null_fraction
-            add(gxe.ExpectColumnValuesToNotBeNull, f"{c.name}.not_null", c.name, c.severity_of("not_null"), column=c.name, mostly=mostly)
+            add(
+                gxe.ExpectColumnValuesToNotBeNull,
+                f"{c.name}.not_null",
+                c.name,
+                c.severity_of("not_null"),
+                column=c.name,
+                mostly=mostly,
+            )
         if c.min is not None or c.max is not None:
             add(
                 gxe.ExpectColumnValuesToBeBetween,
@@ -87,9 +94,23 @@ def compile_suite(
                 max_value=c.max,
             )
         if c.allowed is not None:
-            add(gxe.ExpectColumnValuesToBeInSet, f"{c.name}.allowed", c.name, c.severity_of("allowed"), column=c.name, value_set=list(c.allowed))
+            add(
+                gxe.ExpectColumnValuesToBeInSet,
+                f"{c.name}.allowed",
+                c.name,
+                c.severity_of("allowed"),
+                column=c.name,
+                value_set=list(c.allowed),
+            )
         if c.regex is not None:
-            add(gxe.ExpectColumnValuesToMatchRegex, f"{c.name}.regex", c.name, c.severity_of("regex"), column=c.name, regex=c.regex)
+            add(
+                gxe.ExpectColumnValuesToMatchRegex,
+                f"{c.name}.regex",
+                c.name,
+                c.severity_of("regex"),
+                column=c.name,
+                regex=c.regex,
+            )
     if contract.unique_columns and engine != "spark":
         cols = list(contract.unique_columns)
         if len(cols) == 1:
@@ -97,7 +118,13 @@ def compile_suite(
         else:
             add(gxe.ExpectCompoundColumnsToBeUnique, "uniqueness", ",".join(cols), contract.unique_severity, column_list=cols)
     if contract.min_rows:
-        add(gxe.ExpectTableRowCountToBeBetween, "completeness.min_rows", None, contract.min_rows_severity, min_value=contract.min_rows)
+        add(
+            gxe.ExpectTableRowCountToBeBetween,
+            "completeness.min_rows",
+            None,
+            contract.min_rows_severity,
+            min_value=contract.min_rows,
+        )
     if contract.freshness_column and now is not None:
         if now.tzinfo is None:
             raise ValueError("compile_suite: now must be timezone-aware (UTC)")
@@ -105,4 +132,6 @@ def compile_suite(
         oldest = now - dt.timedelta(seconds=float(contract.freshness_max_age_s or 0))
         bound: Any = oldest.astimezone(dt.timezone.utc) if col.type == "timestamp" else int(oldest.timestamp() * 1000)
         add(gxe.ExpectColumnMaxToBeBetween, "freshness", col.name, contract.freshness_severity, column=col.name, min_value=bound)
-    return suite
+    # All at once: suite.add_expectation would write the whole suite to the active context's store
+    # on every call once a suite of this name has been saved there (a GX project; see gx_project).
+    return gx.ExpectationSuite(name=suite_name or f"{contract.dataset}_contract", expectations=expectations)

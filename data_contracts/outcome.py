@@ -46,6 +46,8 @@ class ValidationOutcome:
     failures: list[Failure] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     quarantine_path: Path | None = None
+    #: The GX Data Docs page of this batch's Checkpoint run (None when validated without a GX project).
+    data_docs_page: Path | None = None
 
     @property
     def errors(self) -> list[Failure]:
@@ -70,6 +72,7 @@ class ValidationOutcome:
             "failures": [_jsonable(asdict(f)) for f in self.failures],
             "skipped": list(self.skipped),
             "quarantine_path": str(self.quarantine_path) if self.quarantine_path else None,
+            "data_docs_page": str(self.data_docs_page) if self.data_docs_page else None,
         }
 
 

@@ -11,6 +11,11 @@ any error-severity failure the batch and a report (``report.md``, ``report.json`
 dataset, rules, offending values and the quarantine path. Spark batches are read twice (all rule
 counters in one aggregated pass, then uniqueness; see :mod:`data_contracts.spark_onepass`) plus
 a small GX run on their first rows.
+
+Given ``gx_project=`` (a folder), the GX part runs as that project's Checkpoint for the dataset
+(:mod:`data_contracts.gx_project`: saved suite, validation definition, Data Docs action), the
+outcome carries its Data Docs page, and every batch, passed or quarantined, is appended to the
+project's batch log (:mod:`data_contracts.batch_log`) with ``labels``.
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from data_contracts.batch_log import record_batch
 from data_contracts.compiler import RULE_META_KEY, compile_suite, gx_context
 from data_contracts.contract import Contract, load_contract
+from data_contracts.gx_project import GxProject
 from data_contracts.outcome import ContractViolation, Failure, ValidationOutcome
 from data_contracts.precheck import SAMPLE_SIZE, engine_of, precheck
 from data_contracts.quarantine import check_batch_id, write_quarantine
@@ -77,10 +85,18 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _gx_failures(df: Any, engine: str, contract: Contract, now: dt.datetime | None) -> tuple[list[Failure], int | None]:
+def _gx_failures(
+    df: Any, engine: str, contract: Contract, now: dt.datetime | None, run: _CheckpointTarget | None = None
+) -> tuple[list[Failure], int | None]:
     suite = compile_suite(contract, now=now, engine=engine)
-    batch = _batch_definition(engine).get_batch(batch_parameters={"dataframe": df})
-    result = batch.validate(suite, result_format={"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE_SIZE})
+    result_format = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE_SIZE}
+    if run is not None:
+        done = run.project.run_checkpoint(df, suite, dataset=contract.dataset, batch_id=run.batch_id, result_format=result_format)
+        run.data_docs_page = done.data_docs_page
+        result = done.result
+    else:
+        batch = _batch_definition(engine).get_batch(batch_parameters={"dataframe": df})
+        result = batch.validate(suite, result_format=result_format)
     failures: list[Failure] = []
     rows: int | None = None
     for r in result.results:
@@ -90,7 +106,16 @@ def _gx_failures(df: Any, engine: str, contract: Contract, now: dt.datetime | No
             rows = res.get("observed_value")
         exc = r.exception_info or {}
         if exc.get("raised_exception"):
-            failures.append(Failure(meta["rule"], meta["column"], meta["severity"], (), None, f"GX could not evaluate: {exc.get('exception_message')}"))
+            failures.append(
+                Failure(
+                    meta["rule"],
+                    meta["column"],
+                    meta["severity"],
+                    (),
+                    None,
+                    f"GX could not evaluate: {exc.get('exception_message')}",
+                )
+            )
             continue
         if r.success:
             continue
@@ -102,8 +127,19 @@ def _gx_failures(df: Any, engine: str, contract: Contract, now: dt.datetime | No
             sample = (_plain(res.get("observed_value")),)
             count = None
             detail = f"observed {_plain(res.get('observed_value'))!r}; expected {_bounds(r.expectation_config.kwargs)}"
-        failures.append(Failure(meta["rule"], meta["column"], meta["severity"], sample, None if count is None else int(count), detail))
+        failures.append(
+            Failure(meta["rule"], meta["column"], meta["severity"], sample, None if count is None else int(count), detail)
+        )
     return failures, rows
+
+
+class _CheckpointTarget:
+    """Where a GX run goes when it runs as a Checkpoint, and the Data Docs page it left."""
+
+    def __init__(self, project: GxProject, batch_id: str) -> None:
+        self.project = project
+        self.batch_id = batch_id
+        self.data_docs_page: Path | None = None
 
 
 def _bounds(kwargs: dict[str, Any]) -> str:
@@ -125,13 +161,15 @@ def _detail(rule: str, kwargs: dict[str, Any], res: dict[str, Any]) -> str:
     return what + (f"; {pct:.3g}% of rows" if isinstance(pct, (int, float)) else "")
 
 
-def _gx_on_sample(df: Any, contract: Contract, now: dt.datetime | None, n: int, known: set[str]) -> list[Failure]:
+def _gx_on_sample(
+    df: Any, contract: Contract, now: dt.datetime | None, n: int, known: set[str], run: _CheckpointTarget | None = None
+) -> list[Failure]:
     """The compiled GX suite on the first ``n`` rows (pandas): its findings the exact pass missed.
 
     Table rules (row count, freshness) are left to the exact pass: a sample says nothing of them.
     """
     sample = df.limit(n).toPandas()
-    found = _gx_failures(sample, "pandas", contract, now)[0]
+    found = _gx_failures(sample, "pandas", contract, now, run)[0]
     table_rules = {"completeness.min_rows", "freshness", "uniqueness"}
     # Spark NaN becomes pandas' missing marker in toPandas: a NaN the finite rule reported is no null.
     nan_columns = {r.rsplit(".", 1)[0] for r in known if r.endswith(".finite")}
@@ -143,33 +181,49 @@ def _gx_on_sample(df: Any, contract: Contract, now: dt.datetime | None, n: int, 
 
 
 def run_checks(
-    df: Any, contract: Contract, *, batch_id: str, now: dt.datetime | float | None = None, gx_sample_rows: int = GX_SAMPLE_ROWS
+    df: Any,
+    contract: Contract,
+    *,
+    batch_id: str,
+    now: dt.datetime | float | None = None,
+    gx_sample_rows: int = GX_SAMPLE_ROWS,
+    gx_project: str | Path | None = None,
 ) -> ValidationOutcome:
     """All rules without quarantining or raising (for dry runs and reports).
 
     pandas: pre-checks, then the compiled GX suite on the whole frame. Spark: every rule exactly in
     one aggregated pass (:mod:`data_contracts.spark_onepass`), then GX on the first
-    ``gx_sample_rows`` rows (0 turns that off).
+    ``gx_sample_rows`` rows (0 turns that off). With ``gx_project`` the GX run is that project's
+    Checkpoint for the dataset and the outcome's ``data_docs_page`` its Data Docs page (a batch
+    whose schema fails never reaches GX, so it has none).
     """
     engine = engine_of(df)
+    run = _CheckpointTarget(GxProject(gx_project), batch_id) if gx_project is not None else None
     now_utc = _as_utc(now)
     skipped: list[str] = []
     if engine == "spark":
         failures, rows, schema_ok = spark_failures(df, contract, now_utc)
         if schema_ok and gx_sample_rows:
-            failures += _gx_on_sample(df, contract, now_utc, gx_sample_rows, {f.rule for f in failures})
+            failures += _gx_on_sample(df, contract, now_utc, gx_sample_rows, {f.rule for f in failures}, run)
     else:
         failures, schema_ok = precheck(df, contract)
         rows = len(df)
         if schema_ok:
-            failures += _gx_failures(df, engine, contract, now_utc)[0]
+            failures += _gx_failures(df, engine, contract, now_utc, run)[0]
     if not schema_ok:
         skipped.append("all value rules (schema failed)")
     if contract.freshness_column and now_utc is None:
         skipped.append("freshness (no now given)")
     order = {r.id: i for i, r in enumerate(contract.rules())}
     failures.sort(key=lambda f: (f.severity != "error", order.get(f.rule, len(order))))
-    return ValidationOutcome(dataset=contract.dataset, batch_id=batch_id, rows=rows, failures=failures, skipped=skipped)
+    return ValidationOutcome(
+        dataset=contract.dataset,
+        batch_id=batch_id,
+        rows=rows,
+        failures=failures,
+        skipped=skipped,
+        data_docs_page=run.data_docs_page if run is not None else None,
+    )
 
 
 def validate(
@@ -180,19 +234,26 @@ def validate(
     quarantine_root: str | Path,
     now: dt.datetime | float | None = None,
     gx_sample_rows: int = GX_SAMPLE_ROWS,
+    gx_project: str | Path | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> ValidationOutcome:
     """Validate ``df``; return the outcome if no error rule failed, else quarantine and raise.
 
     ``contract_name_or_path``: a dataset name (``raw_metrics``, ``features_1m``,
     ``profiling_observations``), a YAML path, or a loaded :class:`Contract`. ``now`` (tz-aware
     datetime or epoch seconds, from the caller's injected clock) enables the freshness rule.
+    ``gx_project`` (a folder): run GX as the project's Checkpoint, publish Data Docs and append
+    the batch (passed or quarantined, with ``labels``) to the project's batch log.
     """
     contract = contract_name_or_path if isinstance(contract_name_or_path, Contract) else load_contract(contract_name_or_path)
     check_batch_id(batch_id)
-    outcome = run_checks(df, contract, batch_id=batch_id, now=now, gx_sample_rows=gx_sample_rows)
+    outcome = run_checks(df, contract, batch_id=batch_id, now=now, gx_sample_rows=gx_sample_rows, gx_project=gx_project)
     for f in outcome.warnings:
         log.warning("dataset %s batch %s: %s", contract.dataset, batch_id, f.describe())
+    if not outcome.passed:
+        write_quarantine(df, outcome, quarantine_root, contract.source)
+    if gx_project is not None:
+        record_batch(gx_project, outcome, labels=labels)
     if outcome.passed:
         return outcome
-    write_quarantine(df, outcome, quarantine_root, contract.source)
     raise ContractViolation(outcome)

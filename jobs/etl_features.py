@@ -32,7 +32,7 @@ from flinktune.job_name import job_name
 from flinktune.clock import Clock
 from flinktune.etl.curated import to_features_frame, write_features
 from flinktune.etl.features import GRAINS, NoRawDataError, features_from_parts, read_raw, ten_second_parts
-from flinktune.etl.observations import quarantine_root, validate_observations
+from flinktune.etl.observations import quality_root, quarantine_root, validate_observations
 from flinktune.etl.raw_files import check_raw_files
 from flinktune.etl.spark import spark_session
 from flinktune.lake import Lake
@@ -108,7 +108,20 @@ def run(
     start, end = _minute_range(raw, start_ms, end_ms, str(lake.raw_job_dir(job)))
     lap("read")
     batch_id = f"{job}-{start}-{end}"
-    raw_outcome = validate(raw, "raw_metrics", batch_id=batch_id, quarantine_root=quarantine_root(settings), now=now)
+
+    # Each batch runs as a GX Checkpoint of the lake's project: Data Docs and the batch log the report reads.
+    def check(df: Any, dataset: str) -> ValidationOutcome:
+        return validate(
+            df,
+            dataset,
+            batch_id=batch_id,
+            quarantine_root=quarantine_root(settings),
+            now=now,
+            gx_project=quality_root(settings),
+            labels={"job": job},
+        )
+
+    raw_outcome = check(raw, "raw_metrics")
     lap("validate_raw")
     # Both grains from one scan: the small 10-s partials are computed once and kept in memory.
     parts = ten_second_parts(raw).persist()
@@ -122,7 +135,7 @@ def run(
     outcomes, violations = [], []
     for ds in DATASETS:
         try:
-            outcomes.append(validate(frames[ds], ds, batch_id=batch_id, quarantine_root=quarantine_root(settings), now=now))
+            outcomes.append(check(frames[ds], ds))
         except ContractViolation as exc:
             violations.append(exc)
     for exc in violations[1:]:
@@ -132,8 +145,10 @@ def run(
     lap("validate_curated")
     # One commit switches both grains: readers never see a new features_1m beside an old features_10s.
     files = write_features(lake.curated_root, job, {ds: frames[ds] for ds in DATASETS}, start, end)
-    written = {ds: {"rows": int(len(frames[ds])), "path": str(lake.curated_job_dir(ds, job)), "files": [str(f) for f in files[ds]]}
-               for ds in DATASETS}
+    written = {
+        ds: {"rows": int(len(frames[ds])), "path": str(lake.curated_job_dir(ds, job)), "files": [str(f) for f in files[ds]]}
+        for ds in DATASETS
+    }
     lap("commit")
     return {
         "dataset": DATASET,
@@ -160,7 +175,9 @@ def _main(argv: list[str]) -> None:
     parser = OneLineParser(prog="python -m jobs.etl_features", description=__doc__.splitlines()[0])
     parser.add_argument("--job", required=True, help="Flink job name (raw partition job=<job>)")
     parser.add_argument("--start-ms", type=int, default=None, help="range start, epoch ms UTC (default: first sample)")
-    parser.add_argument("--end-ms", type=int, default=None, help="range end (exclusive), epoch ms UTC (default: after last sample)")
+    parser.add_argument(
+        "--end-ms", type=int, default=None, help="range end (exclusive), epoch ms UTC (default: after last sample)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     summary = run(job=args.job, start_ms=args.start_ms, end_ms=args.end_ms)

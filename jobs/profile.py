@@ -54,7 +54,7 @@ def startup_rates(history_rates: np.ndarray | None, recent_s: int) -> list[float
     decision sees; the replay's flinktune profiles the same two); the defaults without history."""
     if history_rates is None or not len(history_rates):
         return list(DEFAULT_RATES)
-    peak = float(np.nanmax(history_rates[-max(1, int(recent_s)):]))
+    peak = float(np.nanmax(history_rates[-max(1, int(recent_s)) :]))
     return [0.5 * peak, 1.1 * peak]
 
 
@@ -91,7 +91,7 @@ def _write_observations(df: pd.DataFrame, settings: Settings) -> Path:
     # Nothing unvalidated reaches the lake: a failing batch is quarantined and this raises.
     from flinktune.etl.observations import validate_observations
 
-    validate_observations(df, settings, batch_id=f"{jobs[0]}-{runhash}")
+    validate_observations(df, settings, batch_id=f"{jobs[0]}-{runhash}", job=str(jobs[0]))
     return Lake(settings.lake_dir).write_observations(df.drop(columns=["job"]), str(jobs[0]), f"part-{runhash}")
 
 
@@ -169,8 +169,12 @@ def _main(argv: list[str]) -> None:
     p.add_argument("--configs", default=None, help="JSON list of configurations (knob mappings); default: initial design")
     p.add_argument("--rates", default=None, help="comma-separated rates, rec/s; default: from the job's simulated input")
     p.add_argument("--duration-s", type=int, default=PROFILE_RUN_S, help="seconds per profiling run before the failure")
-    p.add_argument("--design", choices=("startup", "space"), default="startup",
-                   help="default configurations: the policy's start-up shapes, or a space-filling design")
+    p.add_argument(
+        "--design",
+        choices=("startup", "space"),
+        default="startup",
+        help="default configurations: the policy's start-up shapes, or a space-filling design",
+    )
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     try:

@@ -25,6 +25,7 @@ from flinktune.lake import PROFILING_OBSERVATIONS, Lake
 from flinktune.pricing import load_prices
 from flinktune.report import COUNTERFACTUAL_POLICIES, ReportInputs, compare_on_same_load, same_load_from_twin, write_report
 from flinktune.report.period import tuned_start
+from flinktune.report.quality import data_quality_from_lake
 from flinktune.settings import Settings, load_settings
 from flinktune.decision.store import SqliteStateStore
 
@@ -113,7 +114,7 @@ def run(*, job: str, since_ms: int | None = None, settings: Settings | None = No
     inputs = ReportInputs(
         job=job, features=features, decisions=decisions, forecasts=store.forecasts(job),
         latency_target_ms=settings.latency_target_ms, space=default_space(), since=since, prices=load_prices(), policy=used,
-        forecast_horizon_s=settings.forecast_horizon_s,
+        forecast_horizon_s=settings.forecast_horizon_s, data_quality=data_quality_from_lake(Lake(settings.lake_dir), job),
     )  # fmt: skip
     comparison, note = comparison_for(inputs, settings)
     path = write_report(replace(inputs, comparison=comparison, comparison_note=note), Path(settings.reports_dir))

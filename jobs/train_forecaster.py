@@ -287,6 +287,11 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
             tags={**tags, "backtest_rule": scores[best]["rule"], "peak_rule": scores[best]["peak_rule"],
                   "role": "challenger", "champion_rule": choice.reason}, signature=signature,
             input_example=(example, {"horizon_s": horizon_s}),
+            logged_model_name=f"forecaster-{job}-{best}",
+            training_data=registry.lake_dataset(
+                pd.DataFrame({"window_start": series.index, "input_rate": series.to_numpy()}),
+                source=Lake(settings.lake_dir).curated_job_dir(DATASET, job), name=f"{DATASET}-{job}",
+            ),
         )
     for fig in figs.values():
         plt.close(fig)

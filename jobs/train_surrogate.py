@@ -176,6 +176,11 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
             pip_requirements=["mlflow==3.17.2", "botorch==0.18.1", "torch==2.13.0"],
             signature=signature,
             input_example=example,
+            logged_model_name=f"surrogate-{job}-{kind}",
+            training_data=registry.lake_dataset(
+                df.drop(columns=["_file", "_row"]), source=Lake(settings.lake_dir).curated_job_dir(DATASET, job),
+                name=f"{DATASET}-{job}",
+            ),
         )
     bad = sorted(k for k, v in metrics.items() if not np.isfinite(v))
     promotion = registry.promote(

@@ -16,7 +16,9 @@ and compare it by name); a promotion drops a ``challenger`` alias older than the
 Every registered version is self-contained: it ships this ``models`` package as pyfunc code (so
 ``mlflow.pyfunc.load_model("models:/<name>@champion")`` works in a process that cannot import this
 repository), its pinned pip requirements, and, when the job gives one, an input example and the
-signature inferred from it.
+signature inferred from it. Its LoggedModel is named after the job and model kind
+(``logged_model_name``), and its run has the training data as a ``training`` dataset input
+(:func:`lake_dataset`: name, digest, schema and the lake folder it was read from).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ __all__ = [
     "ModelStoreUnavailable",
     "configure",
     "ensure_experiment",
+    "lake_dataset",
     "log_and_register",
     "Promotion",
     "promote",
@@ -129,6 +132,23 @@ def _log_file(key: str, item: Any) -> None:
     mlflow.log_artifact(str(path), artifact_path="files")
 
 
+def lake_dataset(df: Any, *, source: str | Path, name: str) -> Any:
+    """``df`` (pandas) as an ``mlflow.data`` dataset for :func:`log_and_register`'s ``training_data``.
+
+    ``source`` is the lake folder the frame was read from (a curated dataset's ``job=<job>``
+    folder), so a user can find the files; ``name`` says which dataset of which job
+    (``features_1m-demo``). MLflow stores its digest, schema and row count, not the rows.
+    """
+    import warnings
+
+    import mlflow.data
+
+    with warnings.catch_warnings():
+        # A local path matches the "" and the "file" scheme, both LocalArtifactDatasetSource: nothing to choose.
+        warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted in multiple ways")
+        return mlflow.data.from_pandas(df, source=str(Path(source).resolve()), name=name)
+
+
 def log_and_register(
     model_name: str,
     python_model: mlflow.pyfunc.PythonModel,
@@ -142,6 +162,8 @@ def log_and_register(
     tags: Mapping[str, str] | None = None,
     signature: Any = None,
     input_example: Any = None,
+    logged_model_name: str = "model",
+    training_data: Any = None,
 ) -> str:
     """Log one training run and register its pyfunc model as a new version of ``model_name``.
 
@@ -151,7 +173,10 @@ def log_and_register(
     (``mlflow.models.infer_signature(..., params=...)``) is needed for predict-time ``params``;
     ``input_example`` is stored with the model (``Model.load_input_example``), a request a user can
     send as is. The ``models`` package goes with the model as code, so the wrapper unpickles in a
-    process that has only the pinned requirements installed. Returns the version number as a string.
+    process that has only the pinned requirements installed. ``logged_model_name`` names the MLflow 3
+    LoggedModel the version points at (say which job and model kind, e.g. ``forecaster-demo-peak-gbm``;
+    no ``/ : . %`` or quotes); ``training_data`` (an ``mlflow.data`` dataset whose source is the lake
+    path it was read from) is logged as the run's ``training`` input. Returns the version number as a string.
     """
     bad = [k for k, v in metrics.items() if not math.isfinite(float(v))]
     if bad:
@@ -164,8 +189,10 @@ def log_and_register(
             mlflow.set_tags(dict(tags))
         for key, item in (files or {}).items():
             _log_file(key, item)
+        if training_data is not None:
+            mlflow.log_input(training_data, context="training")
         info = mlflow.pyfunc.log_model(
-            name="model",
+            name=logged_model_name,
             python_model=python_model,
             artifacts=dict(artifacts or {}),
             # Inferring requirements imports and scans the environment: slow and offline-hostile.

@@ -8,6 +8,8 @@ builds lake paths. Layout under the lake root (``var/lake`` by default)::
                                                pointer (:mod:`flinktune.lake.snapshot`)
     curated/profiling_observations/job=<job>/part-<runhash>.parquet
     quarantine/<dataset>/<batch_id>/           failing batch + validation report (JSON and Markdown)
+    quality/gx/                                the contracts' GX project: checkpoints, results, Data Docs
+    quality/batches.jsonl                      every validated batch, passed or quarantined, and why
 
 Raw files are named by the batch's time range, so re-extracting a range rewrites the same files
 (idempotent). Every write goes through :mod:`flinktune.lake.atomic`, so a crash never leaves a
@@ -57,6 +59,16 @@ class Lake:
     def quarantine_root(self) -> Path:
         """The folder whose ``<dataset>/<batch_id>`` children hold quarantined batches (``validate``'s root)."""
         return self.root / "quarantine"
+
+    @property
+    def quality_root(self) -> Path:
+        """The contracts' GX project folder (``validate``'s ``gx_project``): Data Docs and the batch log."""
+        return self.root / "quality"
+
+    @property
+    def data_docs_index(self) -> Path:
+        """The GX Data Docs front page (there once a batch has been validated)."""
+        return self.quality_root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
 
     def quarantine_dir(self, dataset: str) -> Path:
         return self.quarantine_root / dataset

@@ -1,5 +1,6 @@
 """What a report says, as plain data both templates render: verdict, money, the same-load table,
-the context of the hours before tuning, and every decision in plain words.
+the context of the hours before tuning, every decision in plain words, and the data quality of
+the batches the report rests on.
 
 Use :func:`report_content` on :class:`flinktune.report.period.ReportInputs` (features already cut
 to the report's period); the Markdown and HTML templates (:mod:`flinktune.report.render`) only
@@ -14,6 +15,7 @@ import pandas as pd
 
 from flinktune.pricing import savings
 from flinktune.report.period import ReportInputs, summarise, tuned_start
+from flinktune.report.quality import data_quality_content
 from flinktune.report.verdict import Goals, Verdict, judge, judge_alone
 from flinktune.report.wording import headline_and_detail, plain_config
 
@@ -176,6 +178,7 @@ def report_content(inputs: ReportInputs, goals: Goals | None = None) -> dict[str
         "money": _money(inputs),
         "context": _context_table(inputs, whole),
         "decisions": _decisions(inputs),
+        "data_quality": data_quality_content(inputs.data_quality),
         "summary": whole,
         "verdict_obj": verdict,
     }

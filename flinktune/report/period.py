@@ -15,6 +15,7 @@ import pandas as pd
 from flinktune.config_space import ConfigSpace
 from flinktune.pricing import PriceList, load_prices
 from flinktune.report.counterfactual import Comparison
+from flinktune.report.quality import DataQuality
 
 __all__ = ["Events", "ReportInputs", "events", "summarise", "tuned_start"]
 
@@ -26,7 +27,8 @@ class ReportInputs:
     ``features``: curated ``features_1m`` rows of one job; ``decisions`` / ``forecasts``: the state
     store's tables; ``comparison``: the run beside the counterfactuals on the same load (None on a
     real cluster, with ``comparison_note`` saying why); ``prices``: the price list (default: from
-    the environment); ``forecast_horizon_s``: how far each planned rate looked ahead."""
+    the environment); ``forecast_horizon_s``: how far each planned rate looked ahead;
+    ``data_quality``: the job's validated batches (None: the report has no data-quality section)."""
 
     job: str
     features: pd.DataFrame
@@ -40,6 +42,7 @@ class ReportInputs:
     prices: PriceList = field(default_factory=load_prices)
     policy: str = "flinktune"
     forecast_horizon_s: int = 600
+    data_quality: DataQuality | None = None
 
 
 def summarise(inputs: ReportInputs, features: pd.DataFrame | None = None) -> dict[str, float]:

@@ -34,6 +34,9 @@ def _summary(inputs: ReportInputs, content: dict) -> dict:
         verdict=content["verdict_obj"].to_dict(),
         prices=inputs.prices.model_dump(),
     )
+    dq = content["data_quality"]
+    if dq is not None:
+        out["data_quality"] = {k: dq[k] for k in ("validated", "passed", "quarantined", "with_warnings", "data_docs_index")}
     if inputs.comparison is not None:
         out["same_load"] = {k: o.measures for k, o in inputs.comparison.outcomes.items()}
         out["same_load_policy"] = inputs.comparison.actual

@@ -58,6 +58,20 @@ def _observations(n, seed):
     return frame[list(PROFILING_COLUMNS)]
 
 
+def _check_logged_model_and_training_input(name, version, logged_name, dataset, rows, source):
+    """The version points at a LoggedModel named after job and kind; its run has the lake data as training input."""
+    client = mlflow.MlflowClient()
+    mv = client.get_model_version(name, version)
+    # The SQLite registry leaves model_id empty; the version's source is the LoggedModel's URI.
+    assert mv.source.startswith("models:/m-")
+    logged = client.get_logged_model(mv.model_id or mv.source.removeprefix("models:/"))
+    assert logged.name == logged_name and logged.source_run_id == mv.run_id
+    (inp,) = client.get_run(mv.run_id).inputs.dataset_inputs
+    assert {t.key: t.value for t in inp.tags}["mlflow.data.context"] == "training"
+    assert inp.dataset.name == dataset and json.loads(inp.dataset.profile)["num_rows"] == rows
+    assert json.loads(inp.dataset.source)["uri"] == str(source.resolve())
+
+
 def test_train_forecaster_logs_candidates_and_registers_a_champion_that_forecasts(settings):
     base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
     feats = _features()
@@ -86,6 +100,8 @@ def test_train_forecaster_logs_candidates_and_registers_a_champion_that_forecast
     version = client.get_model_version("flinktune-forecaster-demo", "1")
     assert "planning_rule" not in version.tags and version.tags["promotion"] == "promoted: no champion yet"
     assert summary["promotion"] == version.tags["promotion"] and version.tags["promotion_metric"] == "peak_mae"
+    _check_logged_model_and_training_input("flinktune-forecaster-demo", "1", f"forecaster-demo-{summary['best']}",
+                                           "features_1m-demo", 420, base)
     champion = registry.load_champion("flinktune-forecaster-demo")
     history = pd.Series(feats["input_rate"].to_numpy(), index=pd.DatetimeIndex(feats["window_start"]))
     fc = champion.predict(history, 600)
@@ -147,6 +163,7 @@ def test_train_surrogate_promotes_only_with_more_observations(settings, monkeypa
     first = train_surrogate.run(job="demo", settings=settings)
     assert (first["version"], first["promoted"], first["champion"]) == ("1", True, "1")
     assert first["metrics"]["observations"] == 30
+    _check_logged_model_and_training_input("flinktune-surrogate-demo", "1", "surrogate-demo-gp", "profiling_observations-demo", 30, base)
     assert first["metrics"]["loo_rmse.latency_ms"] < 0.5  # log space: within ~1.6x
     again = train_surrogate.run(job="demo", settings=settings)
     assert (again["version"], again["promoted"], again["champion"]) == ("2", False, "1")
