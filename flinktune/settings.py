@@ -108,6 +108,12 @@ class Settings(BaseSettings):
 
     var_dir: Path = Field(Path("var"), description="Root of all local state (lake, MLflow, reports, twin).")
     lake_dir: Path | None = Field(None, description="Metric lake root; defaults to <var_dir>/lake.")
+    data_docs: bool = Field(
+        True,
+        description="Run every data-contract check as a GX Checkpoint of the lake's GX project, publishing Data Docs "
+        "and logging the batch for the report's data-quality section (a few seconds per batch); false: the same "
+        "rules, quarantine and errors, without Checkpoints, Data Docs or the batch log.",
+    )
     reports_dir: Path | None = Field(None, description="Where reports are written; defaults to <var_dir>/reports.")
     state_db: Path | None = Field(
         None, description="SQLite file of decisions and observations; defaults to <var_dir>/state/flinktune.db."

@@ -117,7 +117,7 @@ def run(
             batch_id=batch_id,
             quarantine_root=quarantine_root(settings),
             now=now,
-            gx_project=quality_root(settings),
+            gx_project=quality_root(settings) if settings.data_docs else None,
             labels={"job": job},
         )
 

@@ -22,6 +22,11 @@ import pytest
 
 from flinktune.settings import Settings
 
+# GX Checkpoints with Data Docs cost seconds per batch, on every ETL run of every pipeline test;
+# the tests of that feature switch it on themselves (tests/data_contracts/test_gx_checkpoint.py,
+# tests/flinktune/etl/test_observations.py, tests/flinktune/report/test_report_quality.py).
+os.environ.setdefault("FLINKTUNE_DATA_DOCS", "false")
+
 
 @pytest.fixture
 def settings(tmp_path) -> Settings:

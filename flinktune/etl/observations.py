@@ -45,6 +45,6 @@ def validate_observations(
         batch_id=batch_id,
         quarantine_root=quarantine_root(settings),
         now=now,
-        gx_project=quality_root(settings),
+        gx_project=quality_root(settings) if settings.data_docs else None,
         labels={"job": job} if job else None,
     )

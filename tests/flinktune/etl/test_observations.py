@@ -33,3 +33,17 @@ def test_bad_runs_are_quarantined_in_the_lake(settings):
         validate_observations(bad, settings, "p3")
     assert err.value.quarantine_path == settings.lake_dir / "quarantine" / "profiling_observations" / "p3"
     assert (err.value.quarantine_path / "report.json").is_file()
+
+
+def test_data_docs_switch_decides_whether_the_batch_runs_as_a_logged_checkpoint(tmp_path):
+    from data_contracts.batch_log import read_batches
+    from flinktune.settings import Settings
+
+    on = Settings(var_dir=tmp_path / "on", data_docs=True)
+    validate_observations(runs(), on, "p5", job="demo")
+    quality = on.lake_dir / "quality"
+    assert [b.batch_id for b in read_batches(quality, job="demo")] == ["p5"], "the batch is logged for the report"
+    assert list(quality.rglob("index.html")), "Data Docs were published"
+    off = Settings(var_dir=tmp_path / "off", data_docs=False)
+    assert validate_observations(runs(), off, "p6", job="demo").passed
+    assert not (off.lake_dir / "quality").exists(), "no Checkpoint, Data Docs or batch log when switched off"
