@@ -10,8 +10,8 @@
   DAG runs into it.
 
 The suite runs on two pytest-xdist workers (``-n 2`` in pyproject.toml): session fixtures are
-built once per worker, and every test marked ``flink`` goes to one worker
-(``xdist_group``), because the local Flink set-up script and its jar are shared files.
+built once per worker, and the slow tests that start server stacks (marked ``flink`` or ``e2e``,
+and the rehearsal's) go to one worker (``xdist_group``), one after another.
 """
 
 from __future__ import annotations
@@ -54,7 +54,10 @@ def airflow_var(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items):
-    # One worker runs all local-Flink tests: scripts/setup_local_flink.sh writes shared files.
+    # One worker runs the tests that start whole server stacks (local Flink, Airflow's servers, the
+    # rehearsal, Spark standalone), one after another: scripts/setup_local_flink.sh writes shared
+    # files, and two stacks at once on two cores time out each other's servers.
     for item in items:
-        if item.get_closest_marker("flink"):
-            item.add_marker(pytest.mark.xdist_group("localflink"))
+        stack = item.get_closest_marker("flink") or item.get_closest_marker("e2e") or "rehearsal/test_" in item.nodeid
+        if stack and item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.xdist_group("server-stacks"))

@@ -103,7 +103,8 @@ def demo(
     try:
         first = run_pipeline([ingest, *learn_and_decide], var_dir=var_dir, env=env)
         # The decision task wrote the tuned period's raw metrics: curate just that period, then report.
-        tuned_from = int(first[0]["returns"]["simulate"]["end_ms"])
+        # (the ingest's `collect` task, mapped over the fleet: the demo's one job)
+        tuned_from = int(first[0]["returns"]["collect"]["end_ms"])
         run_pipeline(
             [
                 ("flinktune_ingest", {**conf_common, "metrics_source": "lake", "start_ms": tuned_from}),
