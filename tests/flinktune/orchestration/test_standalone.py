@@ -46,8 +46,8 @@ def _wait(what: str, check, deadline: float, proc: subprocess.Popen, log: Path, 
                         + log.read_text(errors="replace")[-3000:])
         try:
             result = check()
-        except requests.ConnectionError:
-            result = None
+        except (requests.ConnectionError, requests.Timeout):
+            result = None  # a server busy on two shared cores: poll again until the deadline
         if result:
             return result
         time.sleep(every)
