@@ -42,6 +42,18 @@ def _carry(rates: np.ndarray, profile: ClusterProfile, recovery_limit_s: float, 
     return carry
 
 
+def _cheapest_carrying(
+    rates: np.ndarray, profile: ClusterProfile, recovery_limit_s: float, space: ConfigSpace
+) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The candidates, what each carries, their CPU, and the cheapest CPU that carries each rate
+    level (``levels`` descending, ``best[i]`` the cheapest CPU carrying ``levels[i]``)."""
+    cands = space.candidates()
+    carry = _carry(rates, profile, recovery_limit_s, cands)
+    cpu = np.array([c.total_cpu for c in cands])
+    order = np.argsort(-carry)
+    return cands, carry, cpu, carry[order], np.minimum.accumulate(cpu[order])
+
+
 def bound_for_rates(
     rates: np.ndarray,
     profile: ClusterProfile,
@@ -54,12 +66,7 @@ def bound_for_rates(
     the calibrated ``ads`` profile); ``space`` defaults to the replay's (:func:`default_space`)."""
     space = space or default_space()
     rates = np.asarray(rates, dtype=float)
-    cands = space.candidates()
-    carry = _carry(rates, profile, recovery_limit_s, cands)
-    cpu = np.array([c.total_cpu for c in cands])
-    # Cheapest CPU that carries each rate level, over every candidate; then per second.
-    order = np.argsort(-carry)
-    levels, best = carry[order], np.minimum.accumulate(cpu[order])
+    cands, carry, cpu, levels, best = _cheapest_carrying(rates, profile, recovery_limit_s, space)
     idx = np.searchsorted(-levels, -rates, side="right") - 1
     if (idx < 0).any():
         raise ValueError(f"{label}: some rates exceed what any configuration recovers from within {recovery_limit_s} s")
@@ -102,11 +109,7 @@ def bound_with_changes(
         raise ValueError(f"changes must be counts >= 0, got {list(changes)}")
     space = space or default_space()
     rates = np.asarray(rates, dtype=float)
-    cands = space.candidates()
-    carry = _carry(rates, profile, recovery_limit_s, cands)
-    cpu = np.array([c.total_cpu for c in cands])
-    order = np.argsort(-carry)
-    levels, best = carry[order], np.minimum.accumulate(cpu[order])
+    _, _, _, levels, best = _cheapest_carrying(rates, profile, recovery_limit_s, space)
 
     def cost(rate: float) -> float:
         i = int(np.searchsorted(-levels, -rate, side="right")) - 1
