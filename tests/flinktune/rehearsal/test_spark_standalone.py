@@ -21,18 +21,11 @@ from flinktune.etl.synthetic import synthetic_raw
 from flinktune.lake import Lake
 from flinktune.rehearsal.servers import Stack
 from flinktune.rehearsal.stack import _spark
+from tests.flinktune.rehearsal.test_rehearsal_short import _group_alive
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(420)]
 REPO = Path(__file__).resolve().parents[3]
 JOB = "standalone"
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 def _etl(var: Path, master: str) -> dict:
