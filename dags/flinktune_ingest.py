@@ -102,26 +102,10 @@ def flinktune_ingest() -> None:
 
     @task(execution_timeout=timedelta(minutes=20), map_index_template="{{ task.op_kwargs['target']['job'] }}")
     def collect(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
-        params = task_params(params)
-        job, source = target["job"], params["metrics_source"]
-        if not source:  # the schedule's runs: the cluster decides where metrics come from
-            from flinktune.backends.choice import load_backends
+        params = task_params(params)  # first: a bad trigger fails before anything acts
+        from flinktune.orchestration.dag_tasks.tasks import collect_metrics
 
-            source = "twin" if load_backends().cluster == "twin" else "prometheus"
-        if source == "twin":
-            from flinktune.settings import load_settings
-            from jobs import simulate
-
-            summary = simulate.run(job=job, workload=params["workload"], hours=params["hours"], seed=params["seed"],
-                                   trace_file=params["trace_file"] or None, settings=load_settings())  # fmt: skip
-            return {**summary, "job": job}
-        if source == "prometheus":
-            from flinktune.orchestration.dag_tasks.tasks import extract_prometheus_window
-
-            return extract_prometheus_window(job, params["start_ms"], params["end_ms"], every_s=EVERY.total_seconds(),
-                                             conn_id=params["conn_id"] or None)  # fmt: skip
-        # lake: already there; the ETL takes the start_ms/end_ms params (all raw data when they are empty).
-        return {"job": job, "start_ms": params["start_ms"], "end_ms": params["end_ms"]}
+        return collect_metrics(target["job"], params, every_s=EVERY.total_seconds())
 
     @task(execution_timeout=timedelta(minutes=20), outlets=[FEATURES_10S, FEATURES_1M],
           map_index_template="{{ task.op_kwargs['window']['job'] }}")  # fmt: skip

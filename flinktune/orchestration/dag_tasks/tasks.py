@@ -4,6 +4,7 @@ Each function is one task's body: it resolves :func:`flinktune.backends.choice.l
 and settings at run time, imports the job it needs lazily (DAG files must parse fast), and returns
 a JSON-ready dict or list (the task's XCom). Errors name the param, variable or file at fault.
 
+- :func:`collect_metrics`: the ingest's raw metrics of one job, from the twin, Prometheus or the lake.
 - :func:`extract_prometheus_window`: the last schedule period of a job's metrics from Prometheus.
 - :func:`etl_features`: in-process Spark, or ``spark-submit`` to a standalone cluster (:mod:`.spark_submit`).
 - :func:`train`: ``jobs.train_<model>`` in process.
@@ -25,6 +26,7 @@ from typing import Any
 from flinktune.backends.choice import load_backends
 
 __all__ = [
+    "collect_metrics",
     "etl_features",
     "extract_prometheus_window",
     "profile_config",
@@ -59,6 +61,24 @@ def etl_features(job: str, start_ms: int | None = None, end_ms: int | None = Non
         job, master=settings.spark_master, deploy_mode=backends.spark_submit, start_ms=start_ms, end_ms=end_ms
     )
     return run_spark_submit(cmd)
+
+
+def collect_metrics(job: str, params: Mapping[str, Any], *, every_s: float) -> dict[str, Any]:
+    """The ``collect`` task of ``flinktune_ingest`` for ``job``: its raw metrics into the lake, by the
+    run's ``metrics_source`` (empty: ``twin`` on the twin, ``prometheus`` on a real cluster); the
+    window the ETL then curates, ``{job, start_ms, end_ms, ...}``."""
+    source = params["metrics_source"] or ("twin" if load_backends().cluster == "twin" else "prometheus")
+    if source == "twin":
+        from jobs import simulate
+
+        summary = simulate.run(job=job, workload=params["workload"], hours=params["hours"], seed=params["seed"],
+                               trace_file=params["trace_file"] or None, settings=_settings())  # fmt: skip
+        return {**summary, "job": job}
+    if source == "prometheus":
+        return extract_prometheus_window(job, params["start_ms"], params["end_ms"], every_s=every_s,
+                                         conn_id=params["conn_id"] or None)  # fmt: skip
+    # lake: already there; the ETL takes the start_ms/end_ms params (all raw data when they are empty).
+    return {"job": job, "start_ms": params["start_ms"], "end_ms": params["end_ms"]}
 
 
 #: How far back a scheduled extraction catches up after missed runs (older gaps stay gaps).
