@@ -22,17 +22,30 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install -q --upgrade pip wheel setuptools
 fi
 
-# Chromium (Debian's package) for the test that opens the HTML report in a real headless browser.
-# Installed where missing and possible (root with apt-get); otherwise that one test skips and says why.
-if [ ! -x /usr/bin/chromium ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "bootstrap: installing chromium (Debian package) for the HTML report's browser test"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
-      || echo "bootstrap: could not install chromium; the browser test will be skipped" >&2
-  else
-    echo "bootstrap: /usr/bin/chromium is missing (apt-get install chromium as root); the browser test will be skipped" >&2
+# Debian packages that real-engine tests use: Chromium (the HTML report opened in a headless browser)
+# and Prometheus (a real scrape of Flink's reporter; the production rehearsal). Installed where missing
+# and possible (root with apt-get), without starting the package's own service (it would listen on
+# every interface); otherwise the tests that need one skip and say why.
+debian_package() {  # $1: package, $2: the binary it provides, $3: what needs it
+  if [ -x "$2" ] || command -v "$(basename "$2")" >/dev/null 2>&1; then
+    return 0
   fi
-fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing $1 (Debian package) for $3"
+    local made_policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && made_policy=1
+    fi
+    { [ -n "${BOOTSTRAP_APT_UPDATED:-}" ] || apt-get update -qq; } && BOOTSTRAP_APT_UPDATED=1 \
+      && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$1" >/dev/null \
+      || echo "bootstrap: could not install $1; $3 will be skipped" >&2
+    [ -z "$made_policy" ] || rm -f /usr/sbin/policy-rc.d
+  else
+    echo "bootstrap: $2 is missing (apt-get install $1 as root); $3 will be skipped" >&2
+  fi
+}
+debian_package chromium /usr/bin/chromium "the HTML report's browser test"
+debian_package prometheus /usr/bin/prometheus "the real-Prometheus tests and the rehearsal"
 
 stamp="$VENV/.flinktune-install-stamp"
 want=$(cat pyproject.toml | sha256sum | cut -d' ' -f1)

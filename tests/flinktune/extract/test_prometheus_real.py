@@ -1,9 +1,8 @@
 """A real Prometheus (Debian's package) scrapes the twin's metrics served by prometheus-client; the
 extractor pulls a range through query_range and it must equal what was served, sample for sample.
 
-Needs the ``prometheus`` binary (PATH or FLINKTUNE_PROMETHEUS_BIN). When absent and we are root with
-apt-get, it is installed (measured ~30 s with the package lists); otherwise the test skips naming
-why. Bootstrap: ``apt-get install -y --no-install-recommends prometheus``.
+Needs the ``prometheus`` binary (PATH or FLINKTUNE_PROMETHEUS_BIN): ``scripts/bootstrap.sh`` installs
+Debian's package where it runs as root with apt-get; elsewhere the test skips naming why.
 """
 
 from __future__ import annotations
@@ -33,19 +32,9 @@ JOB = "twin-prom"
 
 def _prometheus_binary() -> str:
     found = os.environ.get("FLINKTUNE_PROMETHEUS_BIN") or shutil.which("prometheus")
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip("no prometheus binary and cannot apt-get install it (not root or no apt-get); set FLINKTUNE_PROMETHEUS_BIN")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    try:
-        subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "prometheus"], env=env, check=True,
-                       capture_output=True, timeout=180)  # fmt: skip
-    except (subprocess.SubprocessError, OSError) as exc:
-        pytest.skip(f"prometheus is not installed and apt-get install prometheus failed: {type(exc).__name__}")
-    found = shutil.which("prometheus")
     if not found:
-        pytest.skip("apt-get install prometheus ran but no prometheus binary is on PATH")
+        pytest.skip("no prometheus binary: scripts/bootstrap.sh installs Debian's package where it runs as root, "
+                    "or set FLINKTUNE_PROMETHEUS_BIN")
     return found
 
 
