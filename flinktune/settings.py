@@ -297,6 +297,11 @@ class PrometheusSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="FLINKTUNE_PROMETHEUS_", extra="forbid")
 
+    conn_id: str = Field(
+        "",
+        description="Airflow connection of Prometheus that extraction uses when none is passed (the scheduled "
+        "ingest); empty: the url and credentials below.",
+    )
     url: str = Field("", pattern=r"^(https?://\S+)?$", description="Base URL, e.g. http://prometheus.monitoring:9090.")
     token: SecretStr | None = Field(None, description="Bearer token (optional).")
     user: str = Field("", description="Basic-auth user (optional, with the password).")

@@ -1,7 +1,8 @@
 """Where Prometheus is and how to authenticate: from the environment or an Airflow connection.
 
 Use :func:`resolve_endpoint` in jobs: ``conn_id`` (an Airflow connection: host with scheme, port,
-optional login/password, or ``{"token": ...}`` in its extra) wins; otherwise the environment::
+optional login/password, or ``{"token": ...}`` in its extra) wins; then the connection named by
+``FLINKTUNE_PROMETHEUS_CONN_ID`` (production's scheduled ingest); otherwise the environment::
 
     FLINKTUNE_PROMETHEUS_URL       e.g. http://prometheus.monitoring:9090 (required)
     FLINKTUNE_PROMETHEUS_TOKEN     bearer token (optional)
@@ -105,5 +106,14 @@ def endpoint_from_airflow(conn_id: str) -> PrometheusEndpoint:
 
 
 def resolve_endpoint(conn_id: str | None = None, environ: Mapping[str, str] | None = None) -> PrometheusEndpoint:
-    """The Airflow connection when ``conn_id`` is given, else the environment."""
+    """The Airflow connection ``conn_id``; without one, the connection ``FLINKTUNE_PROMETHEUS_CONN_ID`` names
+    (how a scheduled ingest reaches Prometheus in production); without that, the URL and credentials of the
+    environment."""
+    from flinktune.settings import PrometheusSettings, SettingsError, read_group
+
+    if not conn_id:
+        try:
+            conn_id = read_group(PrometheusSettings, environ).conn_id
+        except SettingsError as exc:
+            raise EndpointError(str(exc)) from None
     return endpoint_from_airflow(conn_id) if conn_id else endpoint_from_env(environ)

@@ -27,10 +27,11 @@ from flinktune.localflink.jobcontrol import JobSpec
 from flinktune.orchestration.local.airflow_home import airflow_env
 from flinktune.rehearsal.servers import Databases, Server, Stack, StackError, free_port, free_port_range, http_ok, tcp_open
 
-__all__ = ["DAGS", "JobPlan", "Topology", "start_topology"]
+__all__ = ["DAGS", "PROMETHEUS_CONN_ID", "JobPlan", "Topology", "start_topology"]
 
 #: The DAGs the rehearsal runs on their schedules (report and replay stay paused; profile is triggered).
 DAGS = ("flinktune_ingest", "flinktune_train", "flinktune_decide")
+PROMETHEUS_CONN_ID = "flinktune_prometheus"  # the Airflow connection the rehearsal defines (an AIRFLOW_CONN_ variable)
 _REPORTER_PORTS = 8  # per cluster: the JobManager and up to seven TaskManagers
 
 
@@ -269,7 +270,9 @@ def start_topology(
     topo.prometheus = _prometheus(stack, var_dir, reporter_base, _REPORTER_PORTS * len(jobs))
     topo.spark_master = _spark(stack, var_dir, base_env, spark_workers)
     env.update({
-        "FLINKTUNE_PROMETHEUS_URL": topo.prometheus,
+        # As in production: the scheduled ingest reaches Prometheus through an Airflow connection.
+        f"AIRFLOW_CONN_{PROMETHEUS_CONN_ID.upper()}": topo.prometheus,
+        "FLINKTUNE_PROMETHEUS_CONN_ID": PROMETHEUS_CONN_ID,
         "FLINKTUNE_SPARK_MASTER": topo.spark_master,
         "FLINKTUNE_SPARK_CONF": json.dumps({"spark.executor.memory": "512m", "spark.executor.cores": "1",
                                             "spark.cores.max": "1", "spark.driver.host": "127.0.0.1",

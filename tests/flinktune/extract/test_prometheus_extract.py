@@ -15,7 +15,7 @@ import pytest
 from json_http import JsonHandler
 
 import jobs.extract_metrics as job_extract
-from flinktune.extract.endpoint import EndpointError, PrometheusEndpoint, endpoint_from_env
+from flinktune.extract.endpoint import EndpointError, PrometheusEndpoint, endpoint_from_env, resolve_endpoint
 from flinktune.extract.prometheus import PrometheusClient, extract_prometheus
 from flinktune.extract.sink import ExtractError, RawSink
 from flinktune.lake import Lake
@@ -229,3 +229,14 @@ def test_job_entry_point_reads_the_url_from_the_environment(prom, settings, monk
     json.dumps(summary)
     with pytest.raises(ValueError, match="jobs.simulate"):
         job_extract.run(job="demo", source="twin", start_ms=START, end_ms=START + 10_000, settings=settings)
+
+
+def test_the_connection_named_in_the_settings_is_used_when_no_conn_id_is_passed(monkeypatch):
+    # Production's scheduled ingest passes no conn_id: FLINKTUNE_PROMETHEUS_CONN_ID names the Airflow connection.
+    monkeypatch.setenv("AIRFLOW_CONN_PROM_FROM_SETTINGS", "http://prom.example:9091/?token=tok-secret")
+    env = {"FLINKTUNE_PROMETHEUS_CONN_ID": "prom_from_settings", "FLINKTUNE_PROMETHEUS_URL": "http://other:9090"}
+    ep = resolve_endpoint(None, env)
+    assert ep.url == "http://prom.example:9091" and ep.headers() == {"Authorization": "Bearer tok-secret"}
+    assert resolve_endpoint(None, {"FLINKTUNE_PROMETHEUS_URL": "http://other:9090"}).url == "http://other:9090"
+    with pytest.raises(EndpointError, match="'missing_conn'"):
+        resolve_endpoint(None, {"FLINKTUNE_PROMETHEUS_CONN_ID": "missing_conn"})
