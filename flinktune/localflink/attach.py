@@ -46,6 +46,7 @@ class Attachment:
     cpu: float = 1.0
     memory_mb: int = 1024
     checkpoint_interval_s: int = 10
+    wait_us: int = 0
 
     def space(self) -> ConfigSpace:
         """The job's configuration space: only the parallelism varies (one TaskManager shape)."""
@@ -58,7 +59,14 @@ class Attachment:
         )
 
     def job_spec(self) -> JobSpec:
-        return JobSpec(jar=Path(self.jar), name=self.job, rate_file=Path(self.rate_file), work=self.work, keys=self.keys)
+        return JobSpec(
+            jar=Path(self.jar),
+            name=self.job,
+            rate_file=Path(self.rate_file),
+            work=self.work,
+            keys=self.keys,
+            wait_us=self.wait_us,
+        )
 
 
 def attachment_path(jobs_dir: Path, job: str) -> Path:

@@ -37,6 +37,7 @@ class JobSpec:
     initial_rate: float = 1000.0
     keys: int = 1000
     work: int = 20000
+    wait_us: int = 0  # a wait per record (an external call's latency): capacity bounded without spending CPU
     window_ms: int = 2000
     entry_class: str = BENCH_ENTRY_CLASS
     extra_args: tuple[str, ...] = field(default=())
@@ -54,6 +55,8 @@ class JobSpec:
             "--window-ms",
             str(self.window_ms),
         ]
+        if self.wait_us > 0:
+            args += ["--wait-us", str(self.wait_us)]
         if self.rate_file is not None:
             args += ["--rate-file", str(Path(self.rate_file).resolve())]
         return args + list(self.extra_args)

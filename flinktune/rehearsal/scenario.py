@@ -28,12 +28,15 @@ from flinktune.rehearsal.verdicts import job_report, write_report
 
 __all__ = ["DEFAULT_JOBS", "RehearsalOptions", "rehearse"]
 
-#: The benchmark job at two sizes, the second twice as costly per record (``work`` is about 1.7 ns an iteration
-#: here: 34 us a record at 20000). Each high level is about what one subtask carries on two idle cores, more
-#: than it carries on this shared machine, so p=1 falls behind and p=2 is due; each low level is a fifth of it.
+#: The benchmark job at two sizes. A record costs a little CPU (``work``: about 1.7 ns an iteration here) and a
+#: wait (``wait_us``, an external lookup's latency), so a subtask carries about 9,000 and 4,700 rec/s while the
+#: two jobs together use well under a core at their high levels: on two cores the topology itself (Airflow,
+#: Spark, Prometheus, MLflow) needs the rest. (A CPU-bound plan needs more than one core per job at high for p=1
+#: to fall behind, and the session-9 rehearsal showed the machine could then carry neither job.) Each high level
+#: is about 1.3x what p=1 carries and two thirds of what p=2 carries, so p=2 is due; each low level is a sixth.
 DEFAULT_JOBS = (
-    JobPlan("bench-small", work=20000, low=3000, high=20000),
-    JobPlan("bench-large", work=40000, low=1500, high=10000),
+    JobPlan("bench-small", work=2000, wait_us=100, low=2000, high=12000),
+    JobPlan("bench-large", work=4000, wait_us=200, low=1000, high=6000),
 )
 _PHASES = (0.1, 0.15, 0.3, 0.1, 0.35)  # low, rise, high, fall, low: the last low is long enough to judge a scale-down
 

@@ -37,13 +37,15 @@ _REPORTER_PORTS = 8  # per cluster: the JobManager and up to seven TaskManagers
 
 @dataclass(frozen=True)
 class JobPlan:
-    """One benchmark job: its name, cost per record, and the offered rate low -> high -> low (rec/s)."""
+    """One benchmark job: its name, cost per record (CPU ``work`` and a ``wait_us`` per record), and the offered
+    rate low -> high -> low (rec/s)."""
 
     name: str
     work: int
     low: float
     high: float
     keys: int = 500
+    wait_us: int = 0
 
 
 @dataclass
@@ -80,11 +82,12 @@ def _flink(stack: Stack, var_dir: Path, jobs: tuple[JobPlan, ...], jar: Path, re
         cluster.up(timeout_s=240)
         rate = RateFile(var_dir / "flink" / plan.name / "rate.txt")
         rate.set(plan.low)
-        control = JobControl(cluster.rest, JobSpec(jar=jar, name=plan.name, rate_file=rate.path, work=plan.work, keys=plan.keys))
+        control = JobControl(cluster.rest, JobSpec(jar=jar, name=plan.name, rate_file=rate.path, work=plan.work, keys=plan.keys,
+                                                   wait_us=plan.wait_us))  # fmt: skip
         LocalFlinkRealizer(cluster, control, Configuration(1, 1, 1.0, 1024, 10), timeout_s=240).deploy()
         write_attachment(var_dir / "flink" / "jobs", Attachment(
             job=plan.name, cluster_dir=str(cluster.state_dir), jar=str(jar), rate_file=str(rate.path), work=plan.work,
-            keys=plan.keys, parallelism=(1, 2)))  # fmt: skip
+            keys=plan.keys, parallelism=(1, 2), wait_us=plan.wait_us))  # fmt: skip
         topo.clusters[plan.name], topo.rates[plan.name] = cluster, rate
         stack.log(f"Flink cluster and job {plan.name} running at p=1 (REST {spec.rest_port}, {time.monotonic() - t0:.0f} s)")
 
@@ -172,7 +175,8 @@ def _airflow_env(var_dir: Path, env: dict[str, str], airflow_db: str) -> str:
         "AIRFLOW__API__BASE_URL": base, "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32), "AIRFLOW__API__SECRET_KEY": secrets.token_hex(32),
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "20", "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "30",
+        # The DAG files do not change during a rehearsal: parse them at the start, then rarely (it cost a fifth of a core).
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "300", "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "300",
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
     })  # fmt: skip
     (Path(env["AIRFLOW_HOME"]) / "logs").mkdir(parents=True, exist_ok=True)
@@ -187,10 +191,12 @@ def _airflow(stack: Stack, env: dict[str, str], celery_workers: int, topo: Topol
                 ready=http_ok(f"{base}/api/v2/monitor/health"), timeout_s=300)  # fmt: skip
     stack.start("airflow-scheduler", [*af, "scheduler"], env=env)
     stack.start("airflow-dag-processor", [*af, "dag-processor"], env=env)
+    # --skip-serve-logs: Airflow's worker log server listens on every interface (it takes no host), and the
+    # API server reads the task logs from the shared folder on this machine anyway.
     for i in range(celery_workers):
-        wenv = {**env, "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port())}
         stack.start(f"airflow-celery-worker-{i + 1}", [*af, "celery", "worker", "--queues", queue, "--concurrency", "1",
-                                                       "--celery-hostname", f"worker{i + 1}@rehearsal"], env=wenv)  # fmt: skip
+                                                       "--celery-hostname", f"worker{i + 1}@rehearsal",
+                                                       "--skip-serve-logs"], env=env)  # fmt: skip
     passwords = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
     deadline = time.monotonic() + 60
     while not (passwords.is_file() and json.loads(passwords.read_text() or "{}").get("admin")):

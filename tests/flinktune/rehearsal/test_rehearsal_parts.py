@@ -31,6 +31,16 @@ def test_an_attachment_round_trips_and_a_missing_one_names_the_file(tmp_path: Pa
         read_attachment(tmp_path, "bad")
 
 
+def test_the_wait_per_record_reaches_the_job_through_the_attachment(tmp_path: Path) -> None:
+    # A redeploy by a decide task builds the job from the attachment: the wait must survive it, or a rescaled
+    # job would suddenly carry several times as much.
+    a = Attachment("bench-small", str(tmp_path / "c"), "/x.jar", "/r.txt", 2000, 500, (1, 2), wait_us=100)
+    write_attachment(tmp_path, a)
+    args = read_attachment(tmp_path, "bench-small").job_spec().program_args()
+    assert args[args.index("--wait-us") + 1] == "100" and args[args.index("--work") + 1] == "2000"
+    assert "--wait-us" not in Attachment("j", "c", "/x.jar", "/r.txt", 2000, 500, (1,)).job_spec().program_args()
+
+
 def test_operator_gauges_override_the_kafka_and_config_names_and_refuse_a_bad_job() -> None:
     q = operator_gauge_queries("bench-small")
     assert set(q) < set(metric_queries("bench-small"))

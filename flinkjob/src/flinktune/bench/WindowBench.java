@@ -19,9 +19,12 @@ import org.apache.flink.util.Collector;
  *
  * <p>Shaped like the Yahoo Streaming Benchmark's keyed window count, with a tunable CPU cost per
  * record ({@code --work} loop iterations in the aggregate) so that capacity differences between
- * parallelism 1 and 2 fall in the 5-60k records/s range on two cores. Arguments (all optional):
- * {@code --rate-file PATH} (total records/s, re-read every 0.5 s), {@code --rate N} (initial
- * rate), {@code --keys N}, {@code --work N}, {@code --window-ms N}, {@code --name NAME}.
+ * parallelism 1 and 2 fall in the 5-60k records/s range on two cores, and an optional wait per
+ * record ({@code --wait-us}: an external lookup's latency) that bounds a subtask's capacity without
+ * spending CPU, so that several jobs can each need a scale-up on a machine of two cores. Arguments
+ * (all optional): {@code --rate-file PATH} (total records/s, re-read every 0.5 s), {@code --rate N}
+ * (initial rate), {@code --keys N}, {@code --work N}, {@code --wait-us N}, {@code --window-ms N},
+ * {@code --name NAME}.
  * Operators carry uids so savepoints restore across parallelism changes.
  */
 public final class WindowBench {
@@ -38,12 +41,34 @@ public final class WindowBench {
         return out;
     }
 
-    /** Sum of a deliberately expensive hash per record: the job's CPU cost knob. */
+    /**
+     * Sum of a deliberately expensive hash per record (the job's CPU cost knob), then the record's wait.
+     * Waits accrue and are slept in whole milliseconds, the time actually slept paid off against them,
+     * so the mean wait per record is {@code waitUs} whatever the sleep granularity.
+     */
     static final class WorkAggregate implements AggregateFunction<Tuple3<Long, Long, Long>, long[], long[]> {
+        private static final long SLEEP_CHUNK_NS = 1_000_000L;
         private final int work;
+        private final long waitNs;
+        private transient long owedNs;
 
-        WorkAggregate(int work) {
+        WorkAggregate(int work, long waitUs) {
             this.work = work;
+            this.waitNs = waitUs * 1000L;
+        }
+
+        private void waitForRecord() {
+            owedNs += waitNs;
+            if (owedNs < SLEEP_CHUNK_NS) {
+                return;
+            }
+            long start = System.nanoTime();
+            try {
+                Thread.sleep(owedNs / 1_000_000L, (int) (owedNs % 1_000_000L));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            owedNs -= System.nanoTime() - start;
         }
 
         @Override
@@ -57,6 +82,9 @@ public final class WindowBench {
             for (int i = 0; i < work; i++) {
                 h = h * 6364136223846793005L + 1442695040888963407L;
                 h ^= h >>> 29;
+            }
+            if (waitNs > 0) {
+                waitForRecord();
             }
             acc[0] += 1;
             acc[1] += h;
@@ -89,6 +117,7 @@ public final class WindowBench {
         double rate = Double.parseDouble(a.getOrDefault("rate", "1000"));
         int keys = Integer.parseInt(a.getOrDefault("keys", "1000"));
         int work = Integer.parseInt(a.getOrDefault("work", "20000"));
+        long waitUs = Long.parseLong(a.getOrDefault("wait-us", "0"));
         long windowMs = Long.parseLong(a.getOrDefault("window-ms", "2000"));
         String name = a.getOrDefault("name", "flinktune-bench");
 
@@ -99,7 +128,7 @@ public final class WindowBench {
         env.fromSource(new PacedSource(rateFile, rate, keys), watermarks, "PacedSource").uid("paced-source")
                 .keyBy(e -> e.f0)
                 .window(TumblingEventTimeWindows.of(Duration.ofMillis(windowMs)))
-                .aggregate(new WorkAggregate(work), new EmitWindow()).uid("window-agg").name("WindowAgg")
+                .aggregate(new WorkAggregate(work, waitUs), new EmitWindow()).uid("window-agg").name("WindowAgg")
                 .map(new LatencyMeter()).uid("latency-meter").name("LatencyMeter")
                 .sinkTo(new DiscardingSink<>()).uid("sink").name("Sink");
         env.execute(name);
