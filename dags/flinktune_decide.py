@@ -12,7 +12,7 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    CHAMPIONS, DECIDE_CRON, POLICIES, START_DATE, TAGS, default_args, dry_run_param, job_param, task_params,
+    CHAMPIONS, DECIDE_CRON, DECIDE_QUEUE, POLICIES, START_DATE, TAGS, default_args, dry_run_param, job_param, task_params,
 )
 
 DOC = """
@@ -22,6 +22,8 @@ intervals, collect metrics, evaluate, plan with `policy`, guard, realize and sto
 With `dry_run` the decisions are stored but never applied to the cluster; left empty, it is true
 for a run triggered by hand and false for the schedule. A run triggered by a new champion acts on
 the job that champion belongs to. Unknown conf keys fail the run before anything is decided.
+Its tasks go to the Celery queue `FLINKTUNE_SCHEDULE_DECIDE_QUEUE` when it is set: a worker of
+their own, so that a long ETL or training task never holds a decision back.
 
 When a decision says *profile* on a real cluster (`FLINKTUNE_CLUSTER=kubernetes`),
 **request_profile** passes its configurations and planned rate to **trigger_profile**, which
@@ -50,7 +52,7 @@ FLEET_POOL = "flinktune_fleet"  # bounds how many jobs decide at once; created w
     max_active_runs=1,
     tags=[*TAGS, "decide"],
     doc_md=DOC,
-    default_args=default_args(retries=1),
+    default_args=default_args(retries=1, queue=DECIDE_QUEUE),
     params={
         "job": job_param(),
         "policy": Param("flinktune", enum=list(POLICIES), title="Policy", description="Tuning policy that plans."),

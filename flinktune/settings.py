@@ -326,6 +326,12 @@ class ScheduleSettings(BaseSettings):
     ingest_every_s: int = Field(300, ge=10, le=86400, description="Seconds between flinktune_ingest runs.")
     decide_cron: str = Field("*/10 * * * *", pattern=_CRON, description="Cron (UTC) of flinktune_decide's schedule.")
     retrain_cron: str = Field("0 */6 * * *", pattern=_CRON, description="Cron (UTC) of flinktune_train's schedule.")
+    decide_queue: str = Field(
+        "",
+        pattern=r"^[A-Za-z0-9_.:-]*$",
+        description="Celery queue of flinktune_decide's tasks, so that no ETL or training task can hold a decision "
+        "back (give it a worker of its own); empty: Airflow's default queue.",
+    )
 
 
 def _variable(cls: type[BaseSettings], name: str) -> str:

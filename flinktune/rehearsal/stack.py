@@ -168,7 +168,9 @@ def _airflow_env(var_dir: Path, env: dict[str, str], airflow_db: str) -> str:
         "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + airflow_db,  # the same psycopg2 driver as the metadata
         "AIRFLOW__CELERY__WORKER_CONCURRENCY": "1",
         "AIRFLOW__OPERATORS__DEFAULT_QUEUE": queue,
-        "AIRFLOW__CORE__PARALLELISM": "3",  # two cores shared: at most three task processes at once
+        "FLINKTUNE_SCHEDULE_DECIDE_QUEUE": f"{queue}-decide",  # decisions on a worker of their own
+        # Queued tasks count against it too: room for two ETL or training tasks, the decide chain and what waits.
+        "AIRFLOW__CORE__PARALLELISM": "6",
         "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "2",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
         "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port), "AIRFLOW__API__WORKERS": "1",
@@ -193,8 +195,10 @@ def _airflow(stack: Stack, env: dict[str, str], celery_workers: int, topo: Topol
     stack.start("airflow-dag-processor", [*af, "dag-processor"], env=env)
     # --skip-serve-logs: Airflow's worker log server listens on every interface (it takes no host), and the
     # API server reads the task logs from the shared folder on this machine anyway.
-    for i in range(celery_workers):
-        stack.start(f"airflow-celery-worker-{i + 1}", [*af, "celery", "worker", "--queues", queue, "--concurrency", "1",
+    # The decide queue's worker too: a decision that waits behind a five-minute ETL acts on stale data.
+    queues = [queue] * celery_workers + [env["FLINKTUNE_SCHEDULE_DECIDE_QUEUE"]]
+    for i, q in enumerate(queues):
+        stack.start(f"airflow-celery-worker-{i + 1}", [*af, "celery", "worker", "--queues", q, "--concurrency", "1",
                                                        "--celery-hostname", f"worker{i + 1}@rehearsal",
                                                        "--skip-serve-logs"], env=env)  # fmt: skip
     passwords = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"

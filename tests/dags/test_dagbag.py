@@ -53,7 +53,7 @@ for dag in bag.dags.values():
             "type": type(t).__name__, "task_type": t.task_type,
             "trigger_dag_id": getattr(t, "trigger_dag_id", None) or (getattr(t, "partial_kwargs", None) or {}).get("trigger_dag_id"),
             "max_active_tis_per_dag": t.max_active_tis_per_dag, "trigger_rule": getattr(t.trigger_rule, "value", str(t.trigger_rule)),
-            "pool": t.pool,
+            "pool": t.pool, "queue": t.queue,
         } for t in dag.tasks},
     }
 out["serialize_errors"] = {}
@@ -144,9 +144,13 @@ def inspected(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return _inspect(tmp_path_factory.mktemp("inspect-var"))
 
 
+#: A production deployment that gives the decisions a Celery queue (and a worker) of their own.
+DECIDE_QUEUE = {"FLINKTUNE_SCHEDULE_DECIDE_QUEUE": "flinktune-decide"}
+
+
 @pytest.fixture(scope="module")
 def inspected_on_kubernetes(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return _inspect(tmp_path_factory.mktemp("inspect-k8s-var"), **ON_KUBERNETES)
+    return _inspect(tmp_path_factory.mktemp("inspect-k8s-var"), **ON_KUBERNETES, **DECIDE_QUEUE)
 
 
 def test_dagbag_loads_every_dag_without_import_errors(inspected: dict) -> None:
@@ -238,6 +242,14 @@ def test_on_kubernetes_training_and_etl_are_the_providers_operators_wired_the_sa
             assert task[key] == embedded[key], f"{dag_id}.{task_id}: {key} {task[key]!r} != {embedded[key]!r}"
     for dag_id, dag in k8s["dags"].items():  # nothing else changes
         assert set(dag["tasks"]) == set(inspected["dags"][dag_id]["tasks"]), dag_id
+
+
+def test_the_decide_queue_setting_sends_every_decide_task_and_nothing_else_there(inspected: dict, inspected_on_kubernetes: dict) -> None:
+    queues = {d: {t["queue"] for t in dag["tasks"].values()} for d, dag in inspected_on_kubernetes["dags"].items()}
+    assert queues.pop("flinktune_decide") == {"flinktune-decide"}
+    default = {t["queue"] for dag in inspected["dags"].values() for t in dag["tasks"].values()}
+    assert len(default) == 1 and "flinktune-decide" not in default  # unset: Airflow's default queue everywhere
+    assert all(q == default for q in queues.values()), queues
 
 
 def test_configuration_param_schema_matches_the_knobs(inspected: dict) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "CHAMPIONS",
     "CONFIGURATION_SCHEMA",
     "DECIDE_CRON",
+    "DECIDE_QUEUE",
     "FAILURES_PATTERN",
     "FEATURES_1M",
     "FEATURES_10S",
@@ -106,6 +107,9 @@ INGEST_EVERY = timedelta(seconds=_SCHEDULES.ingest_every_s)
 DECIDE_CRON: str = _SCHEDULES.decide_cron
 """When ``flinktune_decide`` runs on its own: every 10 minutes by default (``FLINKTUNE_SCHEDULE_DECIDE_CRON``)."""
 
+DECIDE_QUEUE: str = _SCHEDULES.decide_queue
+"""The Celery queue of ``flinktune_decide``'s tasks (``FLINKTUNE_SCHEDULE_DECIDE_QUEUE``); empty: Airflow's default."""
+
 TRAINING: dict[str, Any] = {"execution_timeout": timedelta(minutes=45), "retries": 2, "retry_delay": timedelta(minutes=2)}
 """Task arguments of every training task: a timeout and retries with back-off."""
 
@@ -157,14 +161,15 @@ def job_param(default: str = "demo") -> Param:
     )
 
 
-def default_args(*, retries: int = 2, retry_delay: timedelta = timedelta(minutes=1)) -> dict[str, Any]:
-    """Task defaults: retries with exponential back-off, owner ``flinktune``."""
+def default_args(*, retries: int = 2, retry_delay: timedelta = timedelta(minutes=1), queue: str = "") -> dict[str, Any]:
+    """Task defaults: retries with exponential back-off, owner ``flinktune``; ``queue`` (a Celery queue) when given."""
     return {
         "owner": "flinktune",
         "retries": retries,
         "retry_delay": retry_delay,
         "retry_exponential_backoff": 2.0,  # multiplier: 1, 2, 4 x retry_delay
         "max_retry_delay": timedelta(minutes=15),
+        **({"queue": queue} if queue else {}),
     }
 
 
