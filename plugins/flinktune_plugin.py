@@ -7,7 +7,10 @@ this repository's ``plugins/`` (see :mod:`flinktune.orchestration.local.airflow_
 - ``GET /flinktune/job/<job>`` -> the configuration in force, the last decisions with reasons,
   the champion model versions (linked to the MLflow UI at ``FLINKTUNE_MLFLOW_UI_URL``) and the
   latest report's verdict and plots (``GET /flinktune/job/<job>/plots/<file>.png``), linking to
-- ``GET /flinktune/job/<job>/report`` -> the latest report's HTML (interactive plots, self-contained).
+- ``GET /flinktune/job/<job>/report`` -> the latest report's HTML (interactive plots, self-contained),
+  its Data Docs links pointing at
+- ``GET /flinktune/data-docs/<path>`` -> the GX Data Docs site of the lake (``FLINKTUNE_LAKE_DIR``);
+  a browser refuses the report's ``file://`` links from an http page. Nothing outside the site is served.
 
 JSON:
 
@@ -133,14 +136,26 @@ def create_app(state_db: str | Path | None = None) -> FastAPI:
 
         return render(job_overview(job, _settings()), base=_base(request))
 
-    @app.get("/job/{job}/report")
-    def report_html(job: str = PathParam(..., pattern=JOB_NAME_PATTERN)) -> FileResponse:
+    @app.get("/job/{job}/report", response_class=HTMLResponse)
+    def report_html(request: Request, job: str = PathParam(..., pattern=JOB_NAME_PATTERN)) -> str:
+        from flinktune.orchestration.plugin_ui.data_docs import data_docs_root, served_links
         from flinktune.orchestration.plugin_ui.overview import latest_report_dir
 
-        folder = latest_report_dir(_settings().reports_dir, job)
+        settings = _settings()
+        folder = latest_report_dir(settings.reports_dir, job)
         if folder is None or not (folder / "report.html").is_file():
             raise HTTPException(status_code=404, detail=f"no HTML report for job {job} (run flinktune_report)")
-        return FileResponse(folder / "report.html", media_type="text/html")
+        html = (folder / "report.html").read_text(encoding="utf-8")
+        return served_links(html, data_docs_root(settings.lake_dir), _base(request))
+
+    @app.get("/data-docs/{path:path}")
+    def data_docs(path: str) -> FileResponse:
+        from flinktune.orchestration.plugin_ui.data_docs import data_docs_file, data_docs_root
+
+        found = data_docs_file(data_docs_root(_settings().lake_dir), path)
+        if found is None:
+            raise HTTPException(status_code=404, detail="no such page in the Data Docs site (FLINKTUNE_LAKE_DIR)")
+        return FileResponse(found)
 
     @app.get("/job/{job}/plots/{name}")
     def plot(

@@ -88,7 +88,7 @@ def test_every_route_answers_only_callers_airflow_authenticates(tmp_path: Path, 
     db = tmp_path / "state.db"
     _record_three_decisions(db, "wordcount")
     routes = ["/", "/jobs", "/decisions?job=wordcount", "/job/wordcount", "/job/wordcount/report",
-              "/job/wordcount/plots/a.png"]
+              "/job/wordcount/plots/a.png", "/data-docs/index.html"]
     env = {"FLINKTUNE_STATE_DB": str(db), "FLINKTUNE_REPORTS_DIR": str(tmp_path / "reports"),
            "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}"}
     requests = [[auth, r] for auth in ("none", "forged") for r in routes] + [["viewer", "/jobs"], ["viewer", "/job/wordcount"]]
@@ -199,3 +199,30 @@ def test_pages_without_any_state_say_so_and_create_nothing(tmp_path: Path, airfl
     assert code == 200 and "configuration in force is unknown" in page and "no MLflow database yet" in page
     assert "No report yet" in page
     assert not (tmp_path / "none").exists()
+
+
+def test_data_docs_are_served_inside_the_site_only_and_the_report_links_there(tmp_path: Path, airflow_var: Path) -> None:
+    """A browser refuses the report's file:// Data Docs links from the plugin's http page: the plugin
+    serves the site and rewrites the links; a path out of the site is a 404."""
+    from flinktune.orchestration.plugin_ui.data_docs import data_docs_root
+
+    lake = tmp_path / "lake"
+    site = data_docs_root(lake)
+    (site / "validations").mkdir(parents=True)
+    (site / "index.html").write_text("<h1>the Data Docs front page</h1>")
+    (site / "validations" / "b1.html").write_text("batch b1 page")
+    (lake / "secret.txt").write_text("beside the site")
+    folder = tmp_path / "reports" / "wordcount-20250102T000000"
+    folder.mkdir(parents=True)
+    (folder / "report.md").write_text("# report")
+    (folder / "report.html").write_text(f'<a href="{site.resolve().as_uri()}/index.html">Data Docs</a>')
+    env = {"FLINKTUNE_LAKE_DIR": str(lake), "FLINKTUNE_REPORTS_DIR": str(tmp_path / "reports"),
+           "FLINKTUNE_STATE_DB": str(tmp_path / "state.db")}
+    result = _call(env, airflow_var, [
+        "/data-docs/index.html", "/data-docs/validations/b1.html", "/data-docs/..%2F..%2Fsecret.txt",
+        "/data-docs/%2e%2e/%2e%2e/secret.txt", "/data-docs/missing.html", "/job/wordcount/report",
+    ])
+    (code, front), (page_code, page), *refused, (report_code, report) = result["responses"]
+    assert (code, page_code) == (200, 200) and "front page" in front and "batch b1" in page
+    assert [c for c, _ in refused] == [404, 404, 404] and "beside the site" not in json.dumps(refused)
+    assert report_code == 200 and 'href="/flinktune/data-docs/index.html"' in report and "file://" not in report
