@@ -25,8 +25,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -195,8 +195,12 @@ def run(
     latency_target_ms = BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
     per_seed = []
     for seed in seeds:
-        settings = ReplaySettings(workload="ads", failures=failures, seed=seed, forecaster=forecaster, latency_target_ms=latency_target_ms)
-        replays = run_replay(trace, "ysb", list(METHODS), settings, workers=workers, progress=None, space=space, profile=twin.profile)
+        settings = ReplaySettings(
+            workload="ads", failures=failures, seed=seed, forecaster=forecaster, latency_target_ms=latency_target_ms
+        )
+        replays = run_replay(
+            trace, "ysb", list(METHODS), settings, workers=workers, progress=None, space=space, profile=twin.profile
+        )
         per_seed.append(replayed_table(replays))
     stacked = pd.concat(per_seed, keys=list(seeds), names=["seed", "policy"])
     replayed = stacked.groupby(level="policy").mean().loc[list(METHODS)]
@@ -216,12 +220,23 @@ def run(
     return result
 
 
-def render(r: dict, data: Path, command: str) -> str:
-    cv = r["cv_mean"]
-    cv_rows = pd.DataFrame(
+def _cv_rows(cv: pd.Series) -> pd.DataFrame:
+    return pd.DataFrame(
         [(k, cv[k], cv.get(f"mech_{k}", np.nan), f"{op} {b:g}", (cv[k] <= b) if op == "<=" else (cv[k] >= b)) for k, (op, b) in CV_TARGETS.items()],
         columns=["score", "grey-box", "mechanism only", "target", "met"],
     )  # fmt: skip
+
+
+def render_loro(folds: pd.DataFrame, command: str, wall_s: float) -> str:
+    """The leave-one-run-out tables alone (``--loro-only``)."""
+    return (
+        f"Command: `{command}` (wall time {wall_s:.0f} s)\n\n" + _md(_cv_rows(folds.drop(columns=["run"]).mean()))
+        + "\nPer held-out run:\n\n" + _md(folds.round(4))
+    )  # fmt: skip
+
+
+def render(r: dict, data: Path, command: str) -> str:
+    cv_rows = _cv_rows(r["cv_mean"])
     return (
         f"# Twin fidelity: {data.name}\n\nCommand: `{command}`\n\n"
         f"Profiling runs: {r['rows']}; trace: {r['hours']:.1f} h; forecaster of the model policies: {r['forecaster']}; latency goal {r['latency_target_ms']:.0f} ms (2.14 x the lowest profiled latency, Demeter's boundary); failures: `{r['failures']}` ({r['failures_from']}); "
@@ -240,15 +255,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, required=True, help="A folder in the demeter-ads format.")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file for the figures.")
     ap.add_argument("--hours", type=float, default=None, help="Replay only the first hours of the trace (quick check).")
-    ap.add_argument("--rows", type=int, default=None, help="Use only this many profiling runs, spread over the runs (quick check).")
+    ap.add_argument(
+        "--rows", type=int, default=None, help="Use only this many profiling runs, spread over the runs (quick check)."
+    )
     ap.add_argument("--seeds", default="7", help="Comma-separated replay seeds (the comparison uses their mean).")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--max-nfev", type=int, default=60, help="Model evaluations per mechanism-fit stage (lower for a quick check).")
+    ap.add_argument(
+        "--max-nfev", type=int, default=60, help="Model evaluations per mechanism-fit stage (lower for a quick check)."
+    )
+    ap.add_argument(
+        "--loro-only", action="store_true", help="Only the leave-one-run-out scores (minutes, not the replays' ~20 min)."
+    )
     args = ap.parse_args(argv)
     if not (args.data / "profiling_runs.csv").exists():
         ap.error(f"--data {args.data}: no profiling_runs.csv (not a folder in the demeter-ads format)")
     command = "python benchmarks/twin_fidelity.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    r = run(args.data, args.out, hours=args.hours, rows=args.rows, seeds=[int(x) for x in args.seeds.split(",") if x.strip()], workers=args.workers, command=command, max_nfev=args.max_nfev)
+    if args.loro_only:
+        t0 = time.perf_counter()
+        folds = cross_validate(
+            pd.read_csv(args.data / "profiling_runs.csv"), ClusterProfile.default("ysb"), group_by="run", max_nfev=args.max_nfev
+        )
+        print(render_loro(folds, command, time.perf_counter() - t0))
+        return 0
+    r = run(
+        args.data,
+        args.out,
+        hours=args.hours,
+        rows=args.rows,
+        seeds=[int(x) for x in args.seeds.split(",") if x.strip()],
+        workers=args.workers,
+        command=command,
+        max_nfev=args.max_nfev,
+    )
     print(render(r, args.data, command))
     return 0
 

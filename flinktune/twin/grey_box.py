@@ -13,8 +13,9 @@ Which part is which:
   pauses and parallelism overheads; latency from queueing and lag; recovery from downtime, replay
   and catch-up. This is what the replay simulator runs on.
 - Learned correction (gradient-boosted trees on the knobs, derived layout features, the rate and
-  the mechanism's own predictions): throughput as a log-ratio to the mechanism (with 10 %/90 %
-  quantile models for its uncertainty; the keeps-up class follows from it), the latency class and
+  the mechanism's own predictions): capacity as a censored log-ratio to the mechanism's capacity
+  (:mod:`flinktune.twin.capacity_correction`; throughput = min(kept ratio x rate, capacity) with a
+  10 %/90 % band, so the keeps-up class follows from the capacity), the latency class and
   level, the recovery class (at most ``recovery_limit_s``) and the recovery time below the profiler's cap.
   Real profiling runs show effects the mechanism does not (throughputs up to 2.6x the recorded
   rate, which we read as a profiling job draining a backlog; ``input_rate`` is only approximated by
@@ -38,6 +39,7 @@ import pandas as pd
 
 from flinktune.config_space import KNOBS, Configuration
 from flinktune.twin.calibration import PARAM_BOUNDS, CalibrationError, apply_params
+from flinktune.twin.capacity_correction import fit_capacity_correction
 from flinktune.twin.mechanics import steady_state
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import overload_horizon_s
@@ -201,7 +203,8 @@ class GreyBoxTwin:
         """Predictions for rows of knobs + ``input_rate`` (one output row per input row).
 
         Columns: the mechanism's ``mech_throughput``, ``mech_latency_ms``, ``mech_recovery_s``;
-        the corrected ``throughput`` with ``throughput_lo``/``throughput_hi`` (10 %/90 %),
+        the corrected ``capacity`` and ``throughput`` (= min(kept ratio x rate, capacity)) with
+        ``throughput_lo``/``throughput_hi`` (10 %/90 %),
         ``keeps_up`` (throughput >= 0.95 x rate), ``latency_ms``, ``p_latency_good``/``latency_good``,
         ``recovery_s`` (below the cap), ``p_recovers``/``recovers`` (within the limit).
         """
@@ -217,10 +220,8 @@ class GreyBoxTwin:
         out["mech_throughput"] = mech["throughput"]
         out["mech_latency_ms"] = mech["latency_ms"]
         out["mech_recovery_s"] = mech["recovery_s"]
-        base = np.log(np.maximum(mech["throughput"], 1.0) / rate)
-        out["throughput"] = rate * np.exp(base + m["thr"].predict(x))
-        out["throughput_lo"] = rate * np.exp(base + m["thr_lo"].predict(x))
-        out["throughput_hi"] = rate * np.exp(base + m["thr_hi"].predict(x))
+        for k, v in m["thr"].throughput(x, mech["capacity"], rate).items():
+            out[k] = v
         # The class follows the throughput prediction (a separate classifier scored lower when
         # left out by run: the class boundary sits inside the measurement noise of the rate).
         out["keeps_up"] = out["throughput"] >= KEEPS_UP_FACTOR * rate
@@ -276,11 +277,8 @@ def fit_grey_box(
     x = _features(obs, mech)
     rate = obs["input_rate"].to_numpy(float)
     thr = obs["throughput"].to_numpy(float)
-    resid = np.log(thr / rate) - np.log(np.maximum(mech["throughput"], 1.0) / rate)
     models: dict[str, Any] = {
-        "thr": _gbr(seed=seed).fit(x, resid),
-        "thr_lo": _gbr("quantile", 0.1, seed).fit(x, resid),
-        "thr_hi": _gbr("quantile", 0.9, seed).fit(x, resid),
+        "thr": fit_capacity_correction(x, mech["capacity"], rate, thr, keeps_up_factor=KEEPS_UP_FACTOR, seed=seed)
     }
     lat = obs["latency_ms"].to_numpy(float)
     has_lat = np.isfinite(lat)

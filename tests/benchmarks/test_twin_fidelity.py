@@ -12,7 +12,9 @@ import pytest
 
 from benchmarks.twin_fidelity import CV_TARGETS, METHODS, main, run
 
-DATA = Path(os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[2].parent / "shared" / "data" / "demeter-ads"))
+DATA = Path(
+    os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[2].parent / "shared" / "data" / "demeter-ads")
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,9 @@ def test_every_figure_is_produced(slice_dir, tmp_path) -> None:
     table = r["comparison"]
     for pol in METHODS:
         rows = table[table["policy"] == pol]
-        assert {"cpu", "memory", "p50", "p95", "p99", "slow_recoveries", "reconfigurations", "profiling_cpu"} <= set(rows["figure"])
+        assert {"cpu", "memory", "p50", "p95", "p99", "slow_recoveries", "reconfigurations", "profiling_cpu"} <= set(
+            rows["figure"]
+        )
         assert np.isfinite(rows["twin"].astype(float)).all(), pol
     assert {"ranking on cpu", "ranking on p95"} <= set(table["figure"])
     text = out.read_text()
@@ -53,3 +57,10 @@ def test_a_folder_without_profiling_runs_is_named(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         main(["--data", str(tmp_path)])
     assert "no profiling_runs.csv" in capsys.readouterr().err
+
+
+def test_loro_only_prints_the_scores_without_replaying(slice_dir, capsys) -> None:
+    assert main(["--data", str(slice_dir), "--loro-only", "--max-nfev", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "keeps_up_accuracy" in text and "Per held-out run" in text
+    assert "ranking on p95" not in text  # no replay

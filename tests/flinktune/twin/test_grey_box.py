@@ -17,7 +17,10 @@ from flinktune.twin.mechanics import steady_state
 from flinktune.twin.profile import ClusterProfile
 
 # The real data lives beside the repository (../shared/data, never fetched); FLINKTUNE_DEMETER_ADS overrides.
-DATA = Path(os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[3].parent / "shared" / "data" / "demeter-ads")) / "profiling_runs.csv"
+DATA = (
+    Path(os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[3].parent / "shared" / "data" / "demeter-ads"))
+    / "profiling_runs.csv"
+)
 
 
 def _runs() -> pd.DataFrame:
@@ -73,7 +76,9 @@ def test_run_of_one_row_is_fitted_on_but_not_scored() -> None:
     lone = obs.iloc[[0]].assign(run="lonely")
     folds = cross_validate(pd.concat([obs, lone], ignore_index=True), ClusterProfile.default(), group_by="run", max_nfev=5)
     assert "lonely" not in set(folds["run"]) and len(folds) == 3
-    assert {"throughput_mape", "keeps_up_accuracy", "latency_class_accuracy", "recovery_class_accuracy", "recovery_mape"} <= set(folds.columns)
+    assert {"throughput_mape", "keeps_up_accuracy", "latency_class_accuracy", "recovery_class_accuracy", "recovery_mape"} <= set(
+        folds.columns
+    )
     with pytest.raises(CalibrationError, match=r"needs at least two groups"):
         cross_validate(obs.assign(run="one"), ClusterProfile.default(), group_by="run")
 
@@ -101,3 +106,15 @@ def test_save_load_and_a_clear_error_for_another_file(tmp_path) -> None:
     (tmp_path / "x.joblib").write_text("not a model")
     with pytest.raises(CalibrationError, match=r"x\.joblib: not a grey-box twin file"):
         GreyBoxTwin.load(tmp_path / "x.joblib")
+
+
+def test_keeps_up_class_and_throughput_come_from_one_capacity() -> None:
+    obs = _small(10)
+    twin = fit_grey_box(obs.drop(columns=["run"]), ClusterProfile.default(), max_nfev=5)
+    pred = twin.predict(obs)
+    rate = pred["input_rate"]
+    assert (pred["throughput"] <= pred["capacity"] * (1 + 1e-9)).all()
+    assert (pred["keeps_up"] == (pred["throughput"] >= 0.95 * rate)).all()
+    # A configuration at a rate far above its capacity falls behind at that capacity.
+    flooded = twin.predict(obs.head(3).assign(input_rate=lambda t: t["input_rate"] * 100))
+    assert (~flooded["keeps_up"]).all() and np.allclose(flooded["throughput"], flooded["capacity"])
