@@ -10,8 +10,10 @@
   DAG runs into it.
 
 The suite runs on two pytest-xdist workers (``-n 2`` in pyproject.toml): session fixtures are
-built once per worker, and the slow tests that start server stacks (marked ``flink`` or ``e2e``,
-and the rehearsal's) go to one worker (``xdist_group``), one after another.
+built once per worker, and the slow tests that start server stacks (marked ``servers``) go to one
+worker (``xdist_group``), one after another. ``--dist loadgroup`` hands that group out first (it
+orders work units by size) and the rest in collection order, so modules with slow tests are moved
+to the front: the long ones start while the stack worker is busy, the short ones fill in at the end.
 """
 
 from __future__ import annotations
@@ -56,8 +58,12 @@ def airflow_var(tmp_path_factory):
 def pytest_collection_modifyitems(config, items):
     # One worker runs the tests that start whole server stacks (local Flink, Airflow's servers, the
     # rehearsal, Spark standalone), one after another: scripts/setup_local_flink.sh writes shared
-    # files, and two stacks at once on two cores time out each other's servers.
+    # files, and two stacks at once on two cores time out each other's servers. The e2e demo starts
+    # no server (dag.test, local Spark, SQLite): it runs on the other worker, beside the stacks.
     for item in items:
-        stack = item.get_closest_marker("flink") or item.get_closest_marker("e2e") or "rehearsal/test_" in item.nodeid
-        if stack and item.get_closest_marker("slow"):
+        if item.get_closest_marker("servers"):
             item.add_marker(pytest.mark.xdist_group("server-stacks"))
+    # Longest first (whole modules, so module fixtures are still built once per worker): the other
+    # worker starts the slow non-stack tests at once instead of ending the run on one of them.
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)

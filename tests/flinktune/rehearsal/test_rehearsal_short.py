@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.airflow, pytest.mark.flink, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.airflow, pytest.mark.flink, pytest.mark.servers,
+              pytest.mark.timeout(1200)]
 REPO = Path(__file__).resolve().parents[3]
 
 

@@ -23,7 +23,7 @@ from flinktune.rehearsal.servers import Stack
 from flinktune.rehearsal.stack import _spark
 from tests.flinktune.rehearsal.test_rehearsal_short import _group_alive
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.servers, pytest.mark.timeout(420)]
 REPO = Path(__file__).resolve().parents[3]
 JOB = "standalone"
 
