@@ -33,8 +33,15 @@ import pytest
 from flinktune.etl.synthetic import synthetic_raw
 from flinktune.lake import Lake
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.airflow, pytest.mark.flink, pytest.mark.spark, pytest.mark.servers,
-              pytest.mark.timeout(1200)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.e2e,
+    pytest.mark.airflow,
+    pytest.mark.flink,
+    pytest.mark.spark,
+    pytest.mark.servers,
+    pytest.mark.timeout(1200),
+]
 REPO = Path(__file__).resolve().parents[3]
 ETL_JOB = "standalone"
 
@@ -134,7 +141,7 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
         standalone_etl = _start_etl(tmp_path / "standalone", master) if master else None
         etls += [standalone_etl] if standalone_etl else []
         local = _etl_result(local_etl, tmp_path / "local", "local[2]")
-        standalone = _etl_result(standalone_etl, tmp_path / "standalone", master) if standalone_etl else None
+        standalone = _etl_result(standalone_etl, tmp_path / "standalone", master) if master and standalone_etl else None
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
         for etl in etls:  # only after a failed wait: a finished ETL has exited
