@@ -10,8 +10,10 @@
   DAG runs into it.
 
 The suite runs on two pytest-xdist workers (``-n 2`` in pyproject.toml): session fixtures are
-built once per worker, and the slow tests that start server stacks (marked ``flink`` or ``e2e``,
-and the rehearsal's) go to one worker (``xdist_group``), one after another.
+built once per worker, and the slow tests that start server stacks (marked ``servers``) go to one
+worker (``xdist_group``), one after another. ``--dist loadgroup`` hands that group out first (it
+orders work units by size) and the rest in collection order, so the e2e demo and the modules with
+slow tests are moved to the front: they start on the other worker while the stacks run.
 """
 
 from __future__ import annotations
@@ -53,11 +55,30 @@ def airflow_var(tmp_path_factory):
     return var
 
 
+def _join_stack_group(config: pytest.Config, item: pytest.Item) -> None:
+    """Put ``item`` in the xdist group "server-stacks". pytest-xdist 3.8 tags the group as a "@group"
+    nodeid suffix by writing ``item._nodeid``, which pytest 9.2 no longer reads (the nodeid is
+    ``str(item._id)``): the group was silently ignored and stacks ran on both workers at once
+    (pytest-dev/pytest-xdist#1386). Tag the id pytest reads; a fixed xdist appends the same suffix
+    again, and its scheduler splits on the last "@", so the group stays the same."""
+    item.add_marker(pytest.mark.xdist_group("server-stacks"))
+    node_id = getattr(item, "_id", None)
+    loadgroup = getattr(config.option, "loadgroup", False)  # an xdist worker under --dist loadgroup
+    if loadgroup and node_id is not None and not str(node_id).endswith("@server-stacks"):
+        item._id = type(node_id).parse(f"{node_id}@server-stacks")
+
+
 def pytest_collection_modifyitems(config, items):
     # One worker runs the tests that start whole server stacks (local Flink, Airflow's servers, the
     # rehearsal, Spark standalone), one after another: scripts/setup_local_flink.sh writes shared
-    # files, and two stacks at once on two cores time out each other's servers.
+    # files, and two stacks at once on two cores time out each other's servers. The e2e demo starts
+    # no server (dag.test, local Spark, SQLite): it runs on the other worker, beside the stacks.
     for item in items:
-        stack = item.get_closest_marker("flink") or item.get_closest_marker("e2e") or "rehearsal/test_" in item.nodeid
-        if stack and item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.xdist_group("server-stacks"))
+        if item.get_closest_marker("servers"):
+            _join_stack_group(config, item)
+    # Longest first: the e2e demo (3-5 minutes), then modules with slow tests (whole modules, so
+    # module fixtures are still built once per worker): the other worker starts them while the stack
+    # worker runs its group, and short tests fill in at the end. (The stack worker queues up to two
+    # more units behind its group once its first stack test ends.)
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: (item.get_closest_marker("e2e") is None, item.path not in slow_modules))

@@ -27,7 +27,7 @@ from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.profiling import observation_row, reset_backlog, run_step
 from flinktune.metrics.schema import PROFILING_COLUMNS
 
-pytestmark = [pytest.mark.flink, pytest.mark.slow]
+pytestmark = [pytest.mark.flink, pytest.mark.slow, pytest.mark.servers]
 
 
 def _alive(pid: int) -> bool:

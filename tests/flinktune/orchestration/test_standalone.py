@@ -27,7 +27,7 @@ from flinktune.orchestration.local.airflow_home import airflow_env
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import raw_samples
 
-pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.e2e, pytest.mark.servers, pytest.mark.timeout(240)]
 
 DAG_ID = "flinktune_replay"
 CONF = {"trace": "ysb", "policies": "static", "hours": 0.25, "failures": "none", "seed": 3}
