@@ -15,10 +15,16 @@ from flinktune.orchestration.dag_tasks.dag_wiring import (
     CHAMPIONS, RETRAIN_CRON, START_DATE, TAGS, TRAINING, backends, default_args, job_param, mark_outlets, task_params,
 )
 
+_BY_JOB = "{{ task.op_kwargs['target']['job'] }}"  # a mapped instance is named by its job in the UI
+
 DOC = """
 ### flinktune_train
 Retrains the models the decision loop uses every 6 hours (its own cadence: features land every 5
 minutes, and retraining on each landing would retrain every 5 minutes), or when triggered by hand.
+
+For each job of the fleet (**fleet**, as in `flinktune_decide`: every managed job on the schedule,
+the job a trigger or a champion names, the `job` param alone without a fleet), mapped one task
+instance per job:
 
 1. **profile**: short profiling runs on the twin -> validated `profiling_observations`; skipped on a
    real cluster (`FLINKTUNE_CLUSTER=kubernetes`), where `flinktune_profile` profiles.
@@ -45,8 +51,15 @@ with back-off; they run in the worker, or in a GPU pod (`KubernetesPodOperator`)
     params={"job": job_param()},
 )
 def flinktune_train() -> None:
-    @task(execution_timeout=timedelta(minutes=30))
-    def profile(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    @task(execution_timeout=timedelta(minutes=5))
+    def fleet(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        params = task_params(params)  # first: a bad trigger fails before anything acts
+        from flinktune.fleet.targets import targets_for_this_run
+
+        return targets_for_this_run(params)
+
+    @task(execution_timeout=timedelta(minutes=30), map_index_template=_BY_JOB)
+    def profile(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.backends.choice import load_backends
 
@@ -59,36 +72,37 @@ def flinktune_train() -> None:
         from flinktune.settings import load_settings
         from jobs import profile as job
 
-        return job.run(job=params["job"], settings=load_settings())
+        return job.run(job=target["job"], settings=load_settings())
 
     # none_failed: on a real cluster profile is skipped and the surrogate trains on the observations there.
-    @task(outlets=[CHAMPIONS], trigger_rule=TriggerRule.NONE_FAILED, **TRAINING)
-    def train_surrogate(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    @task(outlets=[CHAMPIONS], trigger_rule=TriggerRule.NONE_FAILED, map_index_template=_BY_JOB, **TRAINING)
+    def train_surrogate(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.dag_tasks.tasks import train
 
-        summary = train("surrogate", params["job"])
-        mark_outlets(params["job"], CHAMPIONS)
+        summary = train("surrogate", target["job"])
+        mark_outlets(target["job"], CHAMPIONS)
         return summary
 
-    @task(outlets=[CHAMPIONS], **TRAINING)
-    def train_forecaster(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    @task(outlets=[CHAMPIONS], map_index_template=_BY_JOB, **TRAINING)
+    def train_forecaster(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.dag_tasks.tasks import train
 
-        summary = train("forecaster", params["job"])
-        mark_outlets(params["job"], CHAMPIONS)
+        summary = train("forecaster", target["job"])
+        mark_outlets(target["job"], CHAMPIONS)
         return summary
 
-    if backends().training == "kubernetes":  # the same tasks as trainer pods on GPU nodes
+    targets = fleet()
+    if backends().training == "kubernetes":  # the same tasks as trainer pods on GPU nodes, one per job
         from flinktune.orchestration.dag_tasks.k8s_operators import trainer_pod_task
 
-        surrogate = trainer_pod_task("surrogate", trigger_rule=TriggerRule.NONE_FAILED, **TRAINING)
-        trainer_pod_task("forecaster", **TRAINING)
+        surrogate = trainer_pod_task("surrogate", targets, trigger_rule=TriggerRule.NONE_FAILED, **TRAINING)
+        trainer_pod_task("forecaster", targets, **TRAINING)
     else:
-        surrogate = train_surrogate()
-        train_forecaster()
-    profile() >> surrogate
+        surrogate = train_surrogate.expand(target=targets)
+        train_forecaster.expand(target=targets)
+    profile.expand(target=targets) >> surrogate
 
 
 flinktune_train()

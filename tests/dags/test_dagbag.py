@@ -188,10 +188,15 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
 
     # Retraining has its own cadence: not triggered by every 5-minute landing of features.
     assert "flinktune://lake" not in train["schedule"] and "0 */6 * * *" in train["schedule"], train["schedule"]
-    assert train["tasks"]["train_surrogate"]["upstream"] == ["profile"]
+    assert train["tasks"]["train_surrogate"]["upstream"] == ["fleet", "profile"]
     # On a real cluster profile skips (twin rows must not reach real observations); the surrogate still trains.
     assert train["tasks"]["train_surrogate"]["trigger_rule"] == "none_failed"
-    assert train["tasks"]["train_forecaster"]["upstream"] == [], "the forecaster trains in parallel"
+    assert train["tasks"]["train_forecaster"]["upstream"] == ["fleet"], "the forecaster trains in parallel"
+    # Over the fleet, as ingest and decide: a scheduled run trains every managed job, not the `job` param's
+    # default (the rehearsal found the schedule training job `demo` beside a fleet of two).
+    for task_id in ("profile", "train_surrogate", "train_forecaster"):
+        assert train["tasks"][task_id]["type"].endswith("MappedOperator"), task_id
+    assert train["tasks"]["profile"]["upstream"] == ["fleet"]
     for task_id in ("train_surrogate", "train_forecaster"):
         assert train["tasks"][task_id]["outlets"] == ["flinktune://models/champions"]
         assert train["tasks"][task_id]["retries"] >= 2

@@ -45,21 +45,25 @@ _COMMON: dict[str, Any] = {"in_cluster": True, "get_logs": True, "do_xcom_push":
 
 
 class TrainerPodOperator(KubernetesPodOperator):
-    """``KubernetesPodOperator`` whose pod is the trainer pod of the run's job (built when the task runs).
+    """``KubernetesPodOperator`` whose pod is the trainer pod of one job (built when the task runs).
 
-    ``job`` is set by :meth:`execute` from the run's checked params; set it by hand only to render
-    the pod outside a run (``build_pod_request_obj(context, dry_run=True)``).
+    Mapped over the ``fleet`` task's targets (``{"job": ...}``, one pod per fleet job), as the
+    in-process training tasks are; without a target it trains the run's job. ``job`` is set by
+    :meth:`execute`; set it by hand only to render the pod outside a run
+    (``build_pod_request_obj(context, dry_run=True)``).
     """
 
-    def __init__(self, *, model: str, **kwargs: Any) -> None:
+    def __init__(self, *, model: str, target: dict[str, Any] | None = None, **kwargs: Any) -> None:
         if model not in TRAINING_MODULES:
             raise TrainerPodError(f"unknown model {model!r}; known: {', '.join(TRAINING_MODULES)}")
         super().__init__(base_container_name=CONTAINER, on_finish_action="delete_pod", **_COMMON, **kwargs)
         self.model = model
+        self.target: dict[str, Any] = dict(target or {})
         self.job: str | None = None
 
     def execute(self, context: Any) -> Any:
-        self.job = task_params(context["params"])["job"]  # first: a bad trigger fails before anything acts
+        params = task_params(context["params"])  # first: a bad trigger fails before anything acts
+        self.job = str(self.target.get("job") or params["job"])
         result = super().execute(context)
         mark_outlets(self.job, CHAMPIONS)
         return result
@@ -76,9 +80,16 @@ class TrainerPodOperator(KubernetesPodOperator):
         return super().build_pod_request_obj(context, dry_run=dry_run)
 
 
-def trainer_pod_task(model: str, **kwargs: Any) -> TrainerPodOperator:
-    """The ``train_<model>`` task as a trainer pod; ``kwargs`` are task arguments (timeout, retries, trigger rule)."""
-    return TrainerPodOperator(task_id=f"train_{model}", model=model, outlets=[CHAMPIONS], **kwargs)
+def trainer_pod_task(model: str, targets: Any = None, **kwargs: Any) -> Any:
+    """The ``train_<model>`` task as trainer pods; ``kwargs`` are task arguments (timeout, retries, trigger rule).
+
+    ``targets``: the ``fleet`` task's output (one pod per job, as the in-process task maps) or
+    ``None`` for one pod for the run's job.
+    """
+    common = {"task_id": f"train_{model}", "model": model, "outlets": [CHAMPIONS], **kwargs}
+    if targets is None:
+        return TrainerPodOperator(**common)
+    return TrainerPodOperator.partial(**common).expand(target=targets)
 
 
 class EtlSparkOperator(SparkKubernetesOperator):

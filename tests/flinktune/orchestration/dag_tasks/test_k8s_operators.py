@@ -67,6 +67,15 @@ def _context(task_id: str) -> dict:
     return {"ti": ti, "run_id": "scheduled__2026-11-26T12:00:00+00:00", "dag": SimpleNamespace()}
 
 
+def test_trainer_pods_map_over_the_fleets_targets_one_pod_per_job(production: dict) -> None:
+    mapped = trainer_pod_task("forecaster", [{"job": "ysb"}, {"job": "tsw"}], retries=2)
+    assert type(mapped).__name__ == "MappedOperator" and mapped.task_id == "train_forecaster"
+    assert mapped.expand_input.value == {"target": [{"job": "ysb"}, {"job": "tsw"}]}
+    # An instance trains its target's job, not the run's `job` param.
+    op = TrainerPodOperator(task_id="train_forecaster", model="forecaster", target={"job": "tsw"})
+    assert op.target == {"job": "tsw"} and op.job is None
+
+
 def test_kubernetes_pod_operator_renders_the_trainer_pod_valid_restricted_and_without_secrets(production: dict) -> None:
     op = trainer_pod_task("surrogate", retries=2)
     assert isinstance(op, TrainerPodOperator) and op.task_id == "train_surrogate" and not op.do_xcom_push
