@@ -121,6 +121,7 @@ def extract_prometheus_window(
 
 def train(model: str, job: str) -> dict[str, Any]:
     """Train and register ``model`` (``surrogate`` | ``forecaster``) for ``job`` in this worker; the job's summary.
+    Skips (``AirflowSkipException``, with the reason) when the job has no training data in the lake yet.
 
     With ``FLINKTUNE_TRAINING=kubernetes`` the DAG runs a trainer pod instead
     (:func:`flinktune.orchestration.dag_tasks.k8s_operators.trainer_pod_task`), not this.
@@ -131,7 +132,21 @@ def train(model: str, job: str) -> dict[str, Any]:
 
     if model not in TRAINING_MODULES:
         raise ValueError(f"unknown model {model!r}; known: {', '.join(TRAINING_MODULES)}")
-    return importlib.import_module(TRAINING_MODULES[model]).run(job=job, settings=_settings())
+    from flinktune.lake import Lake
+
+    module = importlib.import_module(TRAINING_MODULES[model])
+    settings = _settings()
+    lake = Lake(settings.lake_dir)  # type: ignore[arg-type]
+    if not lake.dataset_files(module.DATASET, job):
+        # A fleet job with nothing to learn from yet (new, or profiled only through flinktune_profile on a
+        # real cluster) is not a failed retrain: the scheduled run skips it and says why.
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        raise AirflowSkipException(
+            f"{model} of job {job!r}: no {module.DATASET} in the lake yet "
+            f"({lake.curated_job_dir(module.DATASET, job)}); nothing to train on"
+        )
+    return module.run(job=job, settings=settings)
 
 
 def suggest_profile_configs(job: str, configs: Sequence[Mapping[str, Any]], *, max_runs: int, seed: int) -> list[dict[str, Any]]:

@@ -131,3 +131,16 @@ def test_the_stop_reaches_a_child_that_left_the_process_group(tmp_path: Path) ->
         time.sleep(1)  # let the child leave the group
         assert os.getpgid(child) != server.pid and child in session_members(server.pid)
     assert session_members(server.pid) == []
+
+
+def test_a_fleet_job_with_nothing_to_learn_from_skips_its_training_and_says_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # The rehearsal's scheduled retrain failed for jobs that flinktune_profile had not profiled yet.
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from flinktune.orchestration.dag_tasks import tasks
+
+    monkeypatch.setenv("FLINKTUNE_VAR_DIR", str(tmp_path))
+    with pytest.raises(AirflowSkipException, match=r"surrogate of job 'bench-small': no profiling_observations"):
+        tasks.train("surrogate", "bench-small")
+    with pytest.raises(AirflowSkipException, match=r"forecaster of job 'bench-small': no features_1m"):
+        tasks.train("forecaster", "bench-small")
