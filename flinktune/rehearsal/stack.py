@@ -156,6 +156,11 @@ def _spark(stack: Stack, var_dir: Path, env: dict[str, str], workers: int) -> st
     return master
 
 
+def _decide_queue(queue: str) -> str:
+    """The Celery queue of the rehearsal's decide tasks, beside its default ``queue``."""
+    return f"{queue}-decide"
+
+
 def _airflow_env(var_dir: Path, env: dict[str, str], airflow_db: str) -> str:
     """Add the Airflow settings of the deployed topology to ``env``; returns the API's base URL."""
     port = free_port()
@@ -168,7 +173,7 @@ def _airflow_env(var_dir: Path, env: dict[str, str], airflow_db: str) -> str:
         "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + airflow_db,  # the same psycopg2 driver as the metadata
         "AIRFLOW__CELERY__WORKER_CONCURRENCY": "1",
         "AIRFLOW__OPERATORS__DEFAULT_QUEUE": queue,
-        "FLINKTUNE_SCHEDULE_DECIDE_QUEUE": f"{queue}-decide",  # decisions on a worker of their own
+        "FLINKTUNE_SCHEDULE_DECIDE_QUEUE": _decide_queue(queue),  # decisions on a worker of their own
         # Queued tasks count against it too: room for two ETL or training tasks, the decide chain and what waits.
         "AIRFLOW__CORE__PARALLELISM": "6",
         "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "2",
@@ -196,7 +201,7 @@ def _airflow(stack: Stack, env: dict[str, str], celery_workers: int, topo: Topol
     # --skip-serve-logs: Airflow's worker log server listens on every interface (it takes no host), and the
     # API server reads the task logs from the shared folder on this machine anyway.
     # The decide queue's worker too: a decision that waits behind a five-minute ETL acts on stale data.
-    queues = [queue] * celery_workers + [env["FLINKTUNE_SCHEDULE_DECIDE_QUEUE"]]
+    queues = [queue] * celery_workers + [_decide_queue(queue)]
     for i, q in enumerate(queues):
         stack.start(f"airflow-celery-worker-{i + 1}", [*af, "celery", "worker", "--queues", q, "--concurrency", "1",
                                                        "--celery-hostname", f"worker{i + 1}@rehearsal",
