@@ -12,7 +12,7 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    CHAMPIONS, DECIDE_CRON, DECIDE_QUEUE, POLICIES, START_DATE, TAGS, default_args, dry_run_param, job_param, task_params,
+    CHAMPIONS, DECIDE_CRON, DECIDE_QUEUE, POLICIES, START_DATE, TAGS, default_args, fleet_targets, dry_run_param, job_param, task_params,
 )
 
 DOC = """
@@ -64,13 +64,6 @@ FLEET_POOL = "flinktune_fleet"  # bounds how many jobs decide at once; created w
     },
 )
 def flinktune_decide() -> None:
-    @task(execution_timeout=timedelta(minutes=5))
-    def fleet(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.fleet.targets import targets_for_this_run
-
-        return targets_for_this_run(params)
-
     @task(execution_timeout=timedelta(minutes=30), pool=FLEET_POOL, map_index_template="{{ task.op_kwargs['target']['job'] }}")
     def decide(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)
@@ -91,7 +84,7 @@ def flinktune_decide() -> None:
 
         return profile_requests(decided, dry_run=params["dry_run"])
 
-    request = request_profile(decide.expand(target=fleet()))
+    request = request_profile(decide.expand(target=fleet_targets()))
     TriggerDagRunOperator.partial(
         task_id="trigger_profile", trigger_dag_id="flinktune_profile", execution_timeout=timedelta(minutes=5),
     ).expand(conf=request)

@@ -20,6 +20,7 @@ from flinktune.orchestration.dag_tasks.dag_wiring import (
     TAGS,
     backends,
     default_args,
+    fleet_targets,
     job_param,
     mark_outlets,
     task_params,
@@ -93,13 +94,6 @@ is `FLINKTUNE_SCHEDULE_INGEST_EVERY_S` (default 300 s).
     },
 )
 def flinktune_ingest() -> None:
-    @task(execution_timeout=timedelta(minutes=5))
-    def fleet(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.fleet.targets import targets_for_this_run
-
-        return targets_for_this_run(params)
-
     @task(execution_timeout=timedelta(minutes=20), map_index_template="{{ task.op_kwargs['target']['job'] }}")
     def collect(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
@@ -117,7 +111,7 @@ def flinktune_ingest() -> None:
         mark_outlets(window["job"], FEATURES_10S, FEATURES_1M)
         return summary
 
-    windows = collect.expand(target=fleet())
+    windows = collect.expand(target=fleet_targets())
     if backends().spark_submit == "kubernetes":  # the same ETL as a SparkApplication per job
         from flinktune.orchestration.dag_tasks.k8s_operators import etl_spark_task
 

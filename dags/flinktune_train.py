@@ -12,7 +12,7 @@ from typing import Any
 from airflow.sdk import CronTriggerTimetable, TriggerRule, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    CHAMPIONS, RETRAIN_CRON, START_DATE, TAGS, TRAINING, backends, default_args, job_param, mark_outlets, task_params,
+    CHAMPIONS, RETRAIN_CRON, START_DATE, TAGS, TRAINING, backends, default_args, fleet_targets, job_param, mark_outlets, task_params,
 )
 
 _BY_JOB = "{{ task.op_kwargs['target']['job'] }}"  # a mapped instance is named by its job in the UI
@@ -51,13 +51,6 @@ with back-off; they run in the worker, or in a GPU pod (`KubernetesPodOperator`)
     params={"job": job_param()},
 )
 def flinktune_train() -> None:
-    @task(execution_timeout=timedelta(minutes=5))
-    def fleet(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.fleet.targets import targets_for_this_run
-
-        return targets_for_this_run(params)
-
     @task(execution_timeout=timedelta(minutes=30), map_index_template=_BY_JOB)
     def profile(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
@@ -93,7 +86,7 @@ def flinktune_train() -> None:
         mark_outlets(target["job"], CHAMPIONS)
         return summary
 
-    targets = fleet()
+    targets = fleet_targets()
     if backends().training == "kubernetes":  # the same tasks as trainer pods on GPU nodes, one per job
         from flinktune.orchestration.dag_tasks.k8s_operators import trainer_pod_task
 

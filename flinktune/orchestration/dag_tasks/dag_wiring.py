@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from airflow.sdk import Asset, Param
+from airflow.sdk import Asset, Param, task
 
 if TYPE_CHECKING:
     from flinktune.settings import ScheduleSettings
@@ -39,6 +39,7 @@ __all__ = [
     "backends",
     "default_args",
     "dry_run_param",
+    "fleet_targets",
     "job_param",
     "mark_outlets",
     "task_params",
@@ -159,6 +160,22 @@ def job_param(default: str = "demo") -> Param:
         title="Flink job",
         description="Name of the Flink job to act on: lowercase letters, digits and '-', at most 63 characters.",
     )
+
+
+def fleet_targets() -> Any:
+    """The ``fleet`` task of a DAG that acts per fleet job (ingest, train, decide): call it inside the DAG;
+    its output, the run's targets (:func:`flinktune.fleet.targets.targets_for_this_run`), is what the
+    per-job tasks are mapped over."""
+
+    @task(task_id="fleet", execution_timeout=timedelta(minutes=5))
+    def fleet(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        # first: a bad trigger fails before anything acts (Airflow injects ``params``; None only outside a run)
+        params = task_params(params if params is not None else {})
+        from flinktune.fleet.targets import targets_for_this_run
+
+        return targets_for_this_run(params)
+
+    return fleet()
 
 
 def default_args(*, retries: int = 2, retry_delay: timedelta = timedelta(minutes=1), queue: str = "") -> dict[str, Any]:
