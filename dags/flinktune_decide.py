@@ -21,7 +21,8 @@ Every 10 minutes (`FLINKTUNE_SCHEDULE_DECIDE_CRON`), and whenever a new model ch
 intervals, collect metrics, evaluate, plan with `policy`, guard, realize and store the decision.
 With `dry_run` the decisions are stored but never applied to the cluster; left empty, it is true
 for a run triggered by hand and false for the schedule. A run triggered by a new champion acts on
-the job that champion belongs to. Unknown conf keys fail the run before anything is decided.
+the job that champion belongs to; one triggered by `flinktune_watch` acts on its job now, with the
+watch's reason as `trigger` (its decision says it came early, and why). Unknown conf keys fail the run before anything is decided.
 Its tasks go to the Celery queue `FLINKTUNE_SCHEDULE_DECIDE_QUEUE` when it is set: a worker of
 their own, so that a long ETL or training task never holds a decision back.
 
@@ -57,6 +58,10 @@ FLEET_POOL = "flinktune_fleet"  # bounds how many jobs decide at once; created w
         "job": job_param(),
         "policy": Param("flinktune", enum=list(POLICIES), title="Policy", description="Tuning policy that plans."),
         "dry_run": dry_run_param(),
+        "trigger": Param(
+            "", type="string", maxLength=2000, title="Trigger",
+            description="Why this run decides before its interval (set by flinktune_watch); empty for the schedule.",
+        ),
         "ticks": Param(
             1, type="integer", minimum=1, maximum=500, title="Ticks",
             description="Decision intervals to run (each advances the twin by one interval).",
@@ -73,6 +78,7 @@ def flinktune_decide() -> None:
         decided = job.run(
             job=target["job"], ticks=params["ticks"], policy=target["policy"], dry_run=target["dry_run"],
             settings=load_settings().model_copy(update=target["goals"]),  # the job's own goals from the fleet
+            trigger=params["trigger"] or None,
         )
         return {**decided, "dry_run": target["dry_run"]}
 

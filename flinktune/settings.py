@@ -131,6 +131,9 @@ class Settings(BaseSettings):
     recovery_limit_s: float = Field(180.0, gt=0, description="Recovery-time limit after a failure, seconds.")
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="Probability the constraints must hold for a pick.")
     decision_interval_s: int = Field(600, ge=60, description="Seconds between decisions.")
+    watch_every_s: int = Field(
+        60, ge=0, description="Seconds between watch checks that decide early when the backlog grows (0: off)."
+    )
     forecast_horizon_s: int = Field(600, ge=60, description="Forecast horizon the policy plans for, seconds.")
     forecast_bin_s: int = Field(60, ge=10, description="Width of a forecast bin, seconds.")
     device: str = Field("auto", pattern="^(auto|cpu|cuda)$", description="Torch device for training: auto, cpu or cuda.")
@@ -326,6 +329,12 @@ class ScheduleSettings(BaseSettings):
     ingest_every_s: int = Field(300, ge=10, le=86400, description="Seconds between flinktune_ingest runs.")
     decide_cron: str = Field("*/10 * * * *", pattern=_CRON, description="Cron (UTC) of flinktune_decide's schedule.")
     retrain_cron: str = Field("0 */6 * * *", pattern=_CRON, description="Cron (UTC) of flinktune_train's schedule.")
+    watch_cron: str = Field(
+        "* * * * *",
+        pattern=r"^(off|\S+ \S+ \S+ \S+ \S+)$",
+        description="Cron (UTC) of flinktune_watch, which triggers flinktune_decide for a fleet job whose backlog outgrew "
+        "its size between decisions; off: the watch runs only when triggered.",
+    )
     decide_queue: str = Field(
         "",
         pattern=r"^[A-Za-z0-9_.:-]*$",

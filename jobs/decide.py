@@ -36,22 +36,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flinktune.backends import Backend
 from flinktune.backends.kubernetes import kubernetes_backend
 from flinktune.backends.twin import twin_backend
-from flinktune.clock import ManualClock
 from flinktune.cli.entry import OneLineParser, run_main
-from flinktune.job_name import job_name
-from flinktune.config_space import Configuration, default_space
+from flinktune.clock import ManualClock
+from flinktune.config_space import ConfigSpace, Configuration, default_space
+from flinktune.decision.evaluation import rate_series
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import SqliteStateStore
-from flinktune.decision.evaluation import rate_series
+from flinktune.decision.watch import WATCHED_POLICIES, WatchRule, step_if_alarmed, watch_chunks
+from flinktune.job_name import job_name
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake, LakeMetricsSource
 from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.settings import Settings, load_settings
 from flinktune.twin.job_store import job_dir
 from flinktune.twin.simulator import TwinJob
 
-__all__ = ["run", "main", "FORECAST_HISTORY_S", "ChampionModels", "LakeForecast", "TwinProfiler"]
+__all__ = ["FORECAST_HISTORY_S", "ChampionModels", "LakeForecast", "TwinProfiler", "cluster_backend", "main", "run"]
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +131,26 @@ class TwinProfiler:
         train_surrogate.run(job=self.job, settings=self.settings)
 
 
+def cluster_backend(job: str, settings: Settings, cluster: str, *, dry_run: bool) -> tuple[Backend, ConfigSpace]:
+    """The backend and configuration space of ``job`` on a real cluster (``kubernetes`` or
+    ``local-flink``), reading metrics from the raw lake the extractor keeps fresh."""
+    source = LakeMetricsSource(Lake(settings.lake_dir))
+    if cluster == "local-flink":  # the rehearsal: a job on a local cluster another process started
+        from flinktune.backends.local_flink import local_flink_backend
+        from flinktune.localflink.attach import AttachError, attach
+        from flinktune.settings import LocalFlinkSettings, read_group
+
+        jobs_dir = read_group(LocalFlinkSettings).jobs_dir
+        if jobs_dir is None:
+            raise AttachError("FLINKTUNE_CLUSTER=local-flink needs FLINKTUNE_FLINK_JOBS_DIR (the jobs' attachment files)")
+        realizer, space = attach(jobs_dir, job)
+        return local_flink_backend(realizer, source), space
+    # Kubernetes: profile decisions are carried out by the flinktune_profile DAG the decide DAG triggers
+    backend = kubernetes_backend(job, source, dry_run=dry_run, timeouts=settings.timeouts,
+                                 budget_s=settings.timeouts.apply_budget(settings.decision_interval_s))  # fmt: skip
+    return backend, default_space()
+
+
 def run(
     *,
     job: str,
@@ -137,11 +159,13 @@ def run(
     dry_run: bool = False,
     settings: Settings | None = None,
     models_file: Path | None = None,
+    trigger: str | None = None,
 ) -> dict:
     """Make ``ticks`` decisions for ``job`` (one on a real cluster) and return their summary.
 
     ``models_file``: the twin's models from a saved ``ReplayModels`` instead of the MLflow champions
-    (see the module docstring); refused on a real cluster."""
+    (see the module docstring); refused on a real cluster. ``trigger``: why this run decides before its
+    interval (from ``flinktune_watch``; a real cluster only: on the twin the run watches between its ticks)."""
     if policy not in POLICY_NAMES:
         raise ValueError(f"unknown policy {policy!r}; known policies: {', '.join(POLICY_NAMES)}")
     if ticks < 1:
@@ -164,6 +188,8 @@ def run(
             raise FileNotFoundError(f"no twin for job {job!r} under {twin_dir}; run jobs.simulate first")
         twin = TwinJob.load(twin_path)
         trace = pd.read_parquet(trace_path)["rate"]
+        if trigger:
+            raise ValueError("trigger: a watch trigger is for a real cluster; on the twin the decide run watches between its ticks")
     elif ticks != 1:
         raise ValueError(f"ticks={ticks}: on a real cluster each run makes one decision (the DAG runs every interval)")
     elif models_file is not None:
@@ -173,16 +199,6 @@ def run(
         from flinktune.replay.models import ReplayModels  # the replay's models: only for a run from a file
 
         replay_models = ReplayModels.load(models_file)
-    space = default_space()
-    local_realizer = None
-    if cluster == "local-flink":  # the rehearsal: a job on a local cluster another process started
-        from flinktune.localflink.attach import AttachError, attach
-        from flinktune.settings import LocalFlinkSettings, read_group
-
-        jobs_dir = read_group(LocalFlinkSettings).jobs_dir
-        if jobs_dir is None:
-            raise AttachError("FLINKTUNE_CLUSTER=local-flink needs FLINKTUNE_FLINK_JOBS_DIR (the jobs' attachment files)")
-        local_realizer, space = attach(jobs_dir, job)
     lake = Lake(settings.lake_dir)
     store = SqliteStateStore(settings.state_db)
     # Both read the raw lake: the twin writes each interval there as it runs, the extractor keeps it fresh on Kubernetes.
@@ -190,14 +206,9 @@ def run(
     if twin is not None:
         twin_clock = ManualClock(twin.now)
         profiler = replay_models if replay_models is not None else TwinProfiler(settings, job)
-        backend = twin_backend(twin, twin_clock, job=job, source=LakeMetricsSource(lake), profiler=profiler)
-    elif local_realizer is not None:  # metrics from the lake the Prometheus extract keeps fresh, as on Kubernetes
-        from flinktune.backends.local_flink import local_flink_backend
-
-        backend = local_flink_backend(local_realizer, LakeMetricsSource(lake))
-    else:  # Kubernetes: profile decisions are carried out by the flinktune_profile DAG the decide DAG triggers
-        backend = kubernetes_backend(job, LakeMetricsSource(lake), dry_run=dry_run, timeouts=settings.timeouts,
-                                     budget_s=settings.timeouts.apply_budget(settings.decision_interval_s))  # fmt: skip
+        backend, space = twin_backend(twin, twin_clock, job=job, source=LakeMetricsSource(lake), profiler=profiler), default_space()
+    else:
+        backend, space = cluster_backend(job, settings, cluster, dry_run=dry_run)
     # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
     # frozen_after_s: the metric quality gates (flinktune.metrics.quality) hold on frozen values.
     loop_settings = LoopSettings(job, settings.latency_target_ms, settings.recovery_limit_s, window_s=settings.decision_interval_s,
@@ -221,7 +232,8 @@ def run(
     summaries = []
     for i in range(ticks):
         if twin is None:
-            outcome = loop.step()
+            # A watch-triggered run reads the minutes that raised the alarm, as the twin's early decisions do.
+            outcome = loop.step(trigger=trigger or None, window_s=WatchRule().window_s if trigger else None)
             diff = getattr(loop.realizer, "last_diff", None)
             if dry_run and diff:
                 print(diff, flush=True)
@@ -236,9 +248,18 @@ def run(
                 f"the twin's trace for job {job!r} ends at {trace.index[-1]}: not enough left for tick {i + 1} of {ticks} "
                 f"({len(rates)} of {interval} s); simulate a longer trace"
             )
-        lake.write_raw(twin.run(rates.to_numpy()))
         assert twin_clock is not None  # there is one whenever there is a twin
-        twin_clock.set(twin.now)
+        values, done = rates.to_numpy(), 0
+        for chunk in watch_chunks(interval, settings.watch_every_s if policy in WATCHED_POLICIES else 0):
+            lake.write_raw(twin.run(values[done : done + chunk]))
+            done += chunk
+            twin_clock.set(twin.now)
+            if done < interval:  # between scheduled decisions: the watch may ask for one now
+                early = _watch_step(loop, twin.now)
+                if early is not None:
+                    twin.save(twin_path)
+                    summaries.append(early)
+                    print(f"[decide {i + 1}/{ticks}, early] {early['action']}: {early['reason']}", flush=True)
         decided = store.decisions(job, limit=1)
         if not decided.empty and float(decided["ts"].iloc[-1]) >= twin.now:
             # A run killed after this tick's decision was stored but before the twin was saved: the tick is
@@ -257,6 +278,15 @@ def run(
                           "changed": bool(outcome.result and outcome.result.changed)})
         print(f"[decide {i + 1}/{ticks}] {outcome.line()}", flush=True)
     return {"job": job, "policy": policy, "decisions": summaries, "end_ms": int(clock.now() * 1000)}
+
+
+def _watch_step(loop: Any, now: float) -> dict | None:
+    """The summary of a decision the watch asked for now (:mod:`flinktune.decision.watch`), else None."""
+    outcome = step_if_alarmed(loop, now)
+    if outcome is None:
+        return None
+    return {"ts": now, "action": outcome.decision.action.value, "reason": outcome.decision.reason,
+            "changed": bool(outcome.result and outcome.result.changed), "early": True}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -189,6 +189,9 @@ def replay(
         min=0.0,
         help="Trace files only: the file's first hours are the forecasters' history (fitted and forecast from), the --hours after them are replayed; 0 fits them on a synthetic ysb day.",
     ),
+    watch_every_s: int = typer.Option(
+        60, min=0, help="Seconds between the watch's checks that let flinktune decide early when the backlog grows (0: off)."
+    ),
     var_dir: Path = typer.Option(
         DEFAULT_VAR_DIR, help="State folder; the results go under <var-dir>/replay unless --out says otherwise."
     ),
@@ -210,6 +213,7 @@ def replay(
             profile=profile,
             latency_target_ms=latency_target_ms,
             history_hours=history_hours,
+            watch_every_s=watch_every_s,
         )
     except (FileNotFoundError, ValueError) as exc:
         fail(str(exc))

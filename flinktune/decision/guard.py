@@ -10,7 +10,8 @@ Rules, in order (the first that applies wins, and its reason says so):
 3. bounds and quotas: a target outside the configuration space or over the CPU / memory quota
    is refused;
 4. stabilization: no change within ``stabilization_s`` of the previous one (metrics after a
-   restart are not yet trustworthy; Flink's own meters are ~60 s moving averages); an attempted
+   restart are not yet trustworthy; Flink's own meters are ~60 s moving averages), or within
+   ``climb_stabilization_s`` when both are scale-ups (a load still climbing); an attempted
    change whose outcome is unknown (written ahead and never settled, failed, rolled back) or a
    difference reconciliation found counts as a change: it may have restarted the job;
 5. at most one scale-down per ``scale_down_window_s``; scale-ups are never delayed by it;
@@ -42,6 +43,7 @@ class GuardRules:
     """Thresholds of the guard (seconds, cores, MB)."""
 
     stabilization_s: float = 300.0
+    climb_stabilization_s: float = 180.0
     scale_down_window_s: float = 1800.0
     rollback_window_s: float = 900.0
     quota_cpu: float | None = None
@@ -144,8 +146,12 @@ class SafetyGuard:
                 f"refused: {target.describe()} needs {target.total_memory_mb} MB, over the quota of {self.rules.quota_memory_mb:g} MB",
                 **inputs,
             )
-        if last and now - last.ts < self.rules.stabilization_s:
-            wait = self.rules.stabilization_s - (now - last.ts)
+        # A scale-up after a scale-up (the load still climbing) waits less: the metrics it reads are
+        # ~60 s averages taken after the restart, and a climb outruns a 5-minute hold.
+        climbing = last is not None and scales_up(last.before, last.after) and scales_up(state.config, target)
+        settle = self.rules.climb_stabilization_s if climbing else self.rules.stabilization_s
+        if last and now - last.ts < settle:
+            wait = settle - (now - last.ts)
             return Decision.keep(
                 "guard",
                 f"stabilizing: the last change was {now - last.ts:.0f} s ago; wait {wait:.0f} s more before {decision.reason}",

@@ -146,16 +146,21 @@ class DecisionLoop:
             ctx.extras["fit_surrogate"] = getattr(self.models, "fit_surrogate", None)
         return ctx
 
-    def step(self) -> StepOutcome:
+    def step(self, trigger: str | None = None, window_s: int | None = None) -> StepOutcome:
+        """One decision. ``trigger``: why it is made before its interval ran out (a
+        :mod:`flinktune.decision.watch` alarm's reason); the decision's reason and inputs say so.
+        ``window_s``: the history it evaluates, when not the interval (an early decision reads the
+        minutes that raised the alarm, not an interval's mean that a step in the load has not moved yet)."""
         s = self.settings
         now = self.clock.now()
         try:
             current = self.realizer.current(s.job)
         except Exception as exc:  # an unreadable cluster is a hold with its reason, never a crash without a row
             return self._hold_blind(now, f"cannot read the job's configuration from the cluster ({_one_line(exc)})")
-        samples = self.source.fetch(s.job, int((now - s.window_s) * 1000), int(now * 1000) + 1)
+        window = int(window_s or s.window_s)
+        samples = self.source.fetch(s.job, int((now - window) * 1000), int(now * 1000) + 1)
         state = evaluate(
-            s.job, samples, current, now, window_s=s.window_s, max_staleness_s=s.max_staleness_s, frozen_after_s=s.frozen_after_s
+            s.job, samples, current, now, window_s=window, max_staleness_s=s.max_staleness_s, frozen_after_s=s.frozen_after_s
         )
         # A model store that cannot be reached is a problem of the data the decision stands on: the guard holds.
         stage_problems = tuple(p for p in (getattr(self.models, "problem", None), getattr(self.forecaster, "problem", None)) if p)
@@ -167,6 +172,9 @@ class DecisionLoop:
         planned = self.policy.decide(state, ctx)
         # The guard has the last word (the skew hold is one of its rules); the analysis only quotes.
         decision = annotate(self.guard.review(planned, state, now), state)
+        if trigger:
+            decision = replace(decision, reason=f"{decision.reason} [decided before the next interval: {trigger}]",
+                               inputs={**decision.inputs, "trigger": trigger})  # fmt: skip
         # The policy's memory goes in the same transaction as the decision it led to.
         memory = (self.policy.name, self.policy.memory()) if isinstance(self.policy, PolicyMemory) and not s.dry_run else None
         result: RealizeResult | None = None

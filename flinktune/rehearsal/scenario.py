@@ -121,6 +121,8 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
                 "FLINKTUNE_SCHEDULE_INGEST_EVERY_S": str(opts.ingest_every_s),
                 "FLINKTUNE_SCHEDULE_DECIDE_CRON": opts.decide_cron,
                 "FLINKTUNE_SCHEDULE_RETRAIN_CRON": opts.retrain_cron,
+                # The rehearsal decides every minute already: a watch beside it would only add runs on 2 cores.
+                "FLINKTUNE_SCHEDULE_WATCH_CRON": "off",
             }
             topo = start_topology(stack, var_dir, opts.jobs, jar=opts.jar, flinktune_env=flinktune_env, policy=opts.policy,
                                   latency_target_ms=opts.latency_target_ms,

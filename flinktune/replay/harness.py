@@ -19,8 +19,9 @@ from flinktune.backends.twin import twin_backend
 from flinktune.clock import ManualClock
 from flinktune.config_space import ConfigSpace
 from flinktune.decision.guard import GuardRules
-from flinktune.decision.loop import DecisionLoop, LoopSettings, build_decision_loop
+from flinktune.decision.loop import DecisionLoop, LoopSettings, StepOutcome, build_decision_loop
 from flinktune.decision.store import MemoryStateStore
+from flinktune.decision.watch import WATCHED_POLICIES, WatchRule, step_if_alarmed, watch_chunks
 from flinktune.policies import MODEL_POLICIES, make_policy
 from flinktune.replay.metrics import summarize
 from flinktune.replay.models import ReplayModels, TraceForecast, make_forecaster
@@ -125,6 +126,8 @@ class ReplaySettings:
     forecaster: str = "peak"
     confidence: float = 0.95
     guard: GuardRules = field(default_factory=GuardRules)
+    #: Seconds between watch checks for the watched policies (:mod:`flinktune.decision.watch`); 0: off.
+    watch_every_s: int = 60
     #: The trace's own rates before the replayed span (1 s steps, ending one second before it), e.g.
     #: a trace file's first hours (:func:`flinktune.replay.runner.split_history`): the forecasters
     #: are fitted on it and forecast from it at the start. None: a preceding synthetic day of
@@ -157,6 +160,8 @@ class ReplayRig:
     space: ConfigSpace
     settings: ReplaySettings
     interval: int
+    #: The watch between decisions (:data:`~flinktune.decision.watch.WATCHED_POLICIES` only), or None.
+    watch: WatchRule | None = None
 
 
 def prepare_replay(
@@ -231,7 +236,8 @@ def prepare_replay(
         if name in MODEL_POLICIES or name == "oracle"
         else make_policy(name, space, **options)
     )
-    return ReplayRig(name, twin, policy, models, space, settings, interval)
+    watch = WatchRule(every_s=settings.watch_every_s) if name in WATCHED_POLICIES and settings.watch_every_s > 0 else None
+    return ReplayRig(name, twin, policy, models, space, settings, interval, watch)
 
 
 def replay_loop(rig: ReplayRig, trace: pd.Series, store: Any, clock: ManualClock) -> DecisionLoop:
@@ -275,6 +281,21 @@ def replay_policy(
     return run_replay(rig, trace, store=store, started=started)
 
 
+def _note(decisions: list[dict[str, Any]], out: StepOutcome, now: float) -> None:
+    """Keep what a replay reports of a step: every decision that did something."""
+    if out.decision.action.value != "keep" or (out.result and out.result.changed):
+        decisions.append(
+            {
+                "ts": now,
+                "action": out.decision.action.value,
+                "reason": out.decision.reason,
+                "policy": out.decision.policy,
+                "changed": bool(out.result and out.result.changed),
+                "mode": out.result.mode if out.result else None,
+            }
+        )
+
+
 def run_replay(rig: ReplayRig, trace: pd.Series, *, store: Any = None, started: float | None = None) -> PolicyRun:
     """Run a prepared replay over the whole ``trace`` in this process, one decision per interval."""
     started = time.perf_counter() if started is None else started
@@ -283,23 +304,20 @@ def run_replay(rig: ReplayRig, trace: pd.Series, *, store: Any = None, started: 
     loop = replay_loop(rig, trace, MemoryStateStore() if store is None else store, clock)
     values = trace.to_numpy(dtype=float)
     decisions: list[dict[str, Any]] = []
+    watch = rig.watch
     for lo in range(0, len(values), interval):
-        twin.run(values[lo : lo + interval])
-        clock.set(twin.now)
+        at = lo
+        for chunk in watch_chunks(interval, watch.every_s if watch is not None else 0):
+            twin.run(values[at : at + chunk])
+            at += chunk
+            clock.set(twin.now)
+            if watch is not None and at < lo + interval and at < len(values):
+                early = step_if_alarmed(loop, clock.now(), watch)
+                if early is not None:
+                    _note(decisions, early, clock.now())
         if lo + interval > len(values):
             break
-        out = loop.step()
-        if out.decision.action.value != "keep" or (out.result and out.result.changed):
-            decisions.append(
-                {
-                    "ts": clock.now(),
-                    "action": out.decision.action.value,
-                    "reason": out.decision.reason,
-                    "policy": out.decision.policy,
-                    "changed": bool(out.result and out.result.changed),
-                    "mode": out.result.mode if out.result else None,
-                }
-            )
+        _note(decisions, loop.step(), clock.now())
     hist = twin.history()
     summary = summarize(hist, twin.reconfigurations, models, rig.settings.recovery_limit_s)
     minutes = hist.set_index("ts")[["rate", "latency_p95_ms", "lag", "total_cpu", "total_memory_mb"]].resample("1min").mean()

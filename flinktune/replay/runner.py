@@ -196,6 +196,7 @@ def cli_replay(
     command: str | None = None,
     profile: str | None = None,
     history_hours: float = 0.0,
+    watch_every_s: int = 60,
 ) -> dict[str, Any]:
     """The ``flinktune replay`` command: run, write table + JSON + plots, return a summary dict.
 
@@ -215,6 +216,7 @@ def cli_replay(
         latency_target_ms=latency_target_ms,
         recovery_limit_s=recovery_limit_s,
         history=history,
+        watch_every_s=watch_every_s,
     )
     t0 = time.perf_counter()
     runs = run_replay(series, workload, names, settings, workers=workers, profile=prof)
@@ -225,6 +227,7 @@ def cli_replay(
         + (f" --profile {profile}" if profile else "")
         + (f" --latency-target-ms {latency_target_ms:g}" if latency_target_ms != 1000.0 else "")
         + (f" --history-hours {history_hours:g}" if history_hours else "")
+        + (f" --watch-every-s {watch_every_s}" if watch_every_s != 60 else "")
     )
     meta = {
         "command": cmd,
@@ -236,6 +239,7 @@ def cli_replay(
         "forecaster": forecaster,
         "latency_target_ms": latency_target_ms,
         "recovery_limit_s": recovery_limit_s,
+        "watch_every_s": watch_every_s,
         "wall_s": round(wall, 1),
         "workers": workers,
         "profile": profile or workload,

@@ -91,6 +91,7 @@ class FlinktunePolicy:
     change_budget: int = 4
     budget_window_s: float = 6 * 3600.0
     reshape_on_down: bool = True
+    first_shape_waits: int = 1
     name: str = "flinktune"
     shape: Shape | None = None
     capacities: ShapeCapacities = field(default_factory=ShapeCapacities)
@@ -99,6 +100,8 @@ class FlinktunePolicy:
     _changes: ChangeLog = field(default_factory=ChangeLog, repr=False)
     #: The last change decided and not yet seen running: (when, target).
     _proposed: tuple[float, Configuration] | None = field(default=None, repr=False)
+    #: Decisions that waited for a first measurement before the first shape (see :meth:`_first_shape`).
+    _first_waits: int = field(default=0, repr=False)
 
     # -- memory (saved beside each decision, restored by the next decide run) -------------------
     def memory(self) -> dict[str, Any]:
@@ -112,6 +115,7 @@ class FlinktunePolicy:
             "pending_since": self._pending_since,
             "changes": self._changes.to_dict(),
             "proposed": [self._proposed[0], self._proposed[1].to_dict()] if self._proposed is not None else None,
+            "first_waits": self._first_waits,
         }
 
     def restore_memory(self, memory: dict[str, Any]) -> None:
@@ -122,6 +126,7 @@ class FlinktunePolicy:
             self._plans = PlanWindow().restore(memory.get("plans", []))
             self._pending_since = float(memory["pending_since"]) if memory.get("pending_since") is not None else None
             self._changes = ChangeLog().restore(memory.get("changes", {}))
+            self._first_waits = int(memory.get("first_waits", 0))
             proposed = memory.get("proposed")
             self._proposed = (
                 (float(proposed[0]), Configuration.from_dict(proposed[1], where="flinktune memory 'proposed'"))
@@ -436,6 +441,19 @@ class FlinktunePolicy:
                 self.name,
                 profile_configs=tuple(configs),
                 inputs=inputs,
+            )
+        failed = state.restarts > 0 or not state.running
+        if failed and self.capacities.last is None and self._first_waits < self.first_shape_waits:
+            # The first shape is ranked by the capacity the running job shows; a window with a
+            # failure (or not running) measures none, and the surrogate alone chose shapes that
+            # could not grow in place to the next climb. Waiting one interval costs little.
+            self._first_waits += 1
+            seen = f"{state.restarts} failure(s)" if state.restarts else "a stopped job"
+            return Decision.keep(
+                self.name,
+                f"wait to choose the first shape: shapes are ranked by the capacity the running job shows, and this window "
+                f"held {seen}, so none was measured; the choice comes at the next decision",
+                **inputs,
             )
         return self._regrow(state, context, planned, why, inputs)
 

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.airflow
 
 DAG_IDS = {
     "flinktune_ingest", "flinktune_train", "flinktune_decide", "flinktune_report", "flinktune_profile", "flinktune_replay",
+    "flinktune_watch",
 }
 HEAVY_MODULES = ["jobs", "pyspark", "torch", "mlflow", "darts", "botorch", "great_expectations", "pandas", "scipy"]
 
@@ -214,6 +215,15 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
     trigger = decide["tasks"]["trigger_profile"]
     assert trigger["type"].endswith("MappedOperator") and trigger["trigger_dag_id"] == "flinktune_profile"
     assert trigger["upstream"] == ["request_profile"]
+    assert decide["params"]["trigger"]["type"] == "string" and decide["defaults"]["trigger"] == ""
+
+    # Between decisions: every minute, the watch triggers a decide run per job whose backlog outgrew its size.
+    watch = dags["flinktune_watch"]
+    assert "* * * * *" in watch["schedule"], watch["schedule"]
+    assert watch["tasks"]["watch"]["upstream"] == ["fleet"]
+    trigger = watch["tasks"]["trigger_decide"]
+    assert trigger["type"].endswith("MappedOperator") and trigger["trigger_dag_id"] == "flinktune_decide"
+    assert trigger["upstream"] == ["watch"]
 
     profile, replay = dags["flinktune_profile"], dags["flinktune_replay"]
     assert "NullTimetable" in profile["schedule"] and "NullTimetable" in replay["schedule"], "triggered only"
@@ -252,6 +262,7 @@ def test_on_kubernetes_training_and_etl_are_the_providers_operators_wired_the_sa
 def test_the_decide_queue_setting_sends_every_decide_task_and_nothing_else_there(inspected: dict, inspected_on_kubernetes: dict) -> None:
     queues = {d: {t["queue"] for t in dag["tasks"].values()} for d, dag in inspected_on_kubernetes["dags"].items()}
     assert queues.pop("flinktune_decide") == {"flinktune-decide"}
+    assert queues.pop("flinktune_watch") == {"flinktune-decide"}, "the watch only reads and triggers: beside the decisions"
     default = {t["queue"] for dag in inspected["dags"].values() for t in dag["tasks"].values()}
     assert len(default) == 1 and "flinktune-decide" not in default  # unset: Airflow's default queue everywhere
     assert all(q == default for q in queues.values()), queues

@@ -35,6 +35,7 @@ __all__ = [
     "START_DATE",
     "TAGS",
     "TRAINING",
+    "WATCH_CRON",
     "DagBackends",
     "backends",
     "default_args",
@@ -107,6 +108,10 @@ INGEST_EVERY = timedelta(seconds=_SCHEDULES.ingest_every_s)
 
 DECIDE_CRON: str = _SCHEDULES.decide_cron
 """When ``flinktune_decide`` runs on its own: every 10 minutes by default (``FLINKTUNE_SCHEDULE_DECIDE_CRON``)."""
+
+WATCH_CRON: str | None = None if _SCHEDULES.watch_cron == "off" else _SCHEDULES.watch_cron
+"""When ``flinktune_watch`` looks at the fleet between decisions: every minute by default
+(``FLINKTUNE_SCHEDULE_WATCH_CRON``; ``off``: None, no schedule)."""
 
 DECIDE_QUEUE: str = _SCHEDULES.decide_queue
 """The Celery queue of ``flinktune_decide``'s tasks (``FLINKTUNE_SCHEDULE_DECIDE_QUEUE``); empty: Airflow's default."""

@@ -10,6 +10,7 @@ a JSON-ready dict or list (the task's XCom). Errors name the param, variable or 
 - :func:`train`: ``jobs.train_<model>`` in process.
 - :func:`suggest_profile_configs` / :func:`profile_config`: the profiling DAG's mapped runs.
 - :func:`profile_request`: the profiling run a decision asked for, if it must go through that DAG.
+- :func:`watch_fleet`: the fleet jobs whose backlog outgrew their size, as ``flinktune_decide`` confs.
 - :func:`replay`: the what-if replay (:func:`flinktune.replay.runner.cli_replay`).
 
 On Kubernetes the training and the ETL are provider operators instead (:mod:`.k8s_operators`).
@@ -18,6 +19,7 @@ On Kubernetes the training and the ETL are provider operators instead (:mod:`.k8
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -35,7 +37,10 @@ __all__ = [
     "replay",
     "suggest_profile_configs",
     "train",
+    "watch_fleet",
 ]
+
+log = logging.getLogger(__name__)
 
 
 def _settings() -> Any:
@@ -253,6 +258,30 @@ def profile_requests(decided: Iterable[Mapping[str, Any]], *, dry_run: bool) -> 
         if request is not None:
             out.append(request)
     return out
+
+
+def watch_fleet(targets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ``flinktune_decide`` confs for the fleet jobs (``targets``: the fleet task's) whose watch fired.
+
+    Only watched policies (:data:`flinktune.decision.watch.WATCHED_POLICIES`) are checked. Each conf
+    names its job, keeps its policy and dry run, and carries the alarm's reason as ``trigger``; a job
+    whose check fails is logged and left to its scheduled decision."""
+    from flinktune.decision.watch import WATCHED_POLICIES
+    from jobs import watch
+
+    confs = []
+    for t in targets:
+        if t["policy"] not in WATCHED_POLICIES:
+            continue
+        try:
+            seen = watch.run(job=str(t["job"]), settings=_settings().model_copy(update=dict(t.get("goals") or {})))
+        except Exception as exc:  # one job's watch never holds back another's
+            log.warning("watch for %s failed: %s", t["job"], exc)
+            continue
+        if seen["alarm"]:
+            log.info("watch: %s decides now: %s", t["job"], seen["alarm"])
+            confs.append({"job": t["job"], "policy": t["policy"], "dry_run": bool(t["dry_run"]), "trigger": seen["alarm"]})
+    return confs
 
 
 def replay(*, trace: str, policies: str, hours: float, failures: str, seed: int, run_id: str) -> dict[str, Any]:

@@ -49,6 +49,17 @@ def test_stabilization_then_one_scale_down_per_window():
     assert g.review(reconf(smaller), state(SMALL), now=2900).action is Action.RECONFIGURE
 
 
+def test_a_scale_up_after_a_scale_up_waits_the_shorter_climb_stabilization():
+    g = guard(stabilization_s=300, climb_stabilization_s=180)
+    p8, p12, p16 = (Configuration(p, 2, 2.0, 4096, 10) for p in (8, 12, 16))
+    g.record(1000, state(p8), p12)  # a scale-up
+    held = g.review(reconf(p16), state(p12), now=1150)
+    assert held.action is Action.KEEP and "wait 30 s more" in held.reason
+    assert g.review(reconf(p16), state(p12), now=1200).action is Action.RECONFIGURE  # still climbing: 180 s
+    # anything else after a scale-up keeps the full window
+    assert g.review(reconf(Configuration(12, 2, 2.0, 4096, 30)), state(p12), now=1200).action is Action.KEEP
+
+
 def test_rollback_when_goals_missed_after_a_change():
     g = guard(stabilization_s=300, rollback_window_s=900)
     g.record(0, state(MAX, p95=300), SMALL)

@@ -95,6 +95,19 @@ def test_a_failure_window_does_not_feed_the_capacity_model():
     assert pol.capacity.measured == {}
 
 
+def test_the_first_shape_waits_one_interval_for_a_measurement_a_failure_window_did_not_give():
+    pol = make_policy("flinktune", SPACE, memory_headroom=0.7)
+    wait = pol.decide(state(SPACE.maximum, rate=30000, restarts=1), ctx(30000))
+    assert wait.action is Action.KEEP and "wait to choose the first shape" in wait.reason and "1 failure(s)" in wait.reason
+    again = make_policy("flinktune", SPACE, memory_headroom=0.7)
+    again.restore_memory(pol.memory())  # the next decide run, a new process
+    # only once: a job that fails every window still gets a shape, by the surrogate
+    chosen = again.decide(state(SPACE.maximum, rate=30000, ts=600, restarts=1), ctx(30000))
+    assert chosen.action is Action.RECONFIGURE and "shape" in chosen.reason
+    measured = make_policy("flinktune", SPACE, memory_headroom=0.7).decide(state(SPACE.maximum, rate=30000), ctx(30000))
+    assert measured.action is Action.RECONFIGURE  # a steady first window: chosen at once, by measured capacity
+
+
 def test_evaluate_counts_restarts_from_a_real_twin():
     twin = TwinJob(ClusterProfile.default("ysb"), SPACE.maximum, job="j", seed=1, failures="every:3m", retain_s=400)
     twin.run(np.full(300, 20000.0))
