@@ -17,7 +17,7 @@ from flinktune.orchestration.dag_tasks.dag_wiring import (
 
 DOC = """
 ### flinktune_decide
-Every 10 minutes (`FLINKTUNE_SCHEDULE_DECIDE_CRON`), and whenever a new model champion is registered: for each of `ticks` decision
+Every 5 minutes (`FLINKTUNE_SCHEDULE_DECIDE_CRON`), and whenever a new model champion is registered: for each of `ticks` decision
 intervals, collect metrics, evaluate, plan with `policy`, guard, realize and store the decision.
 With `dry_run` the decisions are stored but never applied to the cluster; left empty, it is true
 for a run triggered by hand and false for the schedule. A run triggered by a new champion acts on

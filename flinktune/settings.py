@@ -130,7 +130,9 @@ class Settings(BaseSettings):
     latency_target_ms: float = Field(1000.0, gt=0, description="Default p95 end-to-end latency target of a job, milliseconds.")
     recovery_limit_s: float = Field(180.0, gt=0, description="Recovery-time limit after a failure, seconds.")
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="Probability the constraints must hold for a pick.")
-    decision_interval_s: int = Field(600, ge=60, description="Seconds between decisions.")
+    decision_interval_s: int = Field(
+        300, ge=60, description="Seconds between decisions (the cadence the replay benchmark measured flinktune at)."
+    )
     watch_every_s: int = Field(
         60, ge=0, description="Seconds between watch checks that decide early when the backlog grows (0: off)."
     )
@@ -327,7 +329,9 @@ class ScheduleSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SCHEDULE_", extra="forbid")
 
     ingest_every_s: int = Field(300, ge=10, le=86400, description="Seconds between flinktune_ingest runs.")
-    decide_cron: str = Field("*/10 * * * *", pattern=_CRON, description="Cron (UTC) of flinktune_decide's schedule.")
+    decide_cron: str = Field(
+        "*/5 * * * *", pattern=_CRON, description="Cron (UTC) of flinktune_decide's schedule (FLINKTUNE_DECISION_INTERVAL_S apart)."
+    )
     retrain_cron: str = Field("0 */6 * * *", pattern=_CRON, description="Cron (UTC) of flinktune_train's schedule.")
     watch_cron: str = Field(
         "* * * * *",

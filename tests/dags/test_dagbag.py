@@ -202,7 +202,7 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
         assert train["tasks"][task_id]["outlets"] == ["flinktune://models/champions"]
         assert train["tasks"][task_id]["retries"] >= 2
 
-    assert "flinktune://models/champions" in decide["schedule"] and "*/10 * * * *" in decide["schedule"]
+    assert "flinktune://models/champions" in decide["schedule"] and "*/5 * * * *" in decide["schedule"]
     assert decide["params"]["dry_run"]["type"] == ["null", "boolean"] and decide["defaults"]["dry_run"] is None, (
         "dry_run empty by default: resolved per run type (manual: dry, schedule: acts)"
     )

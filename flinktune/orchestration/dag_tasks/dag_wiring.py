@@ -107,7 +107,7 @@ INGEST_EVERY = timedelta(seconds=_SCHEDULES.ingest_every_s)
 """Between ``flinktune_ingest`` runs: 5 minutes by default (``FLINKTUNE_SCHEDULE_INGEST_EVERY_S``)."""
 
 DECIDE_CRON: str = _SCHEDULES.decide_cron
-"""When ``flinktune_decide`` runs on its own: every 10 minutes by default (``FLINKTUNE_SCHEDULE_DECIDE_CRON``)."""
+"""When ``flinktune_decide`` runs on its own: every 5 minutes by default (``FLINKTUNE_SCHEDULE_DECIDE_CRON``)."""
 
 WATCH_CRON: str | None = None if _SCHEDULES.watch_cron == "off" else _SCHEDULES.watch_cron
 """When ``flinktune_watch`` looks at the fleet between decisions: every minute by default

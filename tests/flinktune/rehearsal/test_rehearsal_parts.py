@@ -79,7 +79,7 @@ def test_the_prometheus_window_is_the_last_period_then_catches_up(monkeypatch: p
 
 def test_schedules_default_to_production_and_a_bad_cron_is_refused() -> None:
     s = read_group(ScheduleSettings, {})
-    assert (s.ingest_every_s, s.decide_cron, s.retrain_cron) == (300, "*/10 * * * *", "0 */6 * * *")
+    assert (s.ingest_every_s, s.decide_cron, s.retrain_cron) == (300, "*/5 * * * *", "0 */6 * * *")
     assert read_group(ScheduleSettings, {"FLINKTUNE_SCHEDULE_DECIDE_CRON": "* * * * *"}).decide_cron == "* * * * *"
     with pytest.raises(SettingsError, match="FLINKTUNE_SCHEDULE_DECIDE_CRON"):
         read_group(ScheduleSettings, {"FLINKTUNE_SCHEDULE_DECIDE_CRON": "every minute"})
