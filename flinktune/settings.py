@@ -330,7 +330,9 @@ class ScheduleSettings(BaseSettings):
 
     ingest_every_s: int = Field(300, ge=10, le=86400, description="Seconds between flinktune_ingest runs.")
     decide_cron: str = Field(
-        "*/5 * * * *", pattern=_CRON, description="Cron (UTC) of flinktune_decide's schedule (FLINKTUNE_DECISION_INTERVAL_S apart)."
+        "*/5 * * * *",
+        pattern=_CRON,
+        description="Cron (UTC) of flinktune_decide's schedule (FLINKTUNE_DECISION_INTERVAL_S apart).",
     )
     retrain_cron: str = Field("0 */6 * * *", pattern=_CRON, description="Cron (UTC) of flinktune_train's schedule.")
     watch_cron: str = Field(
