@@ -16,7 +16,7 @@ import json
 
 from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.decision.store import SqliteStateStore
-from flinktune.decision.watch import WatchRule, check_cluster
+from flinktune.decision.watch import check_cluster
 from flinktune.job_name import job_name
 from flinktune.settings import Settings, load_settings
 
@@ -36,9 +36,8 @@ def run(*, job: str, settings: Settings | None = None) -> dict:
 
     backend, _ = cluster_backend(job, settings, cluster, dry_run=True)  # the watch reads only
     now = backend.clock.now()
-    rule = WatchRule(every_s=max(settings.watch_every_s, 1))
     alarm = check_cluster(job, backend.realizer, backend.source, SqliteStateStore(settings.state_db), now,
-                          latency_target_ms=settings.latency_target_ms, rule=rule)  # fmt: skip
+                          latency_target_ms=settings.latency_target_ms)  # fmt: skip
     return {"job": job, "ts": now, "alarm": alarm.reason if alarm is not None else None}
 
 

@@ -25,7 +25,7 @@ from flinktune.metrics.quality import quality_problems
 
 log = logging.getLogger(__name__)
 
-__all__ = ["REQUIRED_METRICS", "SOURCE_PREFIX", "evaluate", "rate_series", "vertex_metrics"]
+__all__ = ["REQUIRED_METRICS", "SOURCE_PREFIX", "evaluate", "rate_series", "restarts", "vertex_metrics"]
 
 #: Metrics a state cannot be evaluated without.
 REQUIRED_METRICS = ("workloadRate", "numRecordsOutPerSecond", "pendingRecords", "latencyP95Ms", "jobRunning")
@@ -116,8 +116,8 @@ def vertex_metrics(samples: pd.DataFrame, config: Configuration) -> tuple[Vertex
     return tuple(out)
 
 
-def _restarts(df: pd.DataFrame) -> int:
-    # numRestarts is a counter: its increase over the window is the number of failures seen.
+def restarts(df: pd.DataFrame) -> int:
+    """Job restarts (failures) in ``df`` (raw schema): the increase of Flink's ``numRestarts`` counter."""
     counter = _job_metric(df, "numRestarts")
     return int(max(float(counter.iloc[-1] - counter.iloc[0]), 0.0)) if len(counter) > 1 else 0
 
@@ -198,7 +198,7 @@ def evaluate(
         fresh=fresh,
         problems=tuple(problems),
         vertices=vertex_metrics(df, config) if not df.empty else (),
-        restarts=_restarts(df),
+        restarts=restarts(df),
         analysis=_analysis(df, config) if not df.empty else None,
     )
 

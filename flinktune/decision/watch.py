@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from flinktune.config_space import Configuration
-from flinktune.decision.evaluation import evaluate
+from flinktune.decision.evaluation import evaluate, restarts
 from flinktune.decision.loop import DecisionLoop, StepOutcome
 from flinktune.decision.stages import MetricsSource, Realizer, StateStore
 
@@ -89,7 +89,7 @@ def check(
         return None
     recent = samples[samples["ts_ms"] >= (now - rule.window_s) * 1000] if not samples.empty else samples
     state = evaluate(job, recent, config, now, window_s=rule.window_s)
-    if state.problems or not state.fresh or not state.running or _restarted(samples):
+    if state.problems or not state.fresh or not state.running or restarts(samples) > 0:
         return None
     rate = state.input_rate
     growth = state.lag_growth * rule.window_s
@@ -98,24 +98,16 @@ def check(
     late = latency_target_ms is not None and state.latency_p95_ms > latency_target_ms
     if not (late or growth > rule.min_backlog_s * rate):
         return None
-    backlog = (
+    what = (
         f"the backlog grew by {growth:,.0f} records in the last {rule.window_s} s ({state.lag_growth:,.0f} rec/s more "
         f"arrived than were processed; {growth / rate:.0f} s of the {rate:,.0f} rec/s input)"
     )
     if late:
-        backlog = (
+        what = (
             f"the last minute's p95 latency was {state.latency_p95_ms:,.0f} ms, over the {latency_target_ms:,.0f} ms target "
-            f"at {rate:,.0f} rec/s" + (f"; {backlog}" if growth > 0 else "")
+            f"at {rate:,.0f} rec/s" + (f"; {what}" if growth > 0 else "")
         )
-    return Alarm(f"{backlog}, so the decision is made now, not at the next interval", growth, rate)
-
-
-def _restarted(samples: pd.DataFrame) -> bool:
-    # numRestarts is a counter: any rise over the samples is a failure (restart) among them.
-    if samples.empty:
-        return False
-    counter = samples.loc[samples["metric"] == "numRestarts"].groupby("ts_ms")["value"].sum().sort_index()
-    return len(counter) > 1 and float(counter.iloc[-1]) > float(counter.iloc[0])
+    return Alarm(f"{what}, so the decision is made now, not at the next interval", growth, rate)
 
 
 def last_decision_ts(store: StateStore, job: str) -> float | None:
