@@ -55,6 +55,12 @@ def demo(
     tuned_hours: float = typer.Option(4.0, min=0.5, max=18.0, help="Hours the tuner then runs the job for."),
     policy: PolicyName = typer.Option(PolicyName.flinktune, help="Policy that decides during the tuned hours."),
     seed: int = typer.Option(7, help="Seed of the trace, the twin's noise and failures."),
+    latency_target_ms: float = typer.Option(
+        600.0,
+        min=1.0,
+        help="The demo job's p95 latency target, ms: the tuner sizes the job to stay under it at the least cost "
+        "(600: about 1.5 x the twin job's p95 at rest on the full-size configuration).",
+    ),
     job: str = typer.Option("demo", help="Job name (lower-case letters, digits and dashes)."),
     var_dir: Path = typer.Option(DEMO_VAR_DIR, help="State folder of the demo (recreated on every run)."),
 ) -> None:
@@ -99,7 +105,7 @@ def demo(
         ("flinktune_train", conf_common),
         ("flinktune_decide", {**conf_common, "policy": policy.value, "dry_run": False, "ticks": ticks}),
     ]
-    env = {"FLINKTUNE_VAR_DIR": str(var_dir)}
+    env = {"FLINKTUNE_VAR_DIR": str(var_dir), "FLINKTUNE_LATENCY_TARGET_MS": f"{latency_target_ms:g}"}
     try:
         first = run_pipeline([ingest, *learn_and_decide], var_dir=var_dir, env=env)
         # The decision task wrote the tuned period's raw metrics: curate just that period, then report.

@@ -13,8 +13,10 @@ The rule fires when a job that runs normally outgrows its size: the lag rose by 
 job's target (a job near its capacity queues records without a growing backlog, and the latency is
 what the user sees); and only when the newest sample is fresh, no restart happened
 in the window (a failure's backlog drains by itself, and the policy sizes for it) and the last
-decision is at least ``settle_s`` old (a change just applied restarts the job, which grows the lag
-for a while by design). Everything it cannot read is "no alarm": the scheduled decision will see
+decision is at least ``settle_s`` old when it changed the job (a change just applied restarts the
+job, which grows the lag for a while by design) or ``every_s`` old when it kept it (a scheduled
+decision that kept the size a minute before a climb broke out must not hold the answer back for
+three minutes: the demo's 06:55 keep did, and the climb ran two minutes longer). Everything it cannot read is "no alarm": the scheduled decision will see
 and say what is wrong.
 """
 
@@ -36,6 +38,7 @@ __all__ = [
     "WatchRule",
     "check",
     "check_cluster",
+    "last_decision",
     "last_decision_ts",
     "step_if_alarmed",
     "watch_chunks",
@@ -80,12 +83,14 @@ def check(
     last_decision_ts: float | None,
     latency_target_ms: float | None = None,
     rule: WatchRule = WatchRule(),
+    last_changed: bool = True,
 ) -> Alarm | None:
     """An :class:`Alarm` when ``job`` outgrew its size by the rule, else None. ``samples``: raw
     schema, the last ``rule.settle_s + rule.window_s`` seconds before ``now`` (rates and latency are
     read from the last ``window_s``; a restart anywhere in them means a failure's backlog is still
-    draining). ``latency_target_ms``: the job's p95 target (None: the backlog rule alone)."""
-    if last_decision_ts is not None and now - last_decision_ts < rule.settle_s:
+    draining). ``latency_target_ms``: the job's p95 target (None: the backlog rule alone);
+    ``last_changed``: whether the last decision changed the job (it settles ``settle_s``, a keep ``every_s``)."""
+    if last_decision_ts is not None and now - last_decision_ts < (rule.settle_s if last_changed else rule.every_s):
         return None
     recent = samples[samples["ts_ms"] >= (now - rule.window_s) * 1000] if not samples.empty else samples
     state = evaluate(job, recent, config, now, window_s=rule.window_s)
@@ -112,8 +117,14 @@ def check(
 
 def last_decision_ts(store: StateStore, job: str) -> float | None:
     """When ``job`` last decided (from its state store), None before its first decision."""
+    last = last_decision(store, job)
+    return last[0] if last is not None else None
+
+
+def last_decision(store: StateStore, job: str) -> tuple[float, bool] | None:
+    """(when ``job`` last decided, whether that decision changed the job), None before its first."""
     last = store.decisions(job, limit=1)
-    return float(last["ts"].iloc[-1]) if not last.empty else None
+    return (float(last["ts"].iloc[-1]), bool(last["changed"].iloc[-1])) if not last.empty else None
 
 
 def check_cluster(
@@ -129,7 +140,8 @@ def check_cluster(
     """:func:`check` on what the cluster runs (``realizer``) and ``source`` holds for the last window,
     against the job's last decision in ``store``. None when this instant is decided already (a rerun
     after a kill) or the cluster cannot be read (the scheduled decision reads and says why)."""
-    last_ts = last_decision_ts(store, job)
+    last = last_decision(store, job)
+    last_ts, changed = last if last is not None else (None, False)
     if last_ts is not None and last_ts >= now:
         return None
     try:
@@ -138,7 +150,8 @@ def check_cluster(
     except Exception as exc:  # the watch never stops anything
         log.warning("watch for %s skipped: %s", job, exc)
         return None
-    return check(job, samples, current, now, last_decision_ts=last_ts, latency_target_ms=latency_target_ms, rule=rule)
+    return check(job, samples, current, now, last_decision_ts=last_ts, latency_target_ms=latency_target_ms, rule=rule,
+                 last_changed=changed)  # fmt: skip
 
 
 def step_if_alarmed(loop: DecisionLoop, now: float, rule: WatchRule = WatchRule()) -> StepOutcome | None:

@@ -26,6 +26,11 @@ Why this shape of policy (each point fixes something seen in replays of Demeter-
   surrogate is a relative check (:meth:`FlinktunePolicy.rank_shapes`) and the prior before any
   measurement. Utilization below 1 leaves the spare capacity that catches up after a failure
   (recovery is about downtime x rate / spare) and keeps queueing latency low.
+- **the latency target caps utilization.** Capacity says whether a size keeps up, not how slow it
+  is meanwhile: every steady window also records the shape's p95 latency at its utilization, and
+  once a shape has shown latency rising with load (:class:`~flinktune.tuner.latency.LatencyCurves`)
+  every utilization target above is capped where the fitted p95 reaches ``latency_margin`` of the
+  job's target; the decision's reason then ends with the cap and its fit.
 - **scale up early, scale down late, re-shape rarely.** Scale-ups plan for an upper quantile of
   the forecast peak (and the backlog drain) once the plan passes ``up_trigger`` of the measured
   capacity, and then size to ``utilization``; scale-downs plan for the highest rate planned over
@@ -43,7 +48,7 @@ Why this shape of policy (each point fixes something seen in replays of Demeter-
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -53,6 +58,7 @@ from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.reconfig import same_shape
 from flinktune.decision.stages import PolicyContext
 from flinktune.tuner.capacity import CapacityModel, Shape, ShapeCapacities, measured_capacity, shape_from_json, shape_of
+from flinktune.tuner.latency import LatencyCap, LatencyCurves
 from flinktune.tuner.profiling import propose_profiling
 from flinktune.tuner.selection import CandidateScores, relative_cost, score_candidates
 from flinktune.tuner.shape_choice import choose_shape, rank_shapes, roomy
@@ -92,6 +98,7 @@ class FlinktunePolicy:
     budget_window_s: float = 6 * 3600.0
     reshape_on_down: bool = True
     first_shape_waits: int = 1
+    latency_margin: float = 0.85
     name: str = "flinktune"
     shape: Shape | None = None
     capacities: ShapeCapacities = field(default_factory=ShapeCapacities)
@@ -102,6 +109,9 @@ class FlinktunePolicy:
     _proposed: tuple[float, Configuration] | None = field(default=None, repr=False)
     #: Decisions that waited for a first measurement before the first shape (see :meth:`_first_shape`).
     _first_waits: int = field(default=0, repr=False)
+    latency: LatencyCurves = field(default_factory=LatencyCurves)
+    #: This decision's utilization cap from the running shape's latency (None: the configured ones stand).
+    _latency_cap: LatencyCap = field(default=LatencyCap(None, ""), repr=False)
 
     # -- memory (saved beside each decision, restored by the next decide run) -------------------
     def memory(self) -> dict[str, Any]:
@@ -116,6 +126,7 @@ class FlinktunePolicy:
             "changes": self._changes.to_dict(),
             "proposed": [self._proposed[0], self._proposed[1].to_dict()] if self._proposed is not None else None,
             "first_waits": self._first_waits,
+            "latency": self.latency.to_dict(),
         }
 
     def restore_memory(self, memory: dict[str, Any]) -> None:
@@ -127,6 +138,7 @@ class FlinktunePolicy:
             self._pending_since = float(memory["pending_since"]) if memory.get("pending_since") is not None else None
             self._changes = ChangeLog().restore(memory.get("changes", {}))
             self._first_waits = int(memory.get("first_waits", 0))
+            self.latency = LatencyCurves().restore(memory.get("latency", []))
             proposed = memory.get("proposed")
             self._proposed = (
                 (float(proposed[0]), Configuration.from_dict(proposed[1], where="flinktune memory 'proposed'"))
@@ -140,6 +152,36 @@ class FlinktunePolicy:
     def capacity(self) -> CapacityModel:
         """The capacity model of the current shape (an empty one before a shape is chosen)."""
         return self.capacities.model(self.shape) if self.shape is not None else CapacityModel()
+
+    # -- utilization: the configured targets, capped by the running shape's latency -----------
+    @property
+    def _util(self) -> float:
+        cap = self._latency_cap.utilization
+        return self.utilization if cap is None else min(self.utilization, cap)
+
+    @property
+    def _reshape_util(self) -> float:
+        return min(self.reshape_utilization, self._util)
+
+    @property
+    def _trigger(self) -> float:
+        """Scale-up trigger: ``up_trigger`` above ``utilization``, by the same step above a latency cap."""
+        return max(self.up_trigger, self.utilization) - self.utilization + self._util
+
+    def _measure_latency(self, state: JobState, capacity: float | None, context: PolicyContext) -> None:
+        """Record this window's (utilization, p95) on the running shape and set this decision's cap.
+
+        Only steady windows count: running, no failure, no backlog over 2 s of input, a measured
+        capacity, and no change within the window (a restart's catch-up is not the shape's latency).
+        """
+        lag_s = state.lag / state.input_rate if state.input_rate > 0 and np.isfinite(state.lag) else np.inf
+        quiet = self._changes.since_last(state.ts) > state.window_s
+        if capacity is not None and state.restarts == 0 and state.running and lag_s <= 2.0 and quiet:
+            self.latency.observe(shape_of(state.config), state.input_rate / capacity, state.latency_p95_ms)
+        if self.shape is None or self.latency_margin <= 0:
+            self._latency_cap = LatencyCap(None, "")
+        else:
+            self._latency_cap = self.latency.cap(self.shape, context.latency_target_ms, self.latency_margin)
 
     # -- rates -------------------------------------------------------------------------------
     def planned_rate(self, state: JobState, context: PolicyContext) -> tuple[float, str]:
@@ -173,7 +215,7 @@ class FlinktunePolicy:
         self, shape: Shape, rate: float, context: PolicyContext, utilization: float | None = None
     ) -> tuple[Configuration, str, bool]:
         """(smallest in-shape configuration for ``rate``, why, whether it is enough) (:func:`size_in_shape`)."""
-        util = self.utilization if utilization is None else utilization
+        util = self._util if utilization is None else utilization
         return size_in_shape(self.space, shape, self.capacities, rate, util, context, self.confidence)
 
     def _candidates(self) -> list[Configuration]:
@@ -194,7 +236,7 @@ class FlinktunePolicy:
         """Every shape with a capacity estimate, sized for ``rate`` at ``utilization`` (default the
         policy's), cheapest first: :func:`~flinktune.tuner.shape_choice.rank_shapes`. Use it to
         pick or re-pick the shape; ``reference`` is the running shape sized for the same rate."""
-        util = self.utilization if utilization is None else utilization
+        util = self._util if utilization is None else utilization
         return rank_shapes(
             self.space,
             self._shapes(),
@@ -203,7 +245,7 @@ class FlinktunePolicy:
             context,
             utilization=util,
             growth=self.growth,
-            grow_utilization=self.utilization,
+            grow_utilization=self._util,
             shape_check=self.shape_check,
             reference=reference,
         )
@@ -230,12 +272,23 @@ class FlinktunePolicy:
         if self.shape is not None and shape_of(cur) != self.shape:  # changed behind our back (rollback)
             self.shape = shape_of(cur)
             self._pending_since = None
+        cap = None
         if not cur.vertex_parallelism:
             # Every steady window measures the running shape, the static maximum before the first
             # choice included: that measurement is what the first shape is ranked by.
             cap = measured_capacity(state)
             if cap is not None:
                 self.capacities.observe(shape_of(cur), cur.parallelism, cap)
+        self._measure_latency(state, cap, context)
+        decision = self._decide(state, context)
+        limit = self._latency_cap
+        if limit.utilization is None or limit.utilization >= self.utilization:
+            return decision
+        note = f" [utilization capped at {limit.utilization:.0%} (not {self.utilization:.0%}) by latency: {limit.reason}]"
+        return replace(decision, reason=decision.reason + note, inputs=dict(decision.inputs, latency_cap=limit.utilization))
+
+    def _decide(self, state: JobState, context: PolicyContext) -> Decision:
+        cur = state.config
         planned, why = self.planned_rate(state, context)
         sustained = self._sustained(state.ts, planned)
         inputs = {"planned_rate": planned, "sustained_rate": sustained, "rule": why, "failures_in_window": state.restarts}
@@ -254,7 +307,7 @@ class FlinktunePolicy:
                 outgrown = not self._size(self.shape, demand, context)[2]
         elif outgrown:
             running = self.capacity.estimate(cur.parallelism)
-            outgrown = running is not None and demand > self.utilization * running
+            outgrown = running is not None and demand > self._util * running
         if outgrown:
             # Outgrown: a bigger shape (a redeploy), ranked by capacity when there is a measured
             # one; the surrogate alone only within what profiling covered (beyond it, it
@@ -271,27 +324,27 @@ class FlinktunePolicy:
         cur_cap = self.capacity.estimate(cur.parallelism)
         # Hysteresis upwards: a measured size keeps until the plan passes ``up_trigger`` of its
         # capacity, and then grows to ``utilization``, so one step covers more of the climb.
-        room = cur_cap is not None and planned <= max(self.up_trigger, self.utilization) * cur_cap
+        room = cur_cap is not None and planned <= self._trigger * cur_cap
         if need_up.parallelism > cur.parallelism and not room:
             self._pending_since = None
             # Optional when only the forecast asks for it: what arrives now (input + lag drain) still
             # fits ``utilization`` of the running size, the margin recovery is sized with. Such a
             # scale-up keeps within the change budget; one the current load needs never waits.
             demand = current_demand(state, self.catch_up_s)
-            optional = cur_cap is not None and demand <= self.utilization * cur_cap
+            optional = cur_cap is not None and demand <= self._util * cur_cap
             budget = self._over_budget(state.ts) if optional else None
             if budget is not None:
                 return Decision.keep(
                     self.name,
                     f"hold p{cur.parallelism}: a scale-up to p{need_up.parallelism} for the forecast "
                     f"{planned:,.0f} rec/s waits while the current {demand:,.0f} rec/s fits "
-                    f"{self.utilization:.0%} of its capacity {cur_cap:,.0f} rec/s: {budget}",
+                    f"{self._util:.0%} of its capacity {cur_cap:,.0f} rec/s: {budget}",
                     **inputs,
                 )
             return self._change(state, need_up, f"scale up in place for {planned:,.0f} rec/s ({why}): {why_up}", inputs)
         # Hysteresis: a scale-down must leave the smaller size at most ``down_utilization`` busy,
         # below the scale-up threshold, so a load hovering at one boundary does not flap.
-        need_down, why_down, _ = self._size(self.shape, sustained, context, min(self.down_utilization, self.utilization))
+        need_down, why_down, _ = self._size(self.shape, sustained, context, min(self.down_utilization, self._util))
         # A scale-down must free at least ``min_down_step`` parallelism: fewer, larger steps down.
         down = need_down.parallelism <= cur.parallelism - max(self.min_down_step, 1)
         budget = self._over_budget(state.ts)
@@ -339,8 +392,8 @@ class FlinktunePolicy:
         assert self.shape is not None
         # Both sides sized alike, to ``reshape_utilization``: sizing the new shape up to the
         # scale-up trigger (0.85) made it scale up right after the redeploy in replays.
-        now_cfg, _, now_fits = self._size(self.shape, regime, context, self.reshape_utilization)
-        best = self._best_shape(regime, context, now_cfg, self.reshape_utilization)
+        now_cfg, _, now_fits = self._size(self.shape, regime, context, self._reshape_util)
+        best = self._best_shape(regime, context, now_cfg, self._reshape_util)
         now_cost = relative_cost(now_cfg, self.space) if now_fits else float("inf")
         if best is None or best.shape == self.shape or not best.grows or best.cost > (1.0 - self.shape_saving) * now_cost:
             self._pending_since = None
@@ -380,7 +433,7 @@ class FlinktunePolicy:
         ``shape_saving`` cheaper than the in-place step down would, one redeploy does both: one
         change against the budget instead of a scale-down now and a re-shape later.
         """
-        best = self._best_shape(sustained, context, need_down, self.reshape_utilization)
+        best = self._best_shape(sustained, context, need_down, self._reshape_util)
         down_cost = relative_cost(need_down, self.space)
         if best is None or best.shape == self.shape or not best.grows or best.cost > (1.0 - self.shape_saving) * down_cost:
             return None
@@ -479,7 +532,7 @@ class FlinktunePolicy:
             state,
             best.config,
             f"choose the shape for {planned:,.0f} rec/s ({why}): the cheapest at "
-            f"utilization {self.utilization:.0%} that {grow}: {best.describe()}",
+            f"utilization {self._util:.0%} that {grow}: {best.describe()}",
             inputs,
         )
 

@@ -35,9 +35,13 @@ def test_an_alarm_when_the_backlog_outgrows_the_running_size_and_its_reason_has_
     assert "backlog grew by" in alarm.reason and f"{alarm.input_rate:,.0f} rec/s input" in alarm.reason
 
 
-def test_no_alarm_within_the_settling_time_of_the_last_decision():
+def test_no_alarm_within_the_settling_time_of_a_change_but_a_keep_holds_it_only_one_watch_period():
     samples, twin = _last_window(SMALL, 300)
-    assert check("w", samples, SMALL, twin.now, last_decision_ts=twin.now - RULE.settle_s + 1) is None
+    assert check("w", samples, SMALL, twin.now, last_decision_ts=twin.now - RULE.settle_s + 1) is None  # a change, by default
+    # a keep 90 s ago restarted nothing: the climb it did not see is answered now
+    assert check("w", samples, SMALL, twin.now, last_decision_ts=twin.now - 90, last_changed=False) is not None
+    assert check("w", samples, SMALL, twin.now, last_decision_ts=twin.now - 90, last_changed=True) is None
+    assert check("w", samples, SMALL, twin.now, last_decision_ts=twin.now - RULE.every_s + 1, last_changed=False) is None
 
 
 def test_a_failures_backlog_is_not_an_alarm():
@@ -68,8 +72,8 @@ def test_on_a_cluster_the_watch_reads_what_runs_and_the_last_decision_from_the_s
     state = evaluate_window(twin)
     store.record_decision("w", twin.now, state, Decision.keep("test", "decided at this instant"), None)
     assert check_cluster("w", realizer, source, store, twin.now, latency_target_ms=1000.0) is None  # decided already
-    twin.run(np.full(int(RULE.settle_s) - 30, RATE))
-    assert check_cluster("w", realizer, source, store, twin.now, latency_target_ms=1000.0) is None  # settling
+    twin.run(np.full(RULE.every_s - 30, RATE))
+    assert check_cluster("w", realizer, source, store, twin.now, latency_target_ms=1000.0) is None  # the keep's minute
     twin.run(np.full(60, RATE))
     assert check_cluster("w", realizer, source, store, twin.now, latency_target_ms=1000.0) is not None
 
