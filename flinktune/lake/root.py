@@ -133,7 +133,9 @@ class Lake:
     ) -> pd.DataFrame:
         """Raw samples of one job in [start_ms, end_ms) with pyarrow (small reads: tests, the twin, decisions).
 
-        Only the hour partitions that overlap the range are opened; ``metrics`` narrows the rows read.
+        Only the hour partitions that overlap the range are opened, and within them only the files
+        whose name's time span (``part-<first ms>-<last ms>``, as :meth:`write_raw` names them)
+        overlaps it; ``metrics`` narrows the rows read.
         """
         base = self.raw_job_dir(job)
         files = sorted(base.glob("date=*/hour=*/*.parquet")) if base.exists() else []
@@ -142,6 +144,11 @@ class Lake:
         for f in files:
             hour_start = int(pd.Timestamp(f"{f.parent.parent.name[5:]} {f.parent.name[5:]}:00", tz="UTC").value // 10**6)
             if (lo is not None and hour_start < lo) or (end_ms is not None and hour_start >= end_ms):
+                continue
+            # The decision task on the twin writes a file a minute (the watch's pieces): a window
+            # read opens the few it needs, not the hour's sixty.
+            span = _file_span(f.name)
+            if span is not None and ((start_ms is not None and span[1] < start_ms) or (end_ms is not None and span[0] >= end_ms)):
                 continue
             filters = [("metric", "in", list(metrics))] if metrics else None
             frames.append(pq.read_table(f, filters=filters).to_pandas())
@@ -154,3 +161,11 @@ class Lake:
         if end_ms is not None:
             out = out[out["ts_ms"] < end_ms]
         return validate_frame(out.reset_index(drop=True))
+
+
+def _file_span(name: str) -> tuple[int, int] | None:
+    """(first, last) sample time of a raw file named ``part-<first ms>-<last ms>.parquet``; None otherwise."""
+    parts = name.removesuffix(".parquet").split("-")
+    if len(parts) != 3 or parts[0] != "part" or not (parts[1].isdigit() and parts[2].isdigit()):
+        return None
+    return int(parts[1]), int(parts[2])

@@ -32,3 +32,27 @@ def test_a_state_from_the_lake_is_the_state_from_the_twin(tmp_path: Path) -> Non
     assert [v.name for v in from_lake.vertices] == names
     assert from_lake.vertices == from_twin.vertices
     assert from_lake.analysis == from_twin.analysis
+
+
+def test_a_window_read_opens_only_the_files_it_needs_and_returns_what_a_full_read_holds(tmp_path: Path, monkeypatch) -> None:
+    import pyarrow.parquet as pq
+
+    trace = generate_trace("ysb", 0.1, 7, start="2026-01-05 08:00")
+    twin = TwinJob(ClusterProfile.default("ysb"), default_space().maximum, job="j", seed=7,
+                   start_ts=int(trace.index[0].timestamp()))  # fmt: skip
+    lake = Lake(tmp_path / "lake")
+    rates = trace.to_numpy(dtype=float)
+    for i in range(6):  # a file a minute, as the decision task writes on the twin
+        lake.write_raw(twin.run(rates[i * 60 : (i + 1) * 60]))
+    everything = lake.read_raw("j")
+    # a file another writer named otherwise is still read (no span in its name: opened, filtered by rows)
+    odd = next((tmp_path / "lake").rglob("part-*.parquet"))
+    odd.rename(odd.with_name("legacy.parquet"))
+    opened: list[str] = []
+    real = pq.read_table
+    monkeypatch.setattr(pq, "read_table", lambda f, **kw: opened.append(Path(f).name) or real(f, **kw))
+    lo, hi = int((twin.now - 90) * 1000), int((twin.now - 30) * 1000)
+    window = lake.read_raw("j", lo, hi)
+    expected = everything[(everything.ts_ms >= lo) & (everything.ts_ms < hi)].reset_index(drop=True)
+    assert window.equals(expected) and len(window) > 0
+    assert "legacy.parquet" in opened and len(opened) == 3  # the two minutes the window spans, and the unnamed file

@@ -45,6 +45,16 @@ def test_static_replayed_on_the_same_load_reproduces_a_run_that_changed_nothing(
     assert run["priced_cost"] == pytest.approx(PRICES.cost(24 * 0.5, 96 * 0.5))
 
 
+def test_replays_in_processes_give_the_figures_of_replays_in_this_process():
+    twin, trace, start = _twin_run()
+    same = same_load_from_twin(twin, trace, start)
+    kw = dict(latency_target_ms=1000, recovery_limit_s=180, prices=PRICES, policies=("static", "reactive"))
+    one, two = (compare_on_same_load(same, SPACE, workers=w, **kw) for w in (1, 2))
+    for name in ("static", "reactive"):
+        assert one.outcomes[name].measures == two.outcomes[name].measures, name
+    assert one.outcomes["reactive"].measures != one.outcomes["static"].measures  # the test can fail
+
+
 def test_a_change_before_tuning_is_part_of_the_rebuilt_state_and_a_twin_that_cannot_rebuild_is_refused():
     twin, trace, start = _twin_run(change_at_s=1200)
     same = same_load_from_twin(twin, trace, start)
