@@ -134,9 +134,16 @@ def resolve_profile(profile: str | Path | None, workload: str) -> ClusterProfile
     return ClusterProfile.from_yaml(path)
 
 
-def _one(name: str, trace: pd.Series, profile: ClusterProfile, space: ConfigSpace, settings: ReplaySettings) -> PolicyRun:
+def _one(
+    name: str,
+    trace: pd.Series,
+    profile: ClusterProfile,
+    space: ConfigSpace,
+    settings: ReplaySettings,
+    options: dict[str, Any] | None = None,
+) -> PolicyRun:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    return replay_policy(name, trace, profile, space, settings)
+    return replay_policy(name, trace, profile, space, settings, policy_options=options)
 
 
 def run_replay(
@@ -149,14 +156,17 @@ def run_replay(
     progress: TextIO | bool | None = True,
     space: ConfigSpace | None = None,
     profile: ClusterProfile | None = None,
+    policy_options: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, PolicyRun]:
     """Replay every policy on ``trace``; ``workers`` > 1 uses processes. Result ordered as ``policies``.
 
     ``profile`` is the twin's cluster profile (default: the built-in one for ``workload``).
+    ``policy_options``: keyword options per policy name (e.g. ``{"reactive": {"target_utilization": 0.35}}``).
     ``progress``: a stream for the progress bar, True for standard error (read at call time), None or False for none.
     """
     prof = profile or ClusterProfile.default(workload)
     space = space or default_space()
+    options = policy_options or {}
     bar = None
     if progress is True:
         bar = _Progress(len(policies))
@@ -167,12 +177,12 @@ def run_replay(
     order = sorted(policies, key=lambda p: {"demeter": 0, "flinktune": 1}.get(p, 2))
     if workers <= 1:
         for name in order:
-            runs[name] = replay_policy(name, trace, prof, space, settings)
+            runs[name] = replay_policy(name, trace, prof, space, settings, policy_options=options.get(name))
             if bar:
                 bar.step(name)
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_one, name, trace, prof, space, settings): name for name in order}
+            futures = {pool.submit(_one, name, trace, prof, space, settings, options.get(name)): name for name in order}
             for fut in as_completed(futures):
                 runs[futures[fut]] = fut.result()
                 if bar:
