@@ -28,6 +28,7 @@ __all__ = [
     "ConfigSpace",
     "Configuration",
     "default_space",
+    "space_from_runs",
     "spread_design",
 ]
 
@@ -300,3 +301,20 @@ def spread_design(
         chosen.append(nxt)
         dist = np.minimum(dist, np.linalg.norm(X - X[nxt], axis=1))
     return [cands[i] for i in chosen]
+
+
+def space_from_runs(runs: Any) -> ConfigSpace:
+    """The configuration space spanned by the knob values of a table of runs (a DataFrame with the
+    :data:`KNOBS` columns, e.g. Demeter's ``profiling_runs.csv``); its :attr:`ConfigSpace.maximum`
+    is the static configuration of a folder in that format."""
+
+    def ints(k: str) -> tuple[int, ...]:
+        return tuple(sorted({int(float(v)) for v in runs[k]}))
+
+    return ConfigSpace(
+        parallelism=ints("parallelism"),
+        task_slots=ints("task_slots"),
+        cpu=tuple(sorted({float(v) for v in runs["cpu"]})),
+        memory_mb=ints("memory_mb"),
+        checkpoint_interval_s=ints("checkpoint_interval_s"),
+    )

@@ -45,6 +45,9 @@ def twin_calibrate(
 
     With ``--group-by``: the grey-box twin (mechanism + learned correction), scored leave-one-group-out;
     the mechanism goes to ``--out`` (YAML) and the whole twin beside it (``<out>.greybox.joblib``).
+    When the observations sit in a folder in the demeter-ads format with a measured static run
+    (``measured_60s/*baseline*.csv``), the twin's CPU per record is calibrated on its CPU load
+    (``flinktune.twin.cpu_calibration``); without one CPU stays uncalibrated and the output says so.
     """
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
     from flinktune.twin.profile import ClusterProfile, ProfileError
@@ -91,6 +94,8 @@ def _twin_calibrate_grey_box(
         twin = fit_grey_box(obs.drop(columns=[group_by]), base, **kwargs)
     except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
+    twin, cpu_note = _calibrate_cpu_beside(observations, obs, twin)
+    twin.notes.append(cpu_note)
     twin.profile.to_yaml(out)
     whole = twin.save(Path(f"{out}.greybox.joblib"))
     typer.echo(folds.round(4).to_string(index=False))
@@ -101,6 +106,23 @@ def _twin_calibrate_grey_box(
             default=float,
         )
     )
+
+
+def _calibrate_cpu_beside(observations: Path, obs: Any, twin: Any) -> tuple[Any, str]:
+    """``twin`` with its CPU calibrated on the measured static run beside ``observations`` (if any), and a note."""
+    from dataclasses import replace
+
+    from flinktune.config_space import space_from_runs
+    from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measurements, read_static_measurements
+
+    files = find_static_measurements(observations.parent)
+    if not files:
+        return twin, f"CPU not calibrated: no measured static run ({observations.parent / 'measured_60s'}/*baseline*.csv)"
+    try:
+        cal = calibrate_cpu(twin.profile, space_from_runs(obs).maximum, read_static_measurements(files))
+    except ValueError as exc:
+        fail(str(exc))
+    return replace(twin, profile=cal.profile), cal.note
 
 
 @twin_app.command("predict")

@@ -11,10 +11,15 @@ Only the TaskManager count changes; CPU, memory, slots and checkpoint interval s
 
 What the policy cannot do itself, the replay does (``flinktune.replay.harness.REACTIVE_MODE``): its
 twin runs in reactive mode, so every rescale is a restart from the last checkpoint, and a lost
-TaskManager restarts the job once without it and again when it registers back. The measured
-baseline (``reactive35``) used a 35 % CPU target; ``target_utilization`` stays at the HPA-style
-0.7 here because the twin's CPU use per record is not calibrated to the measured CPU load yet
-(docs/results/twin-fidelity-ads.md).
+TaskManager restarts the job once without it and again when it registers back.
+
+Target: the measured baseline of Demeter's evaluation (ANCHORS.md 1.8 setup; ``reactive35`` in
+../shared/data/demeter-ads, "Flink reactive mode + HPA at 35 % CPU") ran at a 35 % CPU target,
+and its per-minute CPU load sat there (0.34 mean over three 18 h runs). The fidelity benchmark
+(``benchmarks/twin_fidelity.py``) replays it at that published target, on a twin whose CPU per
+record is calibrated on the measured static CPU load (:mod:`flinktune.twin.cpu_calibration`); a
+35 % target is only meaningful on such a twin. ``target_utilization`` defaults to the HPA-style
+0.7 for twins whose CPU is not calibrated (the ysb and tsw profiles, whose CPU is the busy work).
 """
 
 from __future__ import annotations

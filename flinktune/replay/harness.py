@@ -23,7 +23,7 @@ from flinktune.decision.loop import DecisionLoop, LoopSettings, StepOutcome, bui
 from flinktune.decision.store import MemoryStateStore
 from flinktune.decision.watch import WATCHED_POLICIES, WatchRule, step_if_alarmed, watch_chunks
 from flinktune.policies import MODEL_POLICIES, make_policy
-from flinktune.replay.metrics import summarize
+from flinktune.replay.metrics import recoveries, summarize
 from flinktune.replay.models import ReplayModels, TraceForecast, make_forecaster
 from flinktune.tuner.shapes import startup_design
 from flinktune.twin.oracle import oracle_schedule
@@ -146,6 +146,8 @@ class PolicyRun:
     wall_s: float
     #: What each change would cost by mode (redeploy, rescale, live migration); see flinktune.twin.reconfig_modes.
     mode_costs: pd.DataFrame | None = None
+    #: One row per failure: the twin's recovery and the detector-like one (flinktune.replay.metrics.recoveries).
+    recoveries: pd.DataFrame | None = None
 
 
 @dataclass
@@ -322,4 +324,6 @@ def run_replay(rig: ReplayRig, trace: pd.Series, *, store: Any = None, started: 
     summary = summarize(hist, twin.reconfigurations, models, rig.settings.recovery_limit_s)
     minutes = hist.set_index("ts")[["rate", "latency_p95_ms", "lag", "total_cpu", "total_memory_mb"]].resample("1min").mean()
     costs = reconfiguration_costs(twin.profile, twin.reconfigurations, hist)
-    return PolicyRun(rig.name, summary, minutes, decisions, time.perf_counter() - started, mode_costs=costs)
+    return PolicyRun(
+        rig.name, summary, minutes, decisions, time.perf_counter() - started, mode_costs=costs, recoveries=recoveries(hist)
+    )

@@ -140,10 +140,11 @@ def _one(
     profile: ClusterProfile,
     space: ConfigSpace,
     settings: ReplaySettings,
+    options: dict[str, Any] | None = None,
     start_state: dict[str, Any] | None = None,
 ) -> PolicyRun:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    return replay_policy(name, trace, profile, space, settings, start_state=start_state)
+    return replay_policy(name, trace, profile, space, settings, policy_options=options, start_state=start_state)
 
 
 def run_replay(
@@ -156,16 +157,19 @@ def run_replay(
     progress: TextIO | bool | None = True,
     space: ConfigSpace | None = None,
     profile: ClusterProfile | None = None,
+    policy_options: dict[str, dict[str, Any]] | None = None,
     start_state: dict[str, Any] | None = None,
 ) -> dict[str, PolicyRun]:
     """Replay every policy on ``trace``; ``workers`` > 1 uses processes. Result ordered as ``policies``.
 
-    ``profile`` is the twin's cluster profile (default: the built-in one for ``workload``);
+    ``profile`` is the twin's cluster profile (default: the built-in one for ``workload``).
+    ``policy_options``: keyword options per policy name (e.g. ``{"reactive": {"target_utilization": 0.35}}``);
     ``start_state`` the state every policy starts from (default static max; :func:`prepare_replay`).
     ``progress``: a stream for the progress bar, True for standard error (read at call time), None or False for none.
     """
     prof = profile or ClusterProfile.default(workload)
     space = space or default_space()
+    options = policy_options or {}
     bar = None
     if progress is True:
         bar = _Progress(len(policies))
@@ -176,12 +180,16 @@ def run_replay(
     order = sorted(policies, key=lambda p: {"demeter": 0, "flinktune": 1}.get(p, 2))
     if workers <= 1:
         for name in order:
-            runs[name] = replay_policy(name, trace, prof, space, settings, start_state=start_state)
+            runs[name] = replay_policy(
+                name, trace, prof, space, settings, policy_options=options.get(name), start_state=start_state
+            )
             if bar:
                 bar.step(name)
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_one, name, trace, prof, space, settings, start_state): name for name in order}
+            futures = {
+                pool.submit(_one, name, trace, prof, space, settings, options.get(name), start_state): name for name in order
+            }
             for fut in as_completed(futures):
                 runs[futures[fut]] = fut.result()
                 if bar:

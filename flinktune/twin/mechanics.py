@@ -31,6 +31,7 @@ from flinktune.twin.profile import ClusterProfile
 __all__ = [
     "RECOVERY_CAP_S",
     "Layout",
+    "busy_cores",
     "capacity",
     "checkpoint",
     "cpu_used",
@@ -277,11 +278,21 @@ def latency_quantiles(
     return p50 * f, p95 * f, p99 * f
 
 
-def cpu_used(profile: ClusterProfile, lay: Layout, throughput: np.ndarray, gc: np.ndarray) -> np.ndarray:
-    """Cores used by the TaskManagers (capped at what they reserve)."""
-    cfg = lay.config
+def busy_cores(lay: Layout, throughput: np.ndarray, gc: np.ndarray) -> np.ndarray:
+    """Core-seconds per second the capacity model charges the job's threads at ``throughput`` (busy
+    work, GC and the cores lost to sharing included; no idle TaskManager cost, no cap)."""
     waste = lay.cores_per_slot / lay.effective_cores if lay.effective_cores > 0 else 1.0
-    used = throughput * lay.work * gc * waste + profile.idle_cores_per_tm * cfg.taskmanagers
+    return throughput * lay.work * gc * waste
+
+
+def cpu_used(profile: ClusterProfile, lay: Layout, throughput: np.ndarray, gc: np.ndarray) -> np.ndarray:
+    """Cores used by the TaskManagers (capped at what they reserve).
+
+    The busy work (:func:`busy_cores`) times ``cpu_per_busy`` (calibrated on measured CPU load
+    where there is some) plus the idle TaskManagers' cost; busy time itself stays the capacity model's.
+    """
+    cfg = lay.config
+    used = busy_cores(lay, throughput, gc) * profile.cpu_per_busy + profile.idle_cores_per_tm * cfg.taskmanagers
     return np.minimum(used, cfg.total_cpu)
 
 

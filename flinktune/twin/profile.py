@@ -64,6 +64,14 @@ class ClusterProfile(BaseModel):
         0.008, ge=0, description="Extra per-record cost per additional subtask on rebalance/hash vertices (network shuffle)."
     )
     idle_cores_per_tm: float = Field(0.05, ge=0, description="Cores a TaskManager burns when idle (JVM, heartbeats).")
+    cpu_per_busy: float = Field(
+        1.0,
+        gt=0,
+        le=2,
+        description="CPU cores used per core-second of work the capacity model charges (busy time); below 1 when the "
+        "job's threads are busy without using a core (blocking lookups, I/O). Fitted on measured CPU load "
+        "(flinktune.twin.cpu_calibration); 1: CPU = busy work.",
+    )
     # --- memory ---
     tm_overhead_mb: float = Field(
         600.0,

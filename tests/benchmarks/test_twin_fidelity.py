@@ -64,3 +64,17 @@ def test_loro_only_prints_the_scores_without_replaying(slice_dir, capsys) -> Non
     text = capsys.readouterr().out
     assert "keeps_up_accuracy" in text and "Per held-out run" in text
     assert "ranking on p95" not in text  # no replay
+
+
+def test_published_targets_come_from_the_measured_methods_names(tmp_path) -> None:
+    from benchmarks.twin_fidelity import published_targets
+
+    assert published_targets(tmp_path) == {}  # no measured_60s: the policies' defaults
+    folder = tmp_path / "measured_60s"
+    folder.mkdir()
+    for name in ("1_baseline_X_24.csv", "1_reactive35_X_24.csv", "2_reactive35_X_24.csv", "1_operator35_X_24.csv"):
+        (folder / name).write_text("timestamp\n")
+    # Reactive's HPA scales on CPU (calibrated); the operator targets busy time, which is not.
+    assert published_targets(tmp_path) == {"reactive": {"target_utilization": 0.35}}
+    (folder / "3_reactive50_X_24.csv").write_text("timestamp\n")
+    assert published_targets(tmp_path) == {}  # two different targets: none is taken
