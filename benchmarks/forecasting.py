@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python benchmarks/forecasting.py [--trace FILE ...] [--hours 18] [--train-hours 12]
 [--select-hours 6] [--select-refits 3] [--epochs 20] [--seeds 7,8,9] [--workloads ysb,tsw]
-[--models demeter-arima,seasonal-naive,peak-gbm,darts-peak-linear,darts-peak-hgb]``; ``--quick`` is a
+[--models demeter-arima,seasonal-naive,peak-gbm,darts-peak-linear,darts-peak-hgb,darts-peak-ensemble]``; ``--quick`` is a
 smoke run (an origin every 10 minutes, 2 epochs; the Demeter baseline keeps its published settings,
 so it still dominates the time).
 
@@ -28,7 +28,7 @@ docs/results/forecasting.md); ``--save-backtests FILE`` keeps every backtest so 
 ``benchmarks/forecasting_rules.py FILE`` re-chooses the rules on the same forecasts.
 
 The ``champion`` row is what the retraining job would register from the champion candidates
-(peak-gbm, darts-peak-linear, darts-peak-hgb, those run):
+(peak-gbm, darts-peak-linear, darts-peak-hgb, darts-peak-ensemble: those run):
 :func:`models.forecasting.champion.choose_champion` on the selection span only, with the chosen
 model's report metrics and its name in ``chosen``.
 Prints one JSON line per row as it goes, then a Markdown table of every row and, when Demeter ran,
@@ -51,6 +51,7 @@ from models.forecasting.champion import choose_champion
 from models.forecasting.darts_peak import DartsPeakForecaster
 from models.forecasting.darts_forecaster import DartsQuantileForecaster
 from models.forecasting.demeter_arima import DemeterArimaForecaster
+from models.forecasting.peak_ensemble import DartsPeakEnsemble
 from models.forecasting.peak_forecaster import DirectPeakForecaster
 from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
 from models.forecasting.series_prep import prepare_rate_series
@@ -62,9 +63,9 @@ COLUMNS = ["seed", "workload", "model", "chosen", "rule", "peak_rule", "peak_mae
            "over_provisioning", "published_rule_under_rate", "fit_s", "predict_ms", "origins"]
 _QUICK_STRIDE_BINS, _QUICK_EPOCHS = 10, 2
 #: Models that read the 1 s trace rather than its minute bins.
-_READS_RAW = ("demeter-arima", "darts-peak-linear", "darts-peak-hgb")
+_READS_RAW = ("demeter-arima", "darts-peak-linear", "darts-peak-hgb", "darts-peak-ensemble")
 #: The candidates the champion row chooses from (the retraining job's registrable peak models).
-CHAMPION_CANDIDATES = ("peak-gbm", "darts-peak-linear", "darts-peak-hgb")
+CHAMPION_CANDIDATES = ("peak-gbm", "darts-peak-linear", "darts-peak-hgb", "darts-peak-ensemble")
 
 
 def _models(args, seed: int) -> dict:
@@ -77,6 +78,7 @@ def _models(args, seed: int) -> dict:
         "peak-gbm": DirectPeakForecaster(seed=seed),
         "darts-peak-linear": DartsPeakForecaster(estimator="linear", input_bin_s=10, seed=seed),
         "darts-peak-hgb": DartsPeakForecaster(estimator="hgb", input_bin_s=10, seed=seed),
+        "darts-peak-ensemble": DartsPeakEnsemble(input_bin_s=10, seed=seed),
     }
 
 

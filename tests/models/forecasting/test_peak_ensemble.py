@@ -1,0 +1,79 @@
+"""DartsPeakEnsemble: the quantile-wise mean of its darts peak members, batched = single, saved and loaded, a champion candidate."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from models.forecasting.darts_peak import DartsPeakForecaster
+from models.forecasting.peak_ensemble import DartsPeakEnsemble, combine_forecasts
+from models.forecasting.pyfunc import load_forecaster
+from models.forecasting.types import QuantileForecast
+
+
+def _trace(hours=5.0, step_s=10, seed=0):
+    n = int(hours * 3600 / step_s)
+    t = np.arange(n) * step_s
+    rng = np.random.default_rng(seed)
+    rate = 40_000 + 15_000 * np.sin(2 * np.pi * t / 5400) + 2.0 * t / 10 + rng.normal(0, 300, n)
+    return pd.Series(rate, index=pd.date_range("2024-03-01", periods=n, freq=f"{step_s}s", tz="UTC"))
+
+
+def test_combine_averages_level_by_level_and_keeps_the_shared_levels():
+    start = pd.Timestamp("2024-03-01", tz="UTC")
+    a = QuantileForecast(
+        start,
+        60,
+        np.array([1.0, 2.0]),
+        {0.5: np.array([1.0, 2.0]), 0.9: np.array([2.0, 3.0])},
+        peak_quantiles={0.5: 2.0, 0.9: 3.0},
+    )
+    b = QuantileForecast(
+        start,
+        60,
+        np.array([3.0, 4.0]),
+        {0.5: np.array([3.0, 4.0]), 0.9: np.array([5.0, 5.0]), 0.99: np.array([6.0, 6.0])},
+        peak_quantiles={0.5: 4.0, 0.9: 5.0, 0.99: 6.0},
+    )
+    c = combine_forecasts([a, b])
+    assert sorted(c.quantiles) == [0.5, 0.9] and c.model == "darts-peak-ensemble"
+    np.testing.assert_allclose(c.mean, [2.0, 3.0])
+    np.testing.assert_allclose(c.quantiles[0.9], [3.5, 4.0])
+    assert c.peak_quantiles == {0.5: 3.0, 0.9: 4.0}
+    with pytest.raises(ValueError, match="bins"):
+        combine_forecasts([a, QuantileForecast(start + pd.Timedelta("60s"), 60, np.array([1.0, 2.0]))])
+
+
+def test_the_ensemble_is_the_mean_of_its_members_batched_or_single_and_survives_save_and_load(tmp_path):
+    raw = _trace()
+    kw = dict(input_bin_s=10, quantiles=(0.5, 0.9), max_iter=20, seed=1)
+    ens = DartsPeakEnsemble(**kw).fit(raw.iloc[: 4 * 360])
+    members = [DartsPeakForecaster(estimator=e, **kw).fit(raw.iloc[: 4 * 360]) for e in ("linear", "hgb")]
+    origins = pd.date_range(raw.index[0] + pd.Timedelta(hours=4, minutes=10), periods=3, freq="120s")
+    batch = ens.historical_forecasts(raw, origins, 600)
+    for o, fc in zip(origins, batch):
+        parts = [m.predict(raw[raw.index < o], 600) for m in members]
+        assert fc.start == o and len(fc.mean) == 10 and fc.model == "darts-peak-ensemble"
+        for q in (0.5, 0.9):
+            assert fc.peak_quantiles[q] == pytest.approx(np.mean([p.peak_quantiles[q] for p in parts]), rel=1e-9)
+            np.testing.assert_allclose(fc.quantiles[q], np.mean([p.quantiles[q] for p in parts], axis=0), rtol=1e-9)
+        assert fc.peak_quantiles[0.5] <= fc.peak_quantiles[0.9]
+    restored = load_forecaster(str(ens.save(tmp_path / "m")))
+    assert isinstance(restored, DartsPeakEnsemble) and restored.params() == ens.params()
+    again = restored.predict(raw[raw.index < origins[0]], 600)
+    assert again.peak_quantiles == pytest.approx(batch[0].peak_quantiles, rel=1e-9)
+    # What a refit from the registry rebuilds (lists turned to tuples, as jobs.train_forecaster does).
+    assert (
+        DartsPeakEnsemble(**{k: tuple(v) if isinstance(v, list) else v for k, v in ens.params().items()}).params() == ens.params()
+    )
+
+
+def test_it_is_a_champion_candidate_of_the_benchmark_the_job_and_the_rule_rescoring():
+    from benchmarks.forecasting import _READS_RAW, CHAMPION_CANDIDATES
+    from jobs.train_forecaster import CANDIDATES, build_candidate
+
+    assert "darts-peak-ensemble" in CHAMPION_CANDIDATES and "darts-peak-ensemble" in _READS_RAW
+    assert "darts-peak-ensemble" in CANDIDATES
+    model = build_candidate("darts-peak-ensemble", bin_s=60, horizon_s=600, n_epochs=1, device="cpu", seed=0)
+    assert isinstance(model, DartsPeakEnsemble) and model.input_bin_s == 60 and model.registrable
+    with pytest.raises(ValueError, match="at least two distinct"):
+        DartsPeakEnsemble(estimators=("linear",))
