@@ -77,3 +77,37 @@ def test_it_is_a_champion_candidate_of_the_benchmark_the_job_and_the_rule_rescor
     assert isinstance(model, DartsPeakEnsemble) and model.input_bin_s == 60 and model.registrable
     with pytest.raises(ValueError, match="at least two distinct"):
         DartsPeakEnsemble(estimators=("linear",))
+
+
+def test_the_rules_script_rebuilds_the_ensemble_from_saved_member_forecasts():
+    from benchmarks.forecasting_rules import rescore, with_ensemble
+    from models.forecasting.backtest import BacktestResult, BacktestWindow, SelectedBacktest, summarize
+
+    values = np.r_[np.full(20, 100.0), np.full(30, 110.0)]
+    series = pd.Series(values, index=pd.date_range("2024-03-01", periods=values.size, freq="60s", tz="UTC"))
+    window = BacktestWindow(series, series.index[20], 600)
+
+    def saved(level: float, name: str) -> SelectedBacktest:
+        fcs = [
+            QuantileForecast(
+                o,
+                60,
+                np.full(10, level),
+                {0.5: np.full(10, level), 0.9: np.full(10, level + 20)},
+                peak_quantiles={0.5: level, 0.9: level + 20},
+            )
+            for o in window.origins
+        ]
+        result = BacktestResult(name, window, fcs, 1.0, 10.0)
+        return SelectedBacktest(result, result, summarize(result, rule="max_mean_x1.00", peak_rule="max_mean_x1.00"))
+
+    backtests = {"darts-peak-linear": saved(100.0, "darts-peak-linear"), "darts-peak-hgb": saved(120.0, "darts-peak-hgb")}
+    out = with_ensemble(backtests)
+    ens = out["darts-peak-ensemble"]
+    assert ens.report.forecasts[0].peak_quantiles == {0.5: 110.0, 0.9: 130.0}
+    assert (ens.report.fit_s, ens.report.predict_ms) == (2.0, 20.0)
+    assert ens.metrics["peak_mae"] == pytest.approx(0.0) and ens.metrics["peak_rule"] == "max_mean_x1.00"
+    assert with_ensemble(out) is out and with_ensemble({"darts-peak-linear": backtests["darts-peak-linear"]}).keys() == {
+        "darts-peak-linear"
+    }
+    assert rescore(out, 0.0, 0.0)["champion"]["chosen"] == "darts-peak-ensemble"  # exact, so it wins
