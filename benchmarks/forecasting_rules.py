@@ -2,9 +2,10 @@
 
 Run: ``.venv/bin/python benchmarks/forecasting_rules.py FILE`` where FILE is what
 ``benchmarks/forecasting.py --save-backtests FILE`` wrote. For every trace, model and variant of the
-rule choice (``plain``: the point estimate and the plain minimum, the default; ``peak-1se``: the
-one-standard-error peak rule; ``planning-ucb``: the upper-bound planning rule; ``both``: the two
-guards), the rules are chosen again on the saved selection
+rule choice (``plain``: the point estimate and the plain minimum, every model choosing a peak factor,
+the default before session 12; ``peak-1se``: the one-standard-error peak rule; ``planning-ucb``: the
+upper-bound planning rule; ``both``: the two guards; ``direct-x1``: as ``plain`` but models that
+forecast the peak directly keep the plain peak, the default since session 12), the rules are chosen again on the saved selection
 forecasts (:func:`models.forecasting.backtest.choose_rules`), the report forecasts scored with them
 (:func:`~models.forecasting.backtest.summarize`) and the champion chosen
 (:func:`models.forecasting.champion.choose_champion`). No model is fitted, so the variants differ only
@@ -30,9 +31,10 @@ from models.forecasting.peak_ensemble import ENSEMBLE_NAME, combine_forecasts
 
 __all__ = ["VARIANTS", "main", "rescore", "with_ensemble"]
 
-#: Variant name -> (planning_z, peak_n_se) for :func:`models.forecasting.backtest.choose_rules`.
-VARIANTS: dict[str, tuple[float, float]] = {"plain": (0.0, 0.0), "peak-1se": (0.0, 1.0), "planning-ucb": (1.0, 0.0),
-                                            "both": (1.0, 1.0)}
+#: Variant name -> (planning_z, peak_n_se, direct_peak_plain) for :func:`models.forecasting.backtest.choose_rules`.
+VARIANTS: dict[str, tuple[float, float, bool]] = {"plain": (0.0, 0.0, False), "peak-1se": (0.0, 1.0, False),
+                                                  "planning-ucb": (1.0, 0.0, False), "both": (1.0, 1.0, False),
+                                                  "direct-x1": (0.0, 0.0, True)}
 _MEMBERS = ("darts-peak-linear", "darts-peak-hgb")
 
 
@@ -56,11 +58,13 @@ def with_ensemble(backtests: dict[str, SelectedBacktest]) -> dict[str, SelectedB
     return {**backtests, ENSEMBLE_NAME: SelectedBacktest(selection, report, summarize(report, rule=rule, peak_rule=peak_rule))}
 
 
-def rescore(backtests: dict[str, SelectedBacktest], planning_z: float, peak_n_se: float) -> dict[str, dict]:
+def rescore(backtests: dict[str, SelectedBacktest], planning_z: float, peak_n_se: float,
+            direct_peak_plain: bool = False) -> dict[str, dict]:
     """Report metrics of every model (and ``champion``, with ``chosen``) under one variant of the rule choice."""
     out, redone = {}, {}
     for name, bt in backtests.items():
-        rule, peak_rule = choose_rules(bt.selection, planning_z=planning_z, peak_n_se=peak_n_se)
+        rule, peak_rule = choose_rules(bt.selection, planning_z=planning_z, peak_n_se=peak_n_se,
+                                       direct_peak_plain=direct_peak_plain)
         redone[name] = SelectedBacktest(bt.selection, bt.report, summarize(bt.report, rule=rule, peak_rule=peak_rule))
         out[name] = dict(redone[name].metrics)
     demeter = out.get("demeter-arima", {}).get("peak_mae")
@@ -84,12 +88,12 @@ def main(argv: list[str] | None = None) -> dict:
         saved = pickle.load(fh)  # a file this project's benchmark wrote: trusted input
     results = {}
     for variant in a.variants.split(","):
-        z, n_se = VARIANTS[variant]
-        print(f"\n### {variant} (planning_z={z:g}, peak_n_se={n_se:g})\n")
+        z, n_se, direct = VARIANTS[variant]
+        print(f"\n### {variant} (planning_z={z:g}, peak_n_se={n_se:g}, direct_peak_plain={direct})\n")
         print("| trace | model | chosen | rule | peak_rule | peak MAE | / Demeter | under-forecast | over-provisioning |")
         print("|---|---|---|---|---|---|---|---|---|")
         for (workload, seed), backtests in saved.items():
-            out = rescore(with_ensemble(backtests) if a.ensemble else backtests, z, n_se)
+            out = rescore(with_ensemble(backtests) if a.ensemble else backtests, z, n_se, direct)
             results[(variant, workload, seed)] = out
             for name, m in out.items():
                 print(f"| {workload} {seed} | {name} | {m.get('chosen', '')} | {m['rule']} | {m['peak_rule']} | "

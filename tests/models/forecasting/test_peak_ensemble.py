@@ -111,3 +111,29 @@ def test_the_rules_script_rebuilds_the_ensemble_from_saved_member_forecasts():
         "darts-peak-linear"
     }
     assert rescore(out, 0.0, 0.0)["champion"]["chosen"] == "darts-peak-ensemble"  # exact, so it wins
+
+
+def test_direct_peak_forecasts_keep_the_plain_peak_unless_asked():
+    from models.forecasting.backtest import BacktestResult, BacktestWindow, choose_rules
+
+    peaks = np.repeat([101.0] * 4 + [94.0] * 6, 10)  # x0.95 has the lower selection MAE
+    values = np.r_[np.full(20, 100.0), peaks, np.full(9, peaks[-1])]
+    series = pd.Series(values, index=pd.date_range("2024-03-01", periods=values.size, freq="60s", tz="UTC"))
+    window = BacktestWindow(series, series.index[20], 600)
+
+    def result(direct: bool) -> BacktestResult:
+        peak = {0.5: 100.0, 0.9: 130.0} if direct else {}
+        return BacktestResult(
+            "m",
+            window,
+            [
+                QuantileForecast(
+                    o, 60, np.full(10, 100.0), {0.5: np.full(10, 100.0), 0.9: np.full(10, 130.0)}, peak_quantiles=peak
+                )
+                for o in window.origins
+            ],
+        )
+
+    assert choose_rules(result(True))[1] == "max_mean_x1.00"  # the default (DIRECT_PEAK_PLAIN)
+    assert choose_rules(result(True), direct_peak_plain=False)[1] == "max_mean_x0.95"
+    assert choose_rules(result(False))[1] == "max_mean_x0.95"  # bin-mean forecasts still choose a factor
