@@ -14,7 +14,8 @@ Definitions (per origin ``o``; truth = the window series' bin means in ``[o, o +
   by a peak rule (same forms as planning rules: ``max_mean_x<f>`` or ``quantile:<q>``), chosen
   per model on the selection origins to minimise the absolute error: the highest bin mean of a
   smooth forecast sits systematically below the highest bin of a noisy truth, and every model,
-  the Demeter baseline included, gets the same chance to correct for that.
+  the Demeter baseline included, gets the same chance to correct for that. A model that forecasts
+  the peak itself (``peak_quantiles``) keeps the plain peak (:data:`DIRECT_PEAK_PLAIN`).
 - ``raw_peak_mae``: the same with the plain highest bin mean (no correction).
 - ``peak_mase``: ``peak_mae`` over the in-sample MAE of the naive peak forecast "the next window's
   peak equals the last window's", computed on the series before the first report origin (NaN when
