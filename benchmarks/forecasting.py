@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python benchmarks/forecasting.py [--trace FILE ...] [--hours 18] [--train-hours 12]
 [--select-hours 6] [--select-refits 3] [--epochs 20] [--seeds 7,8,9] [--workloads ysb,tsw]
-[--models demeter-arima,seasonal-naive,peak-gbm,darts-peak-linear,darts-peak-hgb]``; ``--quick`` is a
+[--models demeter-arima,seasonal-naive,peak-gbm,darts-peak-linear,darts-peak-hgb,darts-peak-ensemble]``; ``--quick`` is a
 smoke run (an origin every 10 minutes, 2 epochs; the Demeter baseline keeps its published settings,
 so it still dominates the time).
 
@@ -24,11 +24,13 @@ minute bins.
 
 ``--peak-n-se 1`` / ``--planning-z 1`` turn on the rule choice's guards against selection optimism
 (:func:`models.forecasting.backtest.choose_rules`; off by default, session-8 measurements in
-docs/results/forecasting.md); ``--save-backtests FILE`` keeps every backtest so that
+docs/results/forecasting.md); ``--direct-peak-factor`` lets the models that forecast the peak directly
+choose a peak factor too (off since session 12: they keep the plain peak,
+:data:`models.forecasting.backtest.DIRECT_PEAK_PLAIN`); ``--save-backtests FILE`` keeps every backtest so that
 ``benchmarks/forecasting_rules.py FILE`` re-chooses the rules on the same forecasts.
 
 The ``champion`` row is what the retraining job would register from the champion candidates
-(peak-gbm, darts-peak-linear, darts-peak-hgb, those run):
+(peak-gbm, darts-peak-linear, darts-peak-hgb, darts-peak-ensemble: those run):
 :func:`models.forecasting.champion.choose_champion` on the selection span only, with the chosen
 model's report metrics and its name in ``chosen``.
 Prints one JSON line per row as it goes, then a Markdown table of every row and, when Demeter ran,
@@ -51,6 +53,7 @@ from models.forecasting.champion import choose_champion
 from models.forecasting.darts_peak import DartsPeakForecaster
 from models.forecasting.darts_forecaster import DartsQuantileForecaster
 from models.forecasting.demeter_arima import DemeterArimaForecaster
+from models.forecasting.peak_ensemble import DartsPeakEnsemble
 from models.forecasting.peak_forecaster import DirectPeakForecaster
 from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
 from models.forecasting.series_prep import prepare_rate_series
@@ -62,9 +65,9 @@ COLUMNS = ["seed", "workload", "model", "chosen", "rule", "peak_rule", "peak_mae
            "over_provisioning", "published_rule_under_rate", "fit_s", "predict_ms", "origins"]
 _QUICK_STRIDE_BINS, _QUICK_EPOCHS = 10, 2
 #: Models that read the 1 s trace rather than its minute bins.
-_READS_RAW = ("demeter-arima", "darts-peak-linear", "darts-peak-hgb")
+_READS_RAW = ("demeter-arima", "darts-peak-linear", "darts-peak-hgb", "darts-peak-ensemble")
 #: The candidates the champion row chooses from (the retraining job's registrable peak models).
-CHAMPION_CANDIDATES = ("peak-gbm", "darts-peak-linear", "darts-peak-hgb")
+CHAMPION_CANDIDATES = ("peak-gbm", "darts-peak-linear", "darts-peak-hgb", "darts-peak-ensemble")
 
 
 def _models(args, seed: int) -> dict:
@@ -77,6 +80,7 @@ def _models(args, seed: int) -> dict:
         "peak-gbm": DirectPeakForecaster(seed=seed),
         "darts-peak-linear": DartsPeakForecaster(estimator="linear", input_bin_s=10, seed=seed),
         "darts-peak-hgb": DartsPeakForecaster(estimator="hgb", input_bin_s=10, seed=seed),
+        "darts-peak-ensemble": DartsPeakEnsemble(input_bin_s=10, seed=seed),
     }
 
 
@@ -112,12 +116,12 @@ def run_trace(models: dict, raw: pd.Series, *, seed: int, workload: str, select_
               report_start: pd.Timestamp | None = None, train_hours: float | None = None,
               select_hours: float | None = None, stride_bins: int = 1, select_refits: int = 3,
               planning_z: float | None = None, peak_n_se: float | None = None,
-              keep: dict | None = None) -> list[dict]:
+              direct_peak_plain: bool | None = None, keep: dict | None = None) -> list[dict]:
     """Every model of ``models`` (name -> fresh forecaster) on one trace, then the champion row.
 
     ``raw`` is the trace (rec/s, tz-aware, any step); the truth is its minute bins. The spans are
-    ``select_start`` / ``report_start`` or hours from the start. ``planning_z`` / ``peak_n_se``: the
-    rule-choice guards (:func:`models.forecasting.backtest.choose_rules`). ``keep`` (a dict) receives
+    ``select_start`` / ``report_start`` or hours from the start. ``planning_z`` / ``peak_n_se`` /
+    ``direct_peak_plain``: as in :func:`models.forecasting.backtest.choose_rules`. ``keep`` (a dict) receives
     ``(workload, seed) -> {model: SelectedBacktest}``. Returns the rows as printed.
     """
     series = prepare_rate_series(raw, bin_s=60).values
@@ -129,7 +133,7 @@ def run_trace(models: dict, raw: pd.Series, *, seed: int, workload: str, select_
         bt = backtest_select_then_report(model, series, select_start=select_start, report_start=report_start,
                                          stride_bins=stride_bins, select_refits=select_refits,
                                          inputs=raw if name in _READS_RAW else None, planning_z=planning_z,
-                                         peak_n_se=peak_n_se)
+                                         peak_n_se=peak_n_se, direct_peak_plain=direct_peak_plain)
         backtests[name] = bt
         m = dict(bt.metrics)
         if name == "demeter-arima":
@@ -177,6 +181,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--peak-n-se", type=float, default=None,
                    help="standard errors a peak factor must beat the plain peak by (default PEAK_RULE_N_SE; "
                         "0: the plain minimum, as before session 8)")
+    p.add_argument("--direct-peak-factor", action="store_true",
+                   help="let models that forecast the peak directly choose a peak factor too (before session 12; "
+                        "default: they keep the plain peak, models.forecasting.backtest.DIRECT_PEAK_PLAIN)")
     p.add_argument("--save-backtests", default=None, metavar="FILE",
                    help="pickle every backtest ({(workload, seed): {model: SelectedBacktest}}) to FILE, for "
                         "benchmarks/forecasting_rules.py to re-choose the rules on the same forecasts")
@@ -216,7 +223,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     kept: dict = {}
     common = dict(stride_bins=a.stride_bins, select_refits=a.select_refits, planning_z=a.planning_z,
-                  peak_n_se=a.peak_n_se, keep=kept)
+                  peak_n_se=a.peak_n_se, direct_peak_plain=False if a.direct_peak_factor else None, keep=kept)
     def save() -> None:  # after every trace, so a cut-short run keeps what it finished
         if a.save_backtests:
             with open(a.save_backtests, "wb") as fh:

@@ -4,9 +4,9 @@ Reads the curated ``features_1m`` dataset (``<lake>/curated/features_1m/job=<job
 columns ``window_start``, ``input_rate``) and holds out the latest ``holdout_frac`` of it as the
 report window, and the span of half its length just before it as the selection span
 (:func:`models.forecasting.backtest.backtest_select_then_report`, an origin every ``stride_bins``
-minutes). Every candidate (the direct peak model, TiDE, Theta, seasonal naive, the Demeter ARIMA
-baseline, ...) is fitted on the data before the selection span, chooses its backtest and peak
-rules there, is refitted on the data before the report window and scored on all of its origins,
+minutes). Every candidate (the direct peak model, the darts peak models and their ensemble, TiDE,
+Theta, seasonal naive, the Demeter ARIMA baseline, ...) is fitted on the data before the selection
+span, chooses its backtest and peak rules there, is refitted on the data before the report window and scored on all of its origins,
 then logged to MLflow with its params, metrics and a backtest plot. The best candidate is chosen
 by the benchmark's champion rule (:func:`models.forecasting.champion.choose_champion`: lowest
 peak MAE on the selection span among those whose under-forecast rate there is at most
@@ -59,8 +59,8 @@ DATASET = "features_1m"
 PROMOTION_METRIC = "peak_mae"
 #: Default candidates. The Demeter baseline ("demeter-arima", ~1-2 min on 2 cores) is opt-in: the benchmark
 #: measures it, and the scheduled retrain stays fast.
-CANDIDATES: tuple[str, ...] = ("peak-gbm", "darts-peak-linear", "darts-peak-hgb", "tide-quantile", "darts-theta",
-                               "seasonal-naive")
+CANDIDATES: tuple[str, ...] = ("peak-gbm", "darts-peak-linear", "darts-peak-hgb", "darts-peak-ensemble",
+                               "tide-quantile", "darts-theta", "seasonal-naive")
 
 
 def read_rate_history(lake: Lake, job: str) -> pd.Series:
@@ -92,6 +92,7 @@ def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, dev
     from models.forecasting.darts_forecaster import DartsQuantileForecaster
     from models.forecasting.darts_peak import DartsPeakForecaster
     from models.forecasting.demeter_arima import DemeterArimaForecaster
+    from models.forecasting.peak_ensemble import DartsPeakEnsemble
     from models.forecasting.peak_forecaster import DirectPeakForecaster
     from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
     from models.forecasting.statistical import StatisticalForecaster
@@ -105,6 +106,8 @@ def build_candidate(name: str, *, bin_s: int, horizon_s: int, n_epochs: int, dev
         # The job reads curated bins, so the model reads them at their own step.
         return DartsPeakForecaster(estimator=name.rsplit("-", 1)[1], bin_s=bin_s, input_bin_s=bin_s,
                                    default_horizon_s=horizon_s, max_gap_bins=5, seed=seed)
+    if name == "darts-peak-ensemble":
+        return DartsPeakEnsemble(bin_s=bin_s, input_bin_s=bin_s, default_horizon_s=horizon_s, max_gap_bins=5, seed=seed)
     if name in ("darts-theta", "darts-ets"):
         return StatisticalForecaster(kind=name.split("-")[1], bin_s=bin_s, default_horizon_s=horizon_s)
     if name == "seasonal-naive":

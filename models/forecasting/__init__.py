@@ -2,7 +2,7 @@
 
 Every forecaster derives from ``ForecastingModel`` (fit, predict, the history it needs, save/load).
 ``DartsQuantileForecaster`` (TiDE, darts), ``DartsPeakForecaster`` (darts quantile regression of
-the next bins and their peak from fine-grained covariates) and ``DirectPeakForecaster`` (boosted
+the next bins and their peak from fine-grained covariates), ``DartsPeakEnsemble`` (the quantile-wise mean of two of them) and ``DirectPeakForecaster`` (boosted
 quantile trees for the next bins and their peak) are the learned models, ``choose_champion`` picks
 among them on the selection span, ``SeasonalNaiveForecaster`` the baseline,
 ``planned_rate`` turns a forecast into the rate to plan for. Names are imported lazily so that
@@ -18,6 +18,7 @@ __all__ = [
     "ForecastingModel",
     "DartsQuantileForecaster",
     "DartsPeakForecaster",
+    "DartsPeakEnsemble",
     "DirectPeakForecaster",
     "choose_champion",
     "SeasonalNaiveForecaster",
@@ -31,6 +32,7 @@ _HOME = {
     "ForecastingModel": "models.forecasting.base",
     "DartsQuantileForecaster": "models.forecasting.darts_forecaster",
     "DartsPeakForecaster": "models.forecasting.darts_peak",
+    "DartsPeakEnsemble": "models.forecasting.peak_ensemble",
     "choose_champion": "models.forecasting.champion",
     "DirectPeakForecaster": "models.forecasting.peak_forecaster",
     "SeasonalNaiveForecaster": "models.forecasting.seasonal_naive",

@@ -14,7 +14,8 @@ Definitions (per origin ``o``; truth = the window series' bin means in ``[o, o +
   by a peak rule (same forms as planning rules: ``max_mean_x<f>`` or ``quantile:<q>``), chosen
   per model on the selection origins to minimise the absolute error: the highest bin mean of a
   smooth forecast sits systematically below the highest bin of a noisy truth, and every model,
-  the Demeter baseline included, gets the same chance to correct for that.
+  the Demeter baseline included, gets the same chance to correct for that. A model that forecasts
+  the peak itself (``peak_quantiles``) keeps the plain peak (:data:`DIRECT_PEAK_PLAIN`).
 - ``raw_peak_mae``: the same with the plain highest bin mean (no correction).
 - ``peak_mase``: ``peak_mae`` over the in-sample MAE of the naive peak forecast "the next window's
   peak equals the last window's", computed on the series before the first report origin (NaN when
@@ -54,7 +55,7 @@ __all__ = ["BacktestWindow", "BacktestResult", "SelectedBacktest", "run_backtest
            "backtest_select_then_report", "selection_window", "candidate_rules", "select_rule", "select_peak_rule",
            "PUBLISHED_RULE", "MIN_SELECT_ORIGINS",
            "IDENTITY_PEAK_RULE", "PEAK_RULE_N_SE", "PLANNING_Z", "horizon_block", "effective_origins",
-           "under_rate_upper_bound"]
+           "under_rate_upper_bound", "DIRECT_PEAK_PLAIN"]
 
 PUBLISHED_RULE = "max_mean_x1.10"
 #: The plain forecast peak (factor 1): the peak rule kept unless another one earns its place (:func:`select_peak_rule`).
@@ -74,6 +75,15 @@ PEAK_RULE_N_SE = 0.0
 #: x1.15 (over-provisioning 1.07 -> 1.15, past the 1.08 target). Pass ``planning_z=1`` (benchmark:
 #: ``--planning-z 1``) where a miss costs more than over-provisioning.
 PLANNING_Z = 0.0
+#: Whether a forecast that models the window's peak directly (``peak_quantiles`` set: the darts peak
+#: models, their ensemble, peak-gbm) keeps the plain peak (:data:`IDENTITY_PEAK_RULE`) instead of a
+#: peak factor chosen on the selection span. The factor exists to correct the highest *bin mean* of a
+#: smooth forecast, which sits below a noisy truth's highest bin (module doc); a direct peak model's
+#: median peak is already fitted to the peak under the absolute loss, so a factor on top of it has no
+#: bias to correct and only fits the selection span's drift. Measured in session 12
+#: (docs/results/forecasting.md): every factor these models chose other than x1.00 (ysb seeds 9 and 11,
+#: x0.95) made the report span worse. ``False`` (benchmark: ``--direct-peak-factor``) restores the choice.
+DIRECT_PEAK_PLAIN = True
 #: Fewest selection origins a rule may be chosen on (below this the choice is noise).
 MIN_SELECT_ORIGINS = 5
 _FACTORS = (0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.4, 1.5, 1.75, 2.0)
@@ -285,20 +295,25 @@ def select_peak_rule(forecasts: Sequence[QuantileForecast], peaks: np.ndarray, *
 
 
 def choose_rules(result: BacktestResult, max_under_rate: float = 0.05, *, planning_z: float | None = None,
-                 peak_n_se: float | None = None) -> tuple[str, str]:
+                 peak_n_se: float | None = None, direct_peak_plain: bool | None = None) -> tuple[str, str]:
     """``(planning rule, peak rule)`` chosen on every origin of ``result`` (its selection backtest).
 
     ``peak_n_se`` / ``planning_z`` (default :data:`PEAK_RULE_N_SE`, :data:`PLANNING_Z`, both 0: the
     plain choice) guard the peak and the planning rule against selection optimism
-    (:func:`select_peak_rule`, :func:`select_rule`), on blocks of one horizon.
+    (:func:`select_peak_rule`, :func:`select_rule`), on blocks of one horizon. ``direct_peak_plain``
+    (default :data:`DIRECT_PEAK_PLAIN`): forecasts that all carry ``peak_quantiles`` keep the plain peak.
     """
     if not result.forecasts:
         raise ForecastInputError(f"{result.model}: no forecasts to choose rules on")
     peaks, block = result.window.truth_peaks(), horizon_block(result.window)
     z = PLANNING_Z if planning_z is None else planning_z
     n_se = PEAK_RULE_N_SE if peak_n_se is None else peak_n_se
-    return (select_rule(result.forecasts, peaks, max_under_rate, block=block, z=z),
-            select_peak_rule(result.forecasts, peaks, block=block, n_se=n_se))
+    plain = DIRECT_PEAK_PLAIN if direct_peak_plain is None else direct_peak_plain
+    if plain and all(fc.peak_quantiles for fc in result.forecasts):
+        peak_rule = IDENTITY_PEAK_RULE
+    else:
+        peak_rule = select_peak_rule(result.forecasts, peaks, block=block, n_se=n_se)
+    return select_rule(result.forecasts, peaks, max_under_rate, block=block, z=z), peak_rule
 
 
 def summarize(result: BacktestResult, *, rule: str, peak_rule: str) -> dict[str, Any]:
@@ -389,7 +404,8 @@ def backtest_select_then_report(model: ForecastingModel, series: pd.Series, *, s
                                 horizon_s: int = 600, stride_bins: int = 1, inputs: pd.Series | None = None,
                                 fit: bool = True, max_under_rate: float = 0.05, select_refits: int = 1,
                                 min_select_origins: int = MIN_SELECT_ORIGINS, timed_predicts: int = 5,
-                                planning_z: float | None = None, peak_n_se: float | None = None) -> SelectedBacktest:
+                                planning_z: float | None = None, peak_n_se: float | None = None,
+                                direct_peak_plain: bool | None = None) -> SelectedBacktest:
     """Fit before ``select_start``, choose the rules on ``[select_start, report_start)``, refit, report.
 
     ``series`` is the binned truth (regular, UTC; :func:`prepare_rate_series`), ``inputs`` what the
@@ -399,15 +415,16 @@ def backtest_select_then_report(model: ForecastingModel, series: pd.Series, *, s
     everything before the part), so a long selection span is forecast by models about as well
     informed as the report's, at the cost of that many fits (ignored with ``fit=False``).
     Metrics cover every report origin (from ``report_start``); ``fit_s`` and ``predict_ms`` are
-    those of the report refit. ``planning_z`` / ``peak_n_se``: the guards of :func:`choose_rules`
-    (default :data:`PLANNING_Z`, :data:`PEAK_RULE_N_SE`; 0 turns one off).
+    those of the report refit. ``planning_z`` / ``peak_n_se`` / ``direct_peak_plain``: as in
+    :func:`choose_rules` (default :data:`PLANNING_Z`, :data:`PEAK_RULE_N_SE`, :data:`DIRECT_PEAK_PLAIN`).
     """
     window = selection_window(series, select_start, report_start, horizon_s, stride_bins, min_select_origins)
     if fit:
         selection = _chained_selection(model, window, select_refits, inputs)  # one part = one fit before the span
     else:
         selection = run_backtest(model, window, inputs=inputs, fit=False, timed_predicts=0)
-    rule, peak_rule = choose_rules(selection, max_under_rate, planning_z=planning_z, peak_n_se=peak_n_se)
+    rule, peak_rule = choose_rules(selection, max_under_rate, planning_z=planning_z, peak_n_se=peak_n_se,
+                                   direct_peak_plain=direct_peak_plain)
     report = run_backtest(model, BacktestWindow(series, pd.Timestamp(report_start), horizon_s, stride_bins), inputs=inputs,
                           fit=fit, timed_predicts=timed_predicts)
     return SelectedBacktest(selection, report, summarize(report, rule=rule, peak_rule=peak_rule))

@@ -1,7 +1,7 @@
 """MLflow pyfunc wrapper for forecasters, so a registered version can be served and reloaded.
 
 Use :class:`ForecasterPyfunc` when logging a fitted forecaster with ``models.registry``. Log it
-with ``artifacts={"model": <dir written by a forecaster's save>}`` (TiDE, Demeter ARIMA, ETS/Theta, direct peak, darts peak). ``predict`` takes a
+with ``artifacts={"model": <dir written by a forecaster's save>}`` (TiDE, Demeter ARIMA, ETS/Theta, direct peak, darts peak and their ensemble). ``predict`` takes a
 DataFrame of history rows (columns ``ts``: UTC timestamps or epoch ms, ``value``: rec/s) and
 returns one row per forecast bin: ``bin_start, mean, q<level>...``. The horizon comes from
 ``params={"horizon_s": ...}`` or the wrapper's default. ``jobs.train_forecaster`` registers a
@@ -29,6 +29,7 @@ _KINDS = {
     "darts-theta": ("models.forecasting.statistical", "StatisticalForecaster"),
     "direct-peak-gbm": ("models.forecasting.peak_forecaster", "DirectPeakForecaster"),
     "darts-peak": ("models.forecasting.darts_peak", "DartsPeakForecaster"),
+    "darts-peak-ensemble": ("models.forecasting.peak_ensemble", "DartsPeakEnsemble"),
 }
 
 
