@@ -76,11 +76,12 @@ def test_train_forecaster_logs_candidates_and_registers_a_champion_that_forecast
     base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
     feats = _features()
     _write(base / "date=2024-03-01" / "part-0.parquet", feats.drop(columns=["job"]))
-    # The default pool is the benchmark's champion pool plus the yardstick; the boosted darts peak model and the
-    # darts ensemble are left out here to keep this test cheap (they are tested on their own), Theta is opt-in.
+    # The default pool is the benchmark's champion pool, TiDE and Theta (short histories) and the yardstick; the
+    # boosted darts peak model, the darts ensemble and TiDE are left out here to keep this test cheap (they are
+    # tested on their own).
     from benchmarks.forecasting import CHAMPION_CANDIDATES
 
-    assert set(train_forecaster.CANDIDATES) == {*CHAMPION_CANDIDATES, "seasonal-naive"}
+    assert set(train_forecaster.CANDIDATES) == {*CHAMPION_CANDIDATES, "tide-quantile", "darts-theta", "seasonal-naive"}
     cands = ("peak-gbm", "darts-peak-linear", "darts-theta", "seasonal-naive")
     summary = train_forecaster.run(job="demo", settings=settings, candidates=cands, stride_bins=2)
     json.dumps(summary)  # XCom-ready
