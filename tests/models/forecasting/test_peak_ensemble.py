@@ -8,14 +8,7 @@ from models.forecasting.darts_peak import DartsPeakForecaster
 from models.forecasting.peak_ensemble import DartsPeakEnsemble, combine_forecasts
 from models.forecasting.pyfunc import load_forecaster
 from models.forecasting.types import QuantileForecast
-
-
-def _trace(hours=5.0, step_s=10, seed=0):
-    n = int(hours * 3600 / step_s)
-    t = np.arange(n) * step_s
-    rng = np.random.default_rng(seed)
-    rate = 40_000 + 15_000 * np.sin(2 * np.pi * t / 5400) + 2.0 * t / 10 + rng.normal(0, 300, n)
-    return pd.Series(rate, index=pd.date_range("2024-03-01", periods=n, freq=f"{step_s}s", tz="UTC"))
+from tests.models.forecasting.test_darts_peak import _trace
 
 
 def test_combine_averages_level_by_level_and_keeps_the_shared_levels():
