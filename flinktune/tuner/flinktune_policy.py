@@ -169,15 +169,8 @@ class FlinktunePolicy:
         return max(self.up_trigger, self.utilization) - self.utilization + self._util
 
     def _measure_latency(self, state: JobState, capacity: float | None, context: PolicyContext) -> None:
-        """Record this window's (utilization, p95) on the running shape and set this decision's cap.
-
-        Only steady windows count: running, no failure, no backlog over 2 s of input, a measured
-        capacity, and no change within the window (a restart's catch-up is not the shape's latency).
-        """
-        lag_s = state.lag / state.input_rate if state.input_rate > 0 and np.isfinite(state.lag) else np.inf
-        quiet = self._changes.since_last(state.ts) > state.window_s
-        if capacity is not None and state.restarts == 0 and state.running and lag_s <= 2.0 and quiet:
-            self.latency.observe(shape_of(state.config), state.input_rate / capacity, state.latency_p95_ms)
+        """Record this window on the running shape (:meth:`LatencyCurves.observe_window`) and set this decision's cap."""
+        self.latency.observe_window(state, capacity, self._changes.since_last(state.ts))
         if self.shape is None or self.latency_margin <= 0:
             self._latency_cap = LatencyCap(None, "")
         else:

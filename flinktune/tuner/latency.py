@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flinktune.tuner.capacity import Shape, shape_from_json
+from flinktune.decision import JobState
+from flinktune.tuner.capacity import Shape, shape_from_json, shape_of
 
 __all__ = ["LatencyCap", "LatencyCurves"]
 
@@ -57,6 +58,15 @@ class LatencyCurves:
         if not (np.isfinite(utilization) and np.isfinite(latency_ms)) or not 0.0 < utilization < 1.0 or latency_ms <= 0:
             return
         self.points.setdefault(shape, deque(maxlen=self.keep)).append((float(utilization), float(latency_ms)))
+
+    def observe_window(self, state: JobState, capacity: float | None, since_change_s: float) -> None:
+        """Record a decision window of the running job when it is steady: running, no failure, no
+        backlog over 2 s of input, a measured ``capacity`` (job input rec/s) and no change within the
+        window (``since_change_s`` > its length: a restart's catch-up is not the shape's latency)."""
+        lag_s = state.lag / state.input_rate if state.input_rate > 0 and np.isfinite(state.lag) else np.inf
+        steady = state.restarts == 0 and state.running and lag_s <= 2.0 and since_change_s > state.window_s
+        if capacity is not None and steady:
+            self.observe(shape_of(state.config), state.input_rate / capacity, state.latency_p95_ms)
 
     def cap(self, shape: Shape, target_ms: float, margin: float) -> LatencyCap:
         """The highest utilization of ``shape`` whose fitted p95 stays under ``margin x target_ms``."""
