@@ -39,7 +39,6 @@ __all__ = [
     "check",
     "check_cluster",
     "last_decision",
-    "last_decision_ts",
     "step_if_alarmed",
     "watch_chunks",
 ]
@@ -113,12 +112,6 @@ def check(
             f"at {rate:,.0f} rec/s" + (f"; {what}" if growth > 0 else "")
         )
     return Alarm(f"{what}, so the decision is made now, not at the next interval", growth, rate)
-
-
-def last_decision_ts(store: StateStore, job: str) -> float | None:
-    """When ``job`` last decided (from its state store), None before its first decision."""
-    last = last_decision(store, job)
-    return last[0] if last is not None else None
 
 
 def last_decision(store: StateStore, job: str) -> tuple[float, bool] | None:
