@@ -14,7 +14,7 @@ same variant) and the under-forecast rate / over-provisioning of the planning ru
 
 ``--ensemble`` adds a ``darts-peak-ensemble`` row to traces saved without one but with both darts peak
 models: its forecasts are the quantile-wise mean of theirs, origin by origin
-(:func:`models.forecasting.peak_ensemble.combine_forecasts`), which is what the ensemble forecasts
+(:func:`models.forecasting.peak_ensemble.ensemble_backtest`), which is what the ensemble forecasts
 when fitted on the same data (its members are those models, fitted alike); its fit and predict
 times are the members' sums.
 """
@@ -25,9 +25,9 @@ import argparse
 import pickle
 
 from benchmarks.forecasting import CHAMPION_CANDIDATES
-from models.forecasting.backtest import BacktestResult, SelectedBacktest, choose_rules, summarize
+from models.forecasting.backtest import SelectedBacktest, choose_rules, summarize
 from models.forecasting.champion import choose_champion
-from models.forecasting.peak_ensemble import ENSEMBLE_NAME, combine_forecasts
+from models.forecasting.peak_ensemble import ENSEMBLE_NAME, ensemble_backtest, member_candidates
 
 __all__ = ["VARIANTS", "main", "rescore", "with_ensemble"]
 
@@ -35,7 +35,6 @@ __all__ = ["VARIANTS", "main", "rescore", "with_ensemble"]
 VARIANTS: dict[str, tuple[float, float, bool]] = {"plain": (0.0, 0.0, False), "peak-1se": (0.0, 1.0, False),
                                                   "planning-ucb": (1.0, 0.0, False), "both": (1.0, 1.0, False),
                                                   "direct-x1": (0.0, 0.0, True)}
-_MEMBERS = ("darts-peak-linear", "darts-peak-hgb")
 
 
 def with_ensemble(backtests: dict[str, SelectedBacktest]) -> dict[str, SelectedBacktest]:
@@ -44,18 +43,9 @@ def with_ensemble(backtests: dict[str, SelectedBacktest]) -> dict[str, SelectedB
     Unchanged when the ensemble is there already or a member is missing. The rules in its metrics are
     the default choice's; :func:`rescore` chooses them again anyway.
     """
-    if ENSEMBLE_NAME in backtests or not all(m in backtests for m in _MEMBERS):
+    if ENSEMBLE_NAME in backtests or not all(m in backtests for m in member_candidates()):
         return backtests
-
-    def combined(part: str) -> BacktestResult:
-        results = [getattr(backtests[m], part) for m in _MEMBERS]
-        forecasts = [combine_forecasts(list(fcs)) for fcs in zip(*(r.forecasts for r in results))]
-        return BacktestResult(ENSEMBLE_NAME, results[0].window, forecasts, sum(r.fit_s for r in results),
-                              sum(r.predict_ms for r in results))
-
-    selection, report = combined("selection"), combined("report")
-    rule, peak_rule = choose_rules(selection)
-    return {**backtests, ENSEMBLE_NAME: SelectedBacktest(selection, report, summarize(report, rule=rule, peak_rule=peak_rule))}
+    return {**backtests, ENSEMBLE_NAME: ensemble_backtest([backtests[m] for m in member_candidates()])}
 
 
 def rescore(backtests: dict[str, SelectedBacktest], planning_z: float, peak_n_se: float,
@@ -82,7 +72,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("file", help="pickle written by benchmarks/forecasting.py --save-backtests")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {list(VARIANTS)}")
     p.add_argument("--ensemble", action="store_true",
-                   help=f"add {ENSEMBLE_NAME} from the saved {' and '.join(_MEMBERS)} forecasts where it was not run")
+                   help=f"add {ENSEMBLE_NAME} from the saved {' and '.join(member_candidates())} forecasts where it was not run")
     a = p.parse_args(argv)
     with open(a.file, "rb") as fh:
         saved = pickle.load(fh)  # a file this project's benchmark wrote: trusted input

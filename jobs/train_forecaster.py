@@ -198,6 +198,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     from models import registry
     from models.forecasting.backtest import MIN_SELECT_ORIGINS, backtest_select_then_report
     from models.forecasting.champion import choose_champion
+    from models.forecasting.peak_ensemble import ENSEMBLE_NAME, ensemble_backtest, member_candidates
     from models.forecasting.pyfunc import ForecasterPyfunc
     from models.forecasting.series_prep import prepare_rate_series
     from models.forecasting.types import ForecastInputError
@@ -253,9 +254,16 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     registrable = [c for c in candidates if models[c].registrable]  # seasonal naive is a yardstick only
     if not registrable:
         raise ValueError(f"candidates {list(candidates)}: none can be registered (all are yardsticks: registrable=False)")
+    members = member_candidates()
+    from_members = ENSEMBLE_NAME in models and all(m in models for m in members)
     for cand, model in models.items():
-        backtest = backtest_select_then_report(model, series, max_under_rate=max_under_rate, **spans)
-        backtests[cand], results[cand], scores[cand] = backtest, backtest.report, backtest.metrics
+        if cand == ENSEMBLE_NAME and from_members:
+            continue  # its members' backtests make its own (below): no second fit of each member
+        backtests[cand] = backtest_select_then_report(model, series, max_under_rate=max_under_rate, **spans)
+    if from_members:
+        backtests[ENSEMBLE_NAME] = ensemble_backtest([backtests[m] for m in members], max_under_rate=max_under_rate)
+    for cand in candidates:
+        results[cand], scores[cand] = backtests[cand].report, backtests[cand].metrics
         figs[cand] = _plot(results[cand], scores[cand]["rule"])
     # The benchmark's rule (models.forecasting.champion): chosen on the selection span, so the report
     # metrics logged below stay out of sample.

@@ -83,7 +83,7 @@ def demo(
 
     var_dir = var_dir.resolve()
     _fresh_demo_dir(var_dir)
-    from flinktune.orchestration.local.runner import run_pipeline
+    from flinktune.orchestration.local.runner import LocalPipeline
 
     t0 = time.monotonic()
     from flinktune.settings import load_settings
@@ -107,18 +107,18 @@ def demo(
     ]
     env = {"FLINKTUNE_VAR_DIR": str(var_dir), "FLINKTUNE_LATENCY_TARGET_MS": f"{latency_target_ms:g}"}
     try:
-        first = run_pipeline([ingest, *learn_and_decide], var_dir=var_dir, env=env)
-        # The decision task wrote the tuned period's raw metrics: curate just that period, then report.
-        # (the ingest's `collect` task, mapped over the fleet: the demo's one job)
-        tuned_from = int(first[0]["returns"]["collect"]["end_ms"])
-        run_pipeline(
-            [
-                ("flinktune_ingest", {**conf_common, "metrics_source": "lake", "start_ms": tuned_from}),
-                ("flinktune_report", conf_common),
-            ],
-            var_dir=var_dir,
-            env=env,
-        )
+        # One child runs all five DAG runs: Airflow, the models' libraries and Spark start once.
+        with LocalPipeline(var_dir, env=env) as pipeline:
+            first = pipeline.run([ingest, *learn_and_decide])
+            # The decision task wrote the tuned period's raw metrics: curate just that period, then report.
+            # (the ingest's `collect` task, mapped over the fleet: the demo's one job)
+            tuned_from = int(first[0]["returns"]["collect"]["end_ms"])
+            pipeline.run(
+                [
+                    ("flinktune_ingest", {**conf_common, "metrics_source": "lake", "start_ms": tuned_from}),
+                    ("flinktune_report", conf_common),
+                ]
+            )
     except Exception as exc:
         fail(str(exc))
     reports = sorted(Path(var_dir, "reports").glob("*/report.md"), key=lambda p: p.stat().st_mtime)

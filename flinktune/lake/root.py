@@ -19,6 +19,7 @@ before they become part of a path.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pandas as pd
@@ -150,8 +151,7 @@ class Lake:
             span = _file_span(f.name)
             if span is not None and ((start_ms is not None and span[1] < start_ms) or (end_ms is not None and span[0] >= end_ms)):
                 continue
-            filters = [("metric", "in", list(metrics))] if metrics else None
-            frames.append(pq.read_table(f, filters=filters).to_pandas())
+            frames.append(_read_raw_file(f, tuple(metrics) if metrics else None))
         if not frames:
             return empty_frame()
         out = pd.concat(frames, ignore_index=True)
@@ -161,6 +161,21 @@ class Lake:
         if end_ms is not None:
             out = out[out["ts_ms"] < end_ms]
         return validate_frame(out.reset_index(drop=True))
+
+
+def _read_raw_file(path: Path, metrics: tuple[str, ...] | None) -> pd.DataFrame:
+    """One raw file's rows (of ``metrics`` only, if given), through a cache keyed by the file's identity."""
+    st = path.stat()
+    return _read_raw_file_cached(str(path), st.st_ino, st.st_mtime_ns, st.st_size, metrics)
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_raw_file_cached(path: str, inode: int, mtime_ns: int, size: int, metrics: tuple[str, ...] | None) -> pd.DataFrame:
+    # Raw files are written once, atomically (a rewrite is a new inode), so the identity is the content.
+    # The decision loop reads the same recent files every minute (the watch, the window, the
+    # forecaster's history): parsing each once is most of its read time. Callers only concatenate it.
+    filters = [("metric", "in", list(metrics))] if metrics else None
+    return pq.read_table(path, filters=filters).to_pandas()
 
 
 def _file_span(name: str) -> tuple[int, int] | None:

@@ -7,6 +7,7 @@ CSV file (``timestamp,value``); its dataflow is then ``ysb`` unless ``workload``
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import time
@@ -186,7 +187,9 @@ def run_replay(
             if bar:
                 bar.step(name)
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # Spawned, not forked: the caller may hold threads (Spark's gateway, Airflow's in-process API in
+        # the local runner's child), and a forked child can hang on a lock one of them held.
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {
                 pool.submit(_one, name, trace, prof, space, settings, options.get(name), start_state): name for name in order
             }

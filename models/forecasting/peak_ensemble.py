@@ -34,11 +34,12 @@ import numpy as np
 import pandas as pd
 
 from models.atomic_write import atomic_dir
+from models.forecasting.backtest import BacktestResult, SelectedBacktest, choose_rules, summarize
 from models.forecasting.base import ForecastingModel
 from models.forecasting.darts_peak import DARTS_PEAK_LEVELS, ESTIMATORS, DartsPeakForecaster
 from models.forecasting.types import QuantileForecast
 
-__all__ = ["ENSEMBLE_NAME", "DartsPeakEnsemble", "combine_forecasts"]
+__all__ = ["ENSEMBLE_NAME", "DartsPeakEnsemble", "combine_forecasts", "ensemble_backtest", "member_candidates"]
 
 ENSEMBLE_NAME = "darts-peak-ensemble"
 
@@ -71,6 +72,35 @@ def combine_forecasts(forecasts: Sequence[QuantileForecast], *, model: str = ENS
         model=model,
         peak_quantiles=peak,
     )
+
+
+def member_candidates(estimators: Sequence[str] = ESTIMATORS) -> tuple[str, ...]:
+    """The candidate names of the ensemble's members (``darts-peak-<estimator>``)."""
+    return tuple(f"darts-peak-{e}" for e in estimators)
+
+
+def ensemble_backtest(members: Sequence[SelectedBacktest], *, max_under_rate: float = 0.05) -> SelectedBacktest:
+    """The ensemble's backtest built from its members' backtests on the same spans.
+
+    Use it where the members were backtested anyway (the retraining job, the benchmark's rules
+    script): the ensemble fits each member on the same data as the member alone does, so averaging
+    their forecasts origin by origin (:func:`combine_forecasts`) is the ensemble's own backtest
+    without fitting everything twice. The rules are chosen on the combined selection span as
+    :func:`~models.forecasting.backtest.backtest_select_then_report` chooses them; fit and predict
+    times are the members' sums.
+    """
+    if len(members) < 2:
+        raise ValueError(f"ensemble_backtest: needs at least two members' backtests, got {len(members)}")
+
+    def combined(part: str) -> BacktestResult:
+        results: list[BacktestResult] = [getattr(m, part) for m in members]
+        forecasts = [combine_forecasts(list(fcs)) for fcs in zip(*(r.forecasts for r in results), strict=True)]
+        return BacktestResult(ENSEMBLE_NAME, results[0].window, forecasts, sum(r.fit_s for r in results),
+                              sum(r.predict_ms for r in results))  # fmt: skip
+
+    selection, report = combined("selection"), combined("report")
+    rule, peak_rule = choose_rules(selection, max_under_rate)
+    return SelectedBacktest(selection, report, summarize(report, rule=rule, peak_rule=peak_rule))
 
 
 class DartsPeakEnsemble(ForecastingModel):

@@ -4,8 +4,9 @@ Import from the submodules (Airflow reads its configuration on first import, so 
 must be prepared before it is loaded):
 
 - :mod:`~flinktune.orchestration.local.airflow_home`: ``prepare_airflow_home(var_dir)`` -> env for Airflow.
-- :mod:`~flinktune.orchestration.local.runner`: ``run_dag`` / ``run_pipeline`` (each DAG in a fresh process).
-- :mod:`~flinktune.orchestration.local.in_process`: what that fresh process runs (``dag.test()``).
+- :mod:`~flinktune.orchestration.local.runner`: ``run_dag`` / ``run_pipeline`` / ``LocalPipeline``.
+- :mod:`~flinktune.orchestration.local.session`: the child process that runs them, one DAG after another.
+- :mod:`~flinktune.orchestration.local.in_process`: what that child runs for each DAG (``dag.test()``).
 """
 
 __all__: list[str] = []

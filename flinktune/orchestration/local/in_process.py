@@ -2,8 +2,9 @@
 
 Use :func:`run_in_process` only in a process whose environment was prepared by
 :func:`flinktune.orchestration.local.airflow_home.prepare_airflow_home` *before* Airflow was imported
-(``python -m flinktune.orchestration.local.runner --in-process ...`` does this; everyone else calls
-:func:`flinktune.orchestration.local.runner.run_dag`). Airflow is imported inside the functions so that
+(the child of :class:`flinktune.orchestration.local.session.DagSession` is such a process; everyone else
+calls :func:`flinktune.orchestration.local.runner.run_dag` or ``run_pipeline``). It may be called again
+in the same process for the next run. Airflow is imported inside the functions so that
 importing this module never fixes Airflow's configuration by accident.
 
 The summary it returns is a JSON-ready dict::
@@ -99,14 +100,16 @@ def run_in_process(dag_id: str, conf: dict[str, Any], *, retries: int | None = N
             task.retries = retries
 
     recorder = _failure_recorder()
-    get_listener_manager().add_listener(recorder)  # tasks run in this process, so it sees them
-
+    listeners = get_listener_manager()
+    listeners.add_listener(recorder)  # tasks run in this process, so it sees them
     try:
         dag_run = dag.test(run_conf=conf)
     except ParamValidationError as exc:
         # Airflow validates params while creating the run, before any task is scheduled.
         first_paragraph = str(exc).split("\n\n", 1)[0].strip()
         return _summary(dag_id, "rejected", started, message=first_paragraph)
+    finally:
+        listeners.pm.unregister(recorder)  # a session runs more DAGs in this process
 
     tasks = {ti.task_id: _state(ti.state) for ti in dag_run.get_task_instances()}
     return _summary(

@@ -1,11 +1,12 @@
-"""Run flinktune's DAGs locally with ``dag.test()``, each in a fresh process, no scheduler needed.
+"""Run flinktune's DAGs locally with ``dag.test()`` in a child process, no scheduler needed.
 
-Use :func:`run_pipeline` for the demo (prepare ``<var_dir>/airflow`` once, run DAGs in order, stop
-at the first failure) and :func:`run_dag` for one DAG with an environment you prepared with
-:func:`flinktune.orchestration.local.airflow_home.prepare_airflow_home`. Airflow reads its configuration
-when first imported, so every DAG runs in a child process started with that environment:
-``python -m flinktune.orchestration.local.runner --in-process ...``. The child's output (Airflow and task
-logs) goes to a log file under ``$AIRFLOW_HOME/logs/runner/``; errors name that file.
+Use :func:`run_pipeline` for a sequence of DAG runs (prepare ``<var_dir>/airflow`` once, run the DAGs
+in order in one child, stop at the first failure), :class:`LocalPipeline` when the next steps depend on
+what the first ones returned (the demo), and :func:`run_dag` for one DAG with an environment you prepared
+with :func:`flinktune.orchestration.local.airflow_home.prepare_airflow_home`. Airflow reads its
+configuration when first imported, so the DAGs run in a child process started with that environment
+(:mod:`flinktune.orchestration.local.session`); each run's output (Airflow and task logs) goes to its own
+log file under ``$AIRFLOW_HOME/logs/runner/``; errors name that file.
 
 From a shell::
 
@@ -15,24 +16,19 @@ From a shell::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TextIO
 
-from flinktune.lake.atomic import atomic_write
 from flinktune.orchestration.local.airflow_home import prepare_airflow_home
+from flinktune.orchestration.local.session import DagSession, SessionError
 
-__all__ = ["DagParamsError", "DagRunError", "main", "run_dag", "run_pipeline"]
-
-_TAIL_LINES = 30
+__all__ = ["DagParamsError", "DagRunError", "LocalPipeline", "main", "run_dag", "run_pipeline"]
 
 
 class DagRunError(RuntimeError):
@@ -62,15 +58,17 @@ def run_dag(
     *,
     retries: int | None = None,
     timeout_s: float | None = None,
+    session: DagSession | None = None,
 ) -> dict[str, Any]:
     """Run ``dag_id`` once with ``conf`` in a child process using Airflow ``env``; return its summary.
 
     ``env`` is what :func:`prepare_airflow_home` returned (plus any other variables the tasks
     need); it is laid over ``os.environ``. The summary is the dict described in
-    :mod:`flinktune.orchestration.local.in_process` plus ``"log"`` (the child's log file). ``retries``
-    overrides every task's retries (``None``: the DAG's own). Raises :class:`DagParamsError` when
-    params are rejected, :class:`DagRunError` naming the failed task(s) and their exception
-    messages when the run fails, the DAG is missing, or the child dies or times out.
+    :mod:`flinktune.orchestration.local.in_process` plus ``"log"`` (the run's log file). ``retries``
+    overrides every task's retries (``None``: the DAG's own). ``session`` runs it in that session's
+    child (``env`` is then the session's); without one a fresh child runs it alone. Raises
+    :class:`DagParamsError` when params are rejected, :class:`DagRunError` naming the failed task(s)
+    and their exception messages when the run fails, the DAG is missing, or the child dies or times out.
     """
     if not isinstance(conf, Mapping):
         raise TypeError(f"conf for DAG {dag_id!r} must be a mapping of param names to values, got {type(conf).__name__}")
@@ -78,53 +76,13 @@ def run_dag(
         conf_json = json.dumps(dict(conf))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"conf for DAG {dag_id!r} is not JSON-serialisable: {exc}") from None
-    if "AIRFLOW_HOME" not in env:
-        raise ValueError("env has no AIRFLOW_HOME; build it with prepare_airflow_home(var_dir)")
-
-    log_dir = Path(env["AIRFLOW_HOME"]) / "logs" / "runner"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    log_fd, log_name = tempfile.mkstemp(prefix=f"{dag_id}-{stamp}-", suffix=".log", dir=log_dir)
-    result_path = Path(log_name).with_suffix(".json")
-    cmd = [
-        sys.executable,
-        "-m",
-        "flinktune.orchestration.local.runner",
-        "--in-process",
-        "--dag",
-        dag_id,
-        "--conf",
-        conf_json,
-        "--result",
-        str(result_path),
-    ]
-    if retries is not None:
-        cmd += ["--retries", str(retries)]
-
-    with os.fdopen(log_fd, "w") as log:
-        # Own session: on timeout the whole group goes (Spark's JVM included), nothing else.
-        proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            returncode = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise DagRunError(
-                f"DAG {dag_id} did not finish within {timeout_s:.0f} s; log: {log_name}", dag_id=dag_id, log=log_name
-            ) from None
-        except BaseException:
-            _kill_group(proc)  # Ctrl-C: in its own session the child would not get the signal
-            raise
-
-    if not result_path.is_file():
-        raise DagRunError(
-            f"DAG {dag_id}: the runner process exited with code {returncode} before reporting a result; "
-            f"last lines of {log_name}:\n{_tail(log_name)}",
-            dag_id=dag_id,
-            log=log_name,
-        )
-    summary = json.loads(result_path.read_text())
-    result_path.unlink()
-    summary["log"] = log_name
+    if session is None:
+        with DagSession(env) as own:
+            return run_dag(dag_id, conf, env, retries=retries, timeout_s=timeout_s, session=own)
+    try:
+        summary = session.run(dag_id, conf_json, retries=retries, timeout_s=timeout_s)
+    except SessionError as exc:
+        raise DagRunError(str(exc), dag_id=dag_id, log=exc.log) from None
     _raise_unless_success(summary)
     return summary
 
@@ -147,23 +105,88 @@ def _raise_unless_success(summary: dict[str, Any]) -> None:
     raise DagRunError(f"DAG {dag_id} {state}: {detail} (log: {log})", dag_id=dag_id, summary=summary, log=log)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the child's whole process group: SIGTERM, up to 10 s grace, then SIGKILL for stragglers."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-    except ProcessLookupError:
-        return  # already gone
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # e.g. a Spark JVM that outlived the Python child
-    proc.wait()
+class LocalPipeline:
+    """Prepare ``<var_dir>/airflow`` once, then run steps of ``(dag_id, conf)`` in one child process.
+
+    Use it as a context manager when a later step needs what an earlier one returned; otherwise
+    :func:`run_pipeline` does the same in one call. :meth:`run` prints one progress line per step
+    to ``out`` (default stdout), e.g. ``[2/4] flinktune_train ... ok in 23 s``, stops at the first
+    failure and re-raises its :class:`DagRunError` / :class:`DagParamsError` with the step, DAG and
+    task in the message. The tasks see ``FLINKTUNE_VAR_DIR=<var_dir>`` so that the jobs write under
+    the same folder. ``retries`` defaults to 0 here so that a broken step fails at once (see
+    :func:`run_dag`); ``timeout_s`` bounds each step; ``dags_folder`` defaults to this repository's
+    ``dags/``; ``env`` holds extra variables for the tasks and wins over everything above;
+    ``database_url`` puts Airflow's metadata database on a server (see :func:`prepare_airflow_home`).
+    """
+
+    def __init__(
+        self,
+        var_dir: str | Path,
+        *,
+        retries: int | None = 0,
+        timeout_s: float | None = None,
+        dags_folder: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        out: TextIO | None = None,
+        database_url: str | None = None,
+    ) -> None:
+        self.var_dir, self.retries, self.timeout_s = var_dir, retries, timeout_s
+        self.dags_folder, self.extra_env, self.database_url = dags_folder, env, database_url
+        self.out = out or sys.stdout
+        self._session: DagSession | None = None
+
+    def __enter__(self) -> LocalPipeline:
+        started = time.monotonic()
+        child_env = {
+            **prepare_airflow_home(self.var_dir, dags_folder=self.dags_folder, database_url=self.database_url),
+            "FLINKTUNE_VAR_DIR": str(Path(self.var_dir).resolve()),
+        }
+        for key, value in {"SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
+            if key not in os.environ:
+                child_env[key] = value  # local-only defaults; the caller's own setting wins
+        child_env.update(self.extra_env or {})
+        self._session = DagSession(child_env)
+        self._env = child_env
+        print(
+            f"airflow home {child_env['AIRFLOW_HOME']} ... ready in {time.monotonic() - started:.0f} s", file=self.out, flush=True
+        )
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def run(self, steps: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+        """Run ``steps`` in order; return their summaries (see the class doc)."""
+        _check_steps(steps)
+        if self._session is None:
+            raise RuntimeError("LocalPipeline.run outside its `with` block")
+        summaries = []
+        for index, (dag_id, conf) in enumerate(steps, start=1):
+            print(f"[{index}/{len(steps)}] {dag_id} ...", end=" ", file=self.out, flush=True)
+            step_started = time.monotonic()
+            try:
+                summaries.append(
+                    run_dag(dag_id, conf, self._env, retries=self.retries, timeout_s=self.timeout_s, session=self._session)
+                )
+            except DagRunError as exc:
+                print(f"FAILED in {time.monotonic() - step_started:.0f} s", file=self.out, flush=True)
+                raise type(exc)(
+                    f"pipeline stopped at step {index}/{len(steps)}: {exc}",
+                    dag_id=exc.dag_id,
+                    task_id=exc.task_id,
+                    summary=exc.summary,
+                    log=exc.log,
+                ) from None
+            print(f"ok in {time.monotonic() - step_started:.0f} s", file=self.out, flush=True)
+        return summaries
 
 
-def _tail(path: str) -> str:
-    lines = Path(path).read_text(errors="replace").splitlines()
-    return "\n".join(lines[-_TAIL_LINES:])
+def _check_steps(steps: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    for index, step in enumerate(steps, start=1):
+        if not (isinstance(step, tuple) and len(step) == 2 and isinstance(step[0], str) and isinstance(step[1], Mapping)):
+            raise TypeError(f"pipeline step {index} must be a (dag_id, conf dict) pair, got {step!r}")
 
 
 def run_pipeline(
@@ -177,85 +200,39 @@ def run_pipeline(
     out: TextIO | None = None,
     database_url: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Prepare ``<var_dir>/airflow`` once, then run each ``(dag_id, conf)`` in order; return the summaries.
+    """Run each ``(dag_id, conf)`` of ``steps`` in order in one child; return the summaries.
 
-    Prints one progress line per step to ``out`` (default stdout), e.g.
-    ``[2/4] flinktune_train ... ok in 23 s``. Stops at the first failure and re-raises its
-    :class:`DagRunError` / :class:`DagParamsError` with the step, DAG and task in the message.
-    The tasks see ``FLINKTUNE_VAR_DIR=<var_dir>`` so that the jobs write under the same folder.
-    ``retries`` defaults to 0 here so that a broken step fails at once (see :func:`run_dag`);
-    ``timeout_s`` bounds each step; ``dags_folder`` defaults to this repository's ``dags/``;
-    ``env`` holds extra variables for the tasks and wins over everything above;
-    ``database_url`` puts Airflow's metadata database on a server (see :func:`prepare_airflow_home`).
+    The arguments and the progress lines are :class:`LocalPipeline`'s; malformed steps are refused
+    before anything is prepared.
     """
-    out = out or sys.stdout
-    for index, step in enumerate(steps, start=1):
-        if not (isinstance(step, tuple) and len(step) == 2 and isinstance(step[0], str) and isinstance(step[1], Mapping)):
-            raise TypeError(f"pipeline step {index} must be a (dag_id, conf dict) pair, got {step!r}")
-
-    started = time.monotonic()
-    child_env = {
-        **prepare_airflow_home(var_dir, dags_folder=dags_folder, database_url=database_url),
-        "FLINKTUNE_VAR_DIR": str(Path(var_dir).resolve()),
-    }
-    for key, value in {"SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
-        if key not in os.environ:
-            child_env[key] = value  # local-only defaults; the caller's own setting wins
-    child_env.update(env or {})
-    print(
-        f"[0/{len(steps)}] airflow home {child_env['AIRFLOW_HOME']} ... ready in {time.monotonic() - started:.0f} s",
-        file=out,
-        flush=True,
-    )
-
-    summaries = []
-    for index, (dag_id, conf) in enumerate(steps, start=1):
-        print(f"[{index}/{len(steps)}] {dag_id} ...", end=" ", file=out, flush=True)
-        step_started = time.monotonic()
-        try:
-            summaries.append(run_dag(dag_id, conf, child_env, retries=retries, timeout_s=timeout_s))
-        except DagRunError as exc:
-            print(f"FAILED in {time.monotonic() - step_started:.0f} s", file=out, flush=True)
-            raise type(exc)(
-                f"pipeline stopped at step {index}/{len(steps)}: {exc}",
-                dag_id=exc.dag_id,
-                task_id=exc.task_id,
-                summary=exc.summary,
-                log=exc.log,
-            ) from None
-        print(f"ok in {time.monotonic() - step_started:.0f} s", file=out, flush=True)
-    return summaries
-
-
-def _in_process(dag_id: str, conf: dict[str, Any], result: Path, retries: int | None) -> int:
-    from flinktune.orchestration.local.in_process import run_in_process  # imports Airflow: child only
-
-    summary = run_in_process(dag_id, conf, retries=retries)
-    atomic_write(result, json.dumps(summary, default=str, indent=1).encode())  # the parent reads only a complete result
-    return 0 if summary["state"] == "success" else 1
+    _check_steps(steps)
+    with LocalPipeline(
+        var_dir, retries=retries, timeout_s=timeout_s, dags_folder=dags_folder, env=env, out=out, database_url=database_url
+    ) as pipeline:
+        return pipeline.run(steps)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: run one DAG (``--var-dir``), or, with ``--in-process``, be the child :func:`run_dag` starts."""
+    """CLI: run one DAG (``--var-dir``), or, with ``--serve``, be the child a :class:`DagSession` starts."""
     parser = argparse.ArgumentParser(prog="python -m flinktune.orchestration.local.runner", description=main.__doc__)
-    parser.add_argument("--dag", required=True, help="DAG id, e.g. flinktune_decide")
+    parser.add_argument("--dag", help="DAG id, e.g. flinktune_decide")
     parser.add_argument("--conf", default="{}", help="run conf as a JSON object")
     parser.add_argument("--var-dir", default="var", help="flinktune's var folder (AIRFLOW_HOME = <var-dir>/airflow)")
     parser.add_argument("--retries", type=int, default=None, help="override every task's retries")
-    parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve is not None:
+        from flinktune.orchestration.local.session import serve
+
+        return serve(args.serve)
+    if not args.dag:
+        parser.error("--dag is required")
     try:
         conf = json.loads(args.conf)
     except ValueError as exc:
         parser.error(f"--conf is not valid JSON: {exc}")
     if not isinstance(conf, dict):
         parser.error(f"--conf must be a JSON object, got {type(conf).__name__}")
-
-    if args.in_process:
-        if args.result is None:
-            parser.error("--in-process needs --result")
-        return _in_process(args.dag, conf, args.result, args.retries)
     try:
         [summary] = run_pipeline([(args.dag, conf)], args.var_dir, retries=args.retries)
     except DagRunError as exc:

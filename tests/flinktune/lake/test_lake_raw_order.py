@@ -48,6 +48,9 @@ def test_a_window_read_opens_only_the_files_it_needs_and_returns_what_a_full_rea
     # a file another writer named otherwise is still read (no span in its name: opened, filtered by rows)
     odd = next((tmp_path / "lake").rglob("part-*.parquet"))
     odd.rename(odd.with_name("legacy.parquet"))
+    from flinktune.lake import root
+
+    root._read_raw_file_cached.cache_clear()  # `everything` read them all; count what the window opens
     opened: list[str] = []
     real = pq.read_table
     monkeypatch.setattr(pq, "read_table", lambda f, **kw: opened.append(Path(f).name) or real(f, **kw))
@@ -56,3 +59,25 @@ def test_a_window_read_opens_only_the_files_it_needs_and_returns_what_a_full_rea
     expected = everything[(everything.ts_ms >= lo) & (everything.ts_ms < hi)].reset_index(drop=True)
     assert window.equals(expected) and len(window) > 0
     assert "legacy.parquet" in opened and len(opened) == 3  # the two minutes the window spans, and the unnamed file
+
+
+def test_repeated_reads_parse_a_file_once_and_a_rewritten_file_is_read_again(tmp_path: Path, monkeypatch) -> None:
+    import pyarrow.parquet as pq
+
+    trace = generate_trace("ysb", 0.1, 7, start="2026-01-05 08:00")
+    twin = TwinJob(ClusterProfile.default("ysb"), default_space().maximum, job="j", seed=7,
+                   start_ts=int(trace.index[0].timestamp()))  # fmt: skip
+    lake = Lake(tmp_path / "lake")
+    [path] = lake.write_raw(twin.run(trace.to_numpy(dtype=float)[:60]))
+    opened: list[str] = []
+    real = pq.read_table
+    monkeypatch.setattr(pq, "read_table", lambda f, **kw: opened.append(Path(f).name) or real(f, **kw))
+    first = lake.read_raw("j")
+    first.loc[:, "value"] = -1.0  # a caller changing its frame must not change the next caller's
+    again = lake.read_raw("j")
+    assert len(opened) == 1 and (again["value"] != -1.0).all()
+    # Re-extracting a range rewrites the same file name (atomically: a new file): it is read anew.
+    rows = pq.read_table(path).to_pandas()
+    rows["value"] = 7.0
+    lake.write_raw_file(rows, path)
+    assert (lake.read_raw("j")["value"] == 7.0).all() and len(opened) == 3

@@ -130,3 +130,28 @@ def test_direct_peak_forecasts_keep_the_plain_peak_unless_asked():
     assert choose_rules(result(True))[1] == "max_mean_x1.00"  # the default (DIRECT_PEAK_PLAIN)
     assert choose_rules(result(True), direct_peak_plain=False)[1] == "max_mean_x0.95"
     assert choose_rules(result(False))[1] == "max_mean_x0.95"  # bin-mean forecasts still choose a factor
+
+
+def test_the_backtest_built_from_the_members_equals_the_ensembles_own():
+    # What the retraining job relies on to skip fitting each member a second time.
+    from models.forecasting.backtest import backtest_select_then_report
+    from models.forecasting.peak_ensemble import ensemble_backtest
+
+    raw = _trace(hours=6.0)
+    kw = dict(input_bin_s=10, quantiles=(0.5, 0.9), max_iter=20, seed=1)
+    spans = dict(select_start=raw.index[0] + pd.Timedelta(hours=4), report_start=raw.index[0] + pd.Timedelta(hours=5),
+                 horizon_s=600, stride_bins=1)  # fmt: skip
+    binned = raw.resample("60s").mean()  # the truth in the forecast's bins; the models read the 10 s input
+    own = backtest_select_then_report(DartsPeakEnsemble(**kw), binned, inputs=raw, **spans)
+    members = [
+        backtest_select_then_report(DartsPeakForecaster(estimator=e, **kw), binned, inputs=raw, **spans) for e in ("linear", "hgb")
+    ]
+    built = ensemble_backtest(members)
+    assert built.metrics.keys() == own.metrics.keys()
+    for key, value in own.metrics.items():
+        if key not in ("fit_s", "predict_ms"):
+            assert built.metrics[key] == (pytest.approx(value, rel=1e-9) if isinstance(value, float) else value), key
+    for a, b in zip(built.report.forecasts, own.report.forecasts, strict=True):
+        assert a.peak_quantiles == pytest.approx(b.peak_quantiles, rel=1e-9)
+    with pytest.raises(ValueError, match="at least two members"):
+        ensemble_backtest(members[:1])

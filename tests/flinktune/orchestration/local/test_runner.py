@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from flinktune.orchestration.local.airflow_home import prepare_airflow_home
-from flinktune.orchestration.local.runner import DagParamsError, DagRunError, main, run_dag, run_pipeline
+from flinktune.orchestration.local.runner import DagParamsError, DagRunError, LocalPipeline, main, run_dag, run_pipeline
+from flinktune.orchestration.local.session import DagSession
 
 pytestmark = pytest.mark.airflow
 
@@ -29,7 +30,8 @@ def tiny():
     def produce(params=None):
         if params["marker"]:
             Path(params["marker"]).write_text("ran")
-        return {"n": params["n"], "var_dir": os.environ.get("FLINKTUNE_VAR_DIR"), "mark": os.environ.get("TINY_MARK")}
+        return {"n": params["n"], "var_dir": os.environ.get("FLINKTUNE_VAR_DIR"), "mark": os.environ.get("TINY_MARK"),
+                "pid": os.getpid()}
 
     @task
     def consume(value, params=None):
@@ -101,8 +103,8 @@ def test_conf_must_be_json(env: dict[str, str]) -> None:
 def test_timeout_kills_the_run_and_says_so(env: dict[str, str]) -> None:
     with pytest.raises(DagRunError, match=r"DAG tiny did not finish within 1 s; log: ") as caught:
         run_dag("tiny", {}, env, timeout_s=1)
-    result_arg = str(Path(caught.value.log).with_suffix(".json"))  # on the child's command line
-    survivors = [p for p in Path("/proc").glob("[0-9]*") if _cmdline(p).count(result_arg)]
+    session_arg = str(Path(caught.value.log).parent)  # the session's folder is on the child's command line
+    survivors = [p for p in Path("/proc").glob("[0-9]*") if _cmdline(p).count(session_arg)]
     assert survivors == [], "the timed-out child must be killed"
 
 
@@ -124,11 +126,11 @@ def test_pipeline_prints_progress_and_stops_at_the_failing_task(var_dir: Path, e
     assert message.startswith("pipeline stopped at step 2/3: DAG tiny failed: task consume failed:")
     assert "ValueError: boom: refusing n=4" in message
     assert caught.value.task_id == "consume" and caught.value.summary["tasks"]["produce"] == "success"
-    produced = caught.value.summary["returns"]["produce"]
+    produced = {k: v for k, v in caught.value.summary["returns"]["produce"].items() if k != "pid"}
     assert produced == {"n": 4, "var_dir": str(var_dir.resolve()), "mark": "x"}, "tasks see FLINKTUNE_VAR_DIR and env"
     assert not marker.exists(), "no step may run after a failure"
     lines = out.getvalue().splitlines()
-    assert len(lines) == 3 and lines[0].startswith("[0/3] airflow home ")
+    assert len(lines) == 3 and lines[0].startswith("airflow home ")
     assert lines[1].startswith("[1/3] tiny ... ok in ") and lines[1].endswith(" s")
     assert lines[2].startswith("[2/3] tiny ... FAILED in ")
 
@@ -151,3 +153,25 @@ def test_a_child_that_dies_before_reporting_is_an_error_with_its_last_log_lines(
     with pytest.raises(DagRunError, match=r"(?s)exited with code 1 before reporting a result; last lines of .*relative") as caught:
         run_dag("tiny", {}, broken)
     assert caught.value.task_id is None and Path(caught.value.log).is_file()
+
+
+def test_a_session_runs_every_dag_in_one_child_and_survives_a_failed_run(env: dict[str, str]) -> None:
+    with DagSession(env) as session:
+        first = run_dag("tiny", {"n": 1}, env, session=session)
+        with pytest.raises(DagRunError, match="boom: refusing n=2"):
+            run_dag("tiny", {"n": 2, "explode": True}, env, retries=0, session=session)
+        third = run_dag("tiny", {"n": 3}, env, session=session)
+    pids = {first["returns"]["produce"]["pid"], third["returns"]["produce"]["pid"]}
+    assert len(pids) == 1, "one child process for the whole session"
+    assert first["log"] != third["log"] and "task_id=consume" in Path(third["log"]).read_text(), "a log file per run"
+    assert not Path(f"/proc/{pids.pop()}").exists(), "closing the session ends its child"
+
+
+def test_a_pipeline_hands_results_to_its_next_steps_in_the_same_child(var_dir: Path) -> None:
+    out = io.StringIO()
+    with LocalPipeline(var_dir, dags_folder=var_dir.parent / "dags", out=out) as pipeline:
+        [first] = pipeline.run([("tiny", {"n": 2})])
+        [second] = pipeline.run([("tiny", {"n": first["returns"]["consume"]["double"]})])
+    assert second["returns"]["consume"] == {"double": 8}
+    assert first["returns"]["produce"]["pid"] == second["returns"]["produce"]["pid"]
+    assert [line.split(" ... ")[0] for line in out.getvalue().splitlines()[1:]] == ["[1/1] tiny", "[1/1] tiny"]
