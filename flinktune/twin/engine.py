@@ -189,7 +189,7 @@ class Dynamics:
                     else:
                         f *= 1.0 - x.async_overhead
                 age = t - self.started_at
-                if age < x.warmup_s:
+                if x.warmup_s > 0.0 and age < x.warmup_s:  # age < 0 in the restart's first, partial second
                     f *= x.warmup_initial + (1.0 - x.warmup_initial) * age / x.warmup_s
                 f -= ps
                 ce = cap[i] * f if f > 0.0 else 0.0
