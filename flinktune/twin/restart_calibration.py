@@ -8,7 +8,7 @@ rescale to the count after it, at the measured throughput, costs as much latency
 measured rescales did. With no such file the profile is returned unchanged with a note saying so.
 Then refit the mechanism with the fitted terms held (``benchmarks/twin_fidelity.py`` and
 ``flinktune twin calibrate`` do): its recovery stage (``failure_detection_s``, ``restart_base_s``)
-was fitted on the profiling runs' recoveries with the old terms, which every restart shares.
+was fitted on the profiling runs' recoveries with the old ``restart_per_tm_s``, which every restart shares.
 
 What is measured: a *rescale episode* is a run of consecutive minutes in which the (per-minute
 mean) TaskManager count changes, between two whole counts that differ. Its cost is the excess
@@ -19,10 +19,14 @@ next to them. Episodes from 2 minutes before to 1 minute after an injected failu
 
 What is fitted, from what (one total per step, so one term per step):
 
-1. scale-downs (no pods start): ``warmup_s``, the term nothing else pins (default 20 s). The capacity
+1. scale-downs (no pods start): ``rescale_warmup_s``, the warm-up after a rescale restart, which
+   nothing else pins (unset, it is ``warmup_s``, default 20 s). It is its own term because a rescale
+   restarts the job in TaskManagers that keep running (warm JVMs), unlike a fresh deployment (the
+   profiling runs, whose fit rests on ``warmup_s``); failures keep ``warmup_s`` too. The capacity
    right after a restart (``warmup_initial_capacity``) stays: minute data cannot tell a short deep
    warm-up from a long shallow one. Only if the warm-up reaches 0 (restart downtime and replay alone
-   cost more than measured) is ``restart_per_tm_s`` (a default, 0.3 s) fitted on the same episodes.
+   cost more than measured) is ``restart_per_tm_s`` (a default, 0.3 s; it is in every restart,
+   failures included) fitted on the same episodes.
 2. scale-ups, with step 1's terms: ``tm_start_s``, the time new pods take before the restart.
 
 Not fitted here: ``restart_base_s`` (from the profiling runs' recoveries) and the replay from the last
@@ -186,7 +190,8 @@ def _fit(
         p = profile.with_(**{name: float(value)})
         return sum(twin_rescale_cost(p, config, a, b, r) for a, b, r in keys)
 
-    before = total(float(getattr(profile, name)))
+    current = getattr(profile, name)
+    before = total(float(profile.warmup_s if current is None else current))  # rescale_warmup_s None: warmup_s
     lo, hi = bounds
     if total(lo) >= measured:
         return lo, "at the lower bound", before
@@ -199,8 +204,8 @@ def calibrate_restart(profile: ClusterProfile, config: Configuration, episodes: 
     """``profile`` with its restart cost fitted on measured rescale ``episodes`` (from
     :func:`rescale_episodes`; the twin restarts once per episode at ``config``'s shape), in steps:
 
-    1. on the scale-downs (no new pods): ``warmup_s`` in [0, 120] s so that the twin's summed cost
-       equals the measured sum; only when it reaches 0 (downtime and replay alone cost more) is
+    1. on the scale-downs (no new pods): ``rescale_warmup_s`` in [0, 120] s so that the twin's summed
+       cost equals the measured sum; only when it reaches 0 (downtime and replay alone cost more) is
        ``restart_per_tm_s`` fitted in [0, 2] s the same way (the warm-up first: nothing else pins it;
        the per-TaskManager time is a default, while ``restart_base_s`` is fitted on the profiling
        runs' recoveries);
@@ -220,21 +225,21 @@ def calibrate_restart(profile: ClusterProfile, config: Configuration, episodes: 
     cost_measured = cost_before = None
     if len(downs):
         cost_measured = float(downs["cost_s2"].mean())
-        w, bound, before = _fit(profile, config, "warmup_s", (_MIN_WARMUP_S, _MAX_WARMUP_S), downs)
+        w, bound, before = _fit(profile, config, "rescale_warmup_s", (_MIN_WARMUP_S, _MAX_WARMUP_S), downs)
         cost_before = before / len(downs)
-        fitted["warmup_s"] = w
+        fitted["rescale_warmup_s"] = w
         notes.append(
             f"{len(downs)} scale-downs: measured {cost_measured:.1f} s*s each, twin {cost_before:.1f} before; "
-            f"warmup_s {w:.1f}" + (f" ({bound})" if bound else "")
+            f"rescale_warmup_s {w:.1f}" + (f" ({bound})" if bound else "")
         )
-        profile = profile.with_(warmup_s=round(w, 2))
+        profile = profile.with_(rescale_warmup_s=round(w, 2))
         if w <= _MIN_WARMUP_S:
             v, bound, _ = _fit(profile, config, "restart_per_tm_s", (0.0, 2.0), downs)
             fitted["restart_per_tm_s"] = v
             notes.append(f"restart_per_tm_s {v:.3f}" + (f" ({bound})" if bound else ""))
             profile = profile.with_(restart_per_tm_s=round(v, 4))
     else:
-        notes.append(f"no usable scale-down: warmup_s stays {profile.warmup_s:g}")
+        notes.append(f"no usable scale-down: rescale_warmup_s stays {profile.rescale_warmup_s}")
     if len(ups):
         v, bound, before = _fit(profile, config, "tm_start_s", (0.0, 120.0), ups)
         fitted["tm_start_s"] = v

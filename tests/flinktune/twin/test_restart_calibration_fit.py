@@ -17,6 +17,7 @@ from flinktune.twin.restart_calibration import (
     rescale_episodes,
     twin_rescale_cost,
 )
+from flinktune.twin.simulator import TwinJob
 
 SHAPE = Configuration(parallelism=8, task_slots=1, cpu=1.0, memory_mb=2048, checkpoint_interval_s=10)
 
@@ -37,22 +38,23 @@ def _episodes(truth: ClusterProfile, moves: list[tuple[int, int, float]]) -> pd.
 
 def test_a_known_warmup_and_pod_start_are_recovered() -> None:
     base = ClusterProfile.default("ysb")
-    truth = base.with_(warmup_s=8.0, tm_start_s=15.0)
+    truth = base.with_(rescale_warmup_s=8.0, tm_start_s=15.0)
     eps = _episodes(truth, [(6, 5, 0.5), (8, 6, 0.4), (4, 6, 0.6), (5, 7, 0.5)])
     cal = calibrate_restart(base, SHAPE, eps)
-    assert cal.fitted["warmup_s"] == pytest.approx(8.0, abs=1.0)
+    assert cal.fitted["rescale_warmup_s"] == pytest.approx(8.0, abs=1.0)
     assert cal.fitted["tm_start_s"] == pytest.approx(15.0, abs=1.5)
     assert "restart_per_tm_s" not in cal.fitted  # the warm-up did not reach its bound
     assert cal.profile.restart_per_tm_s == base.restart_per_tm_s
     assert cal.twin_cost_s2_before > cal.measured_cost_s2  # the default 20 s warm-up costs more
+    assert cal.profile.warmup_s == base.warmup_s  # a fresh deployment's (and a failure's) warm-up stays
 
 
 def test_the_per_taskmanager_restart_time_is_fitted_once_the_warmup_is_at_zero() -> None:
     base = ClusterProfile.default("ysb")
-    truth = base.with_(warmup_s=0.0, restart_per_tm_s=0.1)
+    truth = base.with_(rescale_warmup_s=0.0, restart_per_tm_s=0.1)
     eps = _episodes(truth, [(6, 5, 0.5), (8, 6, 0.4), (7, 4, 0.3)])
     cal = calibrate_restart(base, SHAPE, eps)
-    assert cal.fitted["warmup_s"] == 0.0 and "lower bound" in cal.note
+    assert cal.fitted["rescale_warmup_s"] == 0.0 and "lower bound" in cal.note
     assert cal.fitted["restart_per_tm_s"] == pytest.approx(0.1, abs=0.03)
     assert "no usable scale-up" in cal.note and cal.profile.tm_start_s == base.tm_start_s
 
@@ -105,3 +107,20 @@ def test_without_measured_reactive_runs_the_profile_is_unchanged(tmp_path) -> No
     eps = pd.DataFrame({"tm_before": [3], "tm_after": [2], "rate": [_rate(base, 2, 1.5)], "cost_s2": [50.0]})
     cal = calibrate_restart(base, SHAPE, eps)
     assert cal.profile == base and cal.fitted == {} and "no usable scale-down" in cal.note
+
+
+def test_the_rescale_warmup_applies_to_rescale_restarts_only() -> None:
+    base = ClusterProfile.default("ysb")
+    cold, warm = base, base.with_(rescale_warmup_s=0.0)
+    rate = _rate(base, 5, 0.5)
+    assert twin_rescale_cost(warm, SHAPE, 6, 5, rate) < twin_rescale_cost(cold, SHAPE, 6, 5, rate)
+
+    def after_failure(profile: ClusterProfile) -> np.ndarray:
+        job = TwinJob(profile, SHAPE.with_(parallelism=5), reactive=True)
+        job.run(np.full(60, rate), emit=False)
+        job.inject_failure()
+        job.run(np.full(300, rate), emit=False)
+        return job.history()["lag"].to_numpy(float)
+
+    lag = after_failure(cold)
+    assert lag.max() > 0 and np.array_equal(lag, after_failure(warm))  # a failure keeps warmup_s
