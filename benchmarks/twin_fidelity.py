@@ -14,7 +14,10 @@ Use on any folder in the demeter-ads format (``../shared/data/demeter-ads/README
    from ``profiling_overhead.csv``).
 
 Calibrated on the folder too, when it has them: the twin's CPU per record on the static run's
-measured CPU load (``measured_60s/*baseline*.csv``, :mod:`flinktune.twin.cpu_calibration`), and the
+measured CPU load (``measured_60s/*baseline*.csv``, :mod:`flinktune.twin.cpu_calibration`), the
+restart cost (warm-up, per-TaskManager restart time, pod start) on the measured reactive runs'
+rescales (``measured_60s/*reactive*.csv``, :mod:`flinktune.twin.restart_calibration`; the mechanism
+is then refitted with those held, so that its recovery stage agrees with them), and the
 utilisation targets of the reactive HPA and the operator autoscaler from the measured methods'
 names (``reactive35`` -> 0.35; none in the name: the policy's default). Slow recoveries are
 counted with the detector-like measure (:func:`flinktune.replay.metrics.detector_recovery_time`,
@@ -51,6 +54,7 @@ from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measurements, read_static_measurements  # noqa: E402
 from flinktune.twin.grey_box import cross_validate, fit_grey_box  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
+from flinktune.twin.restart_calibration import calibrate_restart_on_folder  # noqa: E402
 from flinktune.twin.workload import load_trace_csv  # noqa: E402
 
 #: Replayed policy -> the method's name in the measured summaries.
@@ -222,7 +226,19 @@ def run(
     twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     space = space_from_runs(runs_csv)
     profile, cpu_note, options = twin.profile, "not calibrated (--no-calibrate)", {}
+    restart_note = "not calibrated (--no-calibrate)"
     if calibrate:
+        # The restart cost on the measured reactive runs' rescales (it reads the fitted capacity); the
+        # recovery stage was fitted with the old warm-up and restart time, so the mechanism is refitted
+        # with the fitted terms held (it fits detection and restart_base_s, not these).
+        restart = calibrate_restart_on_folder(data, profile, space.maximum)
+        restart_note = restart.note
+        if restart.fitted:
+            held = {k: float(getattr(restart.profile, k)) for k in restart.fitted}
+            twin = fit_grey_box(runs_csv.drop(columns=["run"]), base.with_(**held), max_nfev=max_nfev)
+            profile = twin.profile
+            restart_note += (f"; mechanism refitted with these held: failure_detection_s {profile.failure_detection_s:.3g}, "
+                             f"restart_base_s {profile.restart_base_s:.3g}")  # fmt: skip
         static_files = find_static_measurements(data)
         cal = calibrate_cpu(profile, space.maximum, read_static_measurements(static_files))
         profile = cal.profile
@@ -265,7 +281,7 @@ def run(
     result = {
         "folds": folds, "cv_mean": cv_mean, "params": twin.params, "replayed": replayed, "measured": measured,
         "comparison": table, "seeds": list(seeds), "failures": failures, "failures_from": failures_from, "static_note": static_note,
-        "cpu_note": cpu_note, "targets": options, "cpu_per_busy": profile.cpu_per_busy,
+        "cpu_note": cpu_note, "restart_note": restart_note, "targets": options, "cpu_per_busy": profile.cpu_per_busy,
         "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
     }  # fmt: skip
     if out:
@@ -302,7 +318,7 @@ def render(r: dict, data: Path, command: str) -> str:
         ", ".join(f"`{k}`={v:.4g}" for k, v in r["params"].items()) + "\n\n"
         f"## Replayed methods against measured (relative to static; recoveries and reconfigurations per run; twin: mean over seeds {r['seeds']})\n\n"
         f"Static: {r['static_note']}.\n\n"
-        f"CPU: {r['cpu_note']}. Published targets from the measured methods' names: {r['targets'] or 'none'}. "
+        f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Published targets from the measured methods' names: {r['targets'] or 'none'}. "
         "Slow recoveries: detector-like measure (20 s wait, then 15 normal points of 5 s; the twin's own lag measure in `slow_recoveries_twin_measure`).\n\n"
         + _md(r["comparison"]) + "\n"
     )  # fmt: skip

@@ -48,6 +48,9 @@ def twin_calibrate(
     When the observations sit in a folder in the demeter-ads format with a measured static run
     (``measured_60s/*baseline*.csv``), the twin's CPU per record is calibrated on its CPU load
     (``flinktune.twin.cpu_calibration``); without one CPU stays uncalibrated and the output says so.
+    Then, with measured reactive runs there (``measured_60s/*reactive*.csv``), the restart cost
+    (warm-up, per-TaskManager restart time, pod start) is fitted on their rescales
+    (``flinktune.twin.restart_calibration``); without them it stays as it was and the output says so.
     """
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
     from flinktune.twin.profile import ClusterProfile, ProfileError
@@ -94,8 +97,9 @@ def _twin_calibrate_grey_box(
         twin = fit_grey_box(obs.drop(columns=[group_by]), base, **kwargs)
     except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
+    twin, restart_note = _calibrate_restart_beside(observations, obs, twin, base, group_by, kwargs)
     twin, cpu_note = _calibrate_cpu_beside(observations, obs, twin)
-    twin.notes.append(cpu_note)
+    twin.notes.extend([restart_note, cpu_note])
     twin.profile.to_yaml(out)
     whole = twin.save(Path(f"{out}.greybox.joblib"))
     typer.echo(folds.round(4).to_string(index=False))
@@ -123,6 +127,26 @@ def _calibrate_cpu_beside(observations: Path, obs: Any, twin: Any) -> tuple[Any,
     except ValueError as exc:
         fail(str(exc))
     return replace(twin, profile=cal.profile), cal.note
+
+
+def _calibrate_restart_beside(
+    observations: Path, obs: Any, twin: Any, base: Any, group_by: str, kwargs: dict[str, Any]
+) -> tuple[Any, str]:
+    """``twin`` with its restart cost fitted on the measured reactive runs beside ``observations`` (if
+    any), refitted with those terms held (its recovery stage was fitted with the old ones), and a note."""
+    from flinktune.config_space import space_from_runs
+    from flinktune.twin.grey_box import fit_grey_box
+    from flinktune.twin.restart_calibration import calibrate_restart_on_folder
+
+    try:
+        cal = calibrate_restart_on_folder(observations.parent, twin.profile, space_from_runs(obs).maximum)
+    except ValueError as exc:
+        fail(str(exc))
+    if not cal.fitted:
+        return twin, f"restart cost: {cal.note}"
+    held = {k: float(getattr(cal.profile, k)) for k in cal.fitted}
+    twin = fit_grey_box(obs.drop(columns=[group_by]), base.with_(**held), **kwargs)
+    return twin, f"restart cost: {cal.note}; mechanism refitted with these held"
 
 
 @twin_app.command("predict")

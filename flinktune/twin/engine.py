@@ -88,6 +88,7 @@ class Dynamics:
     fail_nominal_next: int | None = None
     fail_at: list[int] = field(default_factory=list)
     rejoin_at: list[float] = field(default_factory=list)
+    warmup_len: float | None = None  # this start's warm-up, s; None: StepInputs.warmup_s
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,9 +109,11 @@ class Dynamics:
             cand += interval * math.ceil((t - cand) / interval)
         return int(cand)
 
-    def restart(self, at: float, interval: int) -> None:
-        """The job (re)starts at ``at``: fresh checkpoint timer, nothing in flight, warm-up from ``at``."""
+    def restart(self, at: float, interval: int, warmup_s: float | None = None) -> None:
+        """The job (re)starts at ``at``: fresh checkpoint timer, nothing in flight, warm-up from ``at``
+        (``warmup_s`` long; None: the step inputs' warm-up)."""
         self.down_until = at
+        self.warmup_len = warmup_s
         self.started_at = at
         self.inflight = None
         self.ckpt_next = int(math.ceil(at)) + interval
@@ -189,8 +192,9 @@ class Dynamics:
                     else:
                         f *= 1.0 - x.async_overhead
                 age = t - self.started_at
-                if age < x.warmup_s:
-                    f *= x.warmup_initial + (1.0 - x.warmup_initial) * age / x.warmup_s
+                warm = x.warmup_s if self.warmup_len is None else self.warmup_len
+                if warm > 0.0 and age < warm:  # age < 0 in the restart's first, partial second
+                    f *= x.warmup_initial + (1.0 - x.warmup_initial) * age / warm
                 f -= ps
                 ce = cap[i] * f if f > 0.0 else 0.0
                 backlog = r + lag

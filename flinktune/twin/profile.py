@@ -130,6 +130,12 @@ class ClusterProfile(BaseModel):
         "that is a second restart. Demeter's injected fault is a 30 s network delay of one TaskManager.",
     )
     warmup_s: float = Field(20.0, ge=0, description="Seconds after a (re)start until full speed (JIT, caches, lazy state).")
+    rescale_warmup_s: float | None = Field(
+        None,
+        ge=0,
+        description="Warm-up after a rescale restart (reactive mode, in-place rescale), whose TaskManagers keep running, s; "
+        "empty: warmup_s. Fitted on measured reactive-mode rescales (flinktune.twin.restart_calibration).",
+    )
     warmup_initial_capacity: float = Field(
         0.5, gt=0, le=1, description="Fraction of capacity right after a (re)start (ramps linearly to 1)."
     )

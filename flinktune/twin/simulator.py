@@ -155,7 +155,9 @@ class TwinJob:
             d.consumed = d.ckpt_offset
         else:
             d.ckpt_offset = d.consumed  # the savepoint (or a fresh checkpoint) is the restore point
-        d.restart(max(float(d.t), d.down_until) + down, config.checkpoint_interval_s)
+        # A rescale restarts the job in TaskManagers that keep running (warm JVMs): its own warm-up.
+        warm = self.profile.rescale_warmup_s if kind in ("restart", "rescale") else None
+        d.restart(max(float(d.t), d.down_until) + down, config.checkpoint_interval_s, warm)
         self.config = config
         self.reconfigurations.append(record)
         return down
