@@ -86,7 +86,7 @@ def _drain_ingest(topo: Topology, timeout_s: float, check: Callable[[], None]) -
         return False
     deadline = time.monotonic() + timeout_s
     while True:
-        got = api.get(f"{base}/dagRuns", params={"state": ["queued", "running"], "limit": 1}, timeout=30)
+        got = api.get(f"{base}/dagRuns", params=[("state", "queued"), ("state", "running"), ("limit", 1)], timeout=30)
         if got.ok and got.json().get("total_entries", 1) == 0:
             return True
         if time.monotonic() > deadline:
