@@ -1,5 +1,6 @@
 """The rehearsal's scenario: start the topology, offer each job its rate plan, let the DAGs run
-unattended on their short schedules, then report what happened and stop everything.
+unattended on their short schedules, let the ingest run in flight finish (no new one starts), then
+report what happened and stop everything.
 
 Use :func:`rehearse` (``flinktune rehearse --minutes N``). The rehearsal drives nothing but the
 offered rates (the producers' part); extract, ETL, training, decisions and rescaling are the
@@ -57,6 +58,7 @@ class RehearsalOptions:
     decision_interval_s: int = 120  # the window each decision reads: the lake lags by up to two ingest periods
     spark_workers: int = 2
     celery_workers: int = 2
+    drain_ingest_s: float = 300.0  # at the end: how long to wait for the ingest run in flight (see _drain_ingest)
 
 
 def _plan(job: JobPlan, seconds: float) -> RatePlan:
@@ -72,6 +74,25 @@ def _celery_runs(logs: Path) -> dict[str, int]:
         f.stem.removeprefix("airflow-"): f.read_text(errors="replace").count("] succeeded in ")
         for f in sorted(logs.glob("airflow-celery-worker-*.log"))
     }
+
+
+def _drain_ingest(topo: Topology, timeout_s: float, check: Callable[[], None]) -> bool:
+    """Pause ``flinktune_ingest`` and wait until none of its runs is queued or running; False when ``timeout_s``
+    passed first. A run the stop cut short would leave a collect without its ETL: the lake's curated features
+    would lag its raw metrics, and an ETL on the standalone cluster could not be checked against them."""
+    api = topo.session()
+    base = f"{topo.api}/api/v2/dags/flinktune_ingest"
+    if not api.patch(base, json={"is_paused": True}, timeout=30).ok:
+        return False
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = api.get(f"{base}/dagRuns", params=[("state", "queued"), ("state", "running"), ("limit", 1)], timeout=30)
+        if got.ok and got.json().get("total_entries", 1) == 0:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        check()
+        time.sleep(2)
 
 
 def _task_summary(topo: Topology) -> dict[str, Any]:
@@ -150,7 +171,12 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
                     next_line = elapsed + 30
                 time.sleep(2)
             end_ts = time.time()
-            say("plan over: collecting outcomes")
+            say("plan over: letting the ingest run in flight finish")
+            t_drain = time.monotonic()
+            summary["ingest_drained"] = _drain_ingest(topo, opts.drain_ingest_s, stack.check)
+            summary["ingest_drain_s"] = round(time.monotonic() - t_drain)
+            drained = "drained" if summary["ingest_drained"] else "NOT drained"
+            say(f"ingest {drained} in {summary['ingest_drain_s']} s: collecting outcomes")
             summary["tasks"] = _task_summary(topo)
             lake = Lake(var_dir / "lake")
             summary["jobs"] = {}

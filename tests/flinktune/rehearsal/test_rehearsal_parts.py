@@ -1,5 +1,5 @@
 """The rehearsal's pure parts, without servers: attachments, the Prometheus window and queries of a
-Flink-reporter job, the schedules from settings, the verdict words and the run's own capacities."""
+Flink-reporter job, the schedules from settings, the verdict words, the run's own capacities and the end's drain of the ingest DAG."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -144,3 +145,34 @@ def test_a_fleet_job_with_nothing_to_learn_from_skips_its_training_and_says_why(
         tasks.train("surrogate", "bench-small")
     with pytest.raises(AirflowSkipException, match=r"forecaster of job 'bench-small': no features_1m"):
         tasks.train("forecaster", "bench-small")
+
+
+class _IngestApi:
+    """The Airflow API as the drain sees it: a PATCH that pauses, then ``running`` polls with runs in flight."""
+
+    def __init__(self, running: int) -> None:
+        self.running, self.calls = running, []
+
+    def patch(self, url: str, json: dict, timeout: float) -> SimpleNamespace:
+        self.calls.append(("PATCH", url, json))
+        return SimpleNamespace(ok=True)
+
+    def get(self, url: str, params: list, timeout: float) -> SimpleNamespace:
+        self.calls.append(("GET", url, params))
+        left, self.running = self.running, max(0, self.running - 1)
+        return SimpleNamespace(ok=True, json=lambda: {"total_entries": 1 if left else 0})
+
+
+def test_the_drain_pauses_ingest_and_waits_for_its_run_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flinktune.rehearsal import scenario
+
+    monkeypatch.setattr(scenario.time, "sleep", lambda _s: None)
+    api = _IngestApi(running=2)
+    topo = SimpleNamespace(api="http://af", session=lambda: api)
+    assert scenario._drain_ingest(topo, timeout_s=60, check=lambda: None)  # type: ignore[arg-type]
+    assert api.calls[0] == ("PATCH", "http://af/api/v2/dags/flinktune_ingest", {"is_paused": True})
+    polls = [c for c in api.calls if c[0] == "GET"]
+    assert len(polls) == 3 and {("state", "queued"), ("state", "running")} <= set(polls[0][2])
+    # A run that never ends: False once the time is up, not a wait for ever.
+    stuck = _IngestApi(running=10**9)
+    assert not scenario._drain_ingest(SimpleNamespace(api="http://af", session=lambda: stuck), timeout_s=0, check=lambda: None)  # type: ignore[arg-type]

@@ -2,7 +2,9 @@
 (two Flink clusters and jobs, Prometheus, MLflow on PostgreSQL, Spark standalone, Airflow 3 with
 an api-server, scheduler, dag-processor and three Celery workers on Redis, one for decisions), checked on what really
 happened: Celery workers ran the DAGs' tasks, metrics went from Prometheus into the lake, the
-decide DAG stored decisions with reasons, and nothing was left running.
+decide DAG stored decisions with reasons, the curated features its ETL wrote on the Spark standalone
+cluster equal a ``local[2]`` ETL of the same raw input, and nothing was left running (the Spark
+master and workers included).
 
 Needs PostgreSQL (127.0.0.1:5432, trust, user postgres), Redis (127.0.0.1:6379), the prometheus
 binary, Java 17 and scripts/setup_local_flink.sh (the ``flink_setup`` fixture runs it); skips
@@ -20,7 +22,10 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
+
+from flinktune.lake import Lake
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.airflow, pytest.mark.flink, pytest.mark.servers,
               pytest.mark.timeout(1200)]
@@ -41,6 +46,36 @@ def _answers(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def _curated(lake: Lake, dataset: str, job: str) -> pd.DataFrame:
+    frames = lake.read_dataset(dataset, job)
+    assert frames, f"no {dataset} of {job} under {lake.curated_root}"
+    df = pd.concat(frames, ignore_index=True).sort_values("window_start").reset_index(drop=True)
+    return df[sorted(df.columns)]
+
+
+def _assert_standalone_curated_equals_local(var: Path, job: str, work: Path) -> None:
+    """The rehearsal's ingest ran the ETL on its Spark standalone cluster (``spark://``, two workers): its
+    curated ``features_10s`` and ``features_1m`` must equal a ``local[2]`` ETL of the same raw input over
+    the minutes they cover. The same input is the whole raw lake of ``job``: every ingest run finished
+    (the rehearsal drains them), so each collect's samples went through its ETL; each ETL rewrites whole
+    minutes from the extraction's window, so together they cover one range of minutes."""
+    lake, local = Lake(var / "lake"), Lake(work / "lake")
+    standalone = {d: _curated(lake, d, job) for d in ("features_10s", "features_1m")}
+    shutil.copytree(lake.raw_job_dir(job), local.raw_job_dir(job))
+    minutes = standalone["features_1m"]["window_start"]
+    start_ms = minutes.min().value // 1_000_000
+    end_ms = minutes.max().value // 1_000_000 + 60_000
+    env = {**os.environ, "PYTHONPATH": str(REPO), "FLINKTUNE_VAR_DIR": str(work), "FLINKTUNE_SPARK_MASTER": "local[2]",
+           "SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true"}  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "jobs.etl_features", "--job", job, "--start-ms", str(start_ms),
+                           "--end-ms", str(end_ms)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, f"the local[2] ETL failed:\n{proc.stderr[-3000:]}"
+    for dataset, a in standalone.items():
+        b = _curated(local, dataset, job)
+        assert len(a) > 0
+        pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12, obj=f"{dataset} of {job}, standalone vs local[2]")
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +116,8 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
         groups = [pgid for pgid in groups if _group_alive(pgid)]
         time.sleep(0.5)
     assert groups == [], f"process groups left: {groups}"
+    # Among them the Spark standalone master and its two workers (the stack stops every group it started).
+    assert {"spark-master", "spark-worker-1", "spark-worker-2"} <= set(summary["pids"]), sorted(summary["pids"])
     # The Celery workers (not a local executor) ran the scheduled tasks: each worker's own log says so. Workers
     # 1 and 2 serve the default queue (ingest, training); worker 3 only the decide queue, and it ran the decisions.
     ran = summary["celery_workers_ran"]
@@ -96,3 +133,6 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
     # At least one decision, each with its reason.
     decided = [j for j in summary["jobs"].values() if j["decisions"] > 0]
     assert decided and all(j["decisions_with_reason"] == j["decisions"] for j in decided), summary["jobs"]
+    # The ETL on the standalone cluster wrote what local[2] writes from the same raw input.
+    assert summary["ingest_drained"], f"an ingest run was still in flight after {summary['ingest_drain_s']} s"
+    _assert_standalone_curated_equals_local(var, "bench-small", tmp_path / "local")
