@@ -161,7 +161,8 @@ def run_replay(
     policy_options: dict[str, dict[str, Any]] | None = None,
     start_state: dict[str, Any] | None = None,
 ) -> dict[str, PolicyRun]:
-    """Replay every policy on ``trace``; ``workers`` > 1 uses processes. Result ordered as ``policies``.
+    """Replay every policy on ``trace``; ``workers`` > 1 uses spawned processes (a script that calls this at
+    import needs the ``if __name__ == "__main__":`` guard). Result ordered as ``policies``.
 
     ``profile`` is the twin's cluster profile (default: the built-in one for ``workload``).
     ``policy_options``: keyword options per policy name (e.g. ``{"reactive": {"target_utilization": 0.35}}``);
