@@ -35,7 +35,9 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.replay_bound import bound_for_rates, bound_with_changes  # noqa: E402
 from flinktune.cli.entry import OneLineParser, run_main  # noqa: E402
+from flinktune.config_space import default_space  # noqa: E402
 from flinktune.lake.atomic import atomic_write  # noqa: E402
+from flinktune.policies import make_policy  # noqa: E402
 from flinktune.pricing import PriceList, load_prices  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.models import FORECASTERS  # noqa: E402
@@ -44,7 +46,7 @@ from flinktune.replay.runner import load_with_history, resolve_policies, resolve
 from flinktune.twin.failures import parse_failures  # noqa: E402
 from flinktune.twin.workload import WORKLOADS  # noqa: E402
 
-__all__ = ["COLUMNS", "main", "parse_seeds", "run", "seed_rows", "targets"]
+__all__ = ["COLUMNS", "main", "parse_policy_options", "parse_seeds", "run", "seed_rows", "targets"]
 
 PROG = "benchmarks/replay_seeds.py"
 
@@ -62,6 +64,22 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 #: The measured real Demeter on ADS, relative to static (means of 3 runs, ../shared/data/demeter-ads/README.md).
 REAL_DEMETER = {"cpu": 0.82, "memory": 0.60}
+
+
+def parse_policy_options(items: Sequence[str]) -> dict[str, dict[str, float]]:
+    """``["reactive.target_utilization=0.35", ...]`` -> ``{"reactive": {"target_utilization": 0.35}}``; ValueError naming a bad item."""
+    out: dict[str, dict[str, float]] = {}
+    for item in items:
+        head, eq, value = item.partition("=")
+        name, dot, key = head.partition(".")
+        if not (eq and dot and name and key.isidentifier()):
+            raise ValueError(f"--policy-option {item!r}: expected POLICY.ARGUMENT=NUMBER, e.g. reactive.target_utilization=0.35")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"--policy-option {item!r}: {value!r} is not a number") from None
+        out.setdefault(name, {})[key] = number
+    return out
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -208,7 +226,9 @@ def _render(r: dict[str, Any]) -> str:
             else ""
         )
         + f", failures `{r['failures']}`, latency goal {r['latency_target_ms']:g} ms, "
-        f"recovery limit {r['recovery_limit_s']:g} s, forecaster {r['forecaster']}. Wall time per seed (s): "
+        f"recovery limit {r['recovery_limit_s']:g} s, forecaster {r['forecaster']}"
+        + "".join(f", {n} with {', '.join(f'{k}={v:g}' for k, v in o.items())}" for n, o in r.get("policy_options", {}).items())
+        + ". Wall time per seed (s): "
         + ", ".join(f"{s}: {w:.0f}" for s, w in r["wall_s"].items())
         + ".",
         "",
@@ -270,14 +290,27 @@ def run(
     prices: PriceList | None = None,
     progress: bool = True,
     history_hours: float = 0.0,
+    policy_options: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, Any]:
-    """Replay ``policies`` on every seed of ``seeds_text`` and write the Markdown (and JSON) file; returns its content as a dict."""
+    """Replay ``policies`` on every seed of ``seeds_text`` and write the Markdown (and JSON) file; returns its content as a dict.
+
+    ``policy_options`` (``{policy: {constructor argument: value}}``, :func:`parse_policy_options`) set a
+    baseline to its published settings, e.g. reactive mode's CPU target.
+    """
     # Every input is checked before the first replay: a bad one costs nothing.
     if not hours > 0:
         raise ValueError(f"--hours must be > 0, got {hours}")
     seeds = parse_seeds(seeds_text)
     parse_failures(failures)
     names = resolve_policies(policies)
+    policy_options = policy_options or {}
+    for name, opts in policy_options.items():
+        if name not in names:
+            raise ValueError(f"--policy-option {name}.*: {name!r} is not replayed (policies: {', '.join(names)})")
+        try:
+            make_policy(name, default_space(), **opts)
+        except TypeError as exc:
+            raise ValueError(f"--policy-option {name}.*: the {name} policy refused {opts}: {exc}") from None
     history, series, workload = load_with_history(trace, hours, seeds[0], history_hours)
     prof = resolve_profile(profile, workload)
     prices = prices or load_prices()
@@ -299,6 +332,7 @@ def run(
         "latency_target_ms": latency_target_ms,
         "recovery_limit_s": recovery_limit_s,
         "forecaster": forecaster,
+        "policy_options": policy_options,
         "prices": prices.describe(),
         "bounds": {},
         "per_seed": {},
@@ -329,7 +363,9 @@ def run(
             recovery_limit_s=recovery_limit_s,
             history=history,
         )
-        runs = run_replay(series, workload, names, settings, workers=workers, profile=prof, progress=progress)
+        runs = run_replay(
+            series, workload, names, settings, workers=workers, profile=prof, progress=progress, policy_options=policy_options
+        )
         summaries = {n: run.summary for n, run in runs.items()}
         table, _ = priced_relative_table(summaries, prices)
         r["bounds"][seed] = b
@@ -368,6 +404,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--recovery-limit-s", type=float, default=180.0)
     p.add_argument("--forecaster", default="peak", choices=list(FORECASTERS))
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument(
+        "--policy-option",
+        action="append",
+        default=[],
+        metavar="POLICY.ARGUMENT=NUMBER",
+        help="a baseline's published setting, repeatable, e.g. reactive.target_utilization=0.35 (reactive mode's CPU target on ADS)",
+    )
     p.add_argument("--out", default=None, help="Markdown file (default docs/results/replay-seeds-<trace>.md); a .json beside it")
     a = p.parse_args(args)
     command = "python benchmarks/replay_seeds.py " + shlex.join(x for x in args if x != "--debug")
@@ -385,6 +428,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         out=a.out,
         command=command,
         history_hours=a.history_hours,
+        policy_options=parse_policy_options(a.policy_option),
     )
 
 

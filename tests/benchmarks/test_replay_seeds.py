@@ -98,6 +98,10 @@ def test_targets_met_and_missed() -> None:
         (["--trace", "ysb", "--profile", "nope"], "--profile 'nope'"),
         (["--trace", "ysb", "--seeds", "5-1"], "--seeds '5-1'"),
         (["--trace", "/no/such/trace.csv"], "--trace '/no/such/trace.csv'"),
+        (["--trace", "ysb", "--policy-option", "reactive.target=x"], "--policy-option 'reactive.target=x'"),
+        (["--trace", "ysb", "--policy-option", "reactive=0.35"], "expected POLICY.ARGUMENT=NUMBER"),
+        (["--trace", "ysb", "--policies", "ds2", "--policy-option", "reactive.target_utilization=0.35"], "'reactive' is not replayed"),
+        (["--trace", "ysb", "--policies", "reactive", "--policy-option", "reactive.no_such=1"], "the reactive policy refused"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path, capsys) -> None:
@@ -105,3 +109,13 @@ def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path, capsys) -> Non
     err = capsys.readouterr().err
     assert code == KNOWN_EXIT and needle in err and err.count("\n") == 1
     assert not (tmp_path / "x.md").exists()
+
+
+def test_a_policy_option_reaches_the_replayed_policy(tmp_path) -> None:
+    args = ["--trace", "ysb", "--hours", "1", "--seeds", "1", "--policies", "reactive", "--workers", "1"]
+    plain = main([*args, "--out", str(tmp_path / "a.md")])
+    low = main([*args, "--policy-option", "reactive.target_utilization=0.35", "--out", str(tmp_path / "b.md")])
+    assert low["policy_options"] == {"reactive": {"target_utilization": 0.35}}
+    # A lower CPU target holds more TaskManagers: the option must change what the HPA does.
+    assert low["per_seed"][1]["reactive"]["cpu"] > plain["per_seed"][1]["reactive"]["cpu"]
+    assert "reactive with target_utilization=0.35" in (tmp_path / "b.md").read_text()
