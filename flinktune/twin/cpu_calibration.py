@@ -30,7 +30,14 @@ from flinktune.config_space import Configuration
 from flinktune.twin import mechanics as mech
 from flinktune.twin.profile import ClusterProfile
 
-__all__ = ["CPU_COLUMNS", "CpuCalibration", "calibrate_cpu", "find_static_measurements", "read_static_measurements"]
+__all__ = [
+    "CPU_COLUMNS",
+    "CpuCalibration",
+    "calibrate_cpu",
+    "find_static_measurements",
+    "read_measured_columns",
+    "read_static_measurements",
+]
 
 #: Columns a per-minute measurement file needs (demeter-ads ``measured_60s`` format).
 CPU_COLUMNS: tuple[str, ...] = ("cpu_load", "task_managers", "throughput")
@@ -55,16 +62,20 @@ def find_static_measurements(folder: str | Path) -> list[Path]:
     return sorted((Path(folder) / "measured_60s").glob("*baseline*.csv"))
 
 
+def read_measured_columns(path: str | Path, columns: Sequence[str]) -> pd.DataFrame:
+    """``columns`` of one per-minute measurement CSV (``measured_60s/*.csv``) as numbers (unparsable: NaN);
+    a ``ValueError`` names the file and the columns it lacks."""
+    df = pd.read_csv(path)
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; need {list(columns)}")
+    return df[list(columns)].apply(pd.to_numeric, errors="coerce")
+
+
 def read_static_measurements(files: Sequence[str | Path]) -> pd.DataFrame:
     """The rows of ``files`` usable for calibration (finite, positive throughput and TaskManagers,
     CPU load in [0, 1]); a ``ValueError`` names a file that lacks a needed column."""
-    frames = []
-    for f in files:
-        df = pd.read_csv(f)
-        missing = [c for c in CPU_COLUMNS if c not in df.columns]
-        if missing:
-            raise ValueError(f"{f}: missing column(s) {missing}; need {list(CPU_COLUMNS)}")
-        frames.append(df[list(CPU_COLUMNS)].apply(pd.to_numeric, errors="coerce"))
+    frames = [read_measured_columns(f, CPU_COLUMNS) for f in files]
     if not frames:
         return pd.DataFrame(columns=list(CPU_COLUMNS))
     df = pd.concat(frames, ignore_index=True).dropna()

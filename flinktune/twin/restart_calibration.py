@@ -52,6 +52,7 @@ from scipy.optimize import brentq
 
 from flinktune.config_space import Configuration
 from flinktune.twin import mechanics as mech
+from flinktune.twin.cpu_calibration import read_measured_columns
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob
 
@@ -98,11 +99,7 @@ def read_reactive_measurements(files: Sequence[str | Path]) -> pd.DataFrame:
     ``ValueError`` names a file that lacks a needed column or has no usable row."""
     frames = []
     for f in files:
-        df = pd.read_csv(f)
-        missing = [c for c in RESCALE_COLUMNS if c not in df.columns]
-        if missing:
-            raise ValueError(f"{f}: missing column(s) {missing}; need {list(RESCALE_COLUMNS)}")
-        df = df[list(RESCALE_COLUMNS)].apply(pd.to_numeric, errors="coerce").dropna()
+        df = read_measured_columns(f, RESCALE_COLUMNS).dropna()
         df = df[(df["task_managers"] > 0) & (df["latency"] > 0) & (df["throughput"] >= 0)]
         if df.empty:
             raise ValueError(f"{f}: no usable row (finite latency > 0, task_managers > 0, throughput >= 0)")
