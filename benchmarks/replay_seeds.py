@@ -35,18 +35,17 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.replay_bound import bound_for_rates, bound_with_changes  # noqa: E402
 from flinktune.cli.entry import OneLineParser, run_main  # noqa: E402
-from flinktune.config_space import default_space  # noqa: E402
 from flinktune.lake.atomic import atomic_write  # noqa: E402
-from flinktune.policies import make_policy  # noqa: E402
 from flinktune.pricing import PriceList, load_prices  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.models import FORECASTERS  # noqa: E402
 from flinktune.replay.output import priced_relative_table  # noqa: E402
+from flinktune.replay.policy_options import check_policy_options, parse_policy_options  # noqa: E402
 from flinktune.replay.runner import load_with_history, resolve_policies, resolve_profile, run_replay  # noqa: E402
 from flinktune.twin.failures import parse_failures  # noqa: E402
 from flinktune.twin.workload import WORKLOADS  # noqa: E402
 
-__all__ = ["COLUMNS", "main", "parse_policy_options", "parse_seeds", "run", "seed_rows", "targets"]
+__all__ = ["COLUMNS", "main", "parse_seeds", "run", "seed_rows", "targets"]
 
 PROG = "benchmarks/replay_seeds.py"
 
@@ -64,22 +63,6 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 #: The measured real Demeter on ADS, relative to static (means of 3 runs, ../shared/data/demeter-ads/README.md).
 REAL_DEMETER = {"cpu": 0.82, "memory": 0.60}
-
-
-def parse_policy_options(items: Sequence[str]) -> dict[str, dict[str, float]]:
-    """``["reactive.target_utilization=0.35", ...]`` -> ``{"reactive": {"target_utilization": 0.35}}``; ValueError naming a bad item."""
-    out: dict[str, dict[str, float]] = {}
-    for item in items:
-        head, eq, value = item.partition("=")
-        name, dot, key = head.partition(".")
-        if not (eq and dot and name and key.isidentifier()):
-            raise ValueError(f"--policy-option {item!r}: expected POLICY.ARGUMENT=NUMBER, e.g. reactive.target_utilization=0.35")
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"--policy-option {item!r}: {value!r} is not a number") from None
-        out.setdefault(name, {})[key] = number
-    return out
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -304,13 +287,7 @@ def run(
     parse_failures(failures)
     names = resolve_policies(policies)
     policy_options = policy_options or {}
-    for name, opts in policy_options.items():
-        if name not in names:
-            raise ValueError(f"--policy-option {name}.*: {name!r} is not replayed (policies: {', '.join(names)})")
-        try:
-            make_policy(name, default_space(), **opts)
-        except TypeError as exc:
-            raise ValueError(f"--policy-option {name}.*: the {name} policy refused {opts}: {exc}") from None
+    check_policy_options(policy_options, names)
     history, series, workload = load_with_history(trace, hours, seeds[0], history_hours)
     prof = resolve_profile(profile, workload)
     prices = prices or load_prices()

@@ -198,12 +198,18 @@ def replay(
     watch_every_s: int = typer.Option(
         60, min=0, help="Seconds between the watch's checks that let flinktune decide early when the backlog grows (0: off)."
     ),
+    policy_option: list[str] = typer.Option(
+        [],
+        help="POLICY.ARGUMENT=NUMBER, repeatable: sets a baseline to its published setting, e.g. "
+        "reactive.target_utilization=0.35 (Demeter's measured HPA; at the default 70 % it cannot scale on the ads profile).",
+    ),
     var_dir: Path = typer.Option(
         DEFAULT_VAR_DIR, help="State folder; the results go under <var-dir>/replay unless --out says otherwise."
     ),
 ) -> None:
     """Replay every policy on the same trace, seed and failures; write the comparison table."""
     from flinktune.replay import cli_replay
+    from flinktune.replay.policy_options import parse_policy_options
 
     out = out_dir(out, "--out") if out is not None else out_dir(var_dir / "replay", "--var-dir")
     try:
@@ -220,6 +226,7 @@ def replay(
             latency_target_ms=latency_target_ms,
             history_hours=history_hours,
             watch_every_s=watch_every_s,
+            policy_options=parse_policy_options(policy_option),
         )
     except (FileNotFoundError, ValueError) as exc:
         fail(str(exc))

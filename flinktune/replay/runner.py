@@ -22,6 +22,7 @@ from flinktune.config_space import ConfigSpace, default_space
 from flinktune.policies import POLICY_NAMES
 from flinktune.replay.harness import PolicyRun, ReplaySettings, replay_policy
 from flinktune.replay.output import write_results
+from flinktune.replay.policy_options import check_policy_options, describe_policy_options
 from flinktune.twin.failures import parse_failures
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.workload import WORKLOADS, generate_trace, load_trace_csv
@@ -218,15 +219,21 @@ def cli_replay(
     profile: str | None = None,
     history_hours: float = 0.0,
     watch_every_s: int = 60,
+    policy_options: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, Any]:
     """The ``flinktune replay`` command: run, write table + JSON + plots, return a summary dict.
 
     ``history_hours`` (trace files only): the file's first hours are the forecasters' history and
-    ``hours`` after them are replayed (:func:`split_history`); 0 fits them on a synthetic day."""
+    ``hours`` after them are replayed (:func:`split_history`); 0 fits them on a synthetic day.
+    ``policy_options`` (``{policy: {constructor argument: value}}``, from
+    :func:`~flinktune.replay.policy_options.parse_policy_options`) set a baseline to its published
+    setting; they are checked against the replayed policies before any work."""
     if not hours > 0:
         raise ValueError(f"--hours must be > 0, got {hours}")
     parse_failures(failures)  # a bad spec fails before any work
     names = resolve_policies(policies)
+    options = policy_options or {}
+    check_policy_options(options, names)
     history, series, workload = load_with_history(trace, hours, seed, history_hours)
     prof = resolve_profile(profile, workload)
     settings = ReplaySettings(
@@ -240,7 +247,7 @@ def cli_replay(
         watch_every_s=watch_every_s,
     )
     t0 = time.perf_counter()
-    runs = run_replay(series, workload, names, settings, workers=workers, profile=prof)
+    runs = run_replay(series, workload, names, settings, workers=workers, profile=prof, policy_options=options)
     wall = time.perf_counter() - t0
     cmd = command or (
         f"flinktune replay --trace {trace} --policies {policies} --hours {hours:g} --failures {failures} --seed {seed}"
@@ -249,6 +256,7 @@ def cli_replay(
         + (f" --latency-target-ms {latency_target_ms:g}" if latency_target_ms != 1000.0 else "")
         + (f" --history-hours {history_hours:g}" if history_hours else "")
         + (f" --watch-every-s {watch_every_s}" if watch_every_s != 60 else "")
+        + describe_policy_options(options)
     )
     meta = {
         "command": cmd,
@@ -265,6 +273,7 @@ def cli_replay(
         "workers": workers,
         "profile": profile or workload,
         "history_hours": history_hours,
+        "policy_options": options,
     }
     name = Path(trace).stem if trace not in WORKLOADS else trace
     paths = write_results(runs, out_dir, name, meta, plots=plots)

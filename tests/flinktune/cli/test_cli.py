@@ -96,3 +96,16 @@ def test_replay_writes_under_var_by_default_not_into_tracked_docs(tmp_path, monk
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     assert list((tmp_path / "var" / "replay").glob("*.md")) and not (tmp_path / "docs").exists()
+
+
+def test_replay_policy_option_reaches_the_policy_and_the_written_command(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    args = ["replay", "--policies", "static,reactive", "--hours", "0.5", "--failures", "none", "--workers", "1"]
+    res = runner.invoke(app, [*args, "--policy-option", "reactive.target_utilization=0.35"])
+    assert res.exit_code == 0, res.output
+    (meta_file,) = (tmp_path / "var" / "replay").glob("*.json")
+    meta = json.loads(meta_file.read_text())["meta"]
+    assert meta["policy_options"] == {"reactive": {"target_utilization": 0.35}}
+    assert meta["command"].endswith("--policy-option reactive.target_utilization=0.35")

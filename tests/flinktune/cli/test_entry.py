@@ -205,6 +205,9 @@ CASES.update({
     "cli_decide[no_job]": (cli("decide"), "--job"),
     "cli_replay[hours_0]": (cli("replay", "--hours", "0"), "--hours"),
     "cli_replay[workers_0]": (cli("replay", "--workers", "0"), "--workers"),
+    "cli_replay[policy_option_malformed]": (cli("replay", "--policies", "reactive", "--policy-option", "reactive=0.35"), "expected POLICY.ARGUMENT=NUMBER"),
+    "cli_replay[policy_option_not_replayed]": (cli("replay", "--policies", "static", "--policy-option", "reactive.target_utilization=0.35"), "is not replayed"),
+    "cli_replay[policy_option_refused]": (cli("replay", "--policies", "reactive", "--policy-option", "reactive.colour=1"), "refused"),
     "cli_demo[history_1h]": (cli("demo", "--history-hours", "1"), "--history-hours"),
     "cli_demo[job]": (cli("demo", "--job", "../../x", "--var-dir", "{tmp}/var/demo"), "not a valid job name"),
     "cli_calibrate[holdout_2]": (with_file(file("obs.csv", HEADER + GOOD_ROW), lambda p: cli(
