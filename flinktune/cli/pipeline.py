@@ -200,6 +200,7 @@ def replay(
     ),
     policy_option: list[str] = typer.Option(
         [],
+        metavar="POLICY.ARG=NUMBER",
         help="POLICY.ARGUMENT=NUMBER, repeatable: sets a baseline to its published setting, e.g. "
         "reactive.target_utilization=0.35 (Demeter's measured HPA; at the default 70 % it cannot scale on the ads profile).",
     ),
