@@ -22,7 +22,9 @@ CTX = PolicyContext(latency_target_ms=1000.0, recovery_limit_s=180.0)
 def _state(ts: float, tpr: float, *, p: int = 24, rate: float = 40000.0, restarts: int = 0) -> JobState:
     v = (VertexMetrics("source", p, rate, rate, rate / tpr, 0.0, tpr),)
     cfg = MAX.with_(parallelism=p)
-    return JobState("j", ts, cfg, True, rate, rate, 0.0, 0.0, 300.0, 8.0, 8000.0, rate / tpr, 0.0, 60, vertices=v, restarts=restarts)
+    return JobState(
+        "j", ts, cfg, True, rate, rate, 0.0, 0.0, 300.0, 8.0, 8000.0, rate / tpr, 0.0, 60, vertices=v, restarts=restarts
+    )
 
 
 def _run(pol: AutoscalerPolicy, times, tpr: float, p: int = 24):
