@@ -350,7 +350,7 @@ def render(r: dict, data: Path, command: str) -> str:
         f"## Replayed methods against measured (relative to static; recoveries and reconfigurations per run; twin: mean over seeds {r['seeds']})\n\n"
         f"Static: {r['static_note']}.\n\n"
         f"Operator autoscaler: version `{r['operator']}` ({OPERATOR_NOTES[r['operator']]}); busy time it reads: {r['busy_note']}.\n\n"
-        f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Redeploy warm-up: {r['redeploy_note']}. Published targets from the measured methods' names: {r['targets'] or 'none'}. "
+        f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Redeploy warm-up: {r['redeploy_note']}. Policy options (targets from the measured methods' names; the operator's version and busy time): {r['targets'] or 'none'}. "
         "Slow recoveries: detector-like measure (20 s wait, then 15 normal points of 5 s; the twin's own lag measure in `slow_recoveries_twin_measure`).\n\n"
         + _md(r["comparison"]) + "\n"
     )  # fmt: skip
