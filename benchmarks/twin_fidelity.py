@@ -18,8 +18,13 @@ measured CPU load (``measured_60s/*baseline*.csv``, :mod:`flinktune.twin.cpu_cal
 restart cost (warm-up, per-TaskManager restart time, pod start) on the measured reactive runs'
 rescales (``measured_60s/*reactive*.csv``, :mod:`flinktune.twin.restart_calibration`; the mechanism
 is then refitted with those held, so that its recovery stage agrees with them), and the
-utilisation targets of the reactive HPA and the operator autoscaler from the measured methods'
-names (``reactive35`` -> 0.35; none in the name: the policy's default). Slow recoveries are
+utilisation target of the reactive HPA from the measured method's name (``reactive35`` -> 0.35;
+none in the name: the policy's default), the warm-up after a savepoint redeploy on the measured
+operator runs' scale-downs (``measured_60s/*operator*.csv``, :mod:`flinktune.twin.redeploy_calibration`)
+and the busy time the operator autoscaler reads on those runs' own rescale decisions
+(:mod:`flinktune.twin.busy_calibration`). The operator autoscaler replayed is the published version
+``--operator`` names (default ``demeter-1.6``: operator 1.6.0 on Flink 1.17 with Demeter's settings,
+the one measured; ``newest``: the 1.10+ behaviour the other replay tables use). Slow recoveries are
 counted with the detector-like measure (:func:`flinktune.replay.metrics.detector_recovery_time`,
 the way the measured ones were taken); the twin's own measure is reported beside it.
 
@@ -47,13 +52,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from flinktune.config_space import space_from_runs  # noqa: E402
+from flinktune.policies.autoscaler import VERSIONS, AutoscalerPolicy  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.metrics import relative_table  # noqa: E402
 from flinktune.replay.runner import run_replay  # noqa: E402
+from flinktune.twin.busy_calibration import calibrate_busy_on_folder  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measurements, read_static_measurements  # noqa: E402
 from flinktune.twin.grey_box import cross_validate, fit_grey_box  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
+from flinktune.twin.redeploy_calibration import calibrate_redeploy_on_folder  # noqa: E402
 from flinktune.twin.restart_calibration import calibrate_restart_on_folder  # noqa: E402
 from flinktune.twin.workload import load_trace_csv  # noqa: E402
 
@@ -91,11 +99,20 @@ def failure_spec(data: Path) -> tuple[str, str]:
 
 
 #: Replayed policy -> the option its measured method's name sets (``reactive35``: a 35 % CPU target,
-#: the data README's own words). Not the operator autoscaler (``operator35``): it targets busy time,
-#: which the twin keeps from the capacity fit (no busy time was measured); at the twin's static busy
-#: time (about 0.37-0.40) a 0.35 target keeps all TaskManagers (full trace, seed 7: CPU 1.000; measured
-#: 0.87; 0.973 at 0.7), so it runs at its published default 0.7.
+#: the data README's own words). Not the operator autoscaler (``operator35``): its target, 0.35, and
+#: its other settings come from the published version replayed (``--operator``; Demeter's deployment
+#: set 0.35 on busy time), and the busy time it reads is calibrated on its measured decisions.
 TARGET_OPTIONS = {"reactive": "target_utilization"}
+
+#: The operator autoscaler the measured runs used: operator 1.6.0 on Flink 1.17, with the settings of
+#: Demeter's FlinkDeployment (its 35 % target among them); ``newest`` is the 1.10+ behaviour.
+DEFAULT_OPERATOR = "demeter-1.6"
+OPERATOR_NOTES = {
+    "newest": "operator 1.10+ defaults: 15 min window, 0.7 target, 1 h delayed scale-down, in-place rescaling",
+    "1.6": "operator 1.6.0 defaults on Flink 1.17: 10 min window, 0.7 +- 0.4, 1 h scale-up grace period, savepoint upgrades",
+    "demeter-1.6": "operator 1.6.0 on Flink 1.17 as Demeter's evaluation set it: 1 min window, 2 min stabilization, "
+    "0.35 +- 0.15, restart 1 min, catch-up 5 min, max parallelism 24 (here: the space's largest), 1 h scale-up grace period, savepoint upgrades",
+}
 
 
 def published_targets(data: Path, policies: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
@@ -208,6 +225,7 @@ def _md(df: pd.DataFrame) -> str:
 def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
+    operator: str = DEFAULT_OPERATOR,
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
 
@@ -215,6 +233,8 @@ def run(
     the per-seed range is reported beside it. ``policies`` replays a subset (static always);
     ``skip_loro`` leaves out the leave-one-run-out scores; ``calibrate=False`` leaves out the CPU
     calibration and the published targets (the twin and baselines as before session 12).
+    ``operator``: the operator autoscaler's published version (:data:`~flinktune.policies.autoscaler.VERSIONS`;
+    default the one Demeter's evaluation ran, ``demeter-1.6``).
     """
     t0 = time.perf_counter()
     runs_csv = pd.read_csv(data / "profiling_runs.csv")
@@ -226,7 +246,7 @@ def run(
     twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     space = space_from_runs(runs_csv)
     profile, cpu_note, options = twin.profile, "not calibrated (--no-calibrate)", {}
-    restart_note = "not calibrated (--no-calibrate)"
+    restart_note = busy_note = redeploy_note = "not calibrated (--no-calibrate)"
     if calibrate:
         # The restart cost on the measured reactive runs' rescales (it reads the fitted capacity); the
         # recovery stage was fitted with the old warm-up and restart time, so the mechanism is refitted
@@ -239,11 +259,22 @@ def run(
             profile = twin.profile
             restart_note += (f"; mechanism refitted with these held: failure_detection_s {profile.failure_detection_s:.3g}, "
                              f"restart_base_s {profile.restart_base_s:.3g}")  # fmt: skip
+        # The warm-up after a savepoint redeploy (new pods) on the measured operator's scale-downs:
+        # failures and in-place rescales keep theirs, the profiling runs' fit does not depend on it.
+        redeploy = calibrate_redeploy_on_folder(data, profile, space.maximum)
+        profile, redeploy_note = redeploy.profile, redeploy.note
         static_files = find_static_measurements(data)
         cal = calibrate_cpu(profile, space.maximum, read_static_measurements(static_files))
         profile = cal.profile
         cpu_note = cal.note if static_files else "no measured_60s/*baseline*.csv: " + cal.note
         options = published_targets(data)
+        # The busy time the operator reads, on the measured operator's own decisions (made by the
+        # version the measured runs used, whichever version is replayed).
+        busy = calibrate_busy_on_folder(data, profile, space.maximum, AutoscalerPolicy.published(DEFAULT_OPERATOR, space))
+        busy_note = busy.note
+        if busy.busy_time_scale is not None:
+            options["autoscaler"] = {"busy_time_scale": busy.busy_time_scale}
+    options["autoscaler"] = {**AutoscalerPolicy.published_options(operator, space), **options.get("autoscaler", {})}
     policies = ["static", *[p for p in policies if p != "static"]]
     measured = measured_table(data)
     static_row = pd.read_csv(data / "summary_by_method.csv").set_index("method").loc["baseline"]
@@ -281,7 +312,7 @@ def run(
     result = {
         "folds": folds, "cv_mean": cv_mean, "params": twin.params, "replayed": replayed, "measured": measured,
         "comparison": table, "seeds": list(seeds), "failures": failures, "failures_from": failures_from, "static_note": static_note,
-        "cpu_note": cpu_note, "restart_note": restart_note, "targets": options, "cpu_per_busy": profile.cpu_per_busy,
+        "cpu_note": cpu_note, "restart_note": restart_note, "busy_note": busy_note, "redeploy_note": redeploy_note, "targets": options, "operator": operator, "cpu_per_busy": profile.cpu_per_busy,
         "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
     }  # fmt: skip
     if out:
@@ -318,7 +349,8 @@ def render(r: dict, data: Path, command: str) -> str:
         ", ".join(f"`{k}`={v:.4g}" for k, v in r["params"].items()) + "\n\n"
         f"## Replayed methods against measured (relative to static; recoveries and reconfigurations per run; twin: mean over seeds {r['seeds']})\n\n"
         f"Static: {r['static_note']}.\n\n"
-        f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Published targets from the measured methods' names: {r['targets'] or 'none'}. "
+        f"Operator autoscaler: version `{r['operator']}` ({OPERATOR_NOTES[r['operator']]}); busy time it reads: {r['busy_note']}.\n\n"
+        f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Redeploy warm-up: {r['redeploy_note']}. Policy options (targets from the measured methods' names; the operator's version and busy time): {r['targets'] or 'none'}. "
         "Slow recoveries: detector-like measure (20 s wait, then 15 normal points of 5 s; the twin's own lag measure in `slow_recoveries_twin_measure`).\n\n"
         + _md(r["comparison"]) + "\n"
     )  # fmt: skip
@@ -351,6 +383,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="No CPU calibration on the measured static run and no published targets (the figures before session 12).",
     )
+    ap.add_argument(
+        "--operator",
+        choices=list(VERSIONS),
+        default=DEFAULT_OPERATOR,
+        help=f"The operator autoscaler's published version (default {DEFAULT_OPERATOR}, the one Demeter's evaluation ran).",
+    )
     args = ap.parse_args(argv)
     if not (args.data / "profiling_runs.csv").exists():
         ap.error(f"--data {args.data}: no profiling_runs.csv (not a folder in the demeter-ads format)")
@@ -374,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         policies=[p.strip() for p in args.policies.split(",") if p.strip()],
         skip_loro=args.skip_loro,
         calibrate=not args.no_calibrate,
+        operator=args.operator,
     )
     print(render(r, args.data, command))
     return 0

@@ -20,13 +20,41 @@ changes (memory tuning is off by default), applied per vertex through
 ``pipeline.jobvertex-parallelism-overrides``; the job's parallelism (and so its TaskManagers)
 follows the largest vertex.
 
-Target: Demeter's measured operator baseline is named ``operator35`` (a 35 % target, read from the
-name only; the data README does not say which metric). The operator's utilisation is busy time
-(``LOAD = busyTimeMsPerSecond``, ANCHORS.md section 3), and no busy time was measured, so the twin's
-busy time stays the capacity fit's (about 0.37-0.40 at static, where the measured CPU load is 0.23;
-``flinktune.twin.cpu_calibration`` calibrates CPU only). At 0.35 the twin's operator keeps all 24
-TaskManagers (the full ADS trace, seed 7: CPU 1.000 and p95 1.01x static, against 0.973 and 6.5x at 0.7
-and 0.870 and 43x measured), so the fidelity benchmark keeps the published default 0.7 for it.
+Versions (:data:`VERSIONS`, :meth:`AutoscalerPolicy.published`; ``newest``, the class defaults, is
+the one above and what the other replay tables call "the operator autoscaler"):
+
+- ``1.6``: operator 1.6.0, the one Demeter's evaluation ran (ANCHORS.md 1.1: Flink Kubernetes
+  operator 1.6.0, ``flinkVersion v1_17``). Its defaults [seen, tag ``release-1.6.0``,
+  ``flink-kubernetes-operator-autoscaler/.../config/AutoScalerOptions.java``]: ``metrics.window`` 10 min,
+  ``stabilization.interval`` 5 min, ``target.utilization`` 0.7, ``target.utilization.boundary`` 0.4,
+  ``scale-down.max-factor`` 0.6, ``scale-up.max-factor`` 100000, ``catch-up.duration`` 5 min,
+  ``restart.time`` 3 min, ``backlog-processing.lag-threshold`` 5 min; no ``scale-down.interval``: instead
+  ``scale-up.grace-period`` 1 h, no scale-down of a vertex within 1 h of its last rescale when that was
+  a scale-up to the parallelism it still runs (``JobVertexScaler.detectImmediateScaleDownAfterScaleUp``;
+  ``scale_down_mode="grace"``; from 1.10 ``scale-down.interval`` replaces it, with the old key as a
+  deprecated fallback [seen, tags ``release-1.10.0`` and later]).
+  Scale-downs are otherwise applied at once. Parallelism is aligned to the key groups (the first
+  divisor of the job's max parallelism from the wanted one up to half of it, ``JobVertexScaler.scale``;
+  ``key_groups``). Metrics are cleared and a new stabilization starts whenever the job's latest status
+  change moves (``ScalingMetricCollector.getJobUpdateTs``: the max of the job's status timestamps)
+  [seen], so after a failure restart too [inferred] (``reset_on_restart``). Every rescale is a full
+  upgrade (savepoint, redeploy): in-place rescaling needs Flink 1.18+ and the adaptive scheduler
+  (``NativeFlinkService.supportsInPlaceScaling``) [seen] (``rescales_in_place=False``; the replay
+  harness then runs the twin without its adaptive scheduler). The operator reconciles every 60 s
+  (``kubernetes.operator.reconcile.interval``) [seen], the replay's decision interval.
+- ``demeter-1.6``: 1.6 with the settings of Demeter's FlinkDeployment [seen, dos-group/demeter
+  ``execution/FlinkJob.java`` ``deploymentWithAutoscaler()``, used by ``execution/operator/Graph.java``]:
+  ``stabilization.interval`` 2 min, ``metrics.window`` 1 min, ``target.utilization`` 0.35 (the run
+  name's 35 %), ``target.utilization.boundary`` 0.15, ``restart.time`` 1 min, ``catch-up.duration``
+  5 min, ``pipeline.max-parallelism`` 24 (its static scale-out; here the space's largest parallelism),
+  ``upgradeMode: savepoint``.
+
+Busy time: the operator reads busy time (``busyTimeMsPerSecond``), which no data measured; the
+twin's is the capacity fit's (about 0.37-0.40 at static where the JVM CPU load is 0.23). At 0.35 on
+it the twin's operator keeps nearly all TaskManagers (``demeter-1.6``, seed 7: CPU 0.991 against 0.870
+measured), so ``busy_time_scale`` (busy time read = the twin's x it) is fitted on the measured
+operator's own rescale decisions (:mod:`flinktune.twin.busy_calibration`); 1.0 leaves it as the twin
+reports it.
 """
 
 from __future__ import annotations
@@ -34,6 +62,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +71,27 @@ from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.stages import PolicyContext
 from flinktune.policies.grid import snap_parallelism, vertex_targets
 
-__all__ = ["AutoscalerPolicy"]
+__all__ = ["SCALE_DOWN_MODES", "VERSIONS", "AutoscalerPolicy"]
+
+SCALE_DOWN_MODES: tuple[str, ...] = ("interval", "grace")
+
+#: Published behaviours, as constructor options (ANCHORS.md section 3 and the 1.6.0 sources cited above).
+VERSIONS: dict[str, dict[str, Any]] = {
+    # The snapshot of ANCHORS.md section 3 (1.10+): the class defaults.
+    "newest": {},
+    # Operator 1.6.0's AutoScalerOptions defaults, on Flink 1.17 (no in-place rescaling).
+    "1.6": {
+        "metrics_window_s": 600.0, "stabilization_s": 300.0, "target_utilization": 0.7, "utilization_boundary": 0.4,
+        "catch_up_s": 300.0, "restart_s": 180.0, "scale_down_mode": "grace", "scale_up_grace_s": 3600.0,
+        "reset_on_restart": True, "rescales_in_place": False,
+    },
+    # 1.6 as Demeter's evaluation deployed it (FlinkJob.deploymentWithAutoscaler).
+    "demeter-1.6": {
+        "metrics_window_s": 60.0, "stabilization_s": 120.0, "target_utilization": 0.35, "utilization_boundary": 0.15,
+        "catch_up_s": 300.0, "restart_s": 60.0, "scale_down_mode": "grace", "scale_up_grace_s": 3600.0,
+        "reset_on_restart": True, "rescales_in_place": False,
+    },
+}  # fmt: skip
 
 
 @dataclass
@@ -61,15 +110,57 @@ class AutoscalerPolicy:
     scale_up_max_factor: float = 100000.0
     backlog_threshold_s: float = 300.0
     per_vertex: bool = True
+    #: ``"interval"``: DelayedScaleDown (operator 1.10+); ``"grace"``: the scale-up grace period (up to 1.9).
+    scale_down_mode: str = "interval"
+    scale_up_grace_s: float = 3600.0
+    #: Key groups (the job's ``pipeline.max-parallelism``) a vertex's parallelism is aligned to; None: no alignment.
+    key_groups: int | None = None
+    #: A failure restart clears the metrics and starts a new stabilization (operator 1.6 reads the
+    #: job's last status change); False: only a reconfiguration does.
+    reset_on_restart: bool = False
+    #: False when every rescale is a full savepoint upgrade (Flink < 1.18: no in-place rescaling);
+    #: the replay harness then runs the twin without its adaptive scheduler.
+    rescales_in_place: bool = True
+    #: Busy time the operator reads = the twin's x this (``flinktune.twin.busy_calibration``); 1.0: as the twin reports it.
+    busy_time_scale: float = 1.0
     name: str = "autoscaler"
     _window: deque = field(default_factory=deque, repr=False)
     _config: Configuration | None = field(default=None, repr=False)
     _since: float = field(default=-math.inf, repr=False)
     #: Per vertex: the scale-downs recommended since the first one, [(ts, parallelism), ...].
     _pending_down: dict[str, list[tuple[float, int]]] = field(default_factory=dict, repr=False)
+    #: Per vertex: its last rescale, (ts, parallelism before, after) (the scaling history, kept over restarts).
+    _history: dict[str, tuple[float, int, int]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.scale_down_mode not in SCALE_DOWN_MODES:
+            raise ValueError(f"scale_down_mode {self.scale_down_mode!r}: expected one of {', '.join(SCALE_DOWN_MODES)}")
+        if not (self.busy_time_scale > 0 and math.isfinite(self.busy_time_scale)):
+            raise ValueError(f"busy_time_scale must be a positive number, got {self.busy_time_scale!r}")
+        if self.key_groups is not None and self.key_groups < 1:
+            raise ValueError(f"key_groups must be at least 1 (or None), got {self.key_groups!r}")
+
+    @classmethod
+    def published_options(cls, version: str, space: ConfigSpace | None = None) -> dict[str, Any]:
+        """Constructor options of a published version (:data:`VERSIONS`); ``space`` gives the key
+        groups of ``demeter-1.6`` (the space's largest parallelism, as Demeter's 24 was its static scale-out)."""
+        if version not in VERSIONS:
+            raise ValueError(f"unknown operator version {version!r}; known: {', '.join(VERSIONS)}")
+        opts: dict[str, Any] = dict(VERSIONS[version])
+        if version == "demeter-1.6":
+            if space is None:
+                raise ValueError("demeter-1.6 needs the configuration space (its key groups are the largest parallelism)")
+            opts["key_groups"] = int(max(space.parallelism))
+        return opts
+
+    @classmethod
+    def published(cls, version: str, space: ConfigSpace, **overrides: Any) -> AutoscalerPolicy:
+        """The policy as ``version`` behaves (:meth:`published_options`), with ``overrides`` on top."""
+        return cls(space, **{**cls.published_options(version, space), **overrides})
 
     def _observe(self, state: JobState) -> None:
-        if state.config != self._config:  # a (re)configuration restarts collection
+        restarted = self.reset_on_restart and state.restarts > 0
+        if state.config != self._config or restarted:  # a (re)configuration (or restart) restarts collection
             self._config, self._since = state.config, state.ts
             self._window.clear()
             self._pending_down = {}
@@ -77,6 +168,25 @@ class AutoscalerPolicy:
             self._window.append(state)
         while self._window and state.ts - self._window[0].ts > self.metrics_window_s:
             self._window.popleft()
+
+    def align(self, p: int) -> int:
+        """Operator 1.6's key-group alignment: the first parallelism from ``p`` up to half the key
+        groups that divides them evenly, else ``p`` (capped at the key groups)."""
+        if self.key_groups is None:
+            return p
+        kg = self.key_groups
+        p = min(p, kg)
+        for q in range(p, kg // 2 + 1):
+            if kg % q == 0:
+                return q
+        return p
+
+    def recommend(self, parallelism: int, true_rate: float, target_rate: float, catch_up_rate: float) -> tuple[int, float]:
+        """(new parallelism, target capacity) of one vertex running at ``parallelism`` with ``true_rate``
+        (rec/s at full busy time) for ``target_rate`` plus ``catch_up_rate`` (lag / catch-up duration)."""
+        cap = self._capacity(target_rate, catch_up_rate, self.target_utilization, True)
+        factor = float(np.clip(cap / true_rate, 1 - self.scale_down_max_factor, 1 + self.scale_up_max_factor))
+        return self.align(max(1, math.ceil(factor * parallelism - 1e-9))), cap
 
     def _capacity(self, target: float, catch_up: float, util: float, with_restart: bool) -> float:
         if util <= 0:
@@ -94,7 +204,8 @@ class AutoscalerPolicy:
         if span < self.metrics_window_s:
             return Decision.keep(self.name, f"collecting metrics: {span:.0f} of the {self.metrics_window_s:.0f} s window")
         names = [v.name for v in state.vertices]
-        tpr = np.array([np.mean([s.vertex(n).true_processing_rate for s in collected]) for n in names])
+        # The busy time the operator reads is the twin's x busy_time_scale, so its true rate is divided by it.
+        tpr = np.array([np.mean([s.vertex(n).true_processing_rate for s in collected]) for n in names]) / self.busy_time_scale
         rate = float(np.mean([s.input_rate for s in collected]))
         growth = float(np.mean([s.lag_growth for s in collected]))
         source_target = max(rate + growth, 0.0)
@@ -113,12 +224,17 @@ class AutoscalerPolicy:
         for k, n in enumerate(names):
             if not np.isfinite(tpr[k]) or tpr[k] <= 0:
                 continue
-            cap = self._capacity(targets[k], catch_up[k], self.target_utilization, True)
-            factor = float(np.clip(cap / tpr[k], 1 - self.scale_down_max_factor, 1 + self.scale_up_max_factor))
-            want = max(1, math.ceil(factor * cur_p[k] - 1e-9))
+            want, cap = self.recommend(int(cur_p[k]), float(tpr[k]), float(targets[k]), float(catch_up[k]))
             if want >= cur_p[k]:
                 self._pending_down.pop(n, None)  # no change or a scale-up: no scale-down is pending
                 if want == cur_p[k]:
+                    continue
+            elif self.scale_down_mode == "grace":
+                last = self._history.get(n)
+                if last is not None and last[2] == cur_p[k] and last[2] > last[1] and state.ts - last[0] < self.scale_up_grace_s:
+                    delayed.append(
+                        f"{n} -> p{want} (within the scale-up grace period: {state.ts - last[0]:.0f} of {self.scale_up_grace_s:.0f} s)"
+                    )
                     continue
             else:
                 recs = self._pending_down.setdefault(n, [])
@@ -157,6 +273,8 @@ class AutoscalerPolicy:
         if target == cur:
             return Decision.keep(self.name, f"recommended parallelism equals the running one ({'; '.join(reasons)})", **inputs)
         self._pending_down = {}  # cleared after a rescale (DelayedScaleDown.clearAll)
+        for k in changed:
+            self._history[names[k]] = (state.ts, int(cur_p[k]), int(new_p[k]))
         return Decision(
             Action.RECONFIGURE,
             f"autoscaler: {'; '.join(reasons)} (outside the utilisation bounds: {', '.join(outside)}); "

@@ -203,6 +203,10 @@ def prepare_replay(
             retain_s=interval + 60,
             reactive=name in REACTIVE_MODE,
         )
+    if options.get("rescales_in_place") is False and twin.profile.adaptive_scheduler:
+        # The policy's changes are full savepoint upgrades (the operator autoscaler 1.6 on Flink 1.17,
+        # which has no in-place rescaling): the twin carries them out that way.
+        twin.profile = twin.profile.with_(adaptive_scheduler=False)
     models: ReplayModels | None = None
     if name in MODEL_POLICIES or name == "barre":
         # Train the forecaster on the trace's own history when there is one, else on a preceding

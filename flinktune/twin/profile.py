@@ -136,6 +136,12 @@ class ClusterProfile(BaseModel):
         description="Warm-up after a rescale restart (reactive mode, in-place rescale), whose TaskManagers keep running, s; "
         "empty: warmup_s. Fitted on measured reactive-mode rescales (flinktune.twin.restart_calibration).",
     )
+    redeploy_warmup_s: float | None = Field(
+        None,
+        ge=0,
+        description="Warm-up after a savepoint redeploy, whose TaskManagers are new pods (cold JVMs), s; empty: warmup_s. "
+        "Fitted on measured operator-autoscaler rescales (flinktune.twin.redeploy_calibration).",
+    )
     warmup_initial_capacity: float = Field(
         0.5, gt=0, le=1, description="Fraction of capacity right after a (re)start (ramps linearly to 1)."
     )

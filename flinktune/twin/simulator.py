@@ -155,8 +155,9 @@ class TwinJob:
             d.consumed = d.ckpt_offset
         else:
             d.ckpt_offset = d.consumed  # the savepoint (or a fresh checkpoint) is the restore point
-        # A rescale restarts the job in TaskManagers that keep running (warm JVMs): its own warm-up.
-        warm = self.profile.rescale_warmup_s if kind in ("restart", "rescale") else None
+        # A rescale restarts the job in TaskManagers that keep running (warm JVMs): its own warm-up;
+        # a redeploy starts new pods (cold JVMs): its own too (None: warmup_s, as a failure's).
+        warm = self.profile.rescale_warmup_s if kind in ("restart", "rescale") else self.profile.redeploy_warmup_s
         d.restart(max(float(d.t), d.down_until) + down, config.checkpoint_interval_s, warm)
         self.config = config
         self.reconfigurations.append(record)

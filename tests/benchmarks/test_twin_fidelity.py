@@ -48,6 +48,10 @@ def test_every_figure_is_produced(slice_dir, tmp_path) -> None:
     assert {"ranking on cpu", "ranking on p95"} <= set(table["figure"])
     text = out.read_text()
     assert "leave-one-run-out" in text and "ranking on p95" in text and "reconfigurations" in text
+    # The operator autoscaler the measured runs used, by default; the slice has no measured_60s: said so.
+    assert r["operator"] == "demeter-1.6" and "Operator autoscaler: version `demeter-1.6`" in text
+    assert "busy time not calibrated" in r["busy_note"] and "no measured operator run" in r["redeploy_note"]
+    assert r["targets"]["autoscaler"]["target_utilization"] == 0.35 and "busy_time_scale" not in r["targets"]["autoscaler"]
     # Measured figures come from the folder, not from constants: Demeter's CPU relative to static.
     demeter_cpu = table[(table["policy"] == "demeter") & (table["figure"] == "cpu")]["measured"].iloc[0]
     assert demeter_cpu == pytest.approx(19.62 / 24.0)

@@ -1,0 +1,138 @@
+"""Calibrate the twin's warm-up after a savepoint redeploy on the measured operator autoscaler's rescales.
+
+Use :func:`calibrate_redeploy_on_folder` (or :func:`calibrate_redeploy` on episodes you already
+have) after the mechanism and the restart cost are fitted: it sets ``redeploy_warmup_s``, the
+warm-up after a redeploy, so that one twin redeploy from the TaskManager count before each measured
+scale-down to the count after it, at the measured throughput, costs as much latency in total as the
+measured scale-downs did. With no ``measured_60s/*operator*.csv`` the profile is returned unchanged
+with a note saying so.
+
+Why its own term: the operator autoscaler 1.6 on Flink 1.17 (the measured runs; ANCHORS.md 1.1) carries
+out every rescale as a full savepoint upgrade, new JobManager and TaskManager pods, so cold JVMs, unlike
+a failure (the job restarts in TaskManagers that keep running, fitted on the profiling runs'
+recoveries with ``warmup_s``) or a reactive-mode rescale (``rescale_warmup_s``,
+:mod:`flinktune.twin.restart_calibration`). Nothing else pins it: the profiling runs' capacity is
+measured minutes after their deployment.
+
+What is measured: the rescale episodes of :func:`~flinktune.twin.restart_calibration.rescale_episodes`
+(minutes in which the TaskManager count changes between two whole counts, away from the injected
+failures; cost = excess latency over the run's quiet median x time, s x s) in the operator's files.
+Only scale-downs are fitted: before a scale-up the job was too small, and that lag is in the
+episode's cost but is not the redeploy's. The scale-ups' measured and twin costs are reported beside.
+Episodes the twin could not keep up with at the lower count (rate >= 0.9 x its capacity) are left out.
+
+An operator rescale of a vertex that is not the largest redeploys without changing the TaskManager
+count; those episodes cannot be told from other dips in the minute data and are not used. [inferred]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+
+from flinktune.config_space import Configuration
+from flinktune.twin import mechanics as mech
+from flinktune.twin.busy_calibration import find_operator_measurements
+from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.restart_calibration import read_reactive_measurements, rescale_episodes
+from flinktune.twin.simulator import TwinJob
+
+__all__ = ["RedeployCalibration", "calibrate_redeploy", "calibrate_redeploy_on_folder", "twin_redeploy_cost"]
+
+#: Bounds of the fitted warm-up, s.
+_MIN_WARMUP_S, _MAX_WARMUP_S = 0.0, 600.0
+#: Twin seconds before and after the redeploy in the forward model (long enough for the longest warm-up).
+_LEAD_S, _TAIL_S = 60, 900
+#: An episode's rate must stay under this share of the twin's capacity at the lower count.
+_MAX_UTILISATION = 0.9
+
+
+@dataclass(frozen=True)
+class RedeployCalibration:
+    """The outcome: the profile (changed or not), the warm-up (None: not fitted) and what it rests on."""
+
+    profile: ClusterProfile
+    redeploy_warmup_s: float | None
+    measured_cost_s2: float | None  # per scale-down episode
+    twin_cost_s2_before: float | None  # per scale-down episode, the profile as given
+    episodes: int
+    note: str
+
+
+def _at(config: Configuration, tms: int) -> Configuration:
+    return config.with_(parallelism=int(tms) * config.task_slots, vertex_parallelism={})
+
+
+def twin_redeploy_cost(profile: ClusterProfile, config: Configuration, tm_before: int, tm_after: int, rate: float) -> float:
+    """Excess latency x time (s x s) of one savepoint redeploy of the twin from ``tm_before`` to
+    ``tm_after`` TaskManagers (``config``'s shape) at a constant ``rate``, noise off (the p50, as
+    :func:`~flinktune.twin.restart_calibration.twin_rescale_cost`)."""
+    quiet = profile.with_(latency_noise=0.0, adaptive_scheduler=False)
+    job = TwinJob(quiet, _at(config, tm_before))
+    job.run(np.full(_LEAD_S, rate), emit=False)
+    job.apply(_at(config, tm_after), mode="redeploy")
+    job.run(np.full(_TAIL_S, rate), emit=False)
+    p50 = job.history()["latency_p50_ms"].to_numpy(float)
+    base = float(np.median(p50[_LEAD_S - 10 : _LEAD_S]))
+    return float(np.clip(p50[_LEAD_S:] - base, 0, None).sum() / 1000.0)
+
+
+def _total(profile: ClusterProfile, config: Configuration, use: pd.DataFrame, warmup: float) -> float:
+    p = profile.with_(redeploy_warmup_s=float(warmup))
+    keys = zip(use["tm_before"].astype(int), use["tm_after"].astype(int), use["rate"].astype(float))
+    return sum(twin_redeploy_cost(p, config, a, b, r) for a, b, r in keys)
+
+
+def calibrate_redeploy(profile: ClusterProfile, config: Configuration, episodes: pd.DataFrame) -> RedeployCalibration:
+    """``profile`` with ``redeploy_warmup_s`` in [0, 600] s so that the twin's summed cost over the
+    usable scale-down ``episodes`` (from :func:`~flinktune.twin.restart_calibration.rescale_episodes`)
+    equals the measured sum; unchanged, with a note, when there is none."""
+    need = {"tm_before", "tm_after", "rate", "cost_s2"}
+    if not need <= set(episodes.columns):
+        raise ValueError(f"episodes: missing column(s) {sorted(need - set(episodes.columns))}")
+    lo_tm = np.minimum(episodes["tm_before"], episodes["tm_after"]).to_numpy(int)
+    caps = np.array([float(mech.capacity(mech.layout(profile, _at(config, n)), np.ones(1))[0]) for n in lo_tm])
+    usable = episodes[(episodes["rate"].to_numpy(float) < _MAX_UTILISATION * caps) & (episodes["rate"] > 0)]
+    downs, ups = usable[usable["tm_after"] < usable["tm_before"]], usable[usable["tm_after"] > usable["tm_before"]]
+    if downs.empty:
+        return RedeployCalibration(
+            profile, None, None, None, 0, f"no usable operator scale-down (of {len(episodes)} episodes): redeploy warm-up not calibrated"
+        )  # fmt: skip
+    measured = float(downs["cost_s2"].sum())
+    current = profile.warmup_s if profile.redeploy_warmup_s is None else profile.redeploy_warmup_s
+    before = _total(profile, config, downs, current)
+    lo, hi = _MIN_WARMUP_S, _MAX_WARMUP_S
+    bound = ""
+    if _total(profile, config, downs, lo) >= measured:
+        w, bound = lo, " (at the lower bound)"
+    elif _total(profile, config, downs, hi) <= measured:
+        w, bound = hi, " (at the upper bound)"
+    else:
+        w = float(brentq(lambda v: _total(profile, config, downs, v) - measured, lo, hi, xtol=1.0))
+    out = profile.with_(redeploy_warmup_s=round(w, 1))
+    note = (
+        f"{len(downs)} operator scale-downs of {len(episodes)} episodes: measured {measured / len(downs):.0f} s*s each, twin "
+        f"{before / len(downs):.0f} before (warm-up {current:g} s); redeploy_warmup_s {w:.1f}{bound}"
+    )
+    if len(ups):
+        after_up = _total(out, config, ups, w) / len(ups)
+        note += f"; {len(ups)} scale-ups (not fitted): measured {float(ups['cost_s2'].mean()):.0f} s*s each, twin {after_up:.0f} after"
+    return RedeployCalibration(out, w, measured / len(downs), before / len(downs), len(downs), note)
+
+
+def calibrate_redeploy_on_folder(folder: str | Path, profile: ClusterProfile, config: Configuration) -> RedeployCalibration:
+    """:func:`calibrate_redeploy` on ``folder``'s ``measured_60s/*operator*.csv``, leaving out episodes
+    near the injections of ``results_recovery_per_injection.csv`` (column ``inj_ts``) when it has one."""
+    files = find_operator_measurements(folder)
+    if not files:
+        where = Path(folder) / "measured_60s"
+        return RedeployCalibration(
+            profile, None, None, None, 0, f"not calibrated: no measured operator run ({where}/*operator*.csv)"
+        )
+    inj_file = Path(folder) / "results_recovery_per_injection.csv"
+    injections = pd.read_csv(inj_file)["inj_ts"].dropna() if inj_file.exists() else pd.Series(dtype=float)
+    return calibrate_redeploy(profile, config, rescale_episodes(read_reactive_measurements(files), injections))
