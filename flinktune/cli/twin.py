@@ -51,6 +51,8 @@ def twin_calibrate(
     Then, with measured reactive runs there (``measured_60s/*reactive*.csv``), the restart cost
     (warm-up, per-TaskManager restart time, pod start) is fitted on their rescales
     (``flinktune.twin.restart_calibration``); without them it stays as it was and the output says so.
+    With measured operator-autoscaler runs (``measured_60s/*operator*.csv``), the warm-up after a
+    savepoint redeploy is fitted on their scale-downs (``flinktune.twin.redeploy_calibration``).
     """
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
     from flinktune.twin.profile import ClusterProfile, ProfileError
@@ -98,8 +100,9 @@ def _twin_calibrate_grey_box(
     except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
     twin, restart_note = _calibrate_restart_beside(observations, obs, twin, base, group_by, kwargs)
+    twin, redeploy_note = _calibrate_redeploy_beside(observations, obs, twin)
     twin, cpu_note = _calibrate_cpu_beside(observations, obs, twin)
-    twin.notes.extend([restart_note, cpu_note])
+    twin.notes.extend([restart_note, redeploy_note, cpu_note])
     twin.profile.to_yaml(out)
     whole = twin.save(Path(f"{out}.greybox.joblib"))
     typer.echo(folds.round(4).to_string(index=False))
@@ -127,6 +130,22 @@ def _calibrate_cpu_beside(observations: Path, obs: Any, twin: Any) -> tuple[Any,
     except ValueError as exc:
         fail(str(exc))
     return replace(twin, profile=cal.profile), cal.note
+
+
+def _calibrate_redeploy_beside(observations: Path, obs: Any, twin: Any) -> tuple[Any, str]:
+    """``twin`` with its warm-up after a savepoint redeploy fitted on the measured operator runs'
+    scale-downs beside ``observations`` (if any; ``flinktune.twin.redeploy_calibration``), and a note.
+    After the restart cost (it reads it); the profiling runs' fit does not depend on this term."""
+    from dataclasses import replace
+
+    from flinktune.config_space import space_from_runs
+    from flinktune.twin.redeploy_calibration import calibrate_redeploy_on_folder
+
+    try:
+        cal = calibrate_redeploy_on_folder(observations.parent, twin.profile, space_from_runs(obs).maximum)
+    except ValueError as exc:
+        fail(str(exc))
+    return replace(twin, profile=cal.profile), f"redeploy warm-up: {cal.note}"
 
 
 def _calibrate_restart_beside(
