@@ -182,7 +182,8 @@ class DecisionLoop:
             decision_id, result = self._apply(now, state, decision, memory)
         else:
             if not s.dry_run and decision.action is Action.PROFILE and self.profiler is not None:
-                rate = float(decision.inputs.get("planned_rate", state.input_rate))
+                # A policy may name the rate its profiling runs see (Demeter's read the live input).
+                rate = float(decision.inputs.get("profile_rate", decision.inputs.get("planned_rate", state.input_rate)))
                 try:
                     self.profiler.profile(list(decision.profile_configs), rate, now)
                 except Exception as exc:  # the row first, then the failure goes on to the task

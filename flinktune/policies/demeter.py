@@ -9,20 +9,27 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
 - **What rate** (1.4): the highest 60 s bin mean of a 10-minute forecast times 1.10.
 - **Fallback** (1.5 step 1): when the current latency is bad the job goes to the default
   (maximum) configuration.
-- **Per-chunk models** (1.5): the rate axis is cut into 10k rec/s chunks from the lowest observed
-  or planned rate; the chunk of the planned rate is modelled from the profiles inside it, those at
-  higher rates whose latency was good (a configuration that coped with more load copes with
-  less) and those at lower rates whose latency was bad (one that failed at less load fails at
-  more), one per configuration (the closest rate wins), with no rate input. This needs
-  ``context.extras["observations"]`` and ``context.extras["fit_surrogate"]`` (the replay's
-  models give both); without them ``context.surrogate`` (all profiles, rate as an input) is used.
-- **Profiling**: when the chunk holds fewer than 3 profiles with a good latency (the published
-  model is still Sobol there and its profiling thread asks for more); without per-chunk data,
-  when the planned rate is over a chunk beyond the profiled range. Its
+- **Per-chunk models** (1.5): the rate axis is cut into 10k rec/s chunks from the lowest profiled,
+  current or planned rate; the *target chunk* is the first chunk whose lower bound is at or above
+  the planned rate (the chunk above it, not the one holding it). Its model is fitted on the
+  profiles inside it (bounds included), those above it whose latency was good (a configuration
+  that coped with more load copes with less) and those below it whose latency was bad (one that
+  failed at less load fails at more), one per configuration (the closest to the chunk's upper
+  bound wins), with no rate input. This needs ``context.extras["observations"]`` and
+  ``context.extras["fit_surrogate"]`` (the replay's models give both); without them
+  ``context.surrogate`` (all profiles, rate as an input) is used.
+- **Profiling** (1.5 step 2 and the profiling thread): while the target chunk holds fewer than 3
+  profiles, whatever their latencies, the published model is still Sobol (``num_init`` 3): the
+  job keeps its configuration and the chunk is profiled; with 3 or more the model decides, even
+  when none had a good latency (then nothing is feasible and the job goes to, or stays at, the
+  default). Without per-chunk data: when the planned rate is over a chunk beyond the profiled
+  range. The profiling jobs read the production job's input topic (1.1), so they run at the
+  *current* rate (``profile_rate`` in the decision's inputs), not at the planned one. Its
   suggestions are accepted only when larger than ``ref_scale_factor`` x the production job's CPU
-  and memory (0.25 while the production job's latency is good, 0.75 when not) and not known to
-  have fallen behind at a lower rate (1.5, profiling decision); the observations come from
-  ``context.extras["observations"]`` when the loop provides them.
+  and memory (0.25 while the production job's latency is good, 0.75 when not), not profiled in
+  the target chunk already and not known to have fallen behind at or below the chunk's lower
+  bound (1.5, profiling decision); the observations come from ``context.extras["observations"]``
+  when the loop provides them.
 - **Constraints** (1.3, 1.5 step 3): a candidate meets them when its predicted mean + 1 std,
   taken to linear space and scaled by 1.25, is within the boundary: recovery ``1.25 x
   exp(mean + std) <= limit`` and normalised latency ``1.25 x tanh(log_4(latency / lowest)) <= 0.5``
@@ -54,7 +61,14 @@ from flinktune.decision.stages import PolicyContext, Surrogate
 from flinktune.tuner.profiling import propose_profiling
 from flinktune.tuner.selection import CandidateScores, score_candidates
 
-__all__ = ["DemeterPolicy", "chunk_profiles", "demeter_objective", "meets_constraints", "screen_candidates"]
+__all__ = [
+    "DemeterPolicy",
+    "chunk_profiles",
+    "demeter_objective",
+    "meets_constraints",
+    "screen_candidates",
+    "target_chunk",
+]
 
 #: Demeter's margin between an objective's log-maximum and its hypervolume reference point: the
 #: largest |N(0, 0.1)| of 1e5 draws (about 0.45), beside 10 % of the log-maximum (ANCHORS.md 1.3).
@@ -104,22 +118,37 @@ def screen_candidates(usages: np.ndarray, feasible: np.ndarray, factor: float = 
     return idx[passed == passed.max()]
 
 
-def chunk_profiles(obs: pd.DataFrame, rate: float, latency_target_ms: float, chunk: float) -> pd.DataFrame:
-    """Demeter's training set for the rate chunk that holds ``rate`` (ANCHORS.md 1.5): chunks of
-    ``chunk`` rec/s from the lowest observed or planned rate; the profiles inside the chunk, those
-    above it with a good latency (<= ``latency_target_ms``) and those below it with a bad one; one
-    per configuration (the closest rate to ``rate`` wins). ``input_rate`` is set to the chunk's
+def target_chunk(rates: np.ndarray, rate: float, chunk: float, current_rate: float | None = None) -> tuple[float, float]:
+    """(lower, upper) of Demeter's target chunk for the planned ``rate`` (ANCHORS.md 1.5): chunks of
+    ``chunk`` rec/s from the lowest of the profiled ``rates``, ``current_rate`` and ``rate``; the
+    first whose lower bound is at or above ``rate``."""
+    start = min([rate, *([float(np.min(rates))] if len(rates) else []), *([current_rate] if current_rate is not None else [])])
+    lo = start + math.ceil((rate - start) / chunk - 1e-9) * chunk
+    return lo, lo + chunk
+
+
+def chunk_profiles(
+    obs: pd.DataFrame, rate: float, latency_target_ms: float, chunk: float, current_rate: float | None = None
+) -> pd.DataFrame:
+    """Demeter's training set for the target chunk of ``rate`` (ANCHORS.md 1.5): chunks of ``chunk``
+    rec/s from the lowest profiled, current (``current_rate``) or planned rate; the target chunk is
+    the *first chunk whose lower bound is at or above* ``rate`` (the chunk above the planned rate,
+    not the one holding it); it holds the profiles inside it (bounds included), those above it with
+    a good latency (<= ``latency_target_ms``) and those below it with a bad one; one per
+    configuration, the one closest to the chunk's upper bound. ``input_rate`` is set to the chunk's
     lower bound: the chunk's model has no rate input."""
     knobs = ["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s"]
     r = obs["input_rate"].to_numpy(dtype=float)
-    start = min(float(r.min()), rate) if len(r) else rate
-    lo = start + math.floor((rate - start) / chunk) * chunk
-    hi = lo + chunk
+    lo, hi = target_chunk(r, rate, chunk, current_rate)
     good = obs["latency_ms"].to_numpy(dtype=float) <= latency_target_ms
-    keep = ((r >= lo) & (r < hi)) | ((r >= hi) & good) | ((r < lo) & ~good)
-    sel = obs[keep].assign(_d=np.abs(r[keep] - rate)).sort_values("_d", kind="stable")
+    keep = ((r >= lo) & (r <= hi)) | ((r > hi) & good) | ((r < lo) & ~good)
+    sel = obs[keep].assign(_d=np.abs(r[keep] - hi)).sort_values("_d", kind="stable")
     sel = sel.drop_duplicates(knobs, keep="first").drop(columns="_d")
     return sel.assign(input_rate=lo).reset_index(drop=True)
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if x is not None and np.isfinite(x) and x > 0 else None
 
 
 @dataclass
@@ -136,8 +165,23 @@ class DemeterPolicy:
     screen_factor: float = 1.25
     screen_quantile: float = 0.25
     const_scaler: float = 1.25
+    #: Profiles in the target chunk before its model predicts (Ax's Sobol steps, ``num_init``).
+    num_init: int = 3
+    #: Profile at the production job's current rate (the published profiling jobs read its input
+    #: topic) rather than at the planned rate.
+    profile_at_current_rate: bool = True
+    #: The profiling thread's round (ANCHORS.md 1.1, 1.5): 600 s of suggestion search
+    #: (``profiling_timeout``), then at least 300 s of profiling runs (120 s start, 60 s measure, the
+    #: failure and its recovery); it also waits 600 s before its first round.
+    profile_every_s: float = 900.0
+    #: The cluster share of the production and profiling jobs (``cpuConst``, ``memConst``) and the
+    #: shrink of the profiling budget per completed trial (``optimization_base_factor``).
+    cluster_cpu: float = 50.0
+    cluster_memory_mb: float = 430_000.0
+    budget_factor: float = 0.95
     name: str = "demeter"
     _clock: float | None = field(default=None, repr=False)
+    _profiled: float | None = field(default=None, repr=False)
 
     def _due(self, state: JobState) -> float | None:
         """Seconds still to wait on the optimisation clock (None: optimise now)."""
@@ -151,7 +195,7 @@ class DemeterPolicy:
         self._clock = state.ts
         return None
 
-    def _chunk_model(self, context: PolicyContext, planned: float) -> tuple[Surrogate | None, str | None, float]:
+    def _chunk_model(self, state: JobState, context: PolicyContext, planned: float) -> tuple[Surrogate | None, str | None, float]:
         """(surrogate to score with, why to profile instead or None, rate to score at)."""
         obs, fit = context.extras.get("observations"), context.extras.get("fit_surrogate")
         if obs is None or fit is None or not len(obs):
@@ -163,13 +207,14 @@ class DemeterPolicy:
                     planned,
                 )
             return context.surrogate, None, planned
-        rows = chunk_profiles(obs, planned, context.latency_target_ms, self.chunk)
+        rows = chunk_profiles(obs, planned, context.latency_target_ms, self.chunk, _finite(state.input_rate))
         n_good = int((rows["latency_ms"] <= context.latency_target_ms).sum())
         lo = float(rows["input_rate"].iloc[0]) if len(rows) else planned
-        if n_good < 3:
+        if len(rows) < self.num_init:  # the published model is still Sobol: keep, and profile
             return (
                 context.surrogate,
-                f"the rate chunk of {planned:,.0f} rec/s holds {len(rows)} profiles, {n_good} with a good latency (3 needed)",
+                f"the target rate chunk of {planned:,.0f} rec/s holds {len(rows)} profiles, {n_good} with a good "
+                f"latency ({self.num_init} needed)",
                 planned,
             )
         try:
@@ -188,13 +233,15 @@ class DemeterPolicy:
         obs = context.extras.get("observations")
         bottlenecked: set[Configuration] = set()  # and those already profiled in the chunk
         if obs is not None and len(obs):
-            for r in chunk_profiles(obs, rate, context.latency_target_ms, self.chunk).itertuples(index=False):
+            chunk_rows = chunk_profiles(obs, rate, context.latency_target_ms, self.chunk, _finite(state.input_rate))
+            for r in chunk_rows.itertuples(index=False):
                 bottlenecked.add(
                     Configuration(
                         int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s)
                     )
                 )
-            bad = obs[(obs["latency_ms"] > context.latency_target_ms) & (obs["input_rate"] <= rate)]
+            lo, _ = target_chunk(obs["input_rate"].to_numpy(dtype=float), rate, self.chunk, _finite(state.input_rate))
+            bad = obs[(obs["latency_ms"] > context.latency_target_ms) & (obs["input_rate"] <= lo)]
             for r in bad.itertuples(index=False):
                 bottlenecked.add(
                     Configuration(
@@ -208,6 +255,63 @@ class DemeterPolicy:
             and c.total_memory_mb >= factor * cur.total_memory_mb
             and c not in bottlenecked
         ]
+
+    def profiling_budget(self, state: JobState, n_trials: int) -> tuple[float, float]:
+        """(CPU, memory MB) the next profiling round may reserve in all (ANCHORS.md 1.5, profiling
+        decision): the cluster share less the production job's, shrunk by 0.95 per completed trial."""
+        shrink = self.budget_factor**n_trials
+        return (
+            max(0.0, self.cluster_cpu - state.config.total_cpu) * shrink,
+            max(0.0, self.cluster_memory_mb - state.config.total_memory_mb) * shrink,
+        )
+
+    def _keep_and_profile(self, state: JobState, context: PolicyContext, planned: float, inputs: dict, why: str) -> Decision:
+        """Keep the configuration; profile when the profiling thread's round is due (ANCHORS.md 1.1:
+        it runs on its own loop beside the optimiser; a step here does one action, so its rounds
+        fall on the optimiser's keeps). The round's suggestions are trimmed to the budget."""
+        ts = float(state.ts)
+        if self._profiled is None:  # its first round comes with the first optimisation (both wait 600 s)
+            self._profiled = ts - self.profile_every_s
+        due = self.profile_every_s - (ts - self._profiled)
+        if due > 1e-9:
+            return Decision.keep(self.name, f"{why}; next profiling round in {due:.0f} s", **inputs)
+        obs = context.extras.get("observations")
+        n_trials = (
+            len(chunk_profiles(obs, planned, context.latency_target_ms, self.chunk, _finite(state.input_rate)))
+            if (obs is not None and len(obs))
+            else 0
+        )
+        cpu_cap, mem_cap = self.profiling_budget(state, n_trials)
+        allowed = [
+            c
+            for c in self.profiling_candidates(state, context, planned)
+            if c.total_cpu <= cpu_cap + 1e-9 and c.total_memory_mb <= mem_cap + 1e-9
+        ]
+        proposed = (
+            propose_profiling(context.surrogate, self.space, planned, context, self.profile_batch, state.config, allowed)
+            if allowed and context.surrogate is not None
+            else []
+        )
+        configs, used_cpu, used_mem = [], 0.0, 0.0
+        for c in proposed:  # the suggestions together must fit the budget
+            if used_cpu + c.total_cpu <= cpu_cap + 1e-9 and used_mem + c.total_memory_mb <= mem_cap + 1e-9:
+                configs.append(c)
+                used_cpu, used_mem = used_cpu + c.total_cpu, used_mem + c.total_memory_mb
+        if not configs:
+            return Decision.keep(
+                self.name, f"{why}; no profiling suggestion fits the budget ({cpu_cap:.1f} CPU, {mem_cap:,.0f} MB)", **inputs
+            )
+        self._profiled = ts
+        # The profiling jobs read the production job's input topic: they see the current rate.
+        at = _finite(state.input_rate) if self.profile_at_current_rate else None
+        at = planned if at is None else at
+        return Decision(
+            Action.PROFILE,
+            f"{why}: keep, and profile {len(configs)} configurations at {at:,.0f} rec/s",
+            self.name,
+            profile_configs=tuple(configs),
+            inputs={**inputs, "profile_rate": at},
+        )
 
     def decide(self, state: JobState, context: PolicyContext) -> Decision:
         mx = self.space.maximum
@@ -229,19 +333,9 @@ class DemeterPolicy:
                 target=mx,
                 inputs=inputs,
             )
-        surrogate, why_profile, score_rate = self._chunk_model(context, planned)
+        surrogate, why_profile, score_rate = self._chunk_model(state, context, planned)
         if why_profile is not None:
-            allowed = self.profiling_candidates(state, context, planned)
-            configs = propose_profiling(
-                context.surrogate, self.space, planned, context, self.profile_batch, state.config, allowed or None
-            )
-            return Decision(
-                Action.PROFILE,
-                f"{why_profile}: profile {len(configs)} configurations at {planned:,.0f} rec/s before choosing",
-                self.name,
-                profile_configs=tuple(configs),
-                inputs=inputs,
-            )
+            return self._keep_and_profile(state, context, planned, inputs, why_profile)
         assert surrogate is not None  # context.surrogate was checked above; a chunk model is never None
         scores = score_candidates(surrogate, self.space, score_rate, context.latency_target_ms, context.recovery_limit_s)
         usage = np.array([demeter_objective(c, self.space) for c in scores.candidates])
@@ -251,11 +345,8 @@ class DemeterPolicy:
         cur = scores.index_of(state.config)
         if ranked.size == 0:
             if state.config == mx:
-                return Decision.keep(
-                    self.name,
-                    f"no configuration meets the goals at {planned:,.0f} rec/s (mean + std x 1.25): stay at the maximum",
-                    **inputs,
-                )
+                why = f"no configuration meets the goals at {planned:,.0f} rec/s (mean + std x 1.25): stay at the maximum"
+                return self._keep_and_profile(state, context, planned, inputs, why)
             return Decision(
                 Action.RECONFIGURE,
                 f"no configuration meets the goals at {planned:,.0f} rec/s (mean + std x 1.25): go to the maximum",
@@ -284,12 +375,11 @@ class DemeterPolicy:
         if cur is not None and feasible[cur]:
             diff = abs(float(usage[best]) - cur_usage) / cur_usage
             if diff <= self.min_improvement:
-                return Decision.keep(
-                    self.name,
+                why = (
                     f"current configuration meets the goals at {planned:,.0f} rec/s ({scores.summary(cur)}); the best "
-                    f"candidate's usage differs by only {diff:.0%}",
-                    **inputs,
+                    f"candidate's usage differs by only {diff:.0%}"
                 )
+                return self._keep_and_profile(state, context, planned, inputs, why)
         target = scores.candidates[best]
         return Decision(
             Action.RECONFIGURE,

@@ -242,7 +242,7 @@ def profile_request(job: str, decided: Mapping[str, Any], *, dry_run: bool) -> d
         raise LookupError(f"decide reported profile decisions at {sorted(ticks)} for job {job!r} but the state store has none")
     newest = rows.iloc[-1]
     inputs = json.loads(newest["inputs"]) if isinstance(newest["inputs"], str) else {}
-    rate = inputs.get("planned_rate")
+    rate = inputs.get("profile_rate", inputs.get("planned_rate"))
     return {"job": job, "configs": json.loads(newest["profile_configs"]), "rates": [float(rate)] if rate is not None else []}
 
 

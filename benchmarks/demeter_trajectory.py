@@ -1,0 +1,140 @@
+"""Demeter's trajectory on the twin against the measured one: time at the default configuration,
+returns to it, reconfigurations and the decision path of each change.
+
+Use it to see *why* the replayed Demeter's memory and reconfigurations differ from the measured
+runs (``benchmarks/twin_fidelity.py`` gives the figures; this gives the path):
+
+    python benchmarks/demeter_trajectory.py --data ../shared/data/demeter-ads --seeds 7,8,9
+
+The twin is calibrated as in ``benchmarks/twin_fidelity.py`` (mechanism fit, restart and CPU
+calibrations, published targets), then Demeter alone is replayed per seed. Per seed: the share of
+minutes at the default (maximum) configuration, returns to it, memory and CPU reserved over the
+default's, changes by decision path (``fallback``: bad current latency; ``no_feasible``: nothing
+meets the goals, go to the default; ``switch``: the ranking's pick), profiling decisions and runs.
+The measured side reads ``measured_60s/*_demeter_*.csv`` (``task_managers``, ``task_slots`` per
+minute; the default is 24 TaskManagers x 1 slot; minutes in a transition, with fractional
+counts, are left out of the configuration sequence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import twin_fidelity as tf  # noqa: E402
+from flinktune.replay.harness import ReplaySettings, replay_policy  # noqa: E402
+
+__all__ = ["decision_path", "measured_trajectory", "twin_trajectory"]
+
+
+def decision_path(d: dict) -> str:
+    """The path of one recorded Demeter decision (its reason's wording in flinktune.policies.demeter)."""
+    r = d["reason"]
+    if d["action"] == "profile":
+        return "profile"
+    if "fallback" in r:
+        return "fallback"
+    if "no configuration meets" in r:
+        return "no_feasible"
+    if "lowest usage" in r:
+        return "switch"
+    return "other"
+
+
+def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None) -> pd.DataFrame:
+    """One row per seed (see the module docstring)."""
+    runs_csv = pd.read_csv(data / "profiling_runs.csv")
+    base = tf.ClusterProfile.default("ysb")
+    space = tf.space_from_runs(runs_csv)
+    profile = tf.fit_grey_box(runs_csv.drop(columns=["run"]), base).profile
+    restart = tf.calibrate_restart_on_folder(data, profile, space.maximum)
+    if restart.fitted:  # refit with the restart terms held, as twin_fidelity does
+        held = {k: float(getattr(restart.profile, k)) for k in restart.fitted}
+        profile = tf.fit_grey_box(runs_csv.drop(columns=["run"]), base.with_(**held)).profile
+    profile = tf.calibrate_cpu(profile, space.maximum, tf.read_static_measurements(tf.find_static_measurements(data))).profile
+    options = tf.published_targets(data)
+    trace = tf.load_trace_csv(tf._trace_file(data))
+    if hours:
+        trace = trace[trace.index < trace.index[0] + pd.Timedelta(hours=hours)]
+    trace = trace.resample("1s").mean().interpolate()
+    failures, _ = tf.failure_spec(data)
+    target = tf.BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
+    mx = space.maximum
+    rows = []
+    for seed in seeds:
+        st = ReplaySettings(
+            workload="ads",
+            failures=failures,
+            seed=seed,
+            forecaster="peak" if len(trace) >= 3 * 3600 else "naive",
+            latency_target_ms=target,
+        )
+        run = replay_policy("demeter", trace, profile, space, st, policy_options=options.get("demeter"))
+        m = run.minutes.dropna(subset=["total_cpu"])
+        at_default = ((m["total_cpu"] - mx.total_cpu).abs() < 1e-6) & ((m["total_memory_mb"] - mx.total_memory_mb).abs() < 1e-6)
+        paths = pd.Series([decision_path(d) for d in run.decisions], dtype=object)
+        changed = pd.Series([decision_path(d) for d in run.decisions if d["changed"]], dtype=object)
+        rows.append(
+            {
+                "seed": seed,
+                "at_default": float(at_default.mean()),
+                "returns": int((at_default.to_numpy()[1:] & ~at_default.to_numpy()[:-1]).sum()),
+                "memory": float(m["total_memory_mb"].mean() / mx.total_memory_mb),
+                "cpu": float(m["total_cpu"].mean() / mx.total_cpu),
+                "changes": len(changed),
+                **{f"by_{k}": int((changed == k).sum()) for k in ("fallback", "no_feasible", "switch")},
+                "profile_decisions": int((paths == "profile").sum()),
+                "profiling_runs": int(run.summary.get("profiling_runs", 0)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def measured_trajectory(data: Path) -> pd.DataFrame:
+    """One row per measured Demeter run: share of minutes at the default, returns to it (between
+    whole-number configurations), configuration changes (same) and the most frequent shapes."""
+    rows = []
+    for f in sorted((data / "measured_60s").glob("*_demeter_*.csv")):
+        d = pd.read_csv(f).dropna(subset=["task_managers", "task_slots"])
+        tm, sl = d["task_managers"].to_numpy(), d["task_slots"].to_numpy()
+        whole = (tm == np.round(tm)) & (sl == np.round(sl)) & (tm > 0)
+        shape = [f"{int(a)}x{int(round(b / a))}" for a, b in zip(tm[whole], sl[whole])]
+        seq = pd.Series(shape)
+        runs = seq[seq != seq.shift()]
+        default = (tm == 24) & (sl == 24)
+        rows.append(
+            {
+                "run": f.name.split("_")[0],
+                "at_default": float(default.mean()),
+                "returns": int((runs.iloc[1:] == "24x1").sum()),
+                "changes": len(runs) - 1,
+                "shapes": ", ".join(f"{k} {v / len(seq):.0%}" for k, v in seq.value_counts().head(4).items()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--seeds", default="7,8,9")
+    ap.add_argument("--hours", type=float, default=None, help="Replay only the first hours (quick check).")
+    a = ap.parse_args(argv)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print("measured\n", measured_trajectory(a.data).to_string(index=False))
+        tw = twin_trajectory(a.data, [int(s) for s in a.seeds.split(",")], a.hours)
+        print("twin\n", tw.to_string(index=False))
+        print("twin mean\n", tw.drop(columns="seed").mean().round(3).to_string())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
