@@ -6,13 +6,14 @@ runs (``benchmarks/twin_fidelity.py`` gives the figures; this gives the path):
 
     python benchmarks/demeter_trajectory.py --data ../shared/data/demeter-ads --seeds 7,8,9
 
-The twin is calibrated as in ``benchmarks/twin_fidelity.py`` (mechanism fit, restart and CPU
-calibrations, published targets), then Demeter alone is replayed per seed. Per seed: the share of
-minutes at the default (maximum) configuration, returns to it, memory and CPU reserved over the
-default's, changes by decision path (``fallback``: bad current latency; ``no_feasible``: nothing
-meets the goals, go to the default; ``switch``: the ranking's pick), profiling decisions and runs.
-The measured side reads ``measured_60s/*_demeter_*.csv`` (``task_managers``, ``task_slots`` per
-minute; the default is 24 TaskManagers x 1 slot; minutes in a transition, with fractional
+The twin is calibrated as ``benchmarks/twin_fidelity.py`` does it (its ``calibrated_twin``: the
+mechanism fit and every calibration on the folder's measured methods, published targets), then
+Demeter alone is replayed per seed. Per seed: the share of minutes at the default (maximum)
+configuration, returns to it, memory and CPU reserved over the default's, changes by decision path
+(``fallback``: bad current latency; ``no_feasible``: nothing meets the goals, go to the default;
+``switch``: the ranking's pick), profiling decisions and runs. The measured side reads
+``measured_60s/*_demeter_*.csv`` (``task_managers``, ``task_slots`` per minute; the default is the
+profiled space's maximum, 24 TaskManagers x 1 slot here; minutes in a transition, with fractional
 counts, are left out of the configuration sequence).
 """
 
@@ -52,19 +53,10 @@ def decision_path(d: dict) -> str:
 def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None) -> pd.DataFrame:
     """One row per seed (see the module docstring)."""
     runs_csv = pd.read_csv(data / "profiling_runs.csv")
-    base = tf.ClusterProfile.default("ysb")
     space = tf.space_from_runs(runs_csv)
-    profile = tf.fit_grey_box(runs_csv.drop(columns=["run"]), base).profile
-    restart = tf.calibrate_restart_on_folder(data, profile, space.maximum)
-    if restart.fitted:  # refit with the restart terms held, as twin_fidelity does
-        held = {k: float(getattr(restart.profile, k)) for k in restart.fitted}
-        profile = tf.fit_grey_box(runs_csv.drop(columns=["run"]), base.with_(**held)).profile
-    profile = tf.calibrate_cpu(profile, space.maximum, tf.read_static_measurements(tf.find_static_measurements(data))).profile
-    options = tf.published_targets(data)
-    trace = tf.load_trace_csv(tf._trace_file(data))
-    if hours:
-        trace = trace[trace.index < trace.index[0] + pd.Timedelta(hours=hours)]
-    trace = trace.resample("1s").mean().interpolate()
+    cal = tf.calibrated_twin(data, runs_csv, tf.ClusterProfile.default("ysb"), space)
+    profile, options = cal.profile, cal.options
+    trace, forecaster = tf.replay_trace(data, hours)
     failures, _ = tf.failure_spec(data)
     target = tf.BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
     mx = space.maximum
@@ -74,7 +66,7 @@ def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None) ->
             workload="ads",
             failures=failures,
             seed=seed,
-            forecaster="peak" if len(trace) >= 3 * 3600 else "naive",
+            forecaster=forecaster,
             latency_target_ms=target,
         )
         run = replay_policy("demeter", trace, profile, space, st, policy_options=options.get("demeter"))
@@ -100,7 +92,10 @@ def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None) ->
 
 def measured_trajectory(data: Path) -> pd.DataFrame:
     """One row per measured Demeter run: share of minutes at the default, returns to it (between
-    whole-number configurations), configuration changes (same) and the most frequent shapes."""
+    whole-number configurations), configuration changes (same) and the most frequent shapes. The
+    default is the profiled space's maximum (Demeter's default is its largest configuration)."""
+    mx = tf.space_from_runs(pd.read_csv(data / "profiling_runs.csv")).maximum
+    default_shape = f"{mx.taskmanagers}x{mx.task_slots}"
     rows = []
     for f in sorted((data / "measured_60s").glob("*_demeter_*.csv")):
         d = pd.read_csv(f).dropna(subset=["task_managers", "task_slots"])
@@ -109,12 +104,12 @@ def measured_trajectory(data: Path) -> pd.DataFrame:
         shape = [f"{int(a)}x{int(round(b / a))}" for a, b in zip(tm[whole], sl[whole])]
         seq = pd.Series(shape)
         runs = seq[seq != seq.shift()]
-        default = (tm == 24) & (sl == 24)
+        default = (tm == mx.taskmanagers) & (sl == mx.taskmanagers * mx.task_slots)
         rows.append(
             {
                 "run": f.name.split("_")[0],
                 "at_default": float(default.mean()),
-                "returns": int((runs.iloc[1:] == "24x1").sum()),
+                "returns": int((runs.iloc[1:] == default_shape).sum()),
                 "changes": len(runs) - 1,
                 "shapes": ", ".join(f"{k} {v / len(seq):.0%}" for k, v in seq.value_counts().head(4).items()),
             }

@@ -33,10 +33,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flinktune.etl.spark import spark_session  # noqa: E402
-from flinktune.etl.synthetic import synthetic_raw  # noqa: E402
-from flinktune.lake import Lake  # noqa: E402
-from flinktune.settings import Settings  # noqa: E402
+from flinktune.etl.spark import spark_session
+from flinktune.etl.synthetic import synthetic_raw
+from flinktune.lake import Lake
+from flinktune.settings import Settings
+
 
 def _cpu_s() -> float:
     """CPU seconds of this process and its live descendants (the Spark JVM), from /proc (Linux): on

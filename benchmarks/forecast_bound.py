@@ -45,7 +45,7 @@ from scipy.signal import lfilter
 
 from flinktune.twin.workload import WORKLOADS
 
-__all__ = ["Segment", "YsbDraws", "draw_ysb", "compose_ysb", "oracle_peaks", "main"]
+__all__ = ["Segment", "YsbDraws", "compose_ysb", "draw_ysb", "main", "oracle_peaks"]
 
 _DAY_S = 18 * 3600  # the generator draws the shape over 18 h at least
 _AR_POLE, _AR_SD, _AR_PEAK, _WHITE_SD, _SMOOTH = 0.995, 0.012, 0.04, 0.01, 30

@@ -28,7 +28,7 @@ import numpy as np
 from flinktune.twin.workload import generate_trace
 from models.forecasting.darts_forecaster import DartsQuantileForecaster
 
-__all__ = ["main", "measure", "COLUMNS"]
+__all__ = ["COLUMNS", "main", "measure"]
 
 COLUMNS = ["resolution_s", "device", "bins", "input_bins", "output_bins", "windows", "epochs", "batch_size", "fit_s",
            "s_per_epoch", "predict_ms", "speedup", "note"]

@@ -50,8 +50,8 @@ import pandas as pd
 from flinktune.twin.workload import TraceError, generate_trace, load_trace_csv
 from models.forecasting.backtest import backtest_select_then_report
 from models.forecasting.champion import choose_champion
-from models.forecasting.darts_peak import DartsPeakForecaster
 from models.forecasting.darts_forecaster import DartsQuantileForecaster
+from models.forecasting.darts_peak import DartsPeakForecaster
 from models.forecasting.demeter_arima import DemeterArimaForecaster
 from models.forecasting.peak_ensemble import DartsPeakEnsemble
 from models.forecasting.peak_forecaster import DirectPeakForecaster
@@ -59,7 +59,7 @@ from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.statistical import StatisticalForecaster
 
-__all__ = ["main", "run_trace", "COLUMNS", "CHAMPION_CANDIDATES", "ratio_table"]
+__all__ = ["CHAMPION_CANDIDATES", "COLUMNS", "main", "ratio_table", "run_trace"]
 
 COLUMNS = ["seed", "workload", "model", "chosen", "rule", "peak_rule", "peak_mae", "raw_peak_mae", "peak_mase", "vs_demeter", "under_rate",
            "over_provisioning", "published_rule_under_rate", "fit_s", "predict_ms", "origins"]

@@ -33,8 +33,16 @@ from flinktune.twin.profile import ClusterProfile
 
 def sweep(out: Path, rates: list[float], parallelisms: list[int], work: int) -> Path:
     from flinktune.config_space import Configuration
-    from flinktune.localflink import (ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile,
-                                      RestMetricsSource, free_port)
+    from flinktune.localflink import (
+        ClusterSpec,
+        JobControl,
+        JobSpec,
+        LocalFlinkCluster,
+        LocalFlinkRealizer,
+        RateFile,
+        RestMetricsSource,
+        free_port,
+    )
     from flinktune.localflink.profiling import measure_point
 
     cluster = LocalFlinkCluster(out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024))

@@ -37,8 +37,17 @@ import pandas as pd
 from flinktune.backends.local_flink import local_flink_backend
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.guard import GuardRules
+from flinktune.decision.loop import LoopSettings, build_decision_loop
+from flinktune.decision.store import MemoryStateStore
 from flinktune.localflink import (
-    ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile, RestMetricsSource, free_port,
+    ClusterSpec,
+    JobControl,
+    JobSpec,
+    LocalFlinkCluster,
+    LocalFlinkRealizer,
+    RateFile,
+    RestMetricsSource,
+    free_port,
 )
 from flinktune.localflink.audit import Change, judge_changes
 from flinktune.localflink.capacity import CapacitySurrogate, ProfiledCapacity
@@ -46,11 +55,9 @@ from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.distribution import repo_root
 from flinktune.localflink.profiler import ProfileWhenUntrusted, SaturationProfiler, WithoutProfiling
 from flinktune.localflink.workload import RatePlan
-from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.tuner.capacity import ShapeCapacities, shape_of
 from flinktune.tuner.flinktune_policy import FlinktunePolicy
-from flinktune.decision.store import MemoryStateStore
 from models.forecasting.types import QuantileForecast
 
 SPACE = ConfigSpace(parallelism=(1, 2), task_slots=(1,), cpu=(1.0,), memory_mb=(1024,), checkpoint_interval_s=(10,))

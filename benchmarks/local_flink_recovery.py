@@ -27,7 +27,14 @@ import pandas as pd
 
 from flinktune.config_space import Configuration
 from flinktune.localflink import (
-    ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile, free_port, inject_taskmanager_failure,
+    ClusterSpec,
+    JobControl,
+    JobSpec,
+    LocalFlinkCluster,
+    LocalFlinkRealizer,
+    RateFile,
+    free_port,
+    inject_taskmanager_failure,
 )
 from flinktune.localflink.distribution import repo_root
 from flinktune.metrics.schema import PROFILING_COLUMNS

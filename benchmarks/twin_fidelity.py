@@ -42,7 +42,9 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from flinktune.config_space import space_from_runs  # noqa: E402
+from flinktune.config_space import ConfigSpace, space_from_runs  # noqa: E402
 from flinktune.policies.autoscaler import VERSIONS, AutoscalerPolicy  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.metrics import relative_table  # noqa: E402
@@ -222,6 +224,73 @@ def _md(df: pd.DataFrame) -> str:
     return head + "".join("| " + " | ".join(_fmt(v) for v in row) + " |\n" for row in df.itertuples(index=False))
 
 
+@dataclass(frozen=True)
+class CalibratedTwin:
+    """What :func:`calibrated_twin` gives: the grey-box twin, the profile the replays run (mechanism
+    and calibrations), the policy options and one note per calibration (``restart``, ``redeploy``,
+    ``cpu``, ``busy``)."""
+
+    twin: Any
+    profile: ClusterProfile
+    options: dict[str, dict[str, Any]]
+    notes: dict[str, str]
+
+
+def calibrated_twin(
+    data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
+    calibrate: bool = True, operator: str = DEFAULT_OPERATOR,
+) -> CalibratedTwin:  # fmt: skip
+    """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
+    measured methods in ``data``, in the order each calibration needs: the restart cost on the
+    reactive runs (then the mechanism refitted with it held), the redeploy warm-up on the operator
+    runs, CPU on the static run, the published targets from the method names, the operator's busy
+    time on its own decisions. ``calibrate=False``: the mechanism fit alone, default options but the
+    operator's ``operator`` version. Use it wherever a benchmark replays the calibrated twin."""
+    twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
+    profile, options = twin.profile, {}
+    notes = dict.fromkeys(("restart", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
+    if calibrate:
+        # The restart cost on the measured reactive runs' rescales (it reads the fitted capacity); the
+        # recovery stage was fitted with the old warm-up and restart time, so the mechanism is refitted
+        # with the fitted terms held (it fits detection and restart_base_s, not these).
+        restart = calibrate_restart_on_folder(data, profile, space.maximum)
+        notes["restart"] = restart.note
+        if restart.fitted:
+            held = {k: float(getattr(restart.profile, k)) for k in restart.fitted}
+            twin = fit_grey_box(runs_csv.drop(columns=["run"]), base.with_(**held), max_nfev=max_nfev)
+            profile = twin.profile
+            notes["restart"] += (f"; mechanism refitted with these held: failure_detection_s {profile.failure_detection_s:.3g}, "
+                                 f"restart_base_s {profile.restart_base_s:.3g}")  # fmt: skip
+        # The warm-up after a savepoint redeploy (new pods) on the measured operator's scale-downs:
+        # failures and in-place rescales keep theirs, the profiling runs' fit does not depend on it.
+        redeploy = calibrate_redeploy_on_folder(data, profile, space.maximum)
+        profile, notes["redeploy"] = redeploy.profile, redeploy.note
+        static_files = find_static_measurements(data)
+        cpu = calibrate_cpu(profile, space.maximum, read_static_measurements(static_files))
+        profile = cpu.profile
+        notes["cpu"] = cpu.note if static_files else "no measured_60s/*baseline*.csv: " + cpu.note
+        options = published_targets(data)
+        # The busy time the operator reads, on the measured operator's own decisions (made by the
+        # version the measured runs used, whichever version is replayed).
+        busy = calibrate_busy_on_folder(data, profile, space.maximum, AutoscalerPolicy.published(DEFAULT_OPERATOR, space))
+        notes["busy"] = busy.note
+        if busy.busy_time_scale is not None:
+            options["autoscaler"] = {"busy_time_scale": busy.busy_time_scale}
+    options["autoscaler"] = {**AutoscalerPolicy.published_options(operator, space), **options.get("autoscaler", {})}
+    return CalibratedTwin(twin, profile, options, notes)
+
+
+def replay_trace(data: Path, hours: float | None = None) -> tuple[pd.Series, str]:
+    """The folder's trace at 1 s (its first ``hours`` when given) and the forecaster its replays use:
+    the peak forecaster needs more than 2 h of history to fit, so a short window uses the seasonal
+    naive one (said in the output)."""
+    trace = load_trace_csv(_trace_file(data))
+    if hours:
+        trace = trace[trace.index < trace.index[0] + pd.Timedelta(hours=hours)]
+    trace = trace.resample("1s").mean().interpolate()
+    return trace, "peak" if len(trace) >= 3 * 3600 else "naive"
+
+
 def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
@@ -243,52 +312,18 @@ def run(
     base = ClusterProfile.default("ysb")
     folds = pd.DataFrame(columns=["run"]) if skip_loro else cross_validate(runs_csv, base, group_by="run", max_nfev=max_nfev)
     cv_mean = folds.drop(columns=["run"]).astype(float).mean()
-    twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     space = space_from_runs(runs_csv)
-    profile, cpu_note, options = twin.profile, "not calibrated (--no-calibrate)", {}
-    restart_note = busy_note = redeploy_note = "not calibrated (--no-calibrate)"
-    if calibrate:
-        # The restart cost on the measured reactive runs' rescales (it reads the fitted capacity); the
-        # recovery stage was fitted with the old warm-up and restart time, so the mechanism is refitted
-        # with the fitted terms held (it fits detection and restart_base_s, not these).
-        restart = calibrate_restart_on_folder(data, profile, space.maximum)
-        restart_note = restart.note
-        if restart.fitted:
-            held = {k: float(getattr(restart.profile, k)) for k in restart.fitted}
-            twin = fit_grey_box(runs_csv.drop(columns=["run"]), base.with_(**held), max_nfev=max_nfev)
-            profile = twin.profile
-            restart_note += (f"; mechanism refitted with these held: failure_detection_s {profile.failure_detection_s:.3g}, "
-                             f"restart_base_s {profile.restart_base_s:.3g}")  # fmt: skip
-        # The warm-up after a savepoint redeploy (new pods) on the measured operator's scale-downs:
-        # failures and in-place rescales keep theirs, the profiling runs' fit does not depend on it.
-        redeploy = calibrate_redeploy_on_folder(data, profile, space.maximum)
-        profile, redeploy_note = redeploy.profile, redeploy.note
-        static_files = find_static_measurements(data)
-        cal = calibrate_cpu(profile, space.maximum, read_static_measurements(static_files))
-        profile = cal.profile
-        cpu_note = cal.note if static_files else "no measured_60s/*baseline*.csv: " + cal.note
-        options = published_targets(data)
-        # The busy time the operator reads, on the measured operator's own decisions (made by the
-        # version the measured runs used, whichever version is replayed).
-        busy = calibrate_busy_on_folder(data, profile, space.maximum, AutoscalerPolicy.published(DEFAULT_OPERATOR, space))
-        busy_note = busy.note
-        if busy.busy_time_scale is not None:
-            options["autoscaler"] = {"busy_time_scale": busy.busy_time_scale}
-    options["autoscaler"] = {**AutoscalerPolicy.published_options(operator, space), **options.get("autoscaler", {})}
+    cal = calibrated_twin(data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator)
+    twin, profile, options = cal.twin, cal.profile, cal.options
+    restart_note, redeploy_note, cpu_note, busy_note = (cal.notes[k] for k in ("restart", "redeploy", "cpu", "busy"))
     policies = ["static", *[p for p in policies if p != "static"]]
     measured = measured_table(data)
     static_row = pd.read_csv(data / "summary_by_method.csv").set_index("method").loc["baseline"]
     mx = space.maximum
     static_note = (f"space maximum {mx.describe()} vs measured static {static_row['tm_mean']:g} TaskManagers x "
                    f"({static_row['cpu_cores_mean'] / static_row['tm_mean']:g} CPU, {static_row['mem_gib_mean'] / static_row['tm_mean']:.2f} GiB)")  # fmt: skip
-    trace = load_trace_csv(_trace_file(data))
-    if hours:
-        trace = trace[trace.index < trace.index[0] + pd.Timedelta(hours=hours)]
-    trace = trace.resample("1s").mean().interpolate()
+    trace, forecaster = replay_trace(data, hours)
     failures, failures_from = failure_spec(data)
-    # The peak forecaster needs more than 2 h of history to fit; a short quick-check window uses the
-    # seasonal naive one (said in the output).
-    forecaster = "peak" if len(trace) >= 3 * 3600 else "naive"
     # The latency goal of every policy and the guard: Demeter's published boundary, 2.14 x the lowest
     # profiled latency (ANCHORS.md 1.3), from this folder's runs (a fixed 1 s would call every
     # configuration of a job whose idle latency is above 1 s "bad").

@@ -12,7 +12,17 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    CHAMPIONS, DECIDE_CRON, DECIDE_QUEUE, POLICIES, START_DATE, TAGS, default_args, fleet_targets, dry_run_param, job_param, task_params,
+    CHAMPIONS,
+    DECIDE_CRON,
+    DECIDE_QUEUE,
+    POLICIES,
+    START_DATE,
+    TAGS,
+    default_args,
+    dry_run_param,
+    fleet_targets,
+    job_param,
+    task_params,
 )
 
 DOC = """

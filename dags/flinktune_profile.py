@@ -11,7 +11,15 @@ from typing import Any
 from airflow.sdk import Param, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    CHAMPIONS, CONFIGURATION_SCHEMA, START_DATE, TAGS, TRAINING, backends, default_args, job_param, mark_outlets,
+    CHAMPIONS,
+    CONFIGURATION_SCHEMA,
+    START_DATE,
+    TAGS,
+    TRAINING,
+    backends,
+    default_args,
+    job_param,
+    mark_outlets,
     task_params,
 )
 

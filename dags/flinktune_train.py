@@ -12,7 +12,17 @@ from typing import Any
 from airflow.sdk import CronTriggerTimetable, TriggerRule, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    CHAMPIONS, RETRAIN_CRON, START_DATE, TAGS, TRAINING, backends, default_args, fleet_targets, job_param, mark_outlets, task_params,
+    CHAMPIONS,
+    RETRAIN_CRON,
+    START_DATE,
+    TAGS,
+    TRAINING,
+    backends,
+    default_args,
+    fleet_targets,
+    job_param,
+    mark_outlets,
+    task_params,
 )
 
 _BY_JOB = "{{ task.op_kwargs['target']['job'] }}"  # a mapped instance is named by its job in the UI

@@ -12,7 +12,16 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk import CronTriggerTimetable, Param, dag, task
 
 from flinktune.orchestration.dag_tasks.dag_wiring import (
-    DECIDE_QUEUE, POLICIES, START_DATE, TAGS, WATCH_CRON, default_args, dry_run_param, fleet_targets, job_param, task_params,
+    DECIDE_QUEUE,
+    POLICIES,
+    START_DATE,
+    TAGS,
+    WATCH_CRON,
+    default_args,
+    dry_run_param,
+    fleet_targets,
+    job_param,
+    task_params,
 )
 
 DOC = """

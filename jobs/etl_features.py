@@ -28,17 +28,17 @@ from typing import Any
 
 from data_contracts import ContractViolation, ValidationOutcome, validate
 from flinktune.cli.entry import OneLineParser, run_main
-from flinktune.job_name import job_name
 from flinktune.clock import Clock
 from flinktune.etl.curated import to_features_frame, write_features
 from flinktune.etl.features import GRAINS, NoRawDataError, features_from_parts, read_raw, ten_second_parts
 from flinktune.etl.observations import quality_root, quarantine_root, validate_observations
 from flinktune.etl.raw_files import check_raw_files
 from flinktune.etl.spark import spark_session
+from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
 
-__all__ = ["run", "main", "validate_observations", "DATASET", "DATASETS"]
+__all__ = ["DATASET", "DATASETS", "main", "run", "validate_observations"]
 
 #: The dataset the summary's top-level keys describe (the one the models and reports read).
 DATASET = "features_1m"

@@ -22,13 +22,13 @@ import logging
 import sys
 
 from flinktune.cli.entry import OneLineParser, run_main
-from flinktune.job_name import job_name
 from flinktune.clock import Clock, SystemClock
 from flinktune.extract.sink import RawSink
+from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
 
-__all__ = ["run", "main", "SOURCES"]
+__all__ = ["SOURCES", "main", "run"]
 
 SOURCES = ("prometheus", "flink-rest", "twin")
 

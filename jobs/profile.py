@@ -20,25 +20,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from flinktune.cli.entry import OneLineParser, run_main
-from flinktune.job_name import job_name
 from flinktune.config_space import ConfigError, Configuration, default_space
+from flinktune.job_name import job_name
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake
 from flinktune.limits import check_rate
 from flinktune.settings import Settings, load_settings
+from flinktune.tuner.shapes import startup_design
 from flinktune.twin.job_store import TWIN_FILE, job_dir
 from flinktune.twin.profile import ClusterProfile
-from flinktune.tuner.shapes import startup_design
 from flinktune.twin.profiling import PROFILE_RUN_S, initial_design, profile_configs
 from flinktune.twin.simulator import DEFAULT_START_TS, TwinJob
 
-__all__ = ["run", "main", "startup_rates", "DATASET", "DEFAULT_RATES", "DESIGN_SIZE", "STARTUP_RUNS"]
+__all__ = ["DATASET", "DEFAULT_RATES", "DESIGN_SIZE", "STARTUP_RUNS", "main", "run", "startup_rates"]
 
 DATASET = PROFILING_OBSERVATIONS
 #: Rates profiled when the job has no simulated history, rec/s.

@@ -19,17 +19,17 @@ from pathlib import Path
 import pandas as pd
 
 from flinktune.cli.entry import OneLineParser, run_main
-from flinktune.job_name import job_name
 from flinktune.config_space import default_space
+from flinktune.decision.store import SqliteStateStore
+from flinktune.job_name import job_name
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake
 from flinktune.pricing import load_prices
 from flinktune.report import COUNTERFACTUAL_POLICIES, ReportInputs, compare_on_same_load, same_load_from_twin, write_report
 from flinktune.report.period import tuned_start
 from flinktune.report.quality import data_quality_from_lake
 from flinktune.settings import Settings, load_settings
-from flinktune.decision.store import SqliteStateStore
 
-__all__ = ["run", "main", "read_features", "comparison_for"]
+__all__ = ["comparison_for", "main", "read_features", "run"]
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from flinktune.cli.entry import OneLineParser, run_main
-from flinktune.job_name import job_name
 from flinktune.config_space import ConfigSpace
+from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
 from flinktune.twin.job_store import save_job
@@ -23,7 +23,7 @@ from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import DEFAULT_START_TS, TwinJob
 from flinktune.twin.workload import WORKLOADS, TraceError, generate_trace, load_trace_csv
 
-__all__ = ["run", "main", "FAILURES", "TRACE_EXTRA_HOURS"]
+__all__ = ["FAILURES", "TRACE_EXTRA_HOURS", "main", "run"]
 
 #: Failure schedule of simulated history (DESIGN.md section 7).
 FAILURES = "every:45m"

@@ -33,15 +33,14 @@ and ``value``, with ``horizon_s``) and the signature inferred from it and the mo
 
 from __future__ import annotations
 
-import logging
 import json
+import logging
 import math
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
@@ -51,7 +50,7 @@ from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
 from models.forecasting.base import ForecastingModel
 
-__all__ = ["run", "main", "read_rate_history", "build_candidate", "CANDIDATES", "PROMOTION_METRIC"]
+__all__ = ["CANDIDATES", "PROMOTION_METRIC", "build_candidate", "main", "read_rate_history", "run"]
 
 log = logging.getLogger(__name__)
 

@@ -32,13 +32,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from flinktune.cli.entry import OneLineParser, run_main
-from flinktune.job_name import job_name
 from flinktune.config_space import KNOBS, ConfigError, ConfigSpace, Configuration
+from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.metrics.schema import PROFILING_DTYPES
 from flinktune.settings import Settings, load_settings
 
-__all__ = ["run", "main", "read_observations", "observations_to_arrays", "input_example", "PROMOTION_METRIC", "KINDS"]
+__all__ = ["KINDS", "PROMOTION_METRIC", "input_example", "main", "observations_to_arrays", "read_observations", "run"]
 
 DATASET = "profiling_observations"
 PROMOTION_METRIC = "observations"

@@ -32,9 +32,10 @@ import json
 import math
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import mlflow
 import mlflow.pyfunc
@@ -42,19 +43,19 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 __all__ = [
-    "CHAMPION",
     "CHALLENGER",
+    "CHAMPION",
     "MODELS_PACKAGE",
-    "RegistryError",
     "ModelStoreUnavailable",
+    "Promotion",
+    "RegistryError",
+    "champion_version",
     "configure",
     "ensure_experiment",
     "lake_dataset",
-    "log_and_register",
-    "Promotion",
-    "promote",
-    "champion_version",
     "load_champion",
+    "log_and_register",
+    "promote",
     "version_metric",
 ]
 

@@ -9,7 +9,7 @@ extra threads to pay off; on a busy node the threads' spin-waits made a 3 s GP f
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 

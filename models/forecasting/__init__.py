@@ -15,15 +15,15 @@ import importlib
 from typing import Any
 
 __all__ = [
-    "ForecastingModel",
-    "DartsQuantileForecaster",
-    "DartsPeakForecaster",
     "DartsPeakEnsemble",
+    "DartsPeakForecaster",
+    "DartsQuantileForecaster",
     "DirectPeakForecaster",
-    "choose_champion",
-    "SeasonalNaiveForecaster",
     "ForecastInputError",
+    "ForecastingModel",
     "QuantileForecast",
+    "SeasonalNaiveForecaster",
+    "choose_champion",
     "planned_rate",
     "prepare_rate_series",
 ]

@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,11 +52,28 @@ from models.forecasting.base import ForecastingModel
 from models.forecasting.planning import planned_rate
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
-__all__ = ["BacktestWindow", "BacktestResult", "SelectedBacktest", "run_backtest", "summarize", "choose_rules",
-           "backtest_select_then_report", "selection_window", "candidate_rules", "select_rule", "select_peak_rule",
-           "PUBLISHED_RULE", "MIN_SELECT_ORIGINS",
-           "IDENTITY_PEAK_RULE", "PEAK_RULE_N_SE", "PLANNING_Z", "horizon_block", "effective_origins",
-           "under_rate_upper_bound", "DIRECT_PEAK_PLAIN"]
+__all__ = [
+    "DIRECT_PEAK_PLAIN",
+    "IDENTITY_PEAK_RULE",
+    "MIN_SELECT_ORIGINS",
+    "PEAK_RULE_N_SE",
+    "PLANNING_Z",
+    "PUBLISHED_RULE",
+    "BacktestResult",
+    "BacktestWindow",
+    "SelectedBacktest",
+    "backtest_select_then_report",
+    "candidate_rules",
+    "choose_rules",
+    "effective_origins",
+    "horizon_block",
+    "run_backtest",
+    "select_peak_rule",
+    "select_rule",
+    "selection_window",
+    "summarize",
+    "under_rate_upper_bound",
+]
 
 PUBLISHED_RULE = "max_mean_x1.10"
 #: The plain forecast peak (factor 1): the peak rule kept unless another one earns its place (:func:`select_peak_rule`).

@@ -17,11 +17,17 @@ Only candidates that can be registered (``registrable``) may win.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
-from models.forecasting.backtest import (PLANNING_Z, SelectedBacktest, effective_origins, horizon_block, summarize,
-                                         under_rate_upper_bound)
+from models.forecasting.backtest import (
+    PLANNING_Z,
+    SelectedBacktest,
+    effective_origins,
+    horizon_block,
+    summarize,
+    under_rate_upper_bound,
+)
 
 __all__ = ["ChampionChoice", "choose_champion", "selection_metrics"]
 

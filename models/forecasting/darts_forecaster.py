@@ -26,19 +26,19 @@ import logging
 import math
 import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
+from models.atomic_write import atomic_dir
 from models.forecasting.base import ForecastingModel
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
-from models.atomic_write import atomic_dir
 from models.torch_threads import single_thread
 
-__all__ = ["DartsQuantileForecaster", "TRAINED_QUANTILES", "resolve_accelerator"]
+__all__ = ["TRAINED_QUANTILES", "DartsQuantileForecaster", "resolve_accelerator"]
 
 #: Quantile levels the network is trained on (darts needs them symmetric around 0.5).
 TRAINED_QUANTILES: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
@@ -183,7 +183,7 @@ class DartsQuantileForecaster(ForecastingModel):
         return TimeSeries.from_series((naive / self._scale).astype("float32"), freq=f"{self.bin_s}s")
 
     # -- Forecaster protocol ----------------------------------------------------------------------
-    def fit(self, series: pd.Series) -> "DartsQuantileForecaster":
+    def fit(self, series: pd.Series) -> DartsQuantileForecaster:
         """Train on a rate series (rec/s, tz-aware index); raises ForecastInputError on bad input."""
         prep = prepare_rate_series(
             series, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins, min_bins=self.min_fit_bins, where="fit series"
@@ -311,7 +311,7 @@ class DartsQuantileForecaster(ForecastingModel):
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, device: str = "cpu") -> "DartsQuantileForecaster":
+    def load(cls, path: str | Path, *, device: str = "cpu") -> DartsQuantileForecaster:
         """Restore a model written by :meth:`save`; ``device`` chooses where it predicts."""
         from darts.models import TiDEModel
 

@@ -48,7 +48,7 @@ from models.forecasting.peak_covariates import context_input_bins, peak_covariat
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
-__all__ = ["DartsPeakForecaster", "DARTS_PEAK_LEVELS", "ESTIMATORS"]
+__all__ = ["DARTS_PEAK_LEVELS", "ESTIMATORS", "DartsPeakForecaster"]
 
 #: Quantile levels of the bin and peak columns (fewer than the hand-written peak model's: each
 #: level costs one regressor per target column).
@@ -186,7 +186,7 @@ class DartsPeakForecaster(ForecastingModel):
                                    min_bins=min_bins, where=where).values
 
     # -- Forecaster protocol ----------------------------------------------------------------------
-    def fit(self, series: pd.Series) -> "DartsPeakForecaster":
+    def fit(self, series: pd.Series) -> DartsPeakForecaster:
         """Fit every level on all whole windows of ``series``; ForecastInputError on bad input."""
         from threadpoolctl import threadpool_limits
 
@@ -323,7 +323,7 @@ class DartsPeakForecaster(ForecastingModel):
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, device: str = "cpu") -> "DartsPeakForecaster":
+    def load(cls, path: str | Path, *, device: str = "cpu") -> DartsPeakForecaster:
         """Restore a model written by :meth:`save` (``device`` is accepted for a uniform interface)."""
         path = Path(path)
         meta = json.loads((path / "meta.json").read_text())

@@ -44,7 +44,7 @@ from models.forecasting.base import ForecastingModel
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
-__all__ = ["DemeterArimaForecaster", "demeter_preprocess", "combine_stride_forecasts"]
+__all__ = ["DemeterArimaForecaster", "combine_stride_forecasts", "demeter_preprocess"]
 
 _DEFAULT_STRIDES: tuple[int, ...] = tuple(range(30, 601, 30))
 
@@ -159,7 +159,7 @@ class DemeterArimaForecaster(ForecastingModel):
         return x[::-1][::stride][::-1]
 
     # -- Forecaster protocol ----------------------------------------------------------------------
-    def fit(self, series: pd.Series) -> "DemeterArimaForecaster":
+    def fit(self, series: pd.Series) -> DemeterArimaForecaster:
         """Fit one auto-ARIMA per stride on the filtered 1 s series; ForecastInputError on bad input."""
         import pmdarima as pm
         from threadpoolctl import threadpool_limits
@@ -243,7 +243,7 @@ class DemeterArimaForecaster(ForecastingModel):
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, device: str = "cpu") -> "DemeterArimaForecaster":
+    def load(cls, path: str | Path, *, device: str = "cpu") -> DemeterArimaForecaster:
         """Restore a model written by :meth:`save` (``device`` is accepted for a uniform interface)."""
         path = Path(path)
         meta = json.loads((path / "meta.json").read_text())

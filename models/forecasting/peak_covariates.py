@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CHANGE_LAGS_S", "covariate_names", "context_input_bins", "peak_covariates", "peak_targets"]
+__all__ = ["CHANGE_LAGS_S", "context_input_bins", "covariate_names", "peak_covariates", "peak_targets"]
 
 #: Changes of the reference against the input bin this many seconds earlier.
 CHANGE_LAGS_S: tuple[int, ...] = (10, 30, 60, 120, 300, 600, 1200, 1800)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CONTEXT_BINS", "FEATURE_NAMES", "window_features", "future_targets"]
+__all__ = ["CONTEXT_BINS", "FEATURE_NAMES", "future_targets", "window_features"]
 
 #: Changes of the last bin against the bin ``k`` bins before it.
 _LAGS: tuple[int, ...] = (1, 2, 3, 5, 10, 20, 30)

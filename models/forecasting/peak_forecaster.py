@@ -51,7 +51,7 @@ from models.forecasting.peak_features import CONTEXT_BINS, future_targets, windo
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
-__all__ = ["DirectPeakForecaster", "PEAK_LEVELS"]
+__all__ = ["PEAK_LEVELS", "DirectPeakForecaster"]
 
 #: Quantile levels of both the bin and the peak models.
 PEAK_LEVELS: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
@@ -167,7 +167,7 @@ class DirectPeakForecaster(ForecastingModel):
         return out
 
     # -- Forecaster protocol ----------------------------------------------------------------------
-    def fit(self, series: pd.Series) -> "DirectPeakForecaster":
+    def fit(self, series: pd.Series) -> DirectPeakForecaster:
         """Fit the bin and peak models on every whole window of ``series``; ForecastInputError on bad input."""
         import sklearn.ensemble  # noqa: F401  (loaded before threadpool_limits, so its OpenMP is limited too)
         from threadpoolctl import threadpool_limits
@@ -248,7 +248,7 @@ class DirectPeakForecaster(ForecastingModel):
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, device: str = "cpu") -> "DirectPeakForecaster":
+    def load(cls, path: str | Path, *, device: str = "cpu") -> DirectPeakForecaster:
         """Restore a model written by :meth:`save` (``device`` is accepted for a uniform interface)."""
         path = Path(path)
         meta = json.loads((path / "meta.json").read_text())

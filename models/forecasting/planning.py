@@ -16,7 +16,7 @@ import re
 
 from models.forecasting.types import QuantileForecast
 
-__all__ = ["planned_rate", "PLANNING_RULES"]
+__all__ = ["PLANNING_RULES", "planned_rate"]
 
 #: Rule forms accepted by :func:`planned_rate` (for help texts and validation messages).
 PLANNING_RULES: tuple[str, ...] = ("max_mean_x1.10", "max_mean_x<factor>", "quantile:<q>")

@@ -72,7 +72,7 @@ class SeasonalNaiveForecaster(ForecastingModel):
         diff = values[season:] - values[:-season]
         return float(diff.mean()), np.quantile(diff, self.quantiles)
 
-    def fit(self, series: pd.Series) -> "SeasonalNaiveForecaster":
+    def fit(self, series: pd.Series) -> SeasonalNaiveForecaster:
         """Learn residual quantiles for the season of ``default_horizon_s``."""
         season = self._season_bins(math.ceil(self.default_horizon_s / self.bin_s))
         prep = prepare_rate_series(

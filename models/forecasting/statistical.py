@@ -27,7 +27,7 @@ from models.forecasting.base import ForecastingModel
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
-__all__ = ["StatisticalForecaster", "STAT_KINDS"]
+__all__ = ["STAT_KINDS", "StatisticalForecaster"]
 
 STAT_KINDS: tuple[str, ...] = ("ets", "theta")
 _LEVELS: tuple[float, ...] = (0.1, 0.5, 0.9, 0.95, 0.99)
@@ -86,7 +86,7 @@ class StatisticalForecaster(ForecastingModel):
             )
         return [o.values(copy=True)[:, 0] for o in outs]
 
-    def fit(self, series: pd.Series) -> "StatisticalForecaster":
+    def fit(self, series: pd.Series) -> StatisticalForecaster:
         """Calibrate the ratio quantiles on the training series' last ``calib_origins`` origins."""
         prep = prepare_rate_series(series, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins,
                                    min_bins=self.min_fit_bins, where="fit series")
@@ -151,7 +151,7 @@ class StatisticalForecaster(ForecastingModel):
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, device: str = "cpu") -> "StatisticalForecaster":
+    def load(cls, path: str | Path, *, device: str = "cpu") -> StatisticalForecaster:
         meta = json.loads((Path(path) / "meta.json").read_text())
         params = dict(meta["params"], quantiles=tuple(meta["params"]["quantiles"]))
         self = cls(**params)

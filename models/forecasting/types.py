@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["QuantileForecast", "DEFAULT_QUANTILES", "ForecastInputError"]
+__all__ = ["DEFAULT_QUANTILES", "ForecastInputError", "QuantileForecast"]
 
 DEFAULT_QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
 

@@ -25,7 +25,8 @@ acquisition, run at the cell's centre rate.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,7 +36,7 @@ from models.surrogate.outcome_models import StackedModel, TabulatedModel
 from models.surrogate.shared_acquisition import active_share
 from models.torch_threads import single_thread
 
-__all__ = ["suggest_profiling", "constraint_models"]
+__all__ = ["constraint_models", "suggest_profiling"]
 
 
 def _skip_kernel_compile() -> None:

@@ -30,8 +30,8 @@ draws, so a fit is deterministic.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -41,7 +41,7 @@ from torch import Tensor
 from models.surrogate.gp import build_gp
 from models.torch_threads import single_thread
 
-__all__ = ["GPFit", "fit_gps", "loss_and_grad", "DEFAULT_MAXITER"]
+__all__ = ["DEFAULT_MAXITER", "GPFit", "fit_gps", "loss_and_grad"]
 
 #: L-BFGS-B iteration limit per GP. Fits of 10-64 points converge in 30-150 iterations
 #: (measured); the limit only stops a run that wanders on a flat likelihood.
@@ -72,7 +72,6 @@ def _check_model(model, index: int) -> None:
     from gpytorch.kernels import RBFKernel
     from gpytorch.likelihoods import GaussianLikelihood
     from gpytorch.means import ConstantMean
-
     from gpytorch.priors import LogNormalPrior
 
     priors = {name: prior for name, _, prior, *_ in model.named_priors()}
@@ -116,7 +115,7 @@ def _groups(sizes: Sequence[int]) -> list[list[int]]:
     for i in order:
         if groups:
             N = sizes[groups[-1][0]]
-            if N <= _SMALL or N**3 <= _PAD_SLACK * sizes[i] ** 3:
+            if N <= _SMALL or _PAD_SLACK * sizes[i] ** 3 >= N**3:
                 groups[-1].append(i)
                 continue
         groups.append([i])

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RateBuckets", "DEFAULT_BUCKET_WIDTH"]
+__all__ = ["DEFAULT_BUCKET_WIDTH", "RateBuckets"]
 
 #: Demeter's chunk width, rec/s.
 DEFAULT_BUCKET_WIDTH = 10_000.0

@@ -27,7 +27,7 @@ import numpy as np
 
 from models.surrogate.types import LOG_OUTCOMES, SurrogateDataWarning, SurrogateInputError
 
-__all__ = ["OutcomeData", "TrainingData", "prepare_training_data", "check_knobs", "model_inputs", "RATE_SCALE_FACTOR"]
+__all__ = ["RATE_SCALE_FACTOR", "OutcomeData", "TrainingData", "check_knobs", "model_inputs", "prepare_training_data"]
 
 RATE_SCALE_FACTOR = 1.5
 MIN_POINTS = 3

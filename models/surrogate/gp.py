@@ -29,7 +29,7 @@ from models.surrogate.state_file import TorchStateFile
 from models.surrogate.types import OUTCOMES, SurrogateInputError, SurrogatePrediction
 from models.torch_threads import single_thread
 
-__all__ = ["GPSurrogate", "resolve_device", "build_gp", "fit_gp"]
+__all__ = ["GPSurrogate", "build_gp", "fit_gp", "resolve_device"]
 
 STATE_VERSION = 1
 
@@ -104,7 +104,7 @@ class GPSurrogate(TorchStateFile):
     def _tensor(self, a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(a, dtype=torch.float64, device=resolve_device(self.device))
 
-    def fit(self, X: np.ndarray, rates: np.ndarray, Y: np.ndarray) -> "GPSurrogate":
+    def fit(self, X: np.ndarray, rates: np.ndarray, Y: np.ndarray) -> GPSurrogate:
         """Fit every outcome's GP; raises SurrogateInputError on unusable data (see dataset rules)."""
         data = prepare_training_data(X, rates, Y, self.outcomes, log_floor=self.log_floor)
         self._fit_data(data)
@@ -200,7 +200,7 @@ class GPSurrogate(TorchStateFile):
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], *, device: str = "cpu") -> "GPSurrogate":
+    def from_state(cls, state: dict[str, Any], *, device: str = "cpu") -> GPSurrogate:
         """Rebuild a fitted surrogate from :meth:`state` without refitting."""
         if state.get("version") != STATE_VERSION or state.get("kind") != cls.name:
             raise ValueError(f"not a GPSurrogate state v{STATE_VERSION}: kind={state.get('kind')!r} version={state.get('version')!r}")

@@ -14,7 +14,7 @@ Inputs ``X`` have shape ``(..., q, d)``; posteriors are over ``(..., q, m)``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from botorch.models.model import Model
@@ -23,7 +23,7 @@ from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNorm
 from linear_operator.operators import DiagLinearOperator
 from torch import Tensor
 
-__all__ = ["FixedRateModel", "ConstantModel", "TabulatedModel", "StackedModel"]
+__all__ = ["ConstantModel", "FixedRateModel", "StackedModel", "TabulatedModel"]
 
 
 class _OneOutput(Model):

@@ -12,7 +12,8 @@ as ``(v - low) / (high - low)``. The output has one row per input row and, per o
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import mlflow.pyfunc
 import numpy as np

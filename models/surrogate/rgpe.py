@@ -29,27 +29,27 @@ input transform (as built by :func:`models.surrogate.gp.fit_gp` or
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 from botorch.models.model import Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
-from linear_operator.utils.warnings import NumericalWarning
 from linear_operator.operators import DiagLinearOperator, PsdSumLinearOperator
 from linear_operator.utils.cholesky import psd_safe_cholesky
+from linear_operator.utils.warnings import NumericalWarning
 from torch import Tensor
 
 __all__ = [
-    "ranking_loss",
+    "RGPEModel",
+    "RankWeights",
+    "compute_rank_weights",
     "loo_ranking_loss",
     "loo_samples",
     "posterior_samples",
     "rank_weights",
-    "compute_rank_weights",
-    "RankWeights",
-    "RGPEModel",
+    "ranking_loss",
 ]
 
 

@@ -44,9 +44,9 @@ import gpytorch
 import numpy as np
 import torch
 
+from models.surrogate.batched_fit import fit_gps
 from models.surrogate.buckets import RateBuckets
 from models.surrogate.dataset import check_knobs, prepare_training_data
-from models.surrogate.batched_fit import fit_gps
 from models.surrogate.gp import build_gp, resolve_device
 from models.surrogate.outcome_models import ConstantModel, FixedRateModel
 from models.surrogate.rgpe import RGPEModel, compute_rank_weights
@@ -114,7 +114,7 @@ class RGPESurrogate(TorchStateFile):
         return resolve_device(self.device)
 
     # -- fitting ----------------------------------------------------------------------------------
-    def fit(self, X: np.ndarray, rates: np.ndarray, Y: np.ndarray) -> "RGPESurrogate":
+    def fit(self, X: np.ndarray, rates: np.ndarray, Y: np.ndarray) -> RGPESurrogate:
         """Check the data (dataset rules, raising or warning once), then fit every bucket's GPs."""
         data = prepare_training_data(X, rates, Y, self.outcomes, log_floor=self.log_floor)
         X, rates, Y = np.asarray(X, "float64"), np.asarray(rates, "float64").reshape(-1), np.asarray(Y, "float64")
@@ -332,7 +332,7 @@ class RGPESurrogate(TorchStateFile):
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], *, device: str = "cpu") -> "RGPESurrogate":
+    def from_state(cls, state: dict[str, Any], *, device: str = "cpu") -> RGPESurrogate:
         """Rebuild from :meth:`state` without refitting or recomputing weights."""
         if state.get("version") != STATE_VERSION or state.get("kind") != cls.name:
             raise ValueError(f"not an RGPESurrogate state v{STATE_VERSION}: kind={state.get('kind')!r} version={state.get('version')!r}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-__all__ = ["OUTCOMES", "LOG_OUTCOMES", "SurrogatePrediction", "SurrogateInputError", "SurrogateDataWarning"]
+__all__ = ["LOG_OUTCOMES", "OUTCOMES", "SurrogateDataWarning", "SurrogateInputError", "SurrogatePrediction"]
 
 #: Outcomes a surrogate models, in column order of ``Y`` and of predictions.
 OUTCOMES: tuple[str, ...] = ("latency_ms", "cpu_used", "memory_used_mb", "recovery_s")

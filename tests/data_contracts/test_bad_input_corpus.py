@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 import pyarrow as pa
@@ -168,7 +168,7 @@ def test_pandas_corpus(kind, lake_with_curated):
     lake = lake_with_curated
     before = snapshot(lake.root / "curated")
     df = mutate(good())
-    now = dt.datetime(2024, 5, 1, 0, 3, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2024, 5, 1, 0, 3, tzinfo=dt.UTC)
     if SEVERITY[rule] == "error":
         with pytest.raises(ContractViolation) as err:
             validate(df, "raw_metrics", batch_id=f"corpus-{kind}", quarantine_root=lake.root / "quarantine", now=now)
@@ -184,7 +184,7 @@ def test_pandas_corpus(kind, lake_with_curated):
 
 
 def test_stale_data_is_flagged_against_the_injected_clock(lake_with_curated):
-    late = dt.datetime(2024, 5, 1, 2, 0, tzinfo=dt.timezone.utc)  # the newest sample is ~2 h old
+    late = dt.datetime(2024, 5, 1, 2, 0, tzinfo=dt.UTC)  # the newest sample is ~2 h old
     outcome = validate(good(), "raw_metrics", batch_id="corpus-stale", quarantine_root=lake_with_curated.root / "quarantine", now=late)
     (f,) = [f for f in outcome.failures if f.rule == "freshness"]
     assert f.severity == SEVERITY["freshness"] and f.sample == (START + 3 * MIN - 1000,) and "expected between" in f.detail

@@ -12,17 +12,13 @@ from data_contracts.contract import CONTRACTS_DIR, ContractError, load_contract
 from flinktune.metrics.schema import METRICS, PROFILING_COLUMNS
 
 DATASETS = ("raw_metrics", "features_10s", "features_1m", "profiling_observations")
-FEATURE_COLUMNS = (
-    "job window_start input_rate throughput lag lag_growth latency_p50_ms latency_p95_ms latency_p99_ms cpu_used "
-    "memory_used_mb busy_ratio backpressure_ratio taskmanagers task_slots_total parallelism task_slots cpu memory_mb "
-    "checkpoint_interval_s checkpoint_duration_ms restarts up_fraction samples"
-).split()
+FEATURE_COLUMNS = ["job", "window_start", "input_rate", "throughput", "lag", "lag_growth", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "cpu_used", "memory_used_mb", "busy_ratio", "backpressure_ratio", "taskmanagers", "task_slots_total", "parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s", "checkpoint_duration_ms", "restarts", "up_fraction", "samples"]
 
 
 @pytest.mark.parametrize("name", DATASETS)
 def test_each_contract_compiles_to_a_suite_covering_its_rules(name):
     contract = load_contract(name)
-    now = dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
     suite = compile_suite(contract, now=now)
     compiled = {e.meta[RULE_META_KEY]["rule"] for e in suite.expectations}
     gx_kinds = {"exists", "not_null", "range", "allowed", "regex", "uniqueness", "min_rows", "freshness"}

@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from flinktune.config_space import ConfigError, Configuration, ConfigSpace, default_space
+from flinktune.config_space import ConfigError, ConfigSpace, Configuration, default_space
 
 
 def test_default_space_has_demeters_840_candidates_and_81_footprints():

@@ -2,10 +2,10 @@ import pytest
 
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, JobState
-from flinktune.policies import POLICY_NAMES, make_policy
-from flinktune.tuner.selection import relative_cost, score_candidates
 from flinktune.decision.stages import PolicyContext
 from flinktune.decision.testing import FunctionSurrogate, StaticForecaster
+from flinktune.policies import POLICY_NAMES, make_policy
+from flinktune.tuner.selection import relative_cost, score_candidates
 
 SPACE = default_space()
 MAX = SPACE.maximum

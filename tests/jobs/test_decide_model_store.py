@@ -18,8 +18,15 @@ from flinktune.config_space import default_space
 from flinktune.decision import Action
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import MemoryStateStore
+from flinktune.decision.testing import (
+    FixedForecast,
+    FixedModels,
+    FrameMetricsSource,
+    FunctionSurrogate,
+    RecordingRealizer,
+    raw_samples,
+)
 from flinktune.policies import make_policy
-from flinktune.decision.testing import FixedForecast, FixedModels, FrameMetricsSource, FunctionSurrogate, RecordingRealizer, raw_samples
 
 SPACE = default_space()
 

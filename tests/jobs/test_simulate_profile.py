@@ -108,9 +108,9 @@ def test_profiling_observations_failing_their_contract_are_quarantined_not_writt
     import pytest
 
     from data_contracts import ContractViolation
-    from jobs.profile import _write_observations
     from flinktune.lake import Lake
     from flinktune.metrics.schema import PROFILING_COLUMNS
+    from jobs.profile import _write_observations
 
     row = {c: 1.0 for c in PROFILING_COLUMNS}
     row.update(job="demo", run_id="r1", ts_ms=1_704_067_200_000, parallelism=8, task_slots=1, cpu=1.0, memory_mb=1024,

@@ -15,7 +15,6 @@ from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.settings import Settings
 from jobs import train_forecaster, train_surrogate
 from models import registry
-from models.forecasting.darts_forecaster import DartsQuantileForecaster
 from models.surrogate.gp import GPSurrogate
 
 

@@ -21,15 +21,16 @@ import signal
 import subprocess
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from flinktune.cli.main import app
 from flinktune.cli.entry import run_main
+from flinktune.cli.main import app
 
 REPO = Path(__file__).resolve().parents[3]
 HEADER = "parallelism,task_slots,cpu,memory_mb,checkpoint_interval_s,input_rate,throughput,latency_ms,recovery_s\n"

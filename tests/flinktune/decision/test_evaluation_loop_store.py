@@ -1,17 +1,23 @@
 import json
 
-import pandas as pd
 import pytest
 
+from flinktune.backends import Backend
 from flinktune.clock import ManualClock
 from flinktune.config_space import default_space
 from flinktune.decision import Action
 from flinktune.decision.evaluation import evaluate, rate_series
-from flinktune.backends import Backend
 from flinktune.decision.loop import LoopSettings, build_decision_loop
-from flinktune.policies import make_policy
 from flinktune.decision.store import SqliteStateStore
-from flinktune.decision.testing import FixedForecast, FixedModels, FrameMetricsSource, FunctionSurrogate, RecordingRealizer, raw_samples
+from flinktune.decision.testing import (
+    FixedForecast,
+    FixedModels,
+    FrameMetricsSource,
+    FunctionSurrogate,
+    RecordingRealizer,
+    raw_samples,
+)
+from flinktune.policies import make_policy
 
 SPACE = default_space()
 

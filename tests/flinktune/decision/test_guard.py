@@ -1,8 +1,8 @@
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.guard import GuardRules, SafetyGuard, is_scale_down
-from flinktune.decision.store import MemoryStateStore
 from flinktune.decision.stages import RealizeResult
+from flinktune.decision.store import MemoryStateStore
 
 SPACE = default_space()
 MAX = SPACE.maximum

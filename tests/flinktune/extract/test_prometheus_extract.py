@@ -36,7 +36,7 @@ class FakePrometheus:
         outer = self
 
         class Handler(JsonHandler):
-            def do_GET(self):  # noqa: N802 - http.server's name
+            def do_GET(self):
                 q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
                 outer.requests.append(q)
                 outer.headers.append(self.headers.get("Authorization"))

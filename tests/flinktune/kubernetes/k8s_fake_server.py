@@ -24,7 +24,7 @@ from kubernetes import client
 from flinktune.kubernetes.body import merge_patch
 from flinktune.kubernetes.calls import bounded_api
 
-__all__ = ["LocalApiServer", "FaultyDeploymentServer", "Fault"]
+__all__ = ["Fault", "FaultyDeploymentServer", "LocalApiServer"]
 
 
 class LocalApiServer:

@@ -27,8 +27,8 @@ from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import SqliteStateStore
-from flinktune.kubernetes import KubernetesRealizer, config_from_object, deployment_body
 from flinktune.decision.testing import FrameMetricsSource, raw_samples
+from flinktune.kubernetes import KubernetesRealizer, config_from_object, deployment_body
 
 pytestmark = pytest.mark.faults
 

@@ -15,7 +15,12 @@ from flinktune.clock import ManualClock
 from flinktune.config_space import Configuration
 from flinktune.kubernetes import deployment_body, load_crd_schema
 from flinktune.kubernetes.profiling import (
-    OVERRIDES_ANNOTATION, PROFILE_LABEL, ProfilingError, ResourceBudget, profiling_deployment, run_profiling_deployment,
+    OVERRIDES_ANNOTATION,
+    PROFILE_LABEL,
+    ProfilingError,
+    ResourceBudget,
+    profiling_deployment,
+    run_profiling_deployment,
 )  # fmt: skip
 from flinktune.metrics.schema import PROFILING_COLUMNS, RAW_COLUMNS
 

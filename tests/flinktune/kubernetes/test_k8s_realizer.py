@@ -6,11 +6,17 @@ import pytest
 from json_http import JsonHandler
 from k8s_fake_server import LocalApiServer
 
-from flinktune.decision.reconfig import ReconfigMode
 from flinktune.clock import ManualClock
 from flinktune.config_space import Configuration
+from flinktune.decision.reconfig import ReconfigMode
 from flinktune.kubernetes import (
-    CRDValidationError, KubernetesRealizer, config_from_object, deployment_body, dry_run_diff, load_crd_schema, merge_patch,
+    CRDValidationError,
+    KubernetesRealizer,
+    config_from_object,
+    deployment_body,
+    dry_run_diff,
+    load_crd_schema,
+    merge_patch,
     validate_object,
 )  # fmt: skip
 from flinktune.kubernetes.body import OVERRIDES_KEY, config_patch

@@ -16,11 +16,18 @@ import time
 import numpy as np
 import pytest
 
-from flinktune.decision.reconfig import ReconfigMode
 from flinktune.config_space import Configuration
 from flinktune.decision.evaluation import evaluate
+from flinktune.decision.reconfig import ReconfigMode
 from flinktune.localflink import (
-    ClusterSpec, JobControl, JobSpec, LocalFlinkCluster, LocalFlinkRealizer, RateFile, RestMetricsSource, free_port,
+    ClusterSpec,
+    JobControl,
+    JobSpec,
+    LocalFlinkCluster,
+    LocalFlinkRealizer,
+    RateFile,
+    RestMetricsSource,
+    free_port,
     inject_taskmanager_failure,
 )
 from flinktune.localflink.cpu import CpuMeter

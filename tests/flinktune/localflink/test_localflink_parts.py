@@ -14,8 +14,17 @@ import pytest
 
 from flinktune.config_space import ConfigSpace
 from flinktune.localflink import (
-    ClusterSpec, DistributionError, FlinkDistribution, FlinkRest, LocalFlinkCluster, PortTakenError, RateFile, RestError,
-    find_distribution, free_port, rise_and_fall,
+    ClusterSpec,
+    DistributionError,
+    FlinkDistribution,
+    FlinkRest,
+    LocalFlinkCluster,
+    PortTakenError,
+    RateFile,
+    RestError,
+    find_distribution,
+    free_port,
+    rise_and_fall,
 )
 from flinktune.localflink.capacity import CapacitySurrogate
 
@@ -98,7 +107,7 @@ def test_rise_and_fall_is_a_trapezoid():
 
 
 class _Failing(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server's name)
+    def do_GET(self):
         body = json.dumps({"errors": ["org.apache.flink.UnsupportedOperationException: The DefaultScheduler does not support it"]}).encode()
         self.send_response(500)
         self.send_header("Content-Type", "application/json")

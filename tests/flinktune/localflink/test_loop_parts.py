@@ -11,15 +11,15 @@ import pytest
 
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, JobState, VertexMetrics
+from flinktune.decision.stages import PolicyContext
 from flinktune.localflink.audit import Change, judge_changes, smallest_sufficient
 from flinktune.localflink.capacity import CapacitySurrogate, ProfiledCapacity
 from flinktune.localflink.profiler import ProfileWhenUntrusted, WithoutProfiling
 from flinktune.localflink.saturation import CapacityEstimate
 from flinktune.localflink.workload import RatePlan
+from flinktune.policies.static import StaticPolicy
 from flinktune.tuner.capacity import ShapeCapacities, shape_of
 from flinktune.tuner.flinktune_policy import FlinktunePolicy
-from flinktune.policies.static import StaticPolicy
-from flinktune.decision.stages import PolicyContext
 from models.forecasting.types import QuantileForecast
 
 SPACE = ConfigSpace(parallelism=(1, 2), task_slots=(1,), cpu=(1.0,), memory_mb=(1024,), checkpoint_interval_s=(10,))

@@ -11,10 +11,10 @@ import pytest
 from json_http import JsonHandler
 
 from flinktune.clock import ManualClock
-from flinktune.localflink.rest_extract import collect_flink_rest, rest_source
 from flinktune.extract.sink import RawSink
 from flinktune.extract.sources import extract_from_source
 from flinktune.lake import Lake
+from flinktune.localflink.rest_extract import collect_flink_rest, rest_source
 
 T0 = 1_714_521_600  # 2024-05-01T00:00Z, seconds
 
@@ -27,7 +27,7 @@ class FakeFlinkRest:
         outer = self
 
         class Handler(JsonHandler):
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 if outer.down:
                     return self._send(503, {"errors": ["JobManager restarting"]})
                 url = urllib.parse.urlsplit(self.path)

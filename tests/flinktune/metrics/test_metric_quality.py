@@ -9,8 +9,8 @@ from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action
 from flinktune.decision.evaluation import evaluate
 from flinktune.decision.guard import SafetyGuard
-from flinktune.metrics.quality import duplicate_problems, quality_problems, unit_problems
 from flinktune.decision.testing import raw_samples
+from flinktune.metrics.quality import duplicate_problems, quality_problems, unit_problems
 from jobs.decide import FROZEN_AFTER_S
 
 SPACE = default_space()

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flinktune.config_space import Configuration, default_space
+from flinktune.config_space import default_space
 from flinktune.decision import Action, JobState, VertexMetrics
 from flinktune.decision.evaluation import evaluate
-from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.decision.stages import PolicyContext
 from flinktune.decision.testing import StaticForecaster
+from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.twin import ClusterProfile, TwinJob
 from flinktune.twin.mechanics import layout
 

@@ -3,10 +3,10 @@
 import pytest
 
 from flinktune.config_space import default_space
-from flinktune.tuner.shapes import startup_design
 from flinktune.replay import ReplaySettings, replay_policy
 from flinktune.replay.harness import FLINKTUNE_STARTUP_RUNS
 from flinktune.replay.models import ReplayModels, make_forecaster
+from flinktune.tuner.shapes import startup_design
 from flinktune.twin import ClusterProfile, generate_trace
 
 SPACE = default_space()

@@ -20,12 +20,12 @@ import pytest
 from flinktune.config_space import default_space
 from flinktune.decision import Decision
 from flinktune.decision.evaluation import evaluate
+from flinktune.decision.store import SqliteStateStore
+from flinktune.decision.testing import raw_samples
 from flinktune.pricing import PriceList
 from flinktune.report import ReportInputs, compare_on_same_load, same_load_from_twin, write_report
 from flinktune.report.counterfactual import Comparison, Outcome
 from flinktune.report.verdict import Goals, judge
-from flinktune.decision.store import SqliteStateStore
-from flinktune.decision.testing import raw_samples
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob
 from flinktune.twin.workload import generate_trace

@@ -5,12 +5,12 @@ import pandas as pd
 import pytest
 
 from flinktune.config_space import Configuration, default_space
-from flinktune.decision import Decision, Action
-from flinktune.report import ReportInputs, summarise, write_report
+from flinktune.decision import Action, Decision
+from flinktune.decision.evaluation import evaluate
 from flinktune.decision.stages import RealizeResult
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import StaticForecaster, raw_samples
-from flinktune.decision.evaluation import evaluate
+from flinktune.report import ReportInputs, write_report
 
 SPACE = default_space()
 

@@ -9,13 +9,13 @@ import pytest
 from flinktune.config_space import ConfigSpace, Configuration, default_space
 from flinktune.decision import Action, JobState, VertexMetrics
 from flinktune.decision.evaluation import evaluate
+from flinktune.decision.stages import PolicyContext
+from flinktune.decision.testing import FunctionSurrogate, StaticForecaster
 from flinktune.policies import make_policy
 from flinktune.tuner.capacity import CapacityModel, ShapeCapacities, measured_capacity, shape_of
 from flinktune.tuner.selection import CandidateScores
 from flinktune.tuner.shapes import SLOT_CORES, shape_candidates, slot_memory_mb, startup_design
 from flinktune.tuner.sizing import ChangeLog
-from flinktune.decision.stages import PolicyContext
-from flinktune.decision.testing import FunctionSurrogate, StaticForecaster
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob
 

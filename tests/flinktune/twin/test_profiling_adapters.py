@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flinktune.decision.reconfig import ReconfigMode
 from flinktune.config_space import ConfigSpace, Configuration
+from flinktune.decision.reconfig import ReconfigMode
+from flinktune.decision.stages import MetricsSource
 from flinktune.lake import Lake
 from flinktune.metrics.schema import PROFILING_COLUMNS
-from flinktune.decision.stages import MetricsSource
 from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import initial_design, profile_configs, recovery_time

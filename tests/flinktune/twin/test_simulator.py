@@ -8,7 +8,8 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.metrics.schema import CONFIG_METRICS, METRICS, validate_frame

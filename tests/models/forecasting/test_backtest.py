@@ -4,8 +4,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models.forecasting.backtest import (BacktestWindow, backtest_select_then_report, choose_rules, run_backtest, select_rule,
-                                         selection_window, summarize)
+from models.forecasting.backtest import (
+    BacktestWindow,
+    backtest_select_then_report,
+    choose_rules,
+    run_backtest,
+    select_rule,
+    selection_window,
+    summarize,
+)
 from models.forecasting.seasonal_naive import SeasonalNaiveForecaster
 from models.forecasting.statistical import StatisticalForecaster
 from models.forecasting.types import ForecastInputError, QuantileForecast

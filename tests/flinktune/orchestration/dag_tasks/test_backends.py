@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 from kubernetes.client import ApiClient
 
-from flinktune.config_space import ConfigError
 from flinktune.backends.choice import BackendError, Backends, load_backends
 from flinktune.backends.cluster import make_realizer
+from flinktune.config_space import ConfigError
 from flinktune.orchestration.dag_tasks.spark_submit import IMAGE_APP, SparkSubmitError, spark_submit_command
 from flinktune.orchestration.dag_tasks.tasks import suggest_profile_configs
 from flinktune.orchestration.dag_tasks.trainer_pod import TrainerPodConfig, TrainerPodError, trainer_pod

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import textwrap
 from pathlib import Path
 
 import pytest

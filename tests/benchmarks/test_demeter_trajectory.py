@@ -1,0 +1,55 @@
+"""benchmarks/demeter_trajectory.py: the measured side on the real runs, and the default taken from the folder's space."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from benchmarks.demeter_trajectory import decision_path, measured_trajectory
+
+DATA = Path(
+    os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[2].parent / "shared" / "data" / "demeter-ads")
+)
+
+
+def test_measured_trajectory_of_the_real_runs() -> None:
+    if not (DATA / "profiling_runs.csv").exists():
+        pytest.skip(f"real data not found at {DATA}")
+    t = measured_trajectory(DATA).set_index("run")
+    # What session 14 read by hand from measured_60s/*_demeter_*.csv (docs/results/twin-fidelity-ads.md).
+    assert t["at_default"].round(2).tolist() == [0.61, 0.55, 0.29]
+    assert t["returns"].tolist() == [10, 8, 10] and t["changes"].tolist() == [30, 33, 52]
+
+
+def test_the_default_is_the_folders_largest_configuration(tmp_path: Path) -> None:
+    # A job profiled up to parallelism 8: its maximum (the space's rule: most parallelism, one slot per
+    # TaskManager) is 8 TaskManagers x 1 slot, so the default is 8x1, not 24x1.
+    runs = pd.DataFrame({"run": [1, 1], "parallelism": [4, 8], "task_slots": [1, 2], "cpu": [1.0, 2.0],
+                         "memory_mb": [1024, 2048], "checkpoint_interval_s": [10, 10], "input_rate": [1e3, 1e3],
+                         "throughput": [1e3, 1e3], "latency_ms": [900.0, 800.0], "recovery_s": [60.0, 50.0]})  # fmt: skip
+    runs.to_csv(tmp_path / "profiling_runs.csv", index=False)
+    (tmp_path / "measured_60s").mkdir()
+    tms = [8, 8, 2, 2, 3.5, 8, 8, 2, 8]
+    slots = [8, 8, 4, 4, 7, 8, 8, 4, 8]
+    minutes = pd.DataFrame({"timestamp": range(len(tms)), "task_managers": tms, "task_slots": slots})
+    minutes.to_csv(tmp_path / "measured_60s" / "1_demeter_X.csv", index=False)
+    t = measured_trajectory(tmp_path)
+    assert t["at_default"].iloc[0] == pytest.approx(5 / 9)
+    assert t["returns"].iloc[0] == 2 and t["changes"].iloc[0] == 4  # 8x1 -> 2x2 -> 8x1 -> 2x2 -> 8x1 (3.5 left out)
+
+
+@pytest.mark.parametrize(
+    ("decision", "path"),
+    [
+        ({"action": "profile", "reason": "the target rate chunk ..."}, "profile"),
+        ({"action": "reconfigure", "reason": "current latency is bad: fallback to the default"}, "fallback"),
+        ({"action": "reconfigure", "reason": "no configuration meets the goals at 40,000 rec/s: go to the maximum"}, "no_feasible"),
+        ({"action": "reconfigure", "reason": "the feasible candidate with the lowest usage"}, "switch"),
+        ({"action": "keep", "reason": "collecting"}, "other"),
+    ],
+)
+def test_decision_path_reads_the_policys_wording(decision: dict, path: str) -> None:
+    assert decision_path(decision) == path
