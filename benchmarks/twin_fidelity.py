@@ -60,11 +60,9 @@ from flinktune.replay.metrics import relative_table  # noqa: E402
 from flinktune.replay.runner import run_replay  # noqa: E402
 from flinktune.twin.busy_calibration import calibrate_busy_on_folder  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
-from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measurements, read_static_measurements  # noqa: E402
+from flinktune.twin.folder_calibration import calibrate_beside  # noqa: E402
 from flinktune.twin.grey_box import cross_validate, fit_grey_box  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
-from flinktune.twin.redeploy_calibration import calibrate_redeploy_on_folder  # noqa: E402
-from flinktune.twin.restart_calibration import calibrate_restart_on_folder  # noqa: E402
 from flinktune.twin.workload import load_trace_csv  # noqa: E402
 
 #: Replayed policy -> the method's name in the measured summaries.
@@ -250,25 +248,9 @@ def calibrated_twin(
     profile, options = twin.profile, {}
     notes = dict.fromkeys(("restart", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
     if calibrate:
-        # The restart cost on the measured reactive runs' rescales (it reads the fitted capacity); the
-        # recovery stage was fitted with the old warm-up and restart time, so the mechanism is refitted
-        # with the fitted terms held (it fits detection and restart_base_s, not these).
-        restart = calibrate_restart_on_folder(data, profile, space.maximum)
-        notes["restart"] = restart.note
-        if restart.fitted:
-            held = {k: float(getattr(restart.profile, k)) for k in restart.fitted}
-            twin = fit_grey_box(runs_csv.drop(columns=["run"]), base.with_(**held), max_nfev=max_nfev)
-            profile = twin.profile
-            notes["restart"] += (f"; mechanism refitted with these held: failure_detection_s {profile.failure_detection_s:.3g}, "
-                                 f"restart_base_s {profile.restart_base_s:.3g}")  # fmt: skip
-        # The warm-up after a savepoint redeploy (new pods) on the measured operator's scale-downs:
-        # failures and in-place rescales keep theirs, the profiling runs' fit does not depend on it.
-        redeploy = calibrate_redeploy_on_folder(data, profile, space.maximum)
-        profile, notes["redeploy"] = redeploy.profile, redeploy.note
-        static_files = find_static_measurements(data)
-        cpu = calibrate_cpu(profile, space.maximum, read_static_measurements(static_files))
-        profile = cpu.profile
-        notes["cpu"] = cpu.note if static_files else "no measured_60s/*baseline*.csv: " + cpu.note
+        cal = calibrate_beside(data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, max_nfev=max_nfev)
+        twin, profile = cal.twin, cal.twin.profile
+        notes.update(cal.notes)
         options = published_targets(data)
         # The busy time the operator reads, on the measured operator's own decisions (made by the
         # version the measured runs used, whichever version is replayed).

@@ -87,7 +87,9 @@ def _twin_calibrate_grey_box(
 ) -> None:
     import pandas as pd
 
+    from flinktune.config_space import space_from_runs
     from flinktune.twin.calibration import CalibrationError
+    from flinktune.twin.folder_calibration import calibrate_beside
     from flinktune.twin.grey_box import cross_validate, fit_grey_box
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
@@ -99,10 +101,14 @@ def _twin_calibrate_grey_box(
         twin = fit_grey_box(obs.drop(columns=[group_by]), base, **kwargs)
     except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
-    twin, restart_note = _calibrate_restart_beside(observations, obs, twin, base, group_by, kwargs)
-    twin, redeploy_note = _calibrate_redeploy_beside(observations, obs, twin)
-    twin, cpu_note = _calibrate_cpu_beside(observations, obs, twin)
-    twin.notes.extend([restart_note, redeploy_note, cpu_note])
+    try:
+        cal = calibrate_beside(observations.parent, twin, obs.drop(columns=[group_by]), base,
+                               space_from_runs(obs).maximum, **kwargs)  # fmt: skip
+    except ValueError as exc:
+        fail(str(exc))
+    twin = cal.twin
+    labels = {"restart": "restart cost: ", "redeploy": "redeploy warm-up: ", "cpu": ""}
+    twin.notes.extend(labels[term] + note for term, note in cal.notes.items())
     twin.profile.to_yaml(out)
     whole = twin.save(Path(f"{out}.greybox.joblib"))
     typer.echo(folds.round(4).to_string(index=False))
@@ -113,59 +119,6 @@ def _twin_calibrate_grey_box(
             default=float,
         )
     )
-
-
-def _calibrate_cpu_beside(observations: Path, obs: Any, twin: Any) -> tuple[Any, str]:
-    """``twin`` with its CPU calibrated on the measured static run beside ``observations`` (if any), and a note."""
-    from dataclasses import replace
-
-    from flinktune.config_space import space_from_runs
-    from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measurements, read_static_measurements
-
-    files = find_static_measurements(observations.parent)
-    if not files:
-        return twin, f"CPU not calibrated: no measured static run ({observations.parent / 'measured_60s'}/*baseline*.csv)"
-    try:
-        cal = calibrate_cpu(twin.profile, space_from_runs(obs).maximum, read_static_measurements(files))
-    except ValueError as exc:
-        fail(str(exc))
-    return replace(twin, profile=cal.profile), cal.note
-
-
-def _calibrate_redeploy_beside(observations: Path, obs: Any, twin: Any) -> tuple[Any, str]:
-    """``twin`` with its warm-up after a savepoint redeploy fitted on the measured operator runs'
-    scale-downs beside ``observations`` (if any; ``flinktune.twin.redeploy_calibration``), and a note.
-    After the restart cost (it reads it); the profiling runs' fit does not depend on this term."""
-    from dataclasses import replace
-
-    from flinktune.config_space import space_from_runs
-    from flinktune.twin.redeploy_calibration import calibrate_redeploy_on_folder
-
-    try:
-        cal = calibrate_redeploy_on_folder(observations.parent, twin.profile, space_from_runs(obs).maximum)
-    except ValueError as exc:
-        fail(str(exc))
-    return replace(twin, profile=cal.profile), f"redeploy warm-up: {cal.note}"
-
-
-def _calibrate_restart_beside(
-    observations: Path, obs: Any, twin: Any, base: Any, group_by: str, kwargs: dict[str, Any]
-) -> tuple[Any, str]:
-    """``twin`` with its restart cost fitted on the measured reactive runs beside ``observations`` (if
-    any), refitted with those terms held (its recovery stage was fitted with the old ones), and a note."""
-    from flinktune.config_space import space_from_runs
-    from flinktune.twin.grey_box import fit_grey_box
-    from flinktune.twin.restart_calibration import calibrate_restart_on_folder
-
-    try:
-        cal = calibrate_restart_on_folder(observations.parent, twin.profile, space_from_runs(obs).maximum)
-    except ValueError as exc:
-        fail(str(exc))
-    if not cal.fitted:
-        return twin, f"restart cost: {cal.note}"
-    held = {k: float(getattr(cal.profile, k)) for k in cal.fitted}
-    twin = fit_grey_box(obs.drop(columns=[group_by]), base.with_(**held), **kwargs)
-    return twin, f"restart cost: {cal.note}; mechanism refitted with these held"
 
 
 @twin_app.command("predict")

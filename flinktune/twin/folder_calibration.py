@@ -1,0 +1,79 @@
+"""The twin's calibrations on the measured methods beside a profiling table, in the order each needs.
+
+A folder in the demeter-ads format holds profiling runs (what :func:`flinktune.twin.grey_box.fit_grey_box`
+fits) and, in ``measured_60s/``, per-minute measurements of methods run for real. Three terms of the
+profile are fitted on those, not on the profiling runs, and each reads the one before:
+
+1. the restart cost on the reactive runs' rescales (:mod:`flinktune.twin.restart_calibration`); the
+   mechanism's recovery stage was fitted with the old restart terms, so the mechanism is refitted
+   with the fitted ones held (it then fits detection and ``restart_base_s``, not these);
+2. the warm-up after a savepoint redeploy on the operator runs' scale-downs
+   (:mod:`flinktune.twin.redeploy_calibration`); the profiling runs' fit does not depend on it;
+3. the CPU per unit of busy time on the static run (:mod:`flinktune.twin.cpu_calibration`).
+
+A missing file leaves its term as it was, with a note saying so. Use :func:`calibrate_beside` wherever
+a calibrated twin is made from such a folder (``flinktune twin calibrate --group-by`` and the
+benchmarks), so that both make the same profile. Policy-side fits (the operator's busy time, the
+published targets) are not the twin's and stay with the benchmarks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from flinktune.config_space import Configuration
+from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measurements, read_static_measurements
+from flinktune.twin.grey_box import GreyBoxTwin, fit_grey_box
+from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.redeploy_calibration import calibrate_redeploy_on_folder
+from flinktune.twin.restart_calibration import calibrate_restart_on_folder
+
+__all__ = ["FolderCalibration", "calibrate_beside"]
+
+
+@dataclass(frozen=True)
+class FolderCalibration:
+    """The grey-box twin whose ``profile`` carries every calibration, and one note per term
+    (``restart``, ``redeploy``, ``cpu``) saying what it was fitted on or why it was not."""
+
+    twin: GreyBoxTwin
+    notes: dict[str, str]
+
+
+def calibrate_beside(
+    folder: str | Path,
+    twin: GreyBoxTwin,
+    runs: pd.DataFrame,
+    base: ClusterProfile,
+    default: Configuration,
+    **fit_kwargs: Any,
+) -> FolderCalibration:
+    """``twin`` (fitted by ``fit_grey_box(runs, base, **fit_kwargs)``) calibrated on ``folder``'s
+    measured methods; ``default`` is the static configuration the measured runs deployed (the space's
+    maximum). ``runs`` is the profiling table without any grouping column. A ``ValueError`` names a
+    measured file that cannot be read."""
+    folder = Path(folder)
+    notes: dict[str, str] = {}
+    restart = calibrate_restart_on_folder(folder, twin.profile, default)
+    notes["restart"] = restart.note
+    if restart.fitted:
+        held = {k: float(getattr(restart.profile, k)) for k in restart.fitted}
+        twin = fit_grey_box(runs, base.with_(**held), **fit_kwargs)
+        p = twin.profile
+        notes["restart"] += (
+            f"; mechanism refitted with these held: failure_detection_s {p.failure_detection_s:.3g}, "
+            f"restart_base_s {p.restart_base_s:.3g}"
+        )
+    redeploy = calibrate_redeploy_on_folder(folder, twin.profile, default)
+    twin, notes["redeploy"] = replace(twin, profile=redeploy.profile), redeploy.note
+    static_files = find_static_measurements(folder)
+    if static_files:
+        cpu = calibrate_cpu(twin.profile, default, read_static_measurements(static_files))
+        twin, notes["cpu"] = replace(twin, profile=cpu.profile), cpu.note
+    else:
+        notes["cpu"] = f"CPU not calibrated: no measured static run ({folder / 'measured_60s'}/*baseline*.csv)"
+    return FolderCalibration(twin, notes)
