@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BAG_SEEDS", "IMPUTATION_ROUNDS", "CapacityCorrection", "fit_capacity_correction", "monotone_projection"]
+__all__ = ["BAG_SEEDS", "IMPUTATION_ROUNDS", "CapacityCorrection", "fit_capacity_correction"]
 
 #: Rounds of censored imputation (kept-up runs' targets raised to the prediction), a fixed default.
 IMPUTATION_ROUNDS = 5
@@ -99,44 +99,3 @@ def fit_capacity_correction(
         kept_lo=float(q[0]),
         kept_hi=float(q[2]),
     )
-
-
-def _isotonic_lines(a: np.ndarray, axis: int) -> np.ndarray:
-    """Least-squares non-decreasing fit along ``axis`` of every line of ``a`` at once.
-
-    Uses the min-max formula (value at i = max over j <= i of min over k >= i of mean(a[j..k])),
-    O(n^3) in the line length: meant for the knobs' few levels, not long series.
-    """
-    b = np.moveaxis(a, axis, -1)
-    n = b.shape[-1]
-    c = np.concatenate([np.zeros((*b.shape[:-1], 1)), np.cumsum(b, axis=-1)], axis=-1)
-    out = np.empty_like(b)
-    for i in range(n):
-        best = np.full(b.shape[:-1], -np.inf)
-        for j in range(i + 1):
-            low = np.full(b.shape[:-1], np.inf)
-            for k in range(i, n):
-                low = np.minimum(low, (c[..., k + 1] - c[..., j]) / (k + 1 - j))
-            best = np.maximum(best, low)
-        out[..., i] = best
-    return np.moveaxis(out, -1, axis)
-
-
-def monotone_projection(grid: np.ndarray, *, iterations: int = 200, tol: float = 1e-9) -> np.ndarray:
-    """The least-squares projection of each ``grid[r]`` onto functions non-decreasing along every other axis.
-
-    ``grid`` is (rows, levels of knob 1, levels of knob 2, ...), e.g. log capacities of one
-    configuration at every parallelism x CPU; Dykstra's alternating projections, one axis at a time,
-    converge to the projection onto the intersection (a plain alternation would not be the closest).
-    """
-    x = np.asarray(grid, dtype=float).copy()
-    increments = [np.zeros_like(x) for _ in range(x.ndim - 1)]
-    for _ in range(iterations):
-        previous = x
-        for a in range(x.ndim - 1):
-            y = _isotonic_lines(x + increments[a], a + 1)
-            increments[a] = x + increments[a] - y
-            x = y
-        if np.max(np.abs(x - previous), initial=0.0) < tol:
-            break
-    return x

@@ -39,7 +39,7 @@ import pandas as pd
 
 from flinktune.config_space import KNOBS, Configuration
 from flinktune.twin.calibration import PARAM_BOUNDS, CalibrationError, apply_params
-from flinktune.twin.capacity_correction import fit_capacity_correction, monotone_projection
+from flinktune.twin.capacity_correction import fit_capacity_correction
 from flinktune.twin.mechanics import steady_state
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import overload_horizon_s
@@ -198,30 +198,6 @@ class GreyBoxTwin:
     duration_s: int
     models: dict[str, Any] = field(repr=False)
     notes: list[str] = field(default_factory=list)
-    #: Levels of the knobs the capacity is made non-decreasing in (the fit runs' values; a query's
-    #: own values are added at prediction).
-    monotone_levels: dict[str, tuple[float, ...]] = field(default_factory=dict)
-
-    def _monotone_capacity(self, rows: pd.DataFrame, horizon_s: float) -> np.ndarray:
-        """Corrected capacity projected (least squares in log space) onto capacities non-decreasing in
-        parallelism and CPU, per row with its other knobs and rate fixed; shape (n,).
-
-        The correction alone is not monotone (boosted trees on few runs); more parallelism or more
-        CPU with everything else equal does not lower a job's capacity, so the projection removes
-        what the trees made up, not what the data say.
-        """
-        par = np.array(sorted(set(self.monotone_levels.get("parallelism", ())) | set(rows["parallelism"])), float)
-        cpu = np.array(sorted(set(self.monotone_levels.get("cpu", ())) | set(rows["cpu"])), float)
-        n, per = len(rows), len(par) * len(cpu)
-        grid = rows.loc[np.repeat(rows.index.to_numpy(), per)].reset_index(drop=True)
-        grid["parallelism"] = np.tile(np.repeat(par, len(cpu)), n)
-        grid["cpu"] = np.tile(cpu, n * len(par))
-        mech = _mechanism(self.profile, grid, horizon_s)
-        log_cap = np.log(self.models["thr"].capacity(_features(grid, mech), mech["capacity"]))
-        proj = monotone_projection(log_cap.reshape(n, len(par), len(cpu)))
-        i_par = np.searchsorted(par, rows["parallelism"].to_numpy(float))
-        i_cpu = np.searchsorted(cpu, rows["cpu"].to_numpy(float))
-        return np.exp(proj[np.arange(n), i_par, i_cpu])
 
     def predict(self, table: pd.DataFrame) -> pd.DataFrame:
         """Predictions for rows of knobs + ``input_rate`` (one output row per input row).
@@ -236,8 +212,7 @@ class GreyBoxTwin:
         if rows.isna().any().any() or (rows <= 0).any().any():
             i = int(np.flatnonzero((rows.isna() | (rows <= 0)).any(axis=1).to_numpy())[0])
             raise CalibrationError(f"row {i}: knobs and input_rate must be positive numbers, got {table.iloc[i].to_dict()}")
-        horizon = overload_horizon_s(self.duration_s)
-        mech = _mechanism(self.profile, rows, horizon)
+        mech = _mechanism(self.profile, rows, overload_horizon_s(self.duration_s))
         x = _features(rows, mech)
         rate = rows["input_rate"].to_numpy(float)
         m = self.models
@@ -247,8 +222,6 @@ class GreyBoxTwin:
         out["mech_recovery_s"] = mech["recovery_s"]
         for k, v in m["thr"].throughput(x, mech["capacity"], rate).items():
             out[k] = v
-        out["capacity"] = self._monotone_capacity(rows, horizon)
-        out["throughput"] = np.minimum(m["thr"].kept_ratio * rate, out["capacity"])
         # The class follows the throughput prediction (a separate classifier scored lower when
         # left out by run: the class boundary sits inside the measurement noise of the rate).
         out["keeps_up"] = out["throughput"] >= KEEPS_UP_FACTOR * rate
@@ -332,7 +305,6 @@ def fit_grey_box(
         duration_s=duration_s,
         models=models,
         notes=notes,
-        monotone_levels={k: tuple(sorted(set(obs[k].astype(float)))) for k in ("parallelism", "cpu")},
     )
 
 
