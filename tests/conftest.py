@@ -61,17 +61,18 @@ def airflow_var(tmp_path_factory):
     return var
 
 
-def _join_stack_group(config: pytest.Config, item: pytest.Item) -> None:
-    """Put ``item`` in the xdist group "server-stacks". pytest-xdist 3.8 tags the group as a "@group"
+def _join_group(config: pytest.Config, item: pytest.Item, group: str) -> None:
+    """Put ``item`` in the xdist group ``group``. pytest-xdist 3.8 tags the group as a "@group"
     nodeid suffix by writing ``item._nodeid``, which pytest 9.2 no longer reads (the nodeid is
     ``str(item._id)``): the group was silently ignored and stacks ran on both workers at once
     (pytest-dev/pytest-xdist#1386). Tag the id pytest reads; a fixed xdist appends the same suffix
     again, and its scheduler splits on the last "@", so the group stays the same."""
-    item.add_marker(pytest.mark.xdist_group("server-stacks"))
+    if not item.get_closest_marker("xdist_group"):
+        item.add_marker(pytest.mark.xdist_group(group))
     node_id = getattr(item, "_id", None)
     loadgroup = getattr(config.option, "loadgroup", False)  # an xdist worker under --dist loadgroup
-    if loadgroup and node_id is not None and not str(node_id).endswith("@server-stacks"):
-        item._id = type(node_id).parse(f"{node_id}@server-stacks")
+    if loadgroup and node_id is not None and not str(node_id).endswith(f"@{group}"):
+        item._id = type(node_id).parse(f"{node_id}@{group}")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -79,9 +80,13 @@ def pytest_collection_modifyitems(config, items):
     # rehearsal, Spark standalone), one after another: scripts/setup_local_flink.sh writes shared
     # files, and two stacks at once on two cores time out each other's servers. The e2e demo starts
     # no server (dag.test, local Spark, SQLite): it runs on the other worker, beside the stacks.
+    # A module that builds a costly module fixture for several tests names its own group (a
+    # ``pytest.mark.xdist_group`` in its ``pytestmark``), so one worker builds it once.
     for item in items:
         if item.get_closest_marker("servers"):
-            _join_stack_group(config, item)
+            _join_group(config, item, "server-stacks")
+        elif (own := item.get_closest_marker("xdist_group")) is not None:
+            _join_group(config, item, str(own.kwargs.get("name", own.args[0] if own.args else "default")))
     # Longest first: the e2e demo (3-5 minutes), then modules with slow tests (whole modules, so
     # module fixtures are still built once per worker): the other worker starts them while the stack
     # worker runs its group, and short tests fill in at the end. (The stack worker queues up to two

@@ -20,7 +20,7 @@ from flinktune.decision.store import SqliteStateStore
 from flinktune.orchestration.local.airflow_home import prepare_airflow_home
 from flinktune.settings import Settings
 
-pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.xdist_group("fleet-dags")]  # one worker builds fleet_run
 
 # Runs in the child: two dag.test() runs of flinktune_decide, then every task instance's state by map index.
 RUN = r"""

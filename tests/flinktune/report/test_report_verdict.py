@@ -30,6 +30,8 @@ from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob
 from flinktune.twin.workload import generate_trace
 
+pytestmark = pytest.mark.xdist_group("report-verdict")  # one worker builds missed_report
+
 SPACE = default_space()
 PRICES = PriceList()
 CHROMIUM = "/usr/bin/chromium"
