@@ -58,7 +58,7 @@ from flinktune.policies.autoscaler import VERSIONS, AutoscalerPolicy  # noqa: E4
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.metrics import relative_table  # noqa: E402
 from flinktune.replay.runner import run_replay  # noqa: E402
-from flinktune.twin.busy_calibration import calibrate_busy_on_folder  # noqa: E402
+from flinktune.twin.busy_calibration import calibrate_busy_noise_on_folder, calibrate_busy_on_folder  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measurements, read_static_measurements  # noqa: E402
 from flinktune.twin.grey_box import cross_validate, fit_grey_box  # noqa: E402
@@ -272,10 +272,16 @@ def calibrated_twin(
         options = published_targets(data)
         # The busy time the operator reads, on the measured operator's own decisions (made by the
         # version the measured runs used, whichever version is replayed).
-        busy = calibrate_busy_on_folder(data, profile, space.maximum, AutoscalerPolicy.published(DEFAULT_OPERATOR, space))
+        measured_version = AutoscalerPolicy.published(DEFAULT_OPERATOR, space)
+        busy = calibrate_busy_on_folder(data, profile, space.maximum, measured_version)
         notes["busy"] = busy.note
         if busy.busy_time_scale is not None:
             options["autoscaler"] = {"busy_time_scale": busy.busy_time_scale}
+            # The spread of that reading, on the same decisions with the factor held (an upper bound on the noise).
+            noise = calibrate_busy_noise_on_folder(data, profile, space.maximum, measured_version, busy.busy_time_scale)
+            notes["busy"] += "; " + noise.note
+            if noise.busy_time_noise:
+                options["autoscaler"]["busy_time_noise"] = noise.busy_time_noise
     options["autoscaler"] = {**AutoscalerPolicy.published_options(operator, space), **options.get("autoscaler", {})}
     return CalibratedTwin(twin, profile, options, notes)
 
@@ -333,8 +339,10 @@ def run(
         settings = ReplaySettings(
             workload="ads", failures=failures, seed=seed, forecaster=forecaster, latency_target_ms=latency_target_ms
         )
+        # The operator's noisy readings draw from the replay's seed (a no-op for a policy without noise).
+        seeded = {**options, "autoscaler": {**options.get("autoscaler", {}), "noise_seed": seed}}
         replays = run_replay(
-            trace, "ysb", policies, settings, workers=workers, progress=None, space=space, profile=profile, policy_options=options
+            trace, "ysb", policies, settings, workers=workers, progress=None, space=space, profile=profile, policy_options=seeded
         )
         per_seed.append(replayed_table(replays, settings.recovery_limit_s))
     stacked = pd.concat(per_seed, keys=list(seeds), names=["seed", "policy"])

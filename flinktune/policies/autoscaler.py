@@ -134,6 +134,11 @@ class AutoscalerPolicy:
     #: after the stabilization (operator 1.6's collector; each observation is Flink's meter over the minute
     #: before it); False: once the collected windows cover ``metrics_window_s`` (one observation earlier).
     window_from_first_observation: bool = False
+    #: Log-normal spread (sigma) of the busy time the operator reads, one draw per vertex and decision
+    #: (``flinktune.twin.busy_calibration.calibrate_busy_noise``); 0: the twin's busy time x busy_time_scale exactly.
+    busy_time_noise: float = 0.0
+    #: Seed of those draws (the replay's seed, so that seeds differ); a draw depends only on (seed, ts, vertex).
+    noise_seed: int = 0
     name: str = "autoscaler"
     _window: deque = field(default_factory=deque, repr=False)
     _config: Configuration | None = field(default=None, repr=False)
@@ -148,6 +153,8 @@ class AutoscalerPolicy:
             raise ValueError(f"scale_down_mode {self.scale_down_mode!r}: expected one of {', '.join(SCALE_DOWN_MODES)}")
         if not (self.busy_time_scale > 0 and math.isfinite(self.busy_time_scale)):
             raise ValueError(f"busy_time_scale must be a positive number, got {self.busy_time_scale!r}")
+        if not (self.busy_time_noise >= 0 and math.isfinite(self.busy_time_noise)):
+            raise ValueError(f"busy_time_noise must be a non-negative number, got {self.busy_time_noise!r}")
         if self.key_groups is not None and self.key_groups < 1:
             raise ValueError(f"key_groups must be at least 1 (or None), got {self.key_groups!r}")
 
@@ -179,6 +186,10 @@ class AutoscalerPolicy:
             self._window.append(state)
         while self._window and state.ts - self._window[0].ts > self.metrics_window_s:
             self._window.popleft()
+
+    def _noise(self, ts: float, n: int) -> np.ndarray:
+        """``n`` standard normal draws for the decision at ``ts`` (a pure function of the seed and ``ts``)."""
+        return np.random.default_rng([int(self.noise_seed) & 0xFFFFFFFF, int(ts) & 0xFFFFFFFF]).standard_normal(n)
 
     def align(self, p: int) -> int:
         """Operator 1.6's key-group alignment: the first parallelism from ``p`` up to half the key
@@ -222,6 +233,9 @@ class AutoscalerPolicy:
         names = [v.name for v in state.vertices]
         # The busy time the operator reads is the twin's x busy_time_scale, so its true rate is divided by it.
         tpr = np.array([np.mean([s.vertex(n).true_processing_rate for s in collected]) for n in names]) / self.busy_time_scale
+        if self.busy_time_noise > 0:
+            # A noisy busy-time reading: busy x exp(sigma z) divides the true rate by the same factor.
+            tpr = tpr / np.exp(self.busy_time_noise * self._noise(state.ts, len(names)))
         rate = float(np.mean([s.input_rate for s in collected]))
         growth = float(np.mean([s.lag_growth for s in collected]))
         source_target = max(rate + growth, 0.0)
