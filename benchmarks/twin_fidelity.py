@@ -58,7 +58,7 @@ from flinktune.policies.autoscaler import VERSIONS, AutoscalerPolicy  # noqa: E4
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.metrics import relative_table  # noqa: E402
 from flinktune.replay.runner import run_replay  # noqa: E402
-from flinktune.twin.busy_calibration import calibrate_busy_on_folder  # noqa: E402
+from flinktune.twin.busy_calibration import calibrate_busy_noise_on_folder, calibrate_busy_on_folder  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.folder_calibration import calibrate_beside  # noqa: E402
 from flinktune.twin.grey_box import cross_validate, fit_grey_box  # noqa: E402
@@ -236,14 +236,17 @@ class CalibratedTwin:
 
 def calibrated_twin(
     data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
-    calibrate: bool = True, operator: str = DEFAULT_OPERATOR,
+    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False,
 ) -> CalibratedTwin:  # fmt: skip
     """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
     measured methods in ``data``, in the order each calibration needs: the restart cost on the
     reactive runs (then the mechanism refitted with it held), the redeploy warm-up on the operator
     runs, CPU on the static run, the published targets from the method names, the operator's busy
     time on its own decisions. ``calibrate=False``: the mechanism fit alone, default options but the
-    operator's ``operator`` version. Use it wherever a benchmark replays the calibrated twin."""
+    operator's ``operator`` version. ``busy_noise``: the operator reads its busy time with the spread
+    fitted on its decisions (an upper bound; off by default: it reproduces the measured cascades and p95
+    but overshoots the CPU, see docs/results/twin-fidelity-ads.md, session 15). Use it wherever a
+    benchmark replays the calibrated twin."""
     twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     profile, options = twin.profile, {}
     notes = dict.fromkeys(("restart", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
@@ -254,10 +257,18 @@ def calibrated_twin(
         options = published_targets(data)
         # The busy time the operator reads, on the measured operator's own decisions (made by the
         # version the measured runs used, whichever version is replayed).
-        busy = calibrate_busy_on_folder(data, profile, space.maximum, AutoscalerPolicy.published(DEFAULT_OPERATOR, space))
+        measured_version = AutoscalerPolicy.published(DEFAULT_OPERATOR, space)
+        busy = calibrate_busy_on_folder(data, profile, space.maximum, measured_version)
         notes["busy"] = busy.note
         if busy.busy_time_scale is not None:
             options["autoscaler"] = {"busy_time_scale": busy.busy_time_scale}
+            # The spread of that reading, on the same decisions with the factor held (an upper bound on the noise).
+            noise = calibrate_busy_noise_on_folder(data, profile, space.maximum, measured_version, busy.busy_time_scale)
+            notes["busy"] += "; " + noise.note
+            if noise.busy_time_noise and busy_noise:
+                options["autoscaler"]["busy_time_noise"] = noise.busy_time_noise
+            elif noise.busy_time_noise:
+                notes["busy"] += " (not applied: pass --busy-noise)"
     options["autoscaler"] = {**AutoscalerPolicy.published_options(operator, space), **options.get("autoscaler", {})}
     return CalibratedTwin(twin, profile, options, notes)
 
@@ -276,7 +287,7 @@ def replay_trace(data: Path, hours: float | None = None) -> tuple[pd.Series, str
 def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
-    operator: str = DEFAULT_OPERATOR,
+    operator: str = DEFAULT_OPERATOR, busy_noise: bool = False,
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
 
@@ -295,7 +306,7 @@ def run(
     folds = pd.DataFrame(columns=["run"]) if skip_loro else cross_validate(runs_csv, base, group_by="run", max_nfev=max_nfev)
     cv_mean = folds.drop(columns=["run"]).astype(float).mean()
     space = space_from_runs(runs_csv)
-    cal = calibrated_twin(data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator)
+    cal = calibrated_twin(data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise)
     twin, profile, options = cal.twin, cal.profile, cal.options
     restart_note, redeploy_note, cpu_note, busy_note = (cal.notes[k] for k in ("restart", "redeploy", "cpu", "busy"))
     policies = ["static", *[p for p in policies if p != "static"]]
@@ -315,8 +326,10 @@ def run(
         settings = ReplaySettings(
             workload="ads", failures=failures, seed=seed, forecaster=forecaster, latency_target_ms=latency_target_ms
         )
+        # The operator's noisy readings draw from the replay's seed (a no-op for a policy without noise).
+        seeded = {**options, "autoscaler": {**options.get("autoscaler", {}), "noise_seed": seed}}
         replays = run_replay(
-            trace, "ysb", policies, settings, workers=workers, progress=None, space=space, profile=profile, policy_options=options
+            trace, "ysb", policies, settings, workers=workers, progress=None, space=space, profile=profile, policy_options=seeded
         )
         per_seed.append(replayed_table(replays, settings.recovery_limit_s))
     stacked = pd.concat(per_seed, keys=list(seeds), names=["seed", "policy"])
@@ -406,6 +419,12 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_OPERATOR,
         help=f"The operator autoscaler's published version (default {DEFAULT_OPERATOR}, the one Demeter's evaluation ran).",
     )
+    ap.add_argument(
+        "--busy-noise",
+        action="store_true",
+        help="The operator reads its busy time with the spread fitted on the measured decisions (an upper bound; "
+        "off: as the twin reports it, scaled).",
+    )
     args = ap.parse_args(argv)
     if not (args.data / "profiling_runs.csv").exists():
         ap.error(f"--data {args.data}: no profiling_runs.csv (not a folder in the demeter-ads format)")
@@ -430,6 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         skip_loro=args.skip_loro,
         calibrate=not args.no_calibrate,
         operator=args.operator,
+        busy_noise=args.busy_noise,
     )
     print(render(r, args.data, command))
     return 0

@@ -15,6 +15,12 @@ a factor, that predicts ``p1``; the factor is the one whose predictions fit the 
 best (least squares on log parallelism, a grid of factors). [inferred] The job's TaskManagers
 follow its busiest vertex (one slot each), so the bottleneck stands for the job.
 
+The same decisions also give the spread of that reading (:func:`calibrate_busy_noise`): with the factor
+held, the log-normal sigma on the busy time under which the measured ``p1`` are most likely (maximum
+likelihood over a grid, each decision's probability from fixed normal quantiles). The data cannot tell
+noise in the operator's 1 min readings from the rest of the model's misfit, so it is an upper bound on
+the noise. [inferred]
+
 Decisions read from the per-minute files (``measured_60s/*operator*.csv``, columns
 :data:`BUSY_COLUMNS`): a stretch of at least ``min_stable`` minutes at one whole TaskManager count,
 followed within ``max_gap`` minutes (the savepoint upgrade's partial minutes) by a stretch at
@@ -40,7 +46,10 @@ from flinktune.twin.profile import ClusterProfile
 __all__ = [
     "BUSY_COLUMNS",
     "BusyCalibration",
+    "BusyNoise",
     "OperatorDecision",
+    "calibrate_busy_noise",
+    "calibrate_busy_noise_on_folder",
     "calibrate_busy_on_folder",
     "calibrate_busy_time",
     "find_operator_measurements",
@@ -53,6 +62,8 @@ __all__ = [
 BUSY_COLUMNS: tuple[str, ...] = ("task_managers", "throughput", "consumer_lag")
 #: The factors tried (the fit is a grid search: the prediction is a step function of the factor).
 DEFAULT_GRID: np.ndarray = np.round(np.arange(0.05, 2.0 + 1e-9, 0.005), 4)
+#: The spreads tried by :func:`calibrate_busy_noise` (log-normal sigma of the busy time read).
+NOISE_GRID: np.ndarray = np.round(np.arange(0.0, 0.8 + 1e-9, 0.05), 3)
 #: Fewer decisions than this: no calibration (the factor would rest on too little).
 MIN_DECISIONS = 5
 
@@ -76,6 +87,16 @@ class BusyCalibration:
     decisions: int
     exact: int
     within_one: int
+    note: str
+
+
+@dataclass(frozen=True)
+class BusyNoise:
+    """The spread of the busy time read (None: not calibrated), the decisions and the log-likelihood at it."""
+
+    busy_time_noise: float | None
+    decisions: int
+    log_likelihood: float
     note: str
 
 
@@ -188,3 +209,55 @@ def calibrate_busy_on_folder(
         for d in operator_decisions(read_measured_columns(f, BUSY_COLUMNS), min_stable=min_stable, max_gap=max_gap)
     ]
     return calibrate_busy_time(profile, config, policy, decisions)
+
+
+def calibrate_busy_noise(
+    profile: ClusterProfile,
+    config: Configuration,
+    policy: Any,
+    decisions: Sequence[OperatorDecision],
+    busy_time_scale: float,
+    *,
+    grid: np.ndarray = NOISE_GRID,
+    draws: int = 200,
+) -> BusyNoise:
+    """The log-normal sigma on the busy time read (the twin's x ``busy_time_scale`` x exp(sigma z)) under
+    which the measured ``decisions`` are most likely: each decision's probability is the share of ``draws``
+    normal quantiles z whose prediction (:func:`predicted_parallelism`) is its ``p_to`` (floored at 1e-3)."""
+    from scipy.special import ndtri
+
+    g = np.asarray(grid, dtype=float)
+    if g.size == 0 or not np.all(np.isfinite(g) & (g >= 0)):
+        raise ValueError("grid: need at least one finite, non-negative sigma")
+    if not (busy_time_scale > 0 and np.isfinite(busy_time_scale)) or draws < 1:
+        raise ValueError(f"busy_time_scale must be positive and draws >= 1, got {busy_time_scale!r}, {draws!r}")
+    top = config.parallelism
+    usable = [d for d in decisions if 1 <= d.p_from <= top and 1 <= d.p_to <= top and d.p_from != d.p_to and d.rate > 0]
+    if len(usable) < MIN_DECISIONS:
+        return BusyNoise(
+            None, len(usable), float("nan"), f"{len(usable)} usable operator decisions (< {MIN_DECISIONS}): noise not calibrated"
+        )
+    z = ndtri((np.arange(draws) + 0.5) / draws)
+    busy = np.array([busy_time_scale * twin_busy(profile, config, d.p_from, d.rate) for d in usable])
+    ll = np.zeros(g.size)
+    for i, sigma in enumerate(g):
+        for d, b in zip(usable, busy):
+            hits = sum(predicted_parallelism(policy, d, float(b * np.exp(sigma * zz)), top) == d.p_to for zz in z)
+            ll[i] += np.log(max(hits / draws, 1e-3))
+    best = np.flatnonzero(ll >= ll.max() - 1e-9)
+    k = int(best[len(best) // 2])
+    note = (
+        f"busy_time_noise {g[k]:.2f} (log-normal sigma, most likely on {len(usable)} measured operator decisions at "
+        f"busy_time_scale {busy_time_scale:.3f}; log-likelihood {ll[k]:.1f}, {ll[0]:.1f} without noise; an upper bound: "
+        "it also absorbs the decision model's misfit)"
+    )
+    return BusyNoise(float(g[k]), len(usable), float(ll[k]), note)
+
+
+def calibrate_busy_noise_on_folder(
+    folder: str | Path, profile: ClusterProfile, config: Configuration, policy: Any, busy_time_scale: float
+) -> BusyNoise:
+    """:func:`calibrate_busy_noise` on the decisions in ``folder``'s ``measured_60s/*operator*.csv``."""
+    files = find_operator_measurements(folder)
+    decisions = [d for f in files for d in operator_decisions(read_measured_columns(f, BUSY_COLUMNS))]
+    return calibrate_busy_noise(profile, config, policy, decisions, busy_time_scale)

@@ -33,11 +33,12 @@ def _run(pol: AutoscalerPolicy, times, tpr: float, p: int = 24):
 
 def test_demeter_1_6_scales_down_after_stabilization_and_one_window_without_the_hour():
     # 40k at 10 % busy (true rate 400k): capacity 40k x (60/300 + 1/0.35) = 122k, factor 0.31 -> clamped 0.4
-    # -> ceil(9.6) = 10 -> key groups 24: 12. Stabilization 2 min + 1 min window, no 1 h delay.
+    # -> ceil(9.6) = 10 -> key groups 24: 12. Stabilization 2 min + 1 min window (from the first
+    # observation at 120 s), no 1 h delay.
     pol = AutoscalerPolicy.published("demeter-1.6", SPACE)
     out = _run(pol, range(0, 600, 60), 400000.0)
     first = next(t for t, d in out if d.action is Action.RECONFIGURE)
-    assert first == 120 and out[0][1].reason.startswith("stabilizing")
+    assert first == 180 and out[0][1].reason.startswith("stabilizing")
     assert dict(out)[first].target.parallelism == 12
     # The newest version waits its 15 min window and the 1 h scale-down interval on the same input.
     newest = [d for _, d in _run(AutoscalerPolicy.published("newest", SPACE), range(0, 3000, 60), 400000.0)]
