@@ -236,7 +236,7 @@ class CalibratedTwin:
 
 def calibrated_twin(
     data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
-    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, source_partitions: int | None = None,
+    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False,
 ) -> CalibratedTwin:  # fmt: skip
     """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
     measured methods in ``data``, in the order each calibration needs: the restart cost on the
@@ -246,9 +246,7 @@ def calibrated_twin(
     operator's ``operator`` version. ``busy_noise``: the operator reads its busy time with the spread
     fitted on its decisions (an upper bound; off by default: it reproduces the measured cascades and p95
     but overshoots the CPU, see docs/results/twin-fidelity-ads.md, session 15). Use it wherever a
-    benchmark replays the calibrated twin. ``source_partitions``: the measured lag's factor to the operator's
-    (its sum over the source topic's partitions; None: the space's largest parallelism, Demeter's 24;
-    1: the lag as measured, the fit before session 15 part 2; ``busy_calibration.measured_lag_scale``)."""
+    benchmark replays the calibrated twin."""
     twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     profile, options = twin.profile, {}
     notes = dict.fromkeys(("restart", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
@@ -260,14 +258,12 @@ def calibrated_twin(
         # The busy time the operator reads, on the measured operator's own decisions (made by the
         # version the measured runs used, whichever version is replayed).
         measured_version = AutoscalerPolicy.published(DEFAULT_OPERATOR, space)
-        busy = calibrate_busy_on_folder(data, profile, space.maximum, measured_version, partitions=source_partitions)
+        busy = calibrate_busy_on_folder(data, profile, space.maximum, measured_version)
         notes["busy"] = busy.note
         if busy.busy_time_scale is not None:
             options["autoscaler"] = {"busy_time_scale": busy.busy_time_scale}
             # The spread of that reading, on the same decisions with the factor held (an upper bound on the noise).
-            noise = calibrate_busy_noise_on_folder(
-                data, profile, space.maximum, measured_version, busy.busy_time_scale, partitions=source_partitions
-            )
+            noise = calibrate_busy_noise_on_folder(data, profile, space.maximum, measured_version, busy.busy_time_scale)
             notes["busy"] += "; " + noise.note
             if noise.busy_time_noise and busy_noise:
                 options["autoscaler"]["busy_time_noise"] = noise.busy_time_noise
@@ -291,7 +287,7 @@ def replay_trace(data: Path, hours: float | None = None) -> tuple[pd.Series, str
 def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
-    operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, source_partitions: int | None = None,
+    operator: str = DEFAULT_OPERATOR, busy_noise: bool = False,
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
 
@@ -310,17 +306,7 @@ def run(
     folds = pd.DataFrame(columns=["run"]) if skip_loro else cross_validate(runs_csv, base, group_by="run", max_nfev=max_nfev)
     cv_mean = folds.drop(columns=["run"]).astype(float).mean()
     space = space_from_runs(runs_csv)
-    cal = calibrated_twin(
-        data,
-        runs_csv,
-        base,
-        space,
-        max_nfev=max_nfev,
-        calibrate=calibrate,
-        operator=operator,
-        busy_noise=busy_noise,
-        source_partitions=source_partitions,
-    )
+    cal = calibrated_twin(data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise)
     twin, profile, options = cal.twin, cal.profile, cal.options
     restart_note, redeploy_note, cpu_note, busy_note = (cal.notes[k] for k in ("restart", "redeploy", "cpu", "busy"))
     policies = ["static", *[p for p in policies if p != "static"]]
@@ -439,13 +425,6 @@ def main(argv: list[str] | None = None) -> int:
         help="The operator reads its busy time with the spread fitted on the measured decisions (an upper bound; "
         "off: as the twin reports it, scaled).",
     )
-    ap.add_argument(
-        "--source-partitions",
-        type=int,
-        default=None,
-        help="Partitions of the measured source topic: the operator's lag is their sum, the measured one about one "
-        "partition's (default: the space's largest parallelism, Demeter's 24; 1: the lag as measured).",
-    )
     args = ap.parse_args(argv)
     if not (args.data / "profiling_runs.csv").exists():
         ap.error(f"--data {args.data}: no profiling_runs.csv (not a folder in the demeter-ads format)")
@@ -471,7 +450,6 @@ def main(argv: list[str] | None = None) -> int:
         calibrate=not args.no_calibrate,
         operator=args.operator,
         busy_noise=args.busy_noise,
-        source_partitions=args.source_partitions,
     )
     print(render(r, args.data, command))
     return 0
