@@ -98,12 +98,12 @@ def _twin_calibrate_grey_box(
         obs = pd.read_csv(observations)
         kwargs: dict[str, Any] = {"recovery_cap_s": cap, "duration_s": duration_s, "max_nfev": max_nfev}
         folds = cross_validate(obs, base, group_by=group_by, **kwargs)
-        twin = fit_grey_box(obs.drop(columns=[group_by]), base, **kwargs)
+        runs = obs.drop(columns=[group_by])
+        twin = fit_grey_box(runs, base, **kwargs)
     except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
     try:
-        cal = calibrate_beside(observations.parent, twin, obs.drop(columns=[group_by]), base,
-                               space_from_runs(obs).maximum, **kwargs)  # fmt: skip
+        cal = calibrate_beside(observations.parent, twin, runs, base, space_from_runs(obs).maximum, **kwargs)
     except ValueError as exc:
         fail(str(exc))
     twin = cal.twin

@@ -157,6 +157,20 @@ def predicted_parallelism(policy: Any, d: OperatorDecision, busy: float, max_par
     return int(min(want, max_parallelism))
 
 
+def _usable(decisions: Sequence[OperatorDecision], top: int) -> list[OperatorDecision]:
+    """The rescales both fits read: parallelisms within [1, ``top``] that changed, at a positive rate."""
+    return [d for d in decisions if 1 <= d.p_from <= top and 1 <= d.p_to <= top and d.p_from != d.p_to and d.rate > 0]
+
+
+def _folder_decisions(files: Sequence[Path], *, min_stable: int = 2, max_gap: int = 4) -> list[OperatorDecision]:
+    """Every rescale in the per-minute ``files`` (:func:`operator_decisions` of each, in file order)."""
+    return [
+        d
+        for f in files
+        for d in operator_decisions(read_measured_columns(f, BUSY_COLUMNS), min_stable=min_stable, max_gap=max_gap)
+    ]
+
+
 def calibrate_busy_time(
     profile: ClusterProfile,
     config: Configuration,
@@ -171,7 +185,7 @@ def calibrate_busy_time(
     if g.size == 0 or not np.all(np.isfinite(g) & (g > 0)):
         raise ValueError("grid: need at least one finite, positive factor")
     top = config.parallelism
-    usable = [d for d in decisions if 1 <= d.p_from <= top and 1 <= d.p_to <= top and d.p_from != d.p_to and d.rate > 0]
+    usable = _usable(decisions, top)
     if len(usable) < MIN_DECISIONS:
         return BusyCalibration(
             None, len(usable), 0, 0, f"{len(usable)} usable operator decisions (< {MIN_DECISIONS}): busy time not calibrated"
@@ -203,12 +217,7 @@ def calibrate_busy_on_folder(
     files = find_operator_measurements(folder)
     if not files:
         return BusyCalibration(None, 0, 0, 0, f"no measured_60s/*operator*.csv in {folder}: busy time not calibrated")
-    decisions = [
-        d
-        for f in files
-        for d in operator_decisions(read_measured_columns(f, BUSY_COLUMNS), min_stable=min_stable, max_gap=max_gap)
-    ]
-    return calibrate_busy_time(profile, config, policy, decisions)
+    return calibrate_busy_time(profile, config, policy, _folder_decisions(files, min_stable=min_stable, max_gap=max_gap))
 
 
 def calibrate_busy_noise(
@@ -232,7 +241,7 @@ def calibrate_busy_noise(
     if not (busy_time_scale > 0 and np.isfinite(busy_time_scale)) or draws < 1:
         raise ValueError(f"busy_time_scale must be positive and draws >= 1, got {busy_time_scale!r}, {draws!r}")
     top = config.parallelism
-    usable = [d for d in decisions if 1 <= d.p_from <= top and 1 <= d.p_to <= top and d.p_from != d.p_to and d.rate > 0]
+    usable = _usable(decisions, top)
     if len(usable) < MIN_DECISIONS:
         return BusyNoise(
             None, len(usable), float("nan"), f"{len(usable)} usable operator decisions (< {MIN_DECISIONS}): noise not calibrated"
@@ -258,6 +267,4 @@ def calibrate_busy_noise_on_folder(
     folder: str | Path, profile: ClusterProfile, config: Configuration, policy: Any, busy_time_scale: float
 ) -> BusyNoise:
     """:func:`calibrate_busy_noise` on the decisions in ``folder``'s ``measured_60s/*operator*.csv``."""
-    files = find_operator_measurements(folder)
-    decisions = [d for f in files for d in operator_decisions(read_measured_columns(f, BUSY_COLUMNS))]
-    return calibrate_busy_noise(profile, config, policy, decisions, busy_time_scale)
+    return calibrate_busy_noise(profile, config, policy, _folder_decisions(find_operator_measurements(folder)), busy_time_scale)
