@@ -6,7 +6,7 @@ runs (``benchmarks/twin_fidelity.py`` gives the figures; this gives the path):
 
     python benchmarks/demeter_trajectory.py --data ../shared/data/demeter-ads --seeds 7,8,9
 
-The twin is calibrated as ``benchmarks/twin_fidelity.py`` does it (its ``calibrated_twin``: the
+The twin is calibrated as ``benchmarks/twin_fidelity.py`` does it (``benchmarks/measured_folder.calibrated_twin``: the
 mechanism fit and every calibration on the folder's measured methods, published targets), then
 Demeter alone is replayed per seed. Per seed: the share of minutes at the default (maximum)
 configuration, returns to it, memory and CPU reserved over the default's, changes by decision path
@@ -30,8 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import twin_fidelity as tf  # noqa: E402
+from benchmarks.measured_folder import calibrated_twin, failure_spec, replay_trace  # noqa: E402
+from flinktune.config_space import space_from_runs  # noqa: E402
 from flinktune.replay.harness import ReplaySettings, replay_policy  # noqa: E402
+from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
+from flinktune.twin.profile import ClusterProfile  # noqa: E402
 
 __all__ = ["decision_path", "measured_trajectory", "twin_trajectory"]
 
@@ -53,12 +56,12 @@ def decision_path(d: dict) -> str:
 def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None) -> pd.DataFrame:
     """One row per seed (see the module docstring)."""
     runs_csv = pd.read_csv(data / "profiling_runs.csv")
-    space = tf.space_from_runs(runs_csv)
-    cal = tf.calibrated_twin(data, runs_csv, tf.ClusterProfile.default("ysb"), space)
+    space = space_from_runs(runs_csv)
+    cal = calibrated_twin(data, runs_csv, ClusterProfile.default("ysb"), space)
     profile, options = cal.profile, cal.options
-    trace, forecaster = tf.replay_trace(data, hours)
-    failures, _ = tf.failure_spec(data)
-    target = tf.BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
+    trace, forecaster = replay_trace(data, hours)
+    failures, _ = failure_spec(data)
+    target = BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
     mx = space.maximum
     rows = []
     for seed in seeds:
@@ -94,7 +97,7 @@ def measured_trajectory(data: Path) -> pd.DataFrame:
     """One row per measured Demeter run: share of minutes at the default, returns to it (between
     whole-number configurations), configuration changes (same) and the most frequent shapes. The
     default is the profiled space's maximum (Demeter's default is its largest configuration)."""
-    mx = tf.space_from_runs(pd.read_csv(data / "profiling_runs.csv")).maximum
+    mx = space_from_runs(pd.read_csv(data / "profiling_runs.csv")).maximum
     default_shape = f"{mx.taskmanagers}x{mx.task_slots}"
     rows = []
     for f in sorted((data / "measured_60s").glob("*_demeter_*.csv")):

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks.twin_fidelity import CV_TARGETS, METHODS, main, run
+from benchmarks.measured_folder import METHODS
+from benchmarks.twin_fidelity import CV_TARGETS, main, run
 
 DATA = Path(
     os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[2].parent / "shared" / "data" / "demeter-ads")
@@ -71,7 +72,7 @@ def test_loro_only_prints_the_scores_without_replaying(slice_dir, capsys) -> Non
 
 
 def test_published_targets_come_from_the_measured_methods_names(tmp_path) -> None:
-    from benchmarks.twin_fidelity import published_targets
+    from benchmarks.measured_folder import published_targets
 
     assert published_targets(tmp_path) == {}  # no measured_60s: the policies' defaults
     folder = tmp_path / "measured_60s"

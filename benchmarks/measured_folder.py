@@ -1,0 +1,185 @@
+"""A measured folder (the demeter-ads format) read for the fidelity benchmarks, and the twin calibrated on it.
+
+Use it from a benchmark that replays a folder's methods on the twin (``benchmarks/twin_fidelity.py``,
+``benchmarks/demeter_trajectory.py``): :func:`calibrated_twin` fits the mechanism on the profiling
+runs and every calibration the folder's measured methods allow; :func:`replay_trace` and
+:func:`failure_spec` give the trace and the failures to replay; :func:`measured_table` the
+measured means to compare with (one row per replayed policy, ratios to static). Nothing about the
+workload is built in: a folder of another job in the same format runs unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from flinktune.config_space import ConfigSpace  # noqa: E402
+from flinktune.policies.autoscaler import AutoscalerPolicy  # noqa: E402
+from flinktune.twin.busy_calibration import calibrate_busy_noise_on_folder, calibrate_busy_on_folder  # noqa: E402
+from flinktune.twin.folder_calibration import calibrate_beside  # noqa: E402
+from flinktune.twin.grey_box import fit_grey_box  # noqa: E402
+from flinktune.twin.profile import ClusterProfile  # noqa: E402
+from flinktune.twin.workload import load_trace_csv  # noqa: E402
+
+__all__ = [
+    "DEFAULT_OPERATOR",
+    "METHODS",
+    "OPERATOR_NOTES",
+    "TARGET_OPTIONS",
+    "CalibratedTwin",
+    "calibrated_twin",
+    "failure_spec",
+    "measured_table",
+    "published_targets",
+    "replay_trace",
+]
+
+#: Replayed policy -> the method's name in the measured summaries.
+METHODS = {"static": "baseline", "demeter": "demeter", "autoscaler": "operator", "reactive": "reactive"}
+
+
+def _trace_file(data: Path) -> Path:
+    if (data / "trace_x3.csv").exists():
+        return data / "trace_x3.csv"
+    for f in sorted(data.glob("*.csv")):
+        if pd.read_csv(f, nrows=1).columns.tolist() == ["timestamp", "value"]:
+            return f
+    raise FileNotFoundError(f"{data}: no trace file (trace_x3.csv or a timestamp,value CSV)")
+
+
+def failure_spec(data: Path) -> tuple[str, str]:
+    """(twin failure spec, where it comes from): the median gap between the measured injections."""
+    f = data / "results_recovery_per_injection.csv"
+    if f.exists():
+        inj = pd.read_csv(f)
+        gaps = inj.sort_values(["run", "inj_ts"]).groupby("run")["inj_ts"].diff().dropna()
+        if len(gaps):
+            minutes = max(1, int(round(float(gaps.median()) / 60.0)))
+            return f"every:{minutes}m", f"median gap between {len(inj)} measured injections in {f.name}"
+    return "every:45m", "no injection file: Demeter's protocol (every 45 min)"
+
+
+#: Replayed policy -> the option its measured method's name sets (``reactive35``: a 35 % CPU target,
+#: the data README's own words). Not the operator autoscaler (``operator35``): its target, 0.35, and
+#: its other settings come from the published version replayed (``--operator``; Demeter's deployment
+#: set 0.35 on busy time), and the busy time it reads is calibrated on its measured decisions.
+TARGET_OPTIONS = {"reactive": "target_utilization"}
+
+#: The operator autoscaler the measured runs used: operator 1.6.0 on Flink 1.17, with the settings of
+#: Demeter's FlinkDeployment (its 35 % target among them); ``newest`` is the 1.10+ behaviour.
+DEFAULT_OPERATOR = "demeter-1.6"
+OPERATOR_NOTES = {
+    "newest": "operator 1.10+ defaults: 15 min window, 0.7 target, 1 h delayed scale-down, in-place rescaling",
+    "1.6": "operator 1.6.0 defaults on Flink 1.17: 10 min window, 0.7 +- 0.4, 1 h scale-up grace period, savepoint upgrades",
+    "demeter-1.6": "operator 1.6.0 on Flink 1.17 as Demeter's evaluation set it: 1 min window, 2 min stabilization, "
+    "0.35 +- 0.15, restart 1 min, catch-up 5 min, max parallelism 24 (here: the space's largest), 1 h scale-up grace period, savepoint upgrades",
+}
+
+
+def published_targets(data: Path, policies: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+    """Policy options from the measured methods' file names: ``<run>_reactive35_*.csv`` means the
+    reactive HPA ran at a 35 % target. Policies whose method name has no number keep their defaults."""
+    out: dict[str, dict[str, float]] = {}
+    names = [f.name for f in sorted((data / "measured_60s").glob("*.csv"))]
+    for pol in TARGET_OPTIONS if policies is None else policies:
+        method = METHODS[pol]
+        found = {int(m.group(1)) for n in names if (m := re.search(rf"_{method}(\d+)_", n))}
+        if len(found) == 1:
+            out[pol] = {TARGET_OPTIONS[pol]: found.pop() / 100.0}
+    return out
+
+
+def measured_table(data: Path) -> pd.DataFrame:
+    """Measured means per method, relative to static where the replay reports ratios."""
+    s = pd.read_csv(data / "summary_by_method.csv").set_index("method")
+    base = s.loc["baseline"]
+    out = pd.DataFrame(index=list(METHODS))
+    for pol, m in METHODS.items():
+        r = s.loc[m]
+        out.loc[pol, "cpu"] = r["cpu_cores_mean"] / base["cpu_cores_mean"]
+        out.loc[pol, "memory"] = r["mem_gib_mean"] / base["mem_gib_mean"]
+        out.loc[pol, "p50"] = r["lat_median_ms"] / base["lat_median_ms"]
+        out.loc[pol, "p95"] = r["lat_p95_ms"] / base["lat_p95_ms"]
+        out.loc[pol, "p99"] = r["lat_p99_ms"] / base["lat_p99_ms"]
+        out.loc[pol, "slow_recoveries"] = r["n_rec_gt180"]
+        out.loc[pol, "reconfigurations"] = r["n_reconfigs"] if np.isfinite(r["n_reconfigs"]) else np.nan
+    prof = data / "profiling_overhead.csv"
+    if prof.exists():
+        cost = pd.read_csv(prof)["profiling_cpu_core_h"].mean()
+        hours = pd.read_csv(data / "summary_per_run.csv")["dur_h"].mean() if (data / "summary_per_run.csv").exists() else 18.0
+        out["profiling_cpu"] = 0.0
+        out.loc["demeter", "profiling_cpu"] = cost / (base["cpu_cores_mean"] * hours)
+    return out
+
+
+@dataclass(frozen=True)
+class CalibratedTwin:
+    """What :func:`calibrated_twin` gives: the grey-box twin, the profile the replays run (mechanism
+    and calibrations), the policy options and one note per calibration (``restart``, ``redeploy``,
+    ``cpu``, ``busy``)."""
+
+    twin: Any
+    profile: ClusterProfile
+    options: dict[str, dict[str, Any]]
+    notes: dict[str, str]
+
+
+def calibrated_twin(
+    data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
+    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False,
+) -> CalibratedTwin:  # fmt: skip
+    """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
+    measured methods in ``data``, in the order each calibration needs: the restart cost on the
+    reactive runs (then the mechanism refitted with it held), the redeploy warm-up on the operator
+    runs, CPU on the static run, the published targets from the method names, the operator's busy
+    time on its own decisions. ``calibrate=False``: the mechanism fit alone, default options but the
+    operator's ``operator`` version. ``busy_noise``: the operator reads its busy time with the spread
+    fitted on its decisions (an upper bound; off by default: it reproduces the measured cascades and p95
+    but overshoots the CPU, see docs/results/twin-fidelity-ads.md, session 15). Use it wherever a
+    benchmark replays the calibrated twin."""
+    twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
+    profile, options = twin.profile, {}
+    notes = dict.fromkeys(("restart", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
+    if calibrate:
+        cal = calibrate_beside(data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, max_nfev=max_nfev)
+        twin, profile = cal.twin, cal.twin.profile
+        notes.update(cal.notes)
+        options = published_targets(data)
+        # The busy time the operator reads, on the measured operator's own decisions (made by the
+        # version the measured runs used, whichever version is replayed).
+        measured_version = AutoscalerPolicy.published(DEFAULT_OPERATOR, space)
+        busy = calibrate_busy_on_folder(data, profile, space.maximum, measured_version)
+        notes["busy"] = busy.note
+        if busy.busy_time_scale is not None:
+            options["autoscaler"] = {"busy_time_scale": busy.busy_time_scale}
+            # The spread of that reading, on the same decisions with the factor held (an upper bound on the noise).
+            noise = calibrate_busy_noise_on_folder(data, profile, space.maximum, measured_version, busy.busy_time_scale)
+            notes["busy"] += "; " + noise.note
+            if noise.busy_time_noise and busy_noise:
+                options["autoscaler"]["busy_time_noise"] = noise.busy_time_noise
+            elif noise.busy_time_noise:
+                notes["busy"] += " (not applied: pass --busy-noise)"
+    options["autoscaler"] = {**AutoscalerPolicy.published_options(operator, space), **options.get("autoscaler", {})}
+    return CalibratedTwin(twin, profile, options, notes)
+
+
+def replay_trace(data: Path, hours: float | None = None) -> tuple[pd.Series, str]:
+    """The folder's trace at 1 s (its first ``hours`` when given) and the forecaster its replays use:
+    the peak forecaster needs more than 2 h of history to fit, so a short window uses the seasonal
+    naive one (said in the output)."""
+    trace = load_trace_csv(_trace_file(data))
+    if hours:
+        trace = trace[trace.index < trace.index[0] + pd.Timedelta(hours=hours)]
+    trace = trace.resample("1s").mean().interpolate()
+    return trace, "peak" if len(trace) >= 3 * 3600 else "naive"
