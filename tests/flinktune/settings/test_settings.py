@@ -26,7 +26,7 @@ from flinktune.settings import (
     read_group,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 GROUPS = [
     BackendSettings,
     KubernetesSettings,
