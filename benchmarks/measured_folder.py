@@ -126,8 +126,8 @@ def measured_table(data: Path) -> pd.DataFrame:
 @dataclass(frozen=True)
 class CalibratedTwin:
     """What :func:`calibrated_twin` gives: the grey-box twin, the profile the replays run (mechanism
-    and calibrations), the policy options and one note per calibration (``restart``, ``redeploy``,
-    ``cpu``, ``busy``)."""
+    and calibrations), the policy options and one note per calibration (``restart``, ``downtime``,
+    ``redeploy``, ``cpu``, ``busy``)."""
 
     twin: Any
     profile: ClusterProfile
@@ -137,11 +137,12 @@ class CalibratedTwin:
 
 def calibrated_twin(
     data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
-    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False,
+    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, fit_downtime: bool = False,
 ) -> CalibratedTwin:  # fmt: skip
     """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
     measured methods in ``data``, in the order each calibration needs: the restart cost on the
-    reactive runs (then the mechanism refitted with it held), the redeploy warm-up on the operator
+    reactive runs (then the mechanism refitted with it held), with ``fit_downtime`` the redeploy
+    downtime on the backlog after the operator's redeploys, the redeploy warm-up on the operator
     runs, CPU on the static run, the published targets from the method names, the operator's busy
     time on its own decisions. ``calibrate=False``: the mechanism fit alone, default options but the
     operator's ``operator`` version. ``busy_noise``: the operator reads its busy time with the spread
@@ -150,9 +151,11 @@ def calibrated_twin(
     benchmark replays the calibrated twin."""
     twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     profile, options = twin.profile, {}
-    notes = dict.fromkeys(("restart", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
+    notes = dict.fromkeys(("restart", "downtime", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
     if calibrate:
-        cal = calibrate_beside(data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, max_nfev=max_nfev)
+        cal = calibrate_beside(
+            data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, fit_downtime=fit_downtime, max_nfev=max_nfev
+        )
         twin, profile = cal.twin, cal.twin.profile
         notes.update(cal.notes)
         options = published_targets(data)

@@ -154,7 +154,7 @@ def _md(df: pd.DataFrame) -> str:
 def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
-    operator: str = DEFAULT_OPERATOR, busy_noise: bool = False,
+    operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, fit_downtime: bool = False,
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
 
@@ -174,10 +174,13 @@ def run(
     cv_mean = folds.drop(columns=["run"]).astype(float).mean()
     space = space_from_runs(runs_csv)
     cal = calibrated_twin(
-        data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise
-    )
+        data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise,
+        fit_downtime=fit_downtime,
+    )  # fmt: skip
     twin, profile, options = cal.twin, cal.profile, cal.options
-    restart_note, redeploy_note, cpu_note, busy_note = (cal.notes[k] for k in ("restart", "redeploy", "cpu", "busy"))
+    restart_note, downtime_note, redeploy_note, cpu_note, busy_note = (
+        cal.notes[k] for k in ("restart", "downtime", "redeploy", "cpu", "busy")
+    )
     policies = ["static", *[p for p in policies if p != "static"]]
     measured = measured_table(data)
     static_row = pd.read_csv(data / "summary_by_method.csv").set_index("method").loc["baseline"]
@@ -211,7 +214,7 @@ def run(
     result = {
         "folds": folds, "cv_mean": cv_mean, "params": twin.params, "replayed": replayed, "measured": measured,
         "comparison": table, "seeds": list(seeds), "failures": failures, "failures_from": failures_from, "static_note": static_note,
-        "cpu_note": cpu_note, "restart_note": restart_note, "busy_note": busy_note, "redeploy_note": redeploy_note, "targets": options, "operator": operator, "cpu_per_busy": profile.cpu_per_busy,
+        "cpu_note": cpu_note, "restart_note": restart_note, "busy_note": busy_note, "downtime_note": downtime_note, "redeploy_note": redeploy_note, "targets": options, "operator": operator, "cpu_per_busy": profile.cpu_per_busy,
         "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
     }  # fmt: skip
     if out:
@@ -249,7 +252,7 @@ def render(r: dict, data: Path, command: str) -> str:
         f"## Replayed methods against measured (relative to static; recoveries and reconfigurations per run; twin: mean over seeds {r['seeds']})\n\n"
         f"Static: {r['static_note']}.\n\n"
         f"Operator autoscaler: version `{r['operator']}` ({OPERATOR_NOTES[r['operator']]}); busy time it reads: {r['busy_note']}.\n\n"
-        f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Redeploy warm-up: {r['redeploy_note']}. Policy options (targets from the measured methods' names; the operator's version and busy time): {r['targets'] or 'none'}. "
+        f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Redeploy downtime: {r['downtime_note']}. Redeploy warm-up: {r['redeploy_note']}. Policy options (targets from the measured methods' names; the operator's version and busy time): {r['targets'] or 'none'}. "
         "Slow recoveries: detector-like measure (20 s wait, then 15 normal points of 5 s; the twin's own lag measure in `slow_recoveries_twin_measure`).\n\n"
         + _md(r["comparison"]) + "\n"
     )  # fmt: skip
@@ -294,6 +297,12 @@ def main(argv: list[str] | None = None) -> int:
         help="The operator reads its busy time with the spread fitted on the measured decisions (an upper bound; "
         "off: as the twin reports it, scaled).",
     )
+    ap.add_argument(
+        "--fit-downtime",
+        action="store_true",
+        help="Fit the redeploy's downtime (redeploy_base_s) on the measured backlog after the operator's redeploys "
+        "(flinktune.twin.redeploy_downtime) before the redeploy warm-up (off: the profile's 25 s).",
+    )
     args = ap.parse_args(argv)
     if not (args.data / "profiling_runs.csv").exists():
         ap.error(f"--data {args.data}: no profiling_runs.csv (not a folder in the demeter-ads format)")
@@ -319,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         calibrate=not args.no_calibrate,
         operator=args.operator,
         busy_noise=args.busy_noise,
+        fit_downtime=args.fit_downtime,
     )
     print(render(r, args.data, command))
     return 0

@@ -107,7 +107,7 @@ def _twin_calibrate_grey_box(
     except ValueError as exc:
         fail(str(exc))
     twin = cal.twin
-    labels = {"restart": "restart cost: ", "redeploy": "redeploy warm-up: ", "cpu": ""}
+    labels = {"restart": "restart cost: ", "downtime": "redeploy downtime: ", "redeploy": "redeploy warm-up: ", "cpu": ""}
     twin.notes.extend(labels[term] + note for term, note in cal.notes.items())
     twin.profile.to_yaml(out)
     whole = twin.save(Path(f"{out}.greybox.joblib"))

@@ -7,9 +7,11 @@ profile are fitted on those, not on the profiling runs, and each reads the one b
 1. the restart cost on the reactive runs' rescales (:mod:`flinktune.twin.restart_calibration`); the
    mechanism's recovery stage was fitted with the old restart terms, so the mechanism is refitted
    with the fitted ones held (it then fits detection and ``restart_base_s``, not these);
-2. the warm-up after a savepoint redeploy on the operator runs' scale-downs
-   (:mod:`flinktune.twin.redeploy_calibration`); the profiling runs' fit does not depend on it;
-3. the CPU per unit of busy time on the static run (:mod:`flinktune.twin.cpu_calibration`).
+2. the fixed part of a savepoint redeploy's downtime (``redeploy_base_s``) on the backlog after the
+   operator runs' scale-downs (:mod:`flinktune.twin.redeploy_downtime`), only with ``fit_downtime``;
+3. the warm-up after a savepoint redeploy on the operator runs' scale-downs' latency, the downtime held
+   (:mod:`flinktune.twin.redeploy_calibration`); the profiling runs' fit depends on neither;
+4. the CPU per unit of busy time on the static run (:mod:`flinktune.twin.cpu_calibration`).
 
 A missing file leaves its term as it was, with a note saying so. Use :func:`calibrate_beside` wherever
 a calibrated twin is made from such a folder (``flinktune twin calibrate --group-by`` and the
@@ -30,6 +32,7 @@ from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measuremen
 from flinktune.twin.grey_box import GreyBoxTwin, fit_grey_box
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.redeploy_calibration import calibrate_redeploy_on_folder
+from flinktune.twin.redeploy_downtime import calibrate_downtime_on_folder
 from flinktune.twin.restart_calibration import calibrate_restart_on_folder
 
 __all__ = ["FolderCalibration", "calibrate_beside"]
@@ -38,7 +41,7 @@ __all__ = ["FolderCalibration", "calibrate_beside"]
 @dataclass(frozen=True)
 class FolderCalibration:
     """The grey-box twin whose ``profile`` carries every calibration, and one note per term
-    (``restart``, ``redeploy``, ``cpu``) saying what it was fitted on or why it was not."""
+    (``restart``, ``downtime``, ``redeploy``, ``cpu``) saying what it was fitted on or why it was not."""
 
     twin: GreyBoxTwin
     notes: dict[str, str]
@@ -50,12 +53,15 @@ def calibrate_beside(
     runs: pd.DataFrame,
     base: ClusterProfile,
     default: Configuration,
+    *,
+    fit_downtime: bool = False,
     **fit_kwargs: Any,
 ) -> FolderCalibration:
     """``twin`` (fitted by ``fit_grey_box(runs, base, **fit_kwargs)``) calibrated on ``folder``'s
     measured methods; ``default`` is the static configuration the measured runs deployed (the space's
-    maximum). ``runs`` is the profiling table without any grouping column. A ``ValueError`` names a
-    measured file that cannot be read."""
+    maximum). ``runs`` is the profiling table without any grouping column. ``fit_downtime``: fit
+    ``redeploy_base_s`` on the measured backlog after the operator's redeploys (off: kept, and the note
+    says so). A ``ValueError`` names a measured file that cannot be read."""
     folder = Path(folder)
     notes: dict[str, str] = {}
     restart = calibrate_restart_on_folder(folder, twin.profile, default)
@@ -68,6 +74,11 @@ def calibrate_beside(
             f"; mechanism refitted with these held: failure_detection_s {p.failure_detection_s:.3g}, "
             f"restart_base_s {p.restart_base_s:.3g}"
         )
+    if fit_downtime:
+        downtime = calibrate_downtime_on_folder(folder, twin.profile, default)
+        twin, notes["downtime"] = replace(twin, profile=downtime.profile), downtime.note
+    else:
+        notes["downtime"] = f"not calibrated (off): redeploy_base_s {twin.profile.redeploy_base_s:g} kept"
     redeploy = calibrate_redeploy_on_folder(folder, twin.profile, default)
     twin, notes["redeploy"] = replace(twin, profile=redeploy.profile), redeploy.note
     static_files = find_static_measurements(folder)
