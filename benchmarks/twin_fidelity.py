@@ -155,6 +155,7 @@ def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
     operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, fit_downtime: bool = False,
+    source_partitions: int | None = None,
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
 
@@ -175,7 +176,7 @@ def run(
     space = space_from_runs(runs_csv)
     cal = calibrated_twin(
         data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise,
-        fit_downtime=fit_downtime,
+        fit_downtime=fit_downtime, source_partitions=source_partitions,
     )  # fmt: skip
     twin, profile, options = cal.twin, cal.profile, cal.options
     restart_note, downtime_note, redeploy_note, cpu_note, busy_note = (
@@ -303,6 +304,13 @@ def main(argv: list[str] | None = None) -> int:
         help="Fit the redeploy's downtime (redeploy_base_s) on the measured backlog after the operator's redeploys "
         "(flinktune.twin.redeploy_downtime) before the redeploy warm-up (off: the profile's 25 s).",
     )
+    ap.add_argument(
+        "--source-partitions",
+        type=int,
+        default=None,
+        help="Partitions of the measured source topic: the operator's lag is their sum, the measured one about one "
+        "partition's (default: the space's largest parallelism, Demeter's 24; 1: the lag as measured).",
+    )
     args = ap.parse_args(argv)
     if not (args.data / "profiling_runs.csv").exists():
         ap.error(f"--data {args.data}: no profiling_runs.csv (not a folder in the demeter-ads format)")
@@ -329,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         operator=args.operator,
         busy_noise=args.busy_noise,
         fit_downtime=args.fit_downtime,
+        source_partitions=args.source_partitions,
     )
     print(render(r, args.data, command))
     return 0
