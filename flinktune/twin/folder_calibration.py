@@ -10,7 +10,9 @@ profile are fitted on those, not on the profiling runs, and each reads the one b
 2. the fixed part of a savepoint redeploy's downtime (``redeploy_base_s``) on the backlog after the
    operator runs' scale-downs (:mod:`flinktune.twin.redeploy_downtime`), only with ``fit_downtime``;
 3. the warm-up after a savepoint redeploy on the operator runs' scale-downs' latency, the downtime held
-   (:mod:`flinktune.twin.redeploy_calibration`); the profiling runs' fit depends on neither;
+   (:mod:`flinktune.twin.redeploy_calibration`; with ``fit_downtime`` the twin's latency is read as the
+   measured minutes are, over the seconds the job runs, as the backlog is); the profiling runs' fit
+   depends on neither;
 4. the CPU per unit of busy time on the static run (:mod:`flinktune.twin.cpu_calibration`).
 
 A missing file leaves its term as it was, with a note saying so. Use :func:`calibrate_beside` wherever
@@ -79,7 +81,8 @@ def calibrate_beside(
         twin, notes["downtime"] = replace(twin, profile=downtime.profile), downtime.note
     else:
         notes["downtime"] = f"not calibrated (off): redeploy_base_s {twin.profile.redeploy_base_s:g} kept"
-    redeploy = calibrate_redeploy_on_folder(folder, twin.profile, default)
+    # With the downtime fitted on a running job's metric, the warm-up's latency is read the same way.
+    redeploy = calibrate_redeploy_on_folder(folder, twin.profile, default, per_minute=fit_downtime)
     twin, notes["redeploy"] = replace(twin, profile=redeploy.profile), redeploy.note
     static_files = find_static_measurements(folder)
     if static_files:

@@ -11,6 +11,7 @@ from flinktune.twin import mechanics as mech
 from flinktune.twin.folder_calibration import calibrate_beside
 from flinktune.twin.grey_box import GreyBoxTwin
 from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.redeploy_calibration import calibrate_redeploy, twin_redeploy_cost
 from flinktune.twin.redeploy_downtime import (
     calibrate_downtime,
     calibrate_downtime_on_folder,
@@ -103,3 +104,24 @@ def test_the_folder_sequence_notes_the_downtime_term(tmp_path):
     assert "not calibrated: no measured operator run" in on.notes["downtime"] and on.twin.profile == BASE
     off = calibrate_beside(tmp_path, twin, pd.DataFrame(), BASE, SHAPE)
     assert "not calibrated (off)" in off.notes["downtime"]
+
+
+def test_the_warmup_read_per_minute_leaves_out_the_seconds_the_job_is_down():
+    long = BASE.with_(redeploy_base_s=60.0, redeploy_warmup_s=30.0)
+    rate = _rate(long, 4, 0.5)
+    every_second = twin_redeploy_cost(long, SHAPE, 6, 4, rate)
+    per_minute = twin_redeploy_cost(long, SHAPE, 6, 4, rate, per_minute=True)
+    assert 0 < per_minute < every_second
+    # A known warm-up behind a long downtime is recovered from per-minute costs read the same way.
+    moves = [(8, 6, 0.5), (7, 4, 0.45), (6, 5, 0.6)]
+    rows = [
+        {
+            "tm_before": a,
+            "tm_after": b,
+            "rate": (r := _rate(long, min(a, b), s)),
+            "cost_s2": twin_redeploy_cost(long, SHAPE, a, b, r, per_minute=True),
+        }
+        for a, b, s in moves
+    ]
+    cal = calibrate_redeploy(BASE.with_(redeploy_base_s=60.0), SHAPE, pd.DataFrame(rows), per_minute=True)
+    assert cal.redeploy_warmup_s == pytest.approx(30.0, abs=3.0) and "per minute" in cal.note
