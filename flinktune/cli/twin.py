@@ -40,6 +40,12 @@ def twin_calibrate(
     max_nfev: int = typer.Option(
         60, min=1, help="Model evaluations per mechanism-fit stage (with --group-by; lower: faster, coarser)."
     ),
+    fit_downtime: bool = typer.Option(
+        False,
+        "--fit-downtime",
+        help="With --group-by and measured operator runs: fit the redeploy's downtime (redeploy_base_s) on the "
+        "backlog after their scale-downs before the warm-up (flinktune.twin.redeploy_downtime).",
+    ),
 ) -> None:
     """Fit the twin's parameters to profiling observations and report the held-out error.
 
@@ -52,14 +58,18 @@ def twin_calibrate(
     (warm-up, per-TaskManager restart time, pod start) is fitted on their rescales
     (``flinktune.twin.restart_calibration``); without them it stays as it was and the output says so.
     With measured operator-autoscaler runs (``measured_60s/*operator*.csv``), the warm-up after a
-    savepoint redeploy is fitted on their scale-downs (``flinktune.twin.redeploy_calibration``).
+    savepoint redeploy is fitted on their scale-downs (``flinktune.twin.redeploy_calibration``), with
+    ``--fit-downtime`` after the redeploy's downtime, fitted on the backlog after them
+    (``flinktune.twin.redeploy_downtime``).
     """
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     out = out_file(out)
     if group_by:
-        _twin_calibrate_grey_box(observations, out, profile, workload, group_by, recovery_cap_s, duration_s, max_nfev)
+        _twin_calibrate_grey_box(
+            observations, out, profile, workload, group_by, recovery_cap_s, duration_s, max_nfev, fit_downtime
+        )
         return
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
@@ -84,6 +94,7 @@ def _twin_calibrate_grey_box(
     cap: float,
     duration_s: int,
     max_nfev: int,
+    fit_downtime: bool = False,
 ) -> None:
     import pandas as pd
 
@@ -103,7 +114,8 @@ def _twin_calibrate_grey_box(
     except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
     try:
-        cal = calibrate_beside(observations.parent, twin, runs, base, space_from_runs(obs).maximum, **kwargs)
+        maximum = space_from_runs(obs).maximum
+        cal = calibrate_beside(observations.parent, twin, runs, base, maximum, fit_downtime=fit_downtime, **kwargs)
     except ValueError as exc:
         fail(str(exc))
     twin = cal.twin

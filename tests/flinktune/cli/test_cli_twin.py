@@ -73,7 +73,12 @@ def test_calibrate_group_by_run_writes_grey_box_that_predict_uses(tmp_path):
     assert np.isfinite(summary["leave_one_out_mean"]["throughput_mape"])
     # No measured_60s/ beside the runs: each calibration on measured methods says so instead of guessing.
     notes = " | ".join(summary["notes"])
-    for said in ("restart cost: not calibrated", "redeploy warm-up: not calibrated: no measured operator run", "CPU not calibrated"):
+    for said in (
+        "restart cost: not calibrated",
+        "redeploy downtime: not calibrated",
+        "redeploy warm-up: not calibrated: no measured operator run",
+        "CPU not calibrated",
+    ):
         assert said in notes, notes
     assert ClusterProfile.from_yaml(out).shared_core_knee > 0
     table = tmp_path / "configs.csv"
