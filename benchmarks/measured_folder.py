@@ -138,7 +138,7 @@ class CalibratedTwin:
 def calibrated_twin(
     data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
     calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, fit_downtime: bool = False,
-    source_partitions: int | None = None,
+    source_partitions: int | None = 1,
 ) -> CalibratedTwin:  # fmt: skip
     """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
     measured methods in ``data``, in the order each calibration needs: the restart cost on the
@@ -151,7 +151,8 @@ def calibrated_twin(
     but overshoots the CPU, see docs/results/twin-fidelity-ads.md, session 15). Use it wherever a
     benchmark replays the calibrated twin. ``source_partitions``: the measured lag's factor to the operator's
     in the busy-time fit (its sum over the source topic's partitions; None: the space's largest parallelism,
-    Demeter's 24; 1: the lag as measured, the fit before session 16; ``busy_calibration.measured_lag_scale``)."""
+    Demeter's 24; 1, the default: the lag as measured, since the operator's unit made the replay worse in
+    sessions 15 and 16; ``busy_calibration.measured_lag_scale``)."""
     twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     profile, options = twin.profile, {}
     notes = dict.fromkeys(("restart", "downtime", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")

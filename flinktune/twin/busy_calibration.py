@@ -261,7 +261,7 @@ def calibrate_busy_on_folder(
     cal = calibrate_busy_time(
         profile, config, policy, _folder_decisions(files, min_stable=min_stable, max_gap=max_gap, lag_scale=scale)
     )
-    unit = f"; measured lag x {scale:g} (the operator's sum over the source partitions)"
+    unit = f"; measured lag x {scale:g} (the operator reads the sum over the source partitions)"
     return BusyCalibration(cal.busy_time_scale, cal.decisions, cal.exact, cal.within_one, cal.note + unit)
 
 
