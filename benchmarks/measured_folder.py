@@ -137,14 +137,14 @@ class CalibratedTwin:
 
 def calibrated_twin(
     data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
-    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, fit_downtime: bool = False,
+    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, redeploy_fit: str = "backlog",
     source_partitions: int | None = 1,
 ) -> CalibratedTwin:  # fmt: skip
     """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
     measured methods in ``data``, in the order each calibration needs: the restart cost on the
-    reactive runs (then the mechanism refitted with it held), with ``fit_downtime`` the redeploy
-    downtime on the backlog after the operator's redeploys, the redeploy warm-up on the operator
-    runs, CPU on the static run, the published targets from the method names, the operator's busy
+    reactive runs (then the mechanism refitted with it held), the redeploy's downtime and warm-up on
+    the operator runs (``redeploy_fit``: ``folder_calibration.REDEPLOY_FITS``; default both on the backlog
+    after their scale-downs), CPU on the static run, the published targets from the method names, the operator's busy
     time on its own decisions. ``calibrate=False``: the mechanism fit alone, default options but the
     operator's ``operator`` version. ``busy_noise``: the operator reads its busy time with the spread
     fitted on its decisions (an upper bound; off by default: it reproduces the measured cascades and p95
@@ -158,7 +158,7 @@ def calibrated_twin(
     notes = dict.fromkeys(("restart", "downtime", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
     if calibrate:
         cal = calibrate_beside(
-            data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, fit_downtime=fit_downtime, max_nfev=max_nfev
+            data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, redeploy_fit=redeploy_fit, max_nfev=max_nfev
         )
         twin, profile = cal.twin, cal.twin.profile
         notes.update(cal.notes)

@@ -65,6 +65,7 @@ from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.metrics import relative_table  # noqa: E402
 from flinktune.replay.runner import run_replay  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
+from flinktune.twin.folder_calibration import REDEPLOY_FITS  # noqa: E402
 from flinktune.twin.grey_box import cross_validate  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 
@@ -154,7 +155,7 @@ def _md(df: pd.DataFrame) -> str:
 def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
-    operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, fit_downtime: bool = False,
+    operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, redeploy_fit: str = "backlog",
     source_partitions: int | None = 1,
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
@@ -176,7 +177,7 @@ def run(
     space = space_from_runs(runs_csv)
     cal = calibrated_twin(
         data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise,
-        fit_downtime=fit_downtime, source_partitions=source_partitions,
+        redeploy_fit=redeploy_fit, source_partitions=source_partitions,
     )  # fmt: skip
     twin, profile, options = cal.twin, cal.profile, cal.options
     restart_note, downtime_note, redeploy_note, cpu_note, busy_note = (
@@ -299,10 +300,12 @@ def main(argv: list[str] | None = None) -> int:
         "off: as the twin reports it, scaled).",
     )
     ap.add_argument(
-        "--fit-downtime",
-        action="store_true",
-        help="Fit the redeploy's downtime (redeploy_base_s) on the measured backlog after the operator's redeploys "
-        "(flinktune.twin.redeploy_downtime) before the redeploy warm-up (off: the profile's 25 s).",
+        "--redeploy-fit",
+        choices=list(REDEPLOY_FITS),
+        default="backlog",
+        help="How the redeploy's downtime and warm-up are fitted on the operator runs: backlog (default; both on the "
+        "backlog after their scale-downs), downtime (the downtime on it, the warm-up on their latency), latency "
+        "(sessions 13-15: the warm-up alone, on their latency); flinktune.twin.folder_calibration.",
     )
     ap.add_argument(
         "--source-partitions",
@@ -337,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         calibrate=not args.no_calibrate,
         operator=args.operator,
         busy_noise=args.busy_noise,
-        fit_downtime=args.fit_downtime,
+        redeploy_fit=args.redeploy_fit,
         source_partitions=args.source_partitions,
     )
     print(render(r, args.data, command))

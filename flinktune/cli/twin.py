@@ -40,11 +40,11 @@ def twin_calibrate(
     max_nfev: int = typer.Option(
         60, min=1, help="Model evaluations per mechanism-fit stage (with --group-by; lower: faster, coarser)."
     ),
-    fit_downtime: bool = typer.Option(
-        False,
-        "--fit-downtime",
-        help="With --group-by and measured operator runs: fit the redeploy's downtime (redeploy_base_s) on the "
-        "backlog after their scale-downs before the warm-up (flinktune.twin.redeploy_downtime).",
+    redeploy_fit: str = typer.Option(
+        "backlog",
+        help="With --group-by and measured operator runs: backlog (the redeploy's downtime and warm-up on the backlog "
+        "after their scale-downs), downtime (the downtime on it, the warm-up on their latency) or latency (the "
+        "warm-up alone, on their latency; sessions 13-15).",
     ),
 ) -> None:
     """Fit the twin's parameters to profiling observations and report the held-out error.
@@ -58,9 +58,8 @@ def twin_calibrate(
     (warm-up, per-TaskManager restart time, pod start) is fitted on their rescales
     (``flinktune.twin.restart_calibration``); without them it stays as it was and the output says so.
     With measured operator-autoscaler runs (``measured_60s/*operator*.csv``), the warm-up after a
-    savepoint redeploy is fitted on their scale-downs (``flinktune.twin.redeploy_calibration``), with
-    ``--fit-downtime`` after the redeploy's downtime, fitted on the backlog after them
-    (``flinktune.twin.redeploy_downtime``).
+    savepoint redeploy and its downtime are fitted on the backlog after their scale-downs
+    (``flinktune.twin.redeploy_downtime``; ``--redeploy-fit`` for the other ways).
     """
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
     from flinktune.twin.profile import ClusterProfile, ProfileError
@@ -68,7 +67,7 @@ def twin_calibrate(
     out = out_file(out)
     if group_by:
         _twin_calibrate_grey_box(
-            observations, out, profile, workload, group_by, recovery_cap_s, duration_s, max_nfev, fit_downtime
+            observations, out, profile, workload, group_by, recovery_cap_s, duration_s, max_nfev, redeploy_fit
         )
         return
     try:
@@ -94,7 +93,7 @@ def _twin_calibrate_grey_box(
     cap: float,
     duration_s: int,
     max_nfev: int,
-    fit_downtime: bool = False,
+    redeploy_fit: str = "backlog",
 ) -> None:
     import pandas as pd
 
@@ -115,7 +114,7 @@ def _twin_calibrate_grey_box(
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
     try:
         maximum = space_from_runs(obs).maximum
-        cal = calibrate_beside(observations.parent, twin, runs, base, maximum, fit_downtime=fit_downtime, **kwargs)
+        cal = calibrate_beside(observations.parent, twin, runs, base, maximum, redeploy_fit=redeploy_fit, **kwargs)
     except ValueError as exc:
         fail(str(exc))
     twin = cal.twin

@@ -34,7 +34,8 @@ reads the backlog at its end (what the source reports when it comes back).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -60,8 +61,10 @@ __all__ = [
 
 #: Columns a per-minute operator file needs.
 DOWNTIME_COLUMNS: tuple[str, ...] = (*RESCALE_COLUMNS, "consumer_lag")
-#: Bounds of the fitted ``redeploy_base_s``, s.
+#: Bounds of the fitted ``redeploy_base_s`` and ``redeploy_warmup_s``, s; most alternations of the two.
 _MIN_BASE_S, _MAX_BASE_S = 0.0, 240.0
+_MIN_WARMUP_S, _MAX_WARMUP_S = 0.0, 600.0
+_ROUNDS = 12
 #: Seconds into minute ``s`` at which the twin's redeploy starts (averaged over).
 _PHASES = (0, 15, 30, 45)
 #: Twin seconds at the old count before minute ``s``; minutes read from ``s`` on.
@@ -84,6 +87,7 @@ class DowntimeCalibration:
     twin_backlog_s_after: tuple[float, ...] | None
     episodes: int
     note: str
+    redeploy_warmup_s: float | None = None  # fitted with ``warmup_on_backlog`` only
 
 
 def redeploy_backlogs(measured: pd.DataFrame, injections: object = (), lag_scale: float = 1.0) -> pd.DataFrame:
@@ -152,10 +156,25 @@ def _fmt(values: np.ndarray | tuple[float, ...]) -> str:
     return " / ".join(f"{v:.1f}" for v in values)
 
 
-def calibrate_downtime(profile: ClusterProfile, config: Configuration, episodes: pd.DataFrame) -> DowntimeCalibration:
+def _solve(gap: Callable[[float], float], lo: float, hi: float, xtol: float) -> tuple[float, str]:
+    """The root of the increasing ``gap`` in [lo, hi], or the bound it stays beyond (and a note)."""
+    if gap(lo) >= 0:
+        return lo, " (at the lower bound)"
+    if gap(hi) <= 0:
+        return hi, " (at the upper bound)"
+    return float(brentq(gap, lo, hi, xtol=xtol)), ""
+
+
+def calibrate_downtime(
+    profile: ClusterProfile, config: Configuration, episodes: pd.DataFrame, *, warmup_on_backlog: bool = False
+) -> DowntimeCalibration:
     """``profile`` with ``redeploy_base_s`` in [0, 240] s so that the twin's median backlog in minute s+1
     of the usable scale-down ``episodes`` (from :func:`redeploy_backlogs`) equals the measured median;
-    unchanged, with a note, when there is none."""
+    unchanged, with a note, when there is none.
+
+    ``warmup_on_backlog``: ``redeploy_warmup_s`` in [0, 600] s is fitted too, on the median in minute
+    s+2 (how fast the backlog drains), the two fits alternated until neither moves by more than 1 s
+    (at most :data:`_ROUNDS` rounds); minute s+3 is left to check them."""
     need = {"tm_before", "tm_after", "rate", *(f"backlog_{k}" for k in range(_MINUTES))}
     if not need <= set(episodes.columns):
         raise ValueError(f"episodes: missing column(s) {sorted(need - set(episodes.columns))}")
@@ -163,6 +182,8 @@ def calibrate_downtime(profile: ClusterProfile, config: Configuration, episodes:
     caps = np.array([float(mech.capacity(mech.layout(profile, _at(config, n)), np.ones(1))[0]) for n in lo_tm])
     fit_col = f"backlog_{FIT_MINUTE}"
     ok = (episodes["rate"].to_numpy(float) < _MAX_UTILISATION * caps) & (episodes["rate"] > 0) & episodes[fit_col].notna()
+    if warmup_on_backlog:
+        ok &= episodes[f"backlog_{FIT_MINUTE + 1}"].notna().to_numpy()
     usable = episodes[ok]
     downs, ups = usable[usable["tm_after"] < usable["tm_before"]], usable[usable["tm_after"] > usable["tm_before"]]
     if downs.empty:
@@ -170,34 +191,56 @@ def calibrate_downtime(profile: ClusterProfile, config: Configuration, episodes:
         return DowntimeCalibration(profile, None, None, None, None, 0, note)
     cols = [f"backlog_{k}" for k in range(_MINUTES)]
     measured = tuple(float(v) for v in downs[cols].median())
-    target = measured[FIT_MINUTE]
     before = _medians(profile, config, downs, profile.redeploy_base_s)
+    warm = profile.warmup_s if profile.redeploy_warmup_s is None else profile.redeploy_warmup_s
+    out, b, w = profile, profile.redeploy_base_s, warm
+    base_bound = warm_bound = ""
 
-    def gap(base: float) -> float:
-        return float(_medians(profile, config, downs, base)[FIT_MINUTE]) - target
+    def fit_base(p: ClusterProfile) -> tuple[float, str]:
+        return _solve(
+            lambda v: float(_medians(p, config, downs, v)[FIT_MINUTE]) - measured[FIT_MINUTE], _MIN_BASE_S, _MAX_BASE_S, 0.5
+        )
 
-    bound = ""
-    if gap(_MIN_BASE_S) >= 0:
-        b, bound = _MIN_BASE_S, " (at the lower bound)"
-    elif gap(_MAX_BASE_S) <= 0:
-        b, bound = _MAX_BASE_S, " (at the upper bound)"
-    else:
-        b = float(brentq(gap, _MIN_BASE_S, _MAX_BASE_S, xtol=0.5))
-    out = profile.with_(redeploy_base_s=round(b, 1))
+    def fit_warm(p: ClusterProfile) -> tuple[float, str]:
+        def gap(v: float) -> float:
+            return (
+                float(_medians(p.with_(redeploy_warmup_s=v), config, downs, p.redeploy_base_s)[FIT_MINUTE + 1])
+                - measured[FIT_MINUTE + 1]
+            )
+
+        return _solve(gap, _MIN_WARMUP_S, _MAX_WARMUP_S, 1.0)
+
+    b, base_bound = fit_base(out)
+    out = out.with_(redeploy_base_s=round(b, 1))
+    for _ in range(_ROUNDS if warmup_on_backlog else 0):
+        b_old, w_old = b, w
+        w, warm_bound = fit_warm(out)
+        out = out.with_(redeploy_warmup_s=round(w, 1))
+        b, base_bound = fit_base(out)  # the downtime last, so that minute s+1 is met
+        out = out.with_(redeploy_base_s=round(b, 1))
+        if abs(b - b_old) <= 1.0 and abs(w - w_old) <= 1.0:
+            break
     after = _medians(out, config, downs, out.redeploy_base_s)
     note = (
         f"{len(downs)} operator scale-downs of {len(episodes)} episodes: median backlog in minutes s..s+3 measured "
-        f"{_fmt(measured)} s of input, twin {_fmt(before)} before (redeploy_base_s {profile.redeploy_base_s:g}), "
-        f"{_fmt(after)} after; redeploy_base_s {b:.1f}{bound} (fitted on minute s+{FIT_MINUTE})"
+        f"{_fmt(measured)} s of input, twin {_fmt(before)} before (redeploy_base_s {profile.redeploy_base_s:g}, "
+        f"warm-up {warm:g} s), {_fmt(after)} after; redeploy_base_s {b:.1f}{base_bound} (fitted on minute s+{FIT_MINUTE})"
     )
+    if warmup_on_backlog:
+        note += f", redeploy_warmup_s {w:.1f}{warm_bound} (on minute s+{FIT_MINUTE + 1})"
     if len(ups):
         up_twin = _medians(out, config, ups, out.redeploy_base_s)
         note += f"; {len(ups)} scale-ups (not fitted): measured {_fmt(tuple(ups[cols].median()))}, twin {_fmt(up_twin)} after"
-    return DowntimeCalibration(out, b, measured, tuple(before), tuple(after), len(downs), note)
+    return DowntimeCalibration(out, b, measured, tuple(before), tuple(after), len(downs), note, w if warmup_on_backlog else None)
 
 
 def calibrate_downtime_on_folder(
-    folder: str | Path, profile: ClusterProfile, config: Configuration, *, partitions: int | None = None
+    folder: str | Path,
+    profile: ClusterProfile,
+    config: Configuration,
+    *,
+    partitions: int | None = None,
+    warmup_on_backlog: bool = False,
 ) -> DowntimeCalibration:
     """:func:`calibrate_downtime` on ``folder``'s ``measured_60s/*operator*.csv`` (the lag x ``partitions``,
     default ``config``'s parallelism: the space's largest), leaving out episodes near the injections of
@@ -218,14 +261,6 @@ def calibrate_downtime_on_folder(
         frames.append(df.sort_values("timestamp").assign(run=Path(f).stem))
     inj_file = Path(folder) / "results_recovery_per_injection.csv"
     injections = pd.read_csv(inj_file)["inj_ts"].dropna() if inj_file.exists() else pd.Series(dtype=float)
-    cal = calibrate_downtime(profile, config, redeploy_backlogs(pd.concat(frames, ignore_index=True), injections, float(scale)))
-    note = cal.note + f"; measured lag x {scale:g} (the source partitions)"
-    return DowntimeCalibration(
-        cal.profile,
-        cal.redeploy_base_s,
-        cal.measured_backlog_s,
-        cal.twin_backlog_s_before,
-        cal.twin_backlog_s_after,
-        cal.episodes,
-        note,
-    )
+    episodes = redeploy_backlogs(pd.concat(frames, ignore_index=True), injections, float(scale))
+    cal = calibrate_downtime(profile, config, episodes, warmup_on_backlog=warmup_on_backlog)
+    return replace(cal, note=cal.note + f"; measured lag x {scale:g} (the source partitions)")

@@ -100,10 +100,27 @@ def test_no_operator_run_or_no_scale_down_gives_a_note_and_leaves_the_profile(tm
 
 def test_the_folder_sequence_notes_the_downtime_term(tmp_path):
     twin = GreyBoxTwin(BASE, {"x": 1.0}, 100.0, 360.0, 180.0, 240, {"marker": object()})
-    on = calibrate_beside(tmp_path, twin, pd.DataFrame(), BASE, SHAPE, fit_downtime=True)
-    assert "not calibrated: no measured operator run" in on.notes["downtime"] and on.twin.profile == BASE
-    off = calibrate_beside(tmp_path, twin, pd.DataFrame(), BASE, SHAPE)
-    assert "not calibrated (off)" in off.notes["downtime"]
+    for way in ("backlog", "downtime"):
+        on = calibrate_beside(tmp_path, twin, pd.DataFrame(), BASE, SHAPE, redeploy_fit=way)
+        assert "not calibrated: no measured operator run" in on.notes["downtime"] and on.twin.profile == BASE
+        assert "not calibrated: no measured operator run" in on.notes["redeploy"]
+    off = calibrate_beside(tmp_path, twin, pd.DataFrame(), BASE, SHAPE, redeploy_fit="latency")
+    assert "not calibrated (redeploy fit 'latency')" in off.notes["downtime"]
+    with pytest.raises(ValueError, match="redeploy_fit"):
+        calibrate_beside(tmp_path, twin, pd.DataFrame(), BASE, SHAPE, redeploy_fit="nope")
+
+
+def test_downtime_and_warmup_both_on_the_backlog_are_recovered(tmp_path):
+    truth = BASE.with_(redeploy_base_s=50.0, redeploy_warmup_s=90.0)
+    (tmp_path / "measured_60s").mkdir()
+    for i, run in enumerate(_measured_runs(truth, partitions=8)):
+        run.to_csv(tmp_path / "measured_60s" / f"{i}_operator35_ADS.csv", index=False)
+    cal = calibrate_downtime_on_folder(tmp_path, BASE, SHAPE, warmup_on_backlog=True)
+    assert cal.redeploy_base_s == pytest.approx(50.0, abs=3.0) and cal.redeploy_warmup_s == pytest.approx(90.0, abs=10.0)
+    assert cal.profile.redeploy_warmup_s == pytest.approx(90.0, abs=10.0)
+    assert cal.twin_backlog_s_after[2] == pytest.approx(cal.measured_backlog_s[2], abs=1.0)
+    only = calibrate_downtime_on_folder(tmp_path, BASE, SHAPE)  # the warm-up held at the default 20 s
+    assert only.redeploy_warmup_s is None and only.profile.redeploy_warmup_s == BASE.redeploy_warmup_s
 
 
 def test_the_warmup_read_per_minute_leaves_out_the_seconds_the_job_is_down():
