@@ -19,8 +19,9 @@ restart cost (warm-up, per-TaskManager restart time, pod start) on the measured 
 rescales (``measured_60s/*reactive*.csv``, :mod:`flinktune.twin.restart_calibration`; the mechanism
 is then refitted with those held, so that its recovery stage agrees with them), and the
 utilisation target of the reactive HPA from the measured method's name (``reactive35`` -> 0.35;
-none in the name: the policy's default), the warm-up after a savepoint redeploy on the measured
-operator runs' scale-downs (``measured_60s/*operator*.csv``, :mod:`flinktune.twin.redeploy_calibration`)
+none in the name: the policy's default), the downtime and warm-up of a savepoint redeploy on the
+backlog after the measured operator runs' scale-downs (``measured_60s/*operator*.csv``,
+:mod:`flinktune.twin.redeploy_downtime`; ``--redeploy-fit`` for the latency fits before session 16)
 and the busy time the operator autoscaler reads on those runs' own rescale decisions
 (:mod:`flinktune.twin.busy_calibration`). The operator autoscaler replayed is the published version
 ``--operator`` names (default ``demeter-1.6``: operator 1.6.0 on Flink 1.17 with Demeter's settings,
