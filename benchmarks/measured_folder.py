@@ -126,8 +126,8 @@ def measured_table(data: Path) -> pd.DataFrame:
 @dataclass(frozen=True)
 class CalibratedTwin:
     """What :func:`calibrated_twin` gives: the grey-box twin, the profile the replays run (mechanism
-    and calibrations), the policy options and one note per calibration (``restart``, ``redeploy``,
-    ``cpu``, ``busy``)."""
+    and calibrations), the policy options and one note per calibration (``restart``, ``downtime``,
+    ``redeploy``, ``cpu``, ``busy``)."""
 
     twin: Any
     profile: ClusterProfile
@@ -137,34 +137,43 @@ class CalibratedTwin:
 
 def calibrated_twin(
     data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
-    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False,
+    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, redeploy_fit: str = "backlog",
+    source_partitions: int | None = 1,
 ) -> CalibratedTwin:  # fmt: skip
     """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
     measured methods in ``data``, in the order each calibration needs: the restart cost on the
-    reactive runs (then the mechanism refitted with it held), the redeploy warm-up on the operator
-    runs, CPU on the static run, the published targets from the method names, the operator's busy
+    reactive runs (then the mechanism refitted with it held), the redeploy's downtime and warm-up on
+    the operator runs (``redeploy_fit``: ``folder_calibration.REDEPLOY_FITS``; default both on the backlog
+    after their scale-downs), CPU on the static run, the published targets from the method names, the operator's busy
     time on its own decisions. ``calibrate=False``: the mechanism fit alone, default options but the
     operator's ``operator`` version. ``busy_noise``: the operator reads its busy time with the spread
     fitted on its decisions (an upper bound; off by default: it reproduces the measured cascades and p95
     but overshoots the CPU, see docs/results/twin-fidelity-ads.md, session 15). Use it wherever a
-    benchmark replays the calibrated twin."""
+    benchmark replays the calibrated twin. ``source_partitions``: the measured lag's factor to the operator's
+    in the busy-time fit (its sum over the source topic's partitions; None: the space's largest parallelism,
+    Demeter's 24; 1, the default: the lag as measured, since the operator's unit made the replay worse in
+    sessions 15 and 16; ``busy_calibration.measured_lag_scale``)."""
     twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     profile, options = twin.profile, {}
-    notes = dict.fromkeys(("restart", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
+    notes = dict.fromkeys(("restart", "downtime", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
     if calibrate:
-        cal = calibrate_beside(data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, max_nfev=max_nfev)
+        cal = calibrate_beside(
+            data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, redeploy_fit=redeploy_fit, max_nfev=max_nfev
+        )
         twin, profile = cal.twin, cal.twin.profile
         notes.update(cal.notes)
         options = published_targets(data)
         # The busy time the operator reads, on the measured operator's own decisions (made by the
         # version the measured runs used, whichever version is replayed).
         measured_version = AutoscalerPolicy.published(DEFAULT_OPERATOR, space)
-        busy = calibrate_busy_on_folder(data, profile, space.maximum, measured_version)
+        busy = calibrate_busy_on_folder(data, profile, space.maximum, measured_version, partitions=source_partitions)
         notes["busy"] = busy.note
         if busy.busy_time_scale is not None:
             options["autoscaler"] = {"busy_time_scale": busy.busy_time_scale}
             # The spread of that reading, on the same decisions with the factor held (an upper bound on the noise).
-            noise = calibrate_busy_noise_on_folder(data, profile, space.maximum, measured_version, busy.busy_time_scale)
+            noise = calibrate_busy_noise_on_folder(
+                data, profile, space.maximum, measured_version, busy.busy_time_scale, partitions=source_partitions
+            )
             notes["busy"] += "; " + noise.note
             if noise.busy_time_noise and busy_noise:
                 options["autoscaler"]["busy_time_noise"] = noise.busy_time_noise

@@ -19,8 +19,9 @@ restart cost (warm-up, per-TaskManager restart time, pod start) on the measured 
 rescales (``measured_60s/*reactive*.csv``, :mod:`flinktune.twin.restart_calibration`; the mechanism
 is then refitted with those held, so that its recovery stage agrees with them), and the
 utilisation target of the reactive HPA from the measured method's name (``reactive35`` -> 0.35;
-none in the name: the policy's default), the warm-up after a savepoint redeploy on the measured
-operator runs' scale-downs (``measured_60s/*operator*.csv``, :mod:`flinktune.twin.redeploy_calibration`)
+none in the name: the policy's default), the downtime and warm-up of a savepoint redeploy on the
+backlog after the measured operator runs' scale-downs (``measured_60s/*operator*.csv``,
+:mod:`flinktune.twin.redeploy_downtime`; ``--redeploy-fit`` for the latency fits before session 16)
 and the busy time the operator autoscaler reads on those runs' own rescale decisions
 (:mod:`flinktune.twin.busy_calibration`). The operator autoscaler replayed is the published version
 ``--operator`` names (default ``demeter-1.6``: operator 1.6.0 on Flink 1.17 with Demeter's settings,
@@ -65,6 +66,7 @@ from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.metrics import relative_table  # noqa: E402
 from flinktune.replay.runner import run_replay  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
+from flinktune.twin.folder_calibration import REDEPLOY_FITS  # noqa: E402
 from flinktune.twin.grey_box import cross_validate  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 
@@ -154,7 +156,8 @@ def _md(df: pd.DataFrame) -> str:
 def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
-    operator: str = DEFAULT_OPERATOR, busy_noise: bool = False,
+    operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, redeploy_fit: str = "backlog",
+    source_partitions: int | None = 1,
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
 
@@ -174,10 +177,13 @@ def run(
     cv_mean = folds.drop(columns=["run"]).astype(float).mean()
     space = space_from_runs(runs_csv)
     cal = calibrated_twin(
-        data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise
-    )
+        data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise,
+        redeploy_fit=redeploy_fit, source_partitions=source_partitions,
+    )  # fmt: skip
     twin, profile, options = cal.twin, cal.profile, cal.options
-    restart_note, redeploy_note, cpu_note, busy_note = (cal.notes[k] for k in ("restart", "redeploy", "cpu", "busy"))
+    restart_note, downtime_note, redeploy_note, cpu_note, busy_note = (
+        cal.notes[k] for k in ("restart", "downtime", "redeploy", "cpu", "busy")
+    )
     policies = ["static", *[p for p in policies if p != "static"]]
     measured = measured_table(data)
     static_row = pd.read_csv(data / "summary_by_method.csv").set_index("method").loc["baseline"]
@@ -211,7 +217,7 @@ def run(
     result = {
         "folds": folds, "cv_mean": cv_mean, "params": twin.params, "replayed": replayed, "measured": measured,
         "comparison": table, "seeds": list(seeds), "failures": failures, "failures_from": failures_from, "static_note": static_note,
-        "cpu_note": cpu_note, "restart_note": restart_note, "busy_note": busy_note, "redeploy_note": redeploy_note, "targets": options, "operator": operator, "cpu_per_busy": profile.cpu_per_busy,
+        "cpu_note": cpu_note, "restart_note": restart_note, "busy_note": busy_note, "downtime_note": downtime_note, "redeploy_note": redeploy_note, "targets": options, "operator": operator, "cpu_per_busy": profile.cpu_per_busy,
         "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
     }  # fmt: skip
     if out:
@@ -249,7 +255,7 @@ def render(r: dict, data: Path, command: str) -> str:
         f"## Replayed methods against measured (relative to static; recoveries and reconfigurations per run; twin: mean over seeds {r['seeds']})\n\n"
         f"Static: {r['static_note']}.\n\n"
         f"Operator autoscaler: version `{r['operator']}` ({OPERATOR_NOTES[r['operator']]}); busy time it reads: {r['busy_note']}.\n\n"
-        f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Redeploy warm-up: {r['redeploy_note']}. Policy options (targets from the measured methods' names; the operator's version and busy time): {r['targets'] or 'none'}. "
+        f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Redeploy downtime: {r['downtime_note']}. Redeploy warm-up: {r['redeploy_note']}. Policy options (targets from the measured methods' names; the operator's version and busy time): {r['targets'] or 'none'}. "
         "Slow recoveries: detector-like measure (20 s wait, then 15 normal points of 5 s; the twin's own lag measure in `slow_recoveries_twin_measure`).\n\n"
         + _md(r["comparison"]) + "\n"
     )  # fmt: skip
@@ -294,6 +300,22 @@ def main(argv: list[str] | None = None) -> int:
         help="The operator reads its busy time with the spread fitted on the measured decisions (an upper bound; "
         "off: as the twin reports it, scaled).",
     )
+    ap.add_argument(
+        "--redeploy-fit",
+        choices=list(REDEPLOY_FITS),
+        default="backlog",
+        help="How the redeploy's downtime and warm-up are fitted on the operator runs: backlog (default; both on the "
+        "backlog after their scale-downs), downtime (the downtime on it, the warm-up on their latency), latency "
+        "(sessions 13-15: the warm-up alone, on their latency); flinktune.twin.folder_calibration.",
+    )
+    ap.add_argument(
+        "--source-partitions",
+        type=int,
+        default=1,
+        help="The busy-time fit reads the measured lag x this (the operator's lag is the sum over the source topic's "
+        "partitions, the measured one about one partition's; Demeter's topic had 24). Default 1, the lag as measured: "
+        "x 24 made the replay worse (docs/results/twin-fidelity-ads.md, sessions 15 and 16).",
+    )
     args = ap.parse_args(argv)
     if not (args.data / "profiling_runs.csv").exists():
         ap.error(f"--data {args.data}: no profiling_runs.csv (not a folder in the demeter-ads format)")
@@ -319,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
         calibrate=not args.no_calibrate,
         operator=args.operator,
         busy_noise=args.busy_noise,
+        redeploy_fit=args.redeploy_fit,
+        source_partitions=args.source_partitions,
     )
     print(render(r, args.data, command))
     return 0

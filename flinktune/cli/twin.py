@@ -40,6 +40,12 @@ def twin_calibrate(
     max_nfev: int = typer.Option(
         60, min=1, help="Model evaluations per mechanism-fit stage (with --group-by; lower: faster, coarser)."
     ),
+    redeploy_fit: str = typer.Option(
+        "backlog",
+        help="With --group-by and measured operator runs: backlog (the redeploy's downtime and warm-up on the backlog "
+        "after their scale-downs), downtime (the downtime on it, the warm-up on their latency) or latency (the "
+        "warm-up alone, on their latency; sessions 13-15).",
+    ),
 ) -> None:
     """Fit the twin's parameters to profiling observations and report the held-out error.
 
@@ -52,14 +58,17 @@ def twin_calibrate(
     (warm-up, per-TaskManager restart time, pod start) is fitted on their rescales
     (``flinktune.twin.restart_calibration``); without them it stays as it was and the output says so.
     With measured operator-autoscaler runs (``measured_60s/*operator*.csv``), the warm-up after a
-    savepoint redeploy is fitted on their scale-downs (``flinktune.twin.redeploy_calibration``).
+    savepoint redeploy and its downtime are fitted on the backlog after their scale-downs
+    (``flinktune.twin.redeploy_downtime``; ``--redeploy-fit`` for the other ways).
     """
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     out = out_file(out)
     if group_by:
-        _twin_calibrate_grey_box(observations, out, profile, workload, group_by, recovery_cap_s, duration_s, max_nfev)
+        _twin_calibrate_grey_box(
+            observations, out, profile, workload, group_by, recovery_cap_s, duration_s, max_nfev, redeploy_fit
+        )
         return
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
@@ -84,6 +93,7 @@ def _twin_calibrate_grey_box(
     cap: float,
     duration_s: int,
     max_nfev: int,
+    redeploy_fit: str = "backlog",
 ) -> None:
     import pandas as pd
 
@@ -103,11 +113,12 @@ def _twin_calibrate_grey_box(
     except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
     try:
-        cal = calibrate_beside(observations.parent, twin, runs, base, space_from_runs(obs).maximum, **kwargs)
+        maximum = space_from_runs(obs).maximum
+        cal = calibrate_beside(observations.parent, twin, runs, base, maximum, redeploy_fit=redeploy_fit, **kwargs)
     except ValueError as exc:
         fail(str(exc))
     twin = cal.twin
-    labels = {"restart": "restart cost: ", "redeploy": "redeploy warm-up: ", "cpu": ""}
+    labels = {"restart": "restart cost: ", "downtime": "redeploy downtime: ", "redeploy": "redeploy warm-up: ", "cpu": ""}
     twin.notes.extend(labels[term] + note for term, note in cal.notes.items())
     twin.profile.to_yaml(out)
     whole = twin.save(Path(f"{out}.greybox.joblib"))

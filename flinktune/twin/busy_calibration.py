@@ -26,6 +26,18 @@ Decisions read from the per-minute files (``measured_60s/*operator*.csv``, colum
 followed within ``max_gap`` minutes (the savepoint upgrade's partial minutes) by a stretch at
 another whole count. A failure's restart comes back to the same count and is not a decision. The
 rate, lag and lag growth are the last two minutes before the change (the operator's 1 min window).
+
+The lag's unit: the operator (1.6, ``ScalingMetrics.computeLagMetrics``) reads the source's
+``pendingRecords`` summed over its partitions [seen], while demeter-ads' ``consumer_lag`` is the mean
+over the source subtasks of Kafka's ``records-lag-max`` (dos-group/demeter ``ClientsManager.getLag``)
+[seen]: the largest lag among a subtask's partitions, about one partition's lag whatever the
+parallelism. The operator's lag is so about the partition count x the measured one, so the measured lag
+and lag growth are multiplied by ``lag_scale`` (:func:`measured_lag_scale`: the topic's partitions;
+Demeter's topic had 24, ``kubernetes/kafka/values.yaml`` ``numPartitions: 24`` [seen], equal to its
+static scale-out and ``pipeline.max-parallelism``). The folder does not record the partitions, so the
+default is the largest parallelism of the space (a Kafka source runs at most one busy subtask per
+partition, and Demeter sized the topic to its largest job) [inferred]. The twin's lag is already the
+job's total backlog (its ``pendingRecords`` is one job-level series), so the twin side needs no factor.
 """
 
 from __future__ import annotations
@@ -53,6 +65,7 @@ __all__ = [
     "calibrate_busy_on_folder",
     "calibrate_busy_time",
     "find_operator_measurements",
+    "measured_lag_scale",
     "operator_decisions",
     "predicted_parallelism",
     "twin_busy",
@@ -105,8 +118,22 @@ def find_operator_measurements(folder: str | Path) -> list[Path]:
     return sorted((Path(folder) / "measured_60s").glob("*operator*.csv"))
 
 
-def operator_decisions(df: pd.DataFrame, *, min_stable: int = 2, max_gap: int = 4) -> list[OperatorDecision]:
-    """The rescales in one per-minute frame (columns :data:`BUSY_COLUMNS`, one row a minute, in time order)."""
+def measured_lag_scale(config: Configuration, partitions: int | None = None) -> float:
+    """How many times the measured ``consumer_lag`` the operator's lag is: the source topic's ``partitions``,
+    or when not given the largest parallelism ``config`` runs (see the module's note on the lag's unit)."""
+    n = config.parallelism if partitions is None else partitions
+    if n < 1:
+        raise ValueError(f"partitions must be at least 1, got {n!r}")
+    return float(n)
+
+
+def operator_decisions(
+    df: pd.DataFrame, *, min_stable: int = 2, max_gap: int = 4, lag_scale: float = 1.0
+) -> list[OperatorDecision]:
+    """The rescales in one per-minute frame (columns :data:`BUSY_COLUMNS`, one row a minute, in time order);
+    the measured lag and its growth x ``lag_scale`` (the operator's unit, :func:`measured_lag_scale`)."""
+    if not (lag_scale > 0 and np.isfinite(lag_scale)):
+        raise ValueError(f"lag_scale must be a positive number, got {lag_scale!r}")
     missing = [c for c in BUSY_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"operator decisions: missing column(s) {missing}; need {list(BUSY_COLUMNS)}")
@@ -114,7 +141,7 @@ def operator_decisions(df: pd.DataFrame, *, min_stable: int = 2, max_gap: int = 
         raise ValueError(f"min_stable must be >= 1 and max_gap >= 0, got {min_stable} and {max_gap}")
     tm = df["task_managers"].to_numpy(float)
     thr = df["throughput"].to_numpy(float)
-    lag = df["consumer_lag"].to_numpy(float)
+    lag = df["consumer_lag"].to_numpy(float) * lag_scale
     whole = np.isfinite(tm) & (np.abs(tm - np.round(tm)) < 1e-6) & (tm >= 1)
     stretches: list[tuple[int, int, int]] = []  # (first row, last row, TaskManagers)
     i = 0
@@ -162,12 +189,17 @@ def _usable(decisions: Sequence[OperatorDecision], top: int) -> list[OperatorDec
     return [d for d in decisions if 1 <= d.p_from <= top and 1 <= d.p_to <= top and d.p_from != d.p_to and d.rate > 0]
 
 
-def _folder_decisions(files: Sequence[Path], *, min_stable: int = 2, max_gap: int = 4) -> list[OperatorDecision]:
-    """Every rescale in the per-minute ``files`` (:func:`operator_decisions` of each, in file order)."""
+def _folder_decisions(
+    files: Sequence[Path], *, min_stable: int = 2, max_gap: int = 4, lag_scale: float = 1.0
+) -> list[OperatorDecision]:
+    """Every rescale in the per-minute ``files`` (:func:`operator_decisions` of each, in file order), the
+    lag x ``lag_scale``."""
     return [
         d
         for f in files
-        for d in operator_decisions(read_measured_columns(f, BUSY_COLUMNS), min_stable=min_stable, max_gap=max_gap)
+        for d in operator_decisions(
+            read_measured_columns(f, BUSY_COLUMNS), min_stable=min_stable, max_gap=max_gap, lag_scale=lag_scale
+        )
     ]
 
 
@@ -210,14 +242,27 @@ def calibrate_busy_time(
 
 
 def calibrate_busy_on_folder(
-    folder: str | Path, profile: ClusterProfile, config: Configuration, policy: Any, *, min_stable: int = 2, max_gap: int = 4
+    folder: str | Path,
+    profile: ClusterProfile,
+    config: Configuration,
+    policy: Any,
+    *,
+    min_stable: int = 2,
+    max_gap: int = 4,
+    partitions: int | None = None,
 ) -> BusyCalibration:
-    """:func:`calibrate_busy_time` on the decisions in ``folder``'s ``measured_60s/*operator*.csv``;
+    """:func:`calibrate_busy_time` on the decisions in ``folder``'s ``measured_60s/*operator*.csv``, their lag
+    in the operator's unit (x :func:`measured_lag_scale` of ``config`` and ``partitions``; 1: as measured);
     with no such file, not calibrated, with a note saying so."""
     files = find_operator_measurements(folder)
     if not files:
         return BusyCalibration(None, 0, 0, 0, f"no measured_60s/*operator*.csv in {folder}: busy time not calibrated")
-    return calibrate_busy_time(profile, config, policy, _folder_decisions(files, min_stable=min_stable, max_gap=max_gap))
+    scale = measured_lag_scale(config, partitions)
+    cal = calibrate_busy_time(
+        profile, config, policy, _folder_decisions(files, min_stable=min_stable, max_gap=max_gap, lag_scale=scale)
+    )
+    unit = f"; measured lag x {scale:g} (the operator reads the sum over the source partitions)"
+    return BusyCalibration(cal.busy_time_scale, cal.decisions, cal.exact, cal.within_one, cal.note + unit)
 
 
 def calibrate_busy_noise(
@@ -264,7 +309,15 @@ def calibrate_busy_noise(
 
 
 def calibrate_busy_noise_on_folder(
-    folder: str | Path, profile: ClusterProfile, config: Configuration, policy: Any, busy_time_scale: float
+    folder: str | Path,
+    profile: ClusterProfile,
+    config: Configuration,
+    policy: Any,
+    busy_time_scale: float,
+    *,
+    partitions: int | None = None,
 ) -> BusyNoise:
-    """:func:`calibrate_busy_noise` on the decisions in ``folder``'s ``measured_60s/*operator*.csv``."""
-    return calibrate_busy_noise(profile, config, policy, _folder_decisions(find_operator_measurements(folder)), busy_time_scale)
+    """:func:`calibrate_busy_noise` on the decisions in ``folder``'s ``measured_60s/*operator*.csv`` (lag in
+    the operator's unit, as :func:`calibrate_busy_on_folder`)."""
+    decisions = _folder_decisions(find_operator_measurements(folder), lag_scale=measured_lag_scale(config, partitions))
+    return calibrate_busy_noise(profile, config, policy, decisions, busy_time_scale)

@@ -7,9 +7,15 @@ profile are fitted on those, not on the profiling runs, and each reads the one b
 1. the restart cost on the reactive runs' rescales (:mod:`flinktune.twin.restart_calibration`); the
    mechanism's recovery stage was fitted with the old restart terms, so the mechanism is refitted
    with the fitted ones held (it then fits detection and ``restart_base_s``, not these);
-2. the warm-up after a savepoint redeploy on the operator runs' scale-downs
-   (:mod:`flinktune.twin.redeploy_calibration`); the profiling runs' fit does not depend on it;
-3. the CPU per unit of busy time on the static run (:mod:`flinktune.twin.cpu_calibration`).
+2. the fixed part of a savepoint redeploy's downtime (``redeploy_base_s``) on the backlog after the
+   operator runs' scale-downs, its first minute (:mod:`flinktune.twin.redeploy_downtime`);
+3. the warm-up after a savepoint redeploy, the downtime held: with ``redeploy_fit="backlog"`` (the
+   default) on the same backlog's second minute, alternated with step 2 until both settle; with
+   ``"downtime"`` on the scale-downs' latency read per minute over the seconds the job runs
+   (:mod:`flinktune.twin.redeploy_calibration`); with ``"latency"`` (sessions 13-15) step 2 is left
+   out and the warm-up is fitted on the latency of every second; the profiling runs' fit depends on
+   none of them;
+4. the CPU per unit of busy time on the static run (:mod:`flinktune.twin.cpu_calibration`).
 
 A missing file leaves its term as it was, with a note saying so. Use :func:`calibrate_beside` wherever
 a calibrated twin is made from such a folder (``flinktune twin calibrate --group-by`` and the
@@ -30,15 +36,19 @@ from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measuremen
 from flinktune.twin.grey_box import GreyBoxTwin, fit_grey_box
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.redeploy_calibration import calibrate_redeploy_on_folder
+from flinktune.twin.redeploy_downtime import calibrate_downtime_on_folder
 from flinktune.twin.restart_calibration import calibrate_restart_on_folder
 
-__all__ = ["FolderCalibration", "calibrate_beside"]
+__all__ = ["REDEPLOY_FITS", "FolderCalibration", "calibrate_beside"]
+
+#: How the redeploy's terms are fitted on the operator runs (see the module's note, steps 2 and 3).
+REDEPLOY_FITS: tuple[str, ...] = ("backlog", "downtime", "latency")
 
 
 @dataclass(frozen=True)
 class FolderCalibration:
     """The grey-box twin whose ``profile`` carries every calibration, and one note per term
-    (``restart``, ``redeploy``, ``cpu``) saying what it was fitted on or why it was not."""
+    (``restart``, ``downtime``, ``redeploy``, ``cpu``) saying what it was fitted on or why it was not."""
 
     twin: GreyBoxTwin
     notes: dict[str, str]
@@ -50,12 +60,17 @@ def calibrate_beside(
     runs: pd.DataFrame,
     base: ClusterProfile,
     default: Configuration,
+    *,
+    redeploy_fit: str = "backlog",
     **fit_kwargs: Any,
 ) -> FolderCalibration:
     """``twin`` (fitted by ``fit_grey_box(runs, base, **fit_kwargs)``) calibrated on ``folder``'s
     measured methods; ``default`` is the static configuration the measured runs deployed (the space's
-    maximum). ``runs`` is the profiling table without any grouping column. A ``ValueError`` names a
-    measured file that cannot be read."""
+    maximum). ``runs`` is the profiling table without any grouping column. ``redeploy_fit``: which of
+    the redeploy's terms are fitted on what (:data:`REDEPLOY_FITS`, the module's note). A ``ValueError``
+    names a measured file that cannot be read, or an unknown ``redeploy_fit``."""
+    if redeploy_fit not in REDEPLOY_FITS:
+        raise ValueError(f"redeploy_fit must be one of {list(REDEPLOY_FITS)}, got {redeploy_fit!r}")
     folder = Path(folder)
     notes: dict[str, str] = {}
     restart = calibrate_restart_on_folder(folder, twin.profile, default)
@@ -68,8 +83,18 @@ def calibrate_beside(
             f"; mechanism refitted with these held: failure_detection_s {p.failure_detection_s:.3g}, "
             f"restart_base_s {p.restart_base_s:.3g}"
         )
-    redeploy = calibrate_redeploy_on_folder(folder, twin.profile, default)
-    twin, notes["redeploy"] = replace(twin, profile=redeploy.profile), redeploy.note
+    if redeploy_fit == "latency":
+        notes["downtime"] = f"not calibrated (redeploy fit 'latency'): redeploy_base_s {twin.profile.redeploy_base_s:g} kept"
+    else:
+        on_backlog = redeploy_fit == "backlog"
+        downtime = calibrate_downtime_on_folder(folder, twin.profile, default, warmup_on_backlog=on_backlog)
+        twin, notes["downtime"] = replace(twin, profile=downtime.profile), downtime.note
+        if on_backlog and downtime.redeploy_warmup_s is not None:
+            notes["redeploy"] = f"redeploy_warmup_s {downtime.redeploy_warmup_s:.1f}, fitted with the downtime on the backlog"
+    if "redeploy" not in notes:
+        # With the downtime fitted on a running job's metric, the warm-up's latency is read the same way.
+        redeploy = calibrate_redeploy_on_folder(folder, twin.profile, default, per_minute=redeploy_fit == "downtime")
+        twin, notes["redeploy"] = replace(twin, profile=redeploy.profile), redeploy.note
     static_files = find_static_measurements(folder)
     if static_files:
         cpu = calibrate_cpu(twin.profile, default, read_static_measurements(static_files))

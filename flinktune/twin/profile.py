@@ -140,7 +140,8 @@ class ClusterProfile(BaseModel):
         None,
         ge=0,
         description="Warm-up after a savepoint redeploy, whose TaskManagers are new pods (cold JVMs), s; empty: warmup_s. "
-        "Fitted on measured operator-autoscaler rescales (flinktune.twin.redeploy_calibration).",
+        "Fitted on measured operator-autoscaler rescales (flinktune.twin.redeploy_downtime, or on their latency: "
+        "flinktune.twin.redeploy_calibration).",
     )
     warmup_initial_capacity: float = Field(
         0.5, gt=0, le=1, description="Fraction of capacity right after a (re)start (ramps linearly to 1)."
@@ -158,7 +159,12 @@ class ClusterProfile(BaseModel):
         False, description="In-place rescale restarts from the last checkpoint (replay) instead of a fresh one taken first."
     )
     savepoint_base_s: float = Field(3.0, ge=0, description="Fixed time to take the savepoint before a redeploy, s.")
-    redeploy_base_s: float = Field(25.0, ge=0, description="Fixed time to tear down and redeploy the job (JobManager, pods), s.")
+    redeploy_base_s: float = Field(
+        25.0,
+        ge=0,
+        description="Fixed time to tear down and redeploy the job (JobManager, pods), s. "
+        "Fitted on the backlog after measured operator-autoscaler rescales (flinktune.twin.redeploy_downtime).",
+    )
     redeploy_per_tm_s: float = Field(0.8, ge=0, description="Extra redeploy time per new TaskManager, s.")
     # --- latency ---
     base_latency_ms: float = Field(

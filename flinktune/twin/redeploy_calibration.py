@@ -47,6 +47,8 @@ __all__ = ["RedeployCalibration", "calibrate_redeploy", "calibrate_redeploy_on_f
 _MIN_WARMUP_S, _MAX_WARMUP_S = 0.0, 600.0
 #: Twin seconds before and after the redeploy in the forward model (long enough for the longest warm-up).
 _LEAD_S, _TAIL_S = 60, 900
+#: Seconds into its minute at which the redeploy starts, for the per-minute reading (averaged over).
+_PHASES = (0, 15, 30, 45)
 #: An episode's rate must stay under this share of the twin's capacity at the lower count.
 _MAX_UTILISATION = 0.9
 
@@ -67,30 +69,50 @@ def _at(config: Configuration, tms: int) -> Configuration:
     return config.with_(parallelism=int(tms) * config.task_slots, vertex_parallelism={})
 
 
-def twin_redeploy_cost(profile: ClusterProfile, config: Configuration, tm_before: int, tm_after: int, rate: float) -> float:
+def twin_redeploy_cost(
+    profile: ClusterProfile, config: Configuration, tm_before: int, tm_after: int, rate: float, *, per_minute: bool = False
+) -> float:
     """Excess latency x time (s x s) of one savepoint redeploy of the twin from ``tm_before`` to
     ``tm_after`` TaskManagers (``config``'s shape) at a constant ``rate``, noise off (the p50, as
-    :func:`~flinktune.twin.restart_calibration.twin_rescale_cost`)."""
+    :func:`~flinktune.twin.restart_calibration.twin_rescale_cost`).
+
+    ``per_minute``: read as the measured minutes are, a latency metric of a running job: the redeploy
+    starts 0, 15, 30 or 45 s into a minute (averaged), each minute's excess is its mean over the seconds
+    the job runs (none: no excess) x 60 s. Off: every second's excess, the seconds the job is down
+    included (it then reports the wait of the records held back)."""
     quiet = profile.with_(latency_noise=0.0, adaptive_scheduler=False)
-    job = TwinJob(quiet, _at(config, tm_before))
-    job.run(np.full(_LEAD_S, rate), emit=False)
-    job.apply(_at(config, tm_after), mode="redeploy")
-    job.run(np.full(_TAIL_S, rate), emit=False)
-    p50 = job.history()["latency_p50_ms"].to_numpy(float)
-    base = float(np.median(p50[_LEAD_S - 10 : _LEAD_S]))
-    return float(np.clip(p50[_LEAD_S:] - base, 0, None).sum() / 1000.0)
+    costs = []
+    for phase in _PHASES if per_minute else (0,):
+        job = TwinJob(quiet, _at(config, tm_before))
+        job.run(np.full(_LEAD_S + phase, rate), emit=False)
+        job.apply(_at(config, tm_after), mode="redeploy")
+        job.run(np.full(_TAIL_S - phase, rate), emit=False)
+        h = job.history()
+        p50 = h["latency_p50_ms"].to_numpy(float)
+        base = float(np.median(p50[_LEAD_S - 10 : _LEAD_S]))
+        excess = np.clip(p50[_LEAD_S:] - base, 0, None) / 1000.0
+        if not per_minute:
+            costs.append(float(excess.sum()))
+            continue
+        running = h["running"].to_numpy(float)[_LEAD_S:] > 0
+        minutes = [slice(k, k + 60) for k in range(0, excess.size - 59, 60)]
+        costs.append(sum(float(excess[m][running[m]].mean()) * 60.0 for m in minutes if running[m].any()))
+    return float(np.mean(costs))
 
 
-def _total(profile: ClusterProfile, config: Configuration, use: pd.DataFrame, warmup: float) -> float:
+def _total(profile: ClusterProfile, config: Configuration, use: pd.DataFrame, warmup: float, per_minute: bool = False) -> float:
     p = profile.with_(redeploy_warmup_s=float(warmup))
     keys = zip(use["tm_before"].astype(int), use["tm_after"].astype(int), use["rate"].astype(float))
-    return sum(twin_redeploy_cost(p, config, a, b, r) for a, b, r in keys)
+    return sum(twin_redeploy_cost(p, config, a, b, r, per_minute=per_minute) for a, b, r in keys)
 
 
-def calibrate_redeploy(profile: ClusterProfile, config: Configuration, episodes: pd.DataFrame) -> RedeployCalibration:
+def calibrate_redeploy(
+    profile: ClusterProfile, config: Configuration, episodes: pd.DataFrame, *, per_minute: bool = False
+) -> RedeployCalibration:
     """``profile`` with ``redeploy_warmup_s`` in [0, 600] s so that the twin's summed cost over the
     usable scale-down ``episodes`` (from :func:`~flinktune.twin.restart_calibration.rescale_episodes`)
-    equals the measured sum; unchanged, with a note, when there is none."""
+    equals the measured sum; unchanged, with a note, when there is none. ``per_minute``: the twin's cost
+    read as the measured minutes are (:func:`twin_redeploy_cost`)."""
     need = {"tm_before", "tm_after", "rate", "cost_s2"}
     if not need <= set(episodes.columns):
         raise ValueError(f"episodes: missing column(s) {sorted(need - set(episodes.columns))}")
@@ -104,27 +126,30 @@ def calibrate_redeploy(profile: ClusterProfile, config: Configuration, episodes:
         )  # fmt: skip
     measured = float(downs["cost_s2"].sum())
     current = profile.warmup_s if profile.redeploy_warmup_s is None else profile.redeploy_warmup_s
-    before = _total(profile, config, downs, current)
+    before = _total(profile, config, downs, current, per_minute)
     lo, hi = _MIN_WARMUP_S, _MAX_WARMUP_S
     bound = ""
-    if _total(profile, config, downs, lo) >= measured:
+    if _total(profile, config, downs, lo, per_minute) >= measured:
         w, bound = lo, " (at the lower bound)"
-    elif _total(profile, config, downs, hi) <= measured:
+    elif _total(profile, config, downs, hi, per_minute) <= measured:
         w, bound = hi, " (at the upper bound)"
     else:
-        w = float(brentq(lambda v: _total(profile, config, downs, v) - measured, lo, hi, xtol=1.0))
+        w = float(brentq(lambda v: _total(profile, config, downs, v, per_minute) - measured, lo, hi, xtol=1.0))
     out = profile.with_(redeploy_warmup_s=round(w, 1))
     note = (
         f"{len(downs)} operator scale-downs of {len(episodes)} episodes: measured {measured / len(downs):.0f} s*s each, twin "
         f"{before / len(downs):.0f} before (warm-up {current:g} s); redeploy_warmup_s {w:.1f}{bound}"
+        + ("; the twin's latency read per minute while running" if per_minute else "")
     )
     if len(ups):
-        after_up = _total(out, config, ups, w) / len(ups)
+        after_up = _total(out, config, ups, w, per_minute) / len(ups)
         note += f"; {len(ups)} scale-ups (not fitted): measured {float(ups['cost_s2'].mean()):.0f} s*s each, twin {after_up:.0f} after"
     return RedeployCalibration(out, w, measured / len(downs), before / len(downs), len(downs), note)
 
 
-def calibrate_redeploy_on_folder(folder: str | Path, profile: ClusterProfile, config: Configuration) -> RedeployCalibration:
+def calibrate_redeploy_on_folder(
+    folder: str | Path, profile: ClusterProfile, config: Configuration, *, per_minute: bool = False
+) -> RedeployCalibration:
     """:func:`calibrate_redeploy` on ``folder``'s ``measured_60s/*operator*.csv``, leaving out episodes
     near the injections of ``results_recovery_per_injection.csv`` (column ``inj_ts``) when it has one."""
     files = find_operator_measurements(folder)
@@ -135,4 +160,5 @@ def calibrate_redeploy_on_folder(folder: str | Path, profile: ClusterProfile, co
         )
     inj_file = Path(folder) / "results_recovery_per_injection.csv"
     injections = pd.read_csv(inj_file)["inj_ts"].dropna() if inj_file.exists() else pd.Series(dtype=float)
-    return calibrate_redeploy(profile, config, rescale_episodes(read_reactive_measurements(files), injections))
+    episodes = rescale_episodes(read_reactive_measurements(files), injections)
+    return calibrate_redeploy(profile, config, episodes, per_minute=per_minute)

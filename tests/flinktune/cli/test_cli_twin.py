@@ -19,7 +19,9 @@ def test_calibrate_then_predict_round_trip(tmp_path):
     base = ClusterProfile.default()
     truth = apply_params(base, {"cost_scale": 1.25, "queue_ms": 60.0})
     space = ConfigSpace()
-    stable = [c for c in space.candidates() if mech.memory_pressure(truth, mech.layout(truth, c), 90_000)[0] < truth.oom_pressure_start]
+    stable = [
+        c for c in space.candidates() if mech.memory_pressure(truth, mech.layout(truth, c), 90_000)[0] < truth.oom_pressure_start
+    ]
     rng = np.random.default_rng(1)
     configs = [stable[i] for i in rng.choice(len(stable), 16, replace=False)]
     obs = profile_configs(truth, configs, [20_000, 50_000], duration_s=180, seed=2)
@@ -37,7 +39,9 @@ def test_calibrate_then_predict_round_trip(tmp_path):
     assert calibrated.queue_ms != base.queue_ms
 
     table = tmp_path / "configs.csv"
-    obs[["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s", "input_rate"]].head(4).to_csv(table, index=False)
+    obs[["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s", "input_rate"]].head(4).to_csv(
+        table, index=False
+    )
     pred_out = tmp_path / "pred.csv"
     res = runner.invoke(app, ["twin", "predict", "--input", str(table), "--profile", str(out), "--out", str(pred_out)])
     assert res.exit_code == 0, res.output
@@ -48,8 +52,10 @@ def test_calibrate_then_predict_round_trip(tmp_path):
 
 def test_calibrate_names_bad_file_content(tmp_path):
     csv = tmp_path / "obs.csv"
-    csv.write_text("parallelism,task_slots,cpu,memory_mb,checkpoint_interval_s,input_rate,throughput,latency_ms,recovery_s\n"
-                   "8,1,1,1024,10,1000,1000,50,\n8,1,1,1024,10,2000,2000,fast,\n8,1,1,1024,10,3000,3000,70,\n")
+    csv.write_text(
+        "parallelism,task_slots,cpu,memory_mb,checkpoint_interval_s,input_rate,throughput,latency_ms,recovery_s\n"
+        "8,1,1,1024,10,1000,1000,50,\n8,1,1,1024,10,2000,2000,fast,\n8,1,1,1024,10,3000,3000,70,\n"
+    )
     res = runner.invoke(app, ["twin", "calibrate", "--observations", str(csv), "--out", str(tmp_path / "p.yaml")])
     assert res.exit_code == 2 and "latency_ms" in res.output and "row 1" in res.output
     assert not (tmp_path / "p.yaml").exists()
@@ -67,13 +73,34 @@ def test_calibrate_group_by_run_writes_grey_box_that_predict_uses(tmp_path):
     obs["run"] = np.arange(len(obs)) % 3
     csv, out = tmp_path / "runs.csv", tmp_path / "p.yaml"
     obs.to_csv(csv, index=False)
-    res = runner.invoke(app, ["twin", "calibrate", "--observations", str(csv), "--out", str(out), "--group-by", "run", "--duration-s", "120", "--max-nfev", "4"])
+    res = runner.invoke(
+        app,
+        [
+            "twin",
+            "calibrate",
+            "--observations",
+            str(csv),
+            "--out",
+            str(out),
+            "--group-by",
+            "run",
+            "--duration-s",
+            "120",
+            "--max-nfev",
+            "4",
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output.strip().splitlines()[-1])
     assert np.isfinite(summary["leave_one_out_mean"]["throughput_mape"])
     # No measured_60s/ beside the runs: each calibration on measured methods says so instead of guessing.
     notes = " | ".join(summary["notes"])
-    for said in ("restart cost: not calibrated", "redeploy warm-up: not calibrated: no measured operator run", "CPU not calibrated"):
+    for said in (
+        "restart cost: not calibrated",
+        "redeploy downtime: not calibrated",
+        "redeploy warm-up: not calibrated: no measured operator run",
+        "CPU not calibrated",
+    ):
         assert said in notes, notes
     assert ClusterProfile.from_yaml(out).shared_core_knee > 0
     table = tmp_path / "configs.csv"

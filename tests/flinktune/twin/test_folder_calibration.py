@@ -36,7 +36,7 @@ def test_without_measured_methods_the_twin_is_unchanged_and_each_term_says_why(t
     twin = _twin(base)
     cal = calibrate_beside(tmp_path, twin, pd.DataFrame(), base, STATIC)
     assert cal.twin.profile == base and cal.twin.models is twin.models
-    assert set(cal.notes) == {"restart", "redeploy", "cpu"}
+    assert set(cal.notes) == {"restart", "downtime", "redeploy", "cpu"}
     assert all("not calibrated" in note for note in cal.notes.values()), cal.notes
 
 
