@@ -35,7 +35,12 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
   exp(mean + std) <= limit`` and normalised latency ``1.25 x tanh(log_4(latency / lowest)) <= 0.5``
   where the lowest profiled latency is the target / 2.14 (the target is Demeter's bad-latency
   boundary), i.e. ``exp(mean + std) <= 0.84 x target``. (``confidence`` is not used by this check;
-  it stays for the model policies' common signature.)
+  it stays for the model policies' common signature.) With ``constraint_models="published"`` (the
+  default) and per-chunk data, the constraint outcomes are modelled as published instead
+  (:mod:`flinktune.policies.demeter_constraints`): latency as ``log1p(norm)``, recovery as log s,
+  each observation + N(0, 0.1) with a fixed SEM of 0.1 (ANCHORS.md 1.3), and RGPE support models
+  from up to 2 higher chunks (ANCHORS.md 1.5); ``"surrogate"`` checks the chunk surrogate's
+  predictions (session 14's path).
 - **Choice** (1.5 step 3): every candidate is scored with the surrogate at the planned rate; of
   those meeting the constraints, the ones whose usage of CPU or of memory is
   under ``max(1.25 x the cheapest, the 25th percentile)`` of that resource are screened out (a
@@ -58,6 +63,13 @@ import pandas as pd
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.stages import PolicyContext, Surrogate
+from flinktune.policies.demeter_constraints import (
+    CONSTRAINT_SEM,
+    ConstraintModels,
+    chunk_rows,
+    fit_constraint_models,
+    support_chunks,
+)
 from flinktune.tuner.profiling import propose_profiling
 from flinktune.tuner.selection import CandidateScores, score_candidates
 
@@ -137,14 +149,8 @@ def chunk_profiles(
     a good latency (<= ``latency_target_ms``) and those below it with a bad one; one per
     configuration, the one closest to the chunk's upper bound. ``input_rate`` is set to the chunk's
     lower bound: the chunk's model has no rate input."""
-    knobs = ["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s"]
-    r = obs["input_rate"].to_numpy(dtype=float)
-    lo, hi = target_chunk(r, rate, chunk, current_rate)
-    good = obs["latency_ms"].to_numpy(dtype=float) <= latency_target_ms
-    keep = ((r >= lo) & (r <= hi)) | ((r > hi) & good) | ((r < lo) & ~good)
-    sel = obs[keep].assign(_d=np.abs(r[keep] - hi)).sort_values("_d", kind="stable")
-    sel = sel.drop_duplicates(knobs, keep="first").drop(columns="_d")
-    return sel.assign(input_rate=lo).reset_index(drop=True)
+    lo, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), rate, chunk, current_rate)
+    return chunk_rows(obs, lo, hi, latency_target_ms).assign(input_rate=lo)
 
 
 def _finite(x: float) -> float | None:
@@ -179,7 +185,16 @@ class DemeterPolicy:
     cluster_cpu: float = 50.0
     cluster_memory_mb: float = 430_000.0
     budget_factor: float = 0.95
+    #: How the constraints are checked with per-chunk data: ``"published"`` (ANCHORS.md 1.3, 1.5:
+    #: :mod:`flinktune.policies.demeter_constraints`) or ``"surrogate"`` (the chunk surrogate's
+    #: latency and recovery, session 14).
+    constraint_models: str = "published"
+    #: RGPE support models from higher chunks (published ``max_num_support_models``; 0: none).
+    support_models: int = 2
+    #: The constraint observations' noise and fixed SEM (None: no noise added, noise fitted).
+    constraint_sem: float | None = CONSTRAINT_SEM
     name: str = "demeter"
+    _cfits: dict = field(default_factory=dict, repr=False)
     _clock: float | None = field(default=None, repr=False)
     _profiled: float | None = field(default=None, repr=False)
 
@@ -195,8 +210,50 @@ class DemeterPolicy:
         self._clock = state.ts
         return None
 
-    def _chunk_model(self, state: JobState, context: PolicyContext, planned: float) -> tuple[Surrogate | None, str | None, float]:
-        """(surrogate to score with, why to profile instead or None, rate to score at)."""
+    def constraint_fit(
+        self, obs: pd.DataFrame, lo: float, hi: float, rows: pd.DataFrame, latency_target_ms: float
+    ) -> ConstraintModels:
+        """The published constraint models of the target chunk ``[lo, hi]`` holding ``rows``
+        (ANCHORS.md 1.3, 1.5; :func:`~flinktune.policies.demeter_constraints.fit_constraint_models`),
+        with up to ``support_models`` higher chunks' support; cached on the chunks' profiles."""
+        support = support_chunks(obs, hi, self.chunk, latency_target_ms, self.support_models) if self.support_models > 0 else []
+        key = (
+            lo,
+            hi,
+            latency_target_ms,
+            *(pd.util.hash_pandas_object(r, index=False).to_numpy().tobytes() for _, _, r in [*support, (lo, hi, rows)]),
+            *((a, b) for a, b, _ in support),
+        )
+        fit = self._cfits.get(key)
+        if fit is None:
+            fit = fit_constraint_models((lo, hi, rows), support, self.space, latency_target_ms, sem=self.constraint_sem)
+            if len(self._cfits) >= 16:
+                self._cfits.pop(next(iter(self._cfits)))
+            self._cfits[key] = fit
+        return fit
+
+    def _feasible(
+        self, scores: CandidateScores, context: PolicyContext, chunk: tuple[float, float, pd.DataFrame] | None
+    ) -> tuple[np.ndarray, dict]:
+        """Which candidates meet the constraints, and what to record of how it was judged."""
+        obs = context.extras.get("observations")
+        if self.constraint_models == "published" and chunk is not None and obs is not None:
+            lo, hi, rows = chunk
+            fit = self.constraint_fit(obs, lo, hi, rows, context.latency_target_ms)
+            X = np.array([self.space.normalise(c) for c in scores.candidates], dtype=float)
+            return fit.feasible(X, context.recovery_limit_s, self.const_scaler), {
+                "constraint_support": fit.n_support,
+                "constraint_target_weight": {k: v[-1] for k, v in fit.weights.items()},
+            }
+        if self.constraint_models not in ("published", "surrogate"):
+            raise ValueError(f"constraint_models must be 'published' or 'surrogate', got {self.constraint_models!r}")
+        return meets_constraints(scores, context.latency_target_ms, context.recovery_limit_s, self.const_scaler), {}
+
+    def _chunk_model(
+        self, state: JobState, context: PolicyContext, planned: float
+    ) -> tuple[Surrogate | None, str | None, float, tuple[float, float, pd.DataFrame] | None]:
+        """(surrogate to score with, why to profile instead or None, rate to score at, the target
+        chunk's (lower, upper, profiles) when it is modelled from per-chunk data)."""
         obs, fit = context.extras.get("observations"), context.extras.get("fit_surrogate")
         if obs is None or fit is None or not len(obs):
             covered = float(context.extras.get("profiled_max_rate", 0.0))
@@ -205,8 +262,9 @@ class DemeterPolicy:
                     context.surrogate,
                     f"planned rate {planned:,.0f} rec/s is beyond the profiled range (up to {covered:,.0f} rec/s)",
                     planned,
+                    None,
                 )
-            return context.surrogate, None, planned
+            return context.surrogate, None, planned, None
         rows = chunk_profiles(obs, planned, context.latency_target_ms, self.chunk, _finite(state.input_rate))
         n_good = int((rows["latency_ms"] <= context.latency_target_ms).sum())
         lo = float(rows["input_rate"].iloc[0]) if len(rows) else planned
@@ -216,11 +274,14 @@ class DemeterPolicy:
                 f"the target rate chunk of {planned:,.0f} rec/s holds {len(rows)} profiles, {n_good} with a good "
                 f"latency ({self.num_init} needed)",
                 planned,
+                None,
             )
         try:
-            return fit(rows), None, lo
+            model = fit(rows)
         except ValueError as exc:  # SurrogateInputError: too few distinct points for an outcome
-            return context.surrogate, f"the rate chunk of {planned:,.0f} rec/s cannot be modelled yet ({exc})", planned
+            return context.surrogate, f"the rate chunk of {planned:,.0f} rec/s cannot be modelled yet ({exc})", planned, None
+        _, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), planned, self.chunk, _finite(state.input_rate))
+        return model, None, lo, (lo, hi, chunk_rows(obs, lo, hi, context.latency_target_ms))
 
     def profiling_candidates(self, state: JobState, context: PolicyContext, rate: float) -> list[Configuration]:
         """The candidates Demeter accepts as profiling suggestions at ``rate`` (ANCHORS.md 1.5,
@@ -333,14 +394,15 @@ class DemeterPolicy:
                 target=mx,
                 inputs=inputs,
             )
-        surrogate, why_profile, score_rate = self._chunk_model(state, context, planned)
+        surrogate, why_profile, score_rate, chunk = self._chunk_model(state, context, planned)
         if why_profile is not None:
             return self._keep_and_profile(state, context, planned, inputs, why_profile)
         assert surrogate is not None  # context.surrogate was checked above; a chunk model is never None
         scores = score_candidates(surrogate, self.space, score_rate, context.latency_target_ms, context.recovery_limit_s)
         usage = np.array([demeter_objective(c, self.space) for c in scores.candidates])
         totals = np.array([(c.total_cpu, c.total_memory_mb) for c in scores.candidates], dtype=float)
-        feasible = meets_constraints(scores, context.latency_target_ms, context.recovery_limit_s, self.const_scaler)
+        feasible, how = self._feasible(scores, context, chunk)
+        inputs.update(how)
         ranked = screen_candidates(totals, feasible, self.screen_factor, self.screen_quantile)
         cur = scores.index_of(state.config)
         if ranked.size == 0:

@@ -76,8 +76,12 @@ def test_the_model_predicts_from_three_profiles_in_the_chunk_even_all_bad():
     assert d.action is Action.PROFILE and "holds 2 profiles" in d.reason and not fitted
     # Three, none with a good latency: the model is fitted and decides (the old rule profiled on).
     three = _obs([(12, 12000.0, 900.0), (16, 45000.0, 900.0), (20, 47000.0, 900.0)])
-    d = make_policy("demeter", SPACE).decide(_state(), _ctx(35000.0, three, fitted))
+    d = make_policy("demeter", SPACE, constraint_models="surrogate").decide(_state(), _ctx(35000.0, three, fitted))
     assert d.action is not Action.PROFILE and len(fitted) == 1 and len(fitted[0]) == 3
+    # With the published constraint models the all-bad chunk leaves nothing feasible: stay at the
+    # maximum (a profiling round may come with that keep), decided by the model, not by the Sobol rule.
+    d = make_policy("demeter", SPACE).decide(_state(), _ctx(35000.0, three, fitted))
+    assert len(fitted) == 2 and "no configuration meets the goals" in d.reason and "holds" not in d.reason
 
 
 def test_profiling_runs_at_the_current_rate():

@@ -1,0 +1,230 @@
+"""Demeter's constraint models in the target rate chunk, as published (ANCHORS.md 1.3 and 1.5).
+
+Use :func:`fit_constraint_models` for the latency and recovery feasibility of every candidate in
+Demeter's target chunk; :class:`DemeterPolicy` does when ``constraint_models="published"``. What
+it reproduces of the published optimiser that the replay's per-chunk :class:`GPSurrogate` (all
+four outcomes in log space, fitted noise, observation noise in the predictions) does not:
+
+- **Constraint outcomes** (1.3): latency is modelled as ``log1p(norm)`` with
+  ``norm = max(0, tanh(log_4(latency / lowest)))`` (bounded: a configuration that fell far behind
+  weighs as much as one just over the boundary), recovery as ``log(recovery s)``. The lowest
+  latency is taken as the target / 4^atanh(0.5), as :func:`~flinktune.policies.demeter.meets_constraints`
+  does (the published one is the smallest gradient-boosted profile latency [inferred: not
+  reproduced]).
+- **Fixed observation noise** (1.3, ``EvaluatorBO.finalize_scores``): each observation is
+  ``value + N(0, 0.1)`` with a fixed SEM of 0.1, modelled by a fixed-noise GP
+  (:func:`fit_fixed_noise_gp`; BoTorch's ``FixedNoiseGP`` is a ``SingleTaskGP`` given
+  ``train_Yvar``). The noise comes from ``np.random.RandomState(int(lower + upper))`` of the
+  chunk (each published optimiser seeds ``np.random`` with the sum of its chunk's bounds), four
+  draws per profile in the chunk's order (the published outcomes: CPU, memory, latency,
+  recovery; the last two are used here) [inferred: order of the draws].
+- **RGPE support models** (1.5): up to ``max_support`` (2) models fitted on the profiles of the
+  higher chunks (lower bound at or above the target's upper bound; the closest first [inferred]),
+  each with at least 3 profiles, support the target chunk's model in a rank-weighted ensemble
+  (:mod:`models.surrogate.rgpe`: 1024 posterior draws, ties split, weight dilution over 20
+  target points); the weights are computed per outcome. Without support models the target model
+  alone is used.
+- **Predictions** are the latent posterior (Ax's ``predict`` reads ``model.posterior(X)`` without
+  observation noise [inferred]); the check is Demeter's: mean + std in linear space scaled by
+  ``scaler`` (1.25) within the boundary, ``norm <= 0.5`` and ``recovery <= limit``.
+
+Not reproduced: the gradient-boosting latency normalisation, the support chunks'
+``_filter_by_num_init`` (direct-fit profiles only), and the published ``num_init`` of 1 with
+support models (the policy keeps its Sobol gate of 3 target profiles).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from flinktune.config_space import ConfigSpace, Configuration
+from models.torch_threads import single_thread
+
+__all__ = [
+    "BAD_LATENCY",
+    "CONSTRAINT_SEM",
+    "ConstraintModels",
+    "chunk_rows",
+    "fit_constraint_models",
+    "fit_fixed_noise_gp",
+    "latency_constraint",
+    "noisy_constraints",
+    "support_chunks",
+]
+
+#: Demeter's bad-latency boundary over the lowest profiled latency: 4^atanh(0.5) (ANCHORS.md 1.3).
+BAD_LATENCY = 4.0 ** math.atanh(0.5)
+#: The published observations' noise and fixed SEM (ANCHORS.md 1.3, ``EvaluatorBO.finalize_scores``).
+CONSTRAINT_SEM = 0.1
+_KNOBS = ["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s"]
+
+
+def latency_constraint(latency_ms: np.ndarray, latency_target_ms: float) -> np.ndarray:
+    """Demeter's latency constraint outcome ``log1p(max(0, tanh(log_4(latency / lowest))))`` with the
+    lowest latency ``latency_target_ms / 4^atanh(0.5)`` (ANCHORS.md 1.3); bounded in [0, log 2)."""
+    lowest = latency_target_ms / BAD_LATENCY
+    lat = np.maximum(np.asarray(latency_ms, dtype=float), 1e-9)
+    return np.log1p(np.maximum(0.0, np.tanh(np.log(lat / lowest) / math.log(4.0))))
+
+
+def noisy_constraints(
+    y_lat: np.ndarray, y_rec: np.ndarray, lo: float, hi: float, sem: float | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The constraint observations as the published evaluator feeds them (ANCHORS.md 1.3): each
+    ``+ N(0, sem)`` from ``np.random.RandomState(int(lo + hi))``, four draws per profile (CPU,
+    memory, latency, recovery) in the rows' order. ``sem=None``: unchanged."""
+    if sem is None:
+        return np.asarray(y_lat, dtype=float), np.asarray(y_rec, dtype=float)
+    draws = np.random.RandomState(int(lo + hi) % (2**32)).normal(0.0, sem, size=(len(y_lat), 4))
+    return np.asarray(y_lat, dtype=float) + draws[:, 2], np.asarray(y_rec, dtype=float) + draws[:, 3]
+
+
+def fit_fixed_noise_gp(x: np.ndarray, y: np.ndarray, *, sem: float | None = CONSTRAINT_SEM, seed: int = 0) -> Any:
+    """A BoTorch GP on ``x`` (n, d) and ``y`` (n,), standardised, fitted by exact marginal likelihood,
+    in eval mode. With ``sem`` it has the fixed observation variance ``sem**2`` (the published
+    ``FixedNoiseGP``, ANCHORS.md 1.5); with None its noise is fitted (``SingleTaskGP``)."""
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models import SingleTaskGP
+    from botorch.models.transforms.outcome import Standardize
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    tx = torch.as_tensor(np.asarray(x, dtype=float), dtype=torch.float64)
+    ty = torch.as_tensor(np.asarray(y, dtype=float).reshape(-1, 1), dtype=torch.float64)
+    yvar = None if sem is None else torch.full_like(ty, float(sem) ** 2)
+    model = SingleTaskGP(tx, ty, train_Yvar=yvar, outcome_transform=Standardize(m=1))
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    with torch.random.fork_rng(devices=[]), single_thread(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # optimiser and jitter warnings are not actionable here
+        torch.manual_seed(seed)
+        fit_gpytorch_mll(mll)
+    return model.eval()
+
+
+def chunk_rows(obs: pd.DataFrame, lo: float, hi: float, latency_target_ms: float) -> pd.DataFrame:
+    """The profiles Demeter assigns to the chunk ``[lo, hi]`` (ANCHORS.md 1.5): inside it (bounds
+    included), above it with a good latency, below it with a bad one; one per configuration, the
+    closest to ``hi``. Rows keep their measured ``input_rate``."""
+    r = obs["input_rate"].to_numpy(dtype=float)
+    good = obs["latency_ms"].to_numpy(dtype=float) <= latency_target_ms
+    keep = ((r >= lo) & (r <= hi)) | ((r > hi) & good) | ((r < lo) & ~good)
+    sel = obs[keep].assign(_d=np.abs(r[keep] - hi)).sort_values("_d", kind="stable")
+    return sel.drop_duplicates(_KNOBS, keep="first").drop(columns="_d").reset_index(drop=True)
+
+
+def support_chunks(
+    obs: pd.DataFrame, target_hi: float, chunk: float, latency_target_ms: float, max_support: int = 2, min_rows: int = 3
+) -> list[tuple[float, float, pd.DataFrame]]:
+    """Demeter's support chunks for a target chunk ending at ``target_hi`` (ANCHORS.md 1.5): the
+    higher chunks (``[target_hi + k chunk, target_hi + (k + 1) chunk]``, up to the highest profiled
+    rate) holding at least ``min_rows`` profiles, the closest ``max_support`` of them."""
+    out: list[tuple[float, float, pd.DataFrame]] = []
+    top = float(obs["input_rate"].max()) if len(obs) else target_hi
+    lo = target_hi
+    while lo <= top + 1e-9 and len(out) < max_support:
+        rows = chunk_rows(obs, lo, lo + chunk, latency_target_ms)
+        if len(rows) >= min_rows:
+            out.append((lo, lo + chunk, rows))
+        lo += chunk
+    return out
+
+
+def _inputs(rows: pd.DataFrame, space: ConfigSpace) -> np.ndarray:
+    return np.array(
+        [
+            space.normalise(
+                Configuration(int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s))
+            )
+            for r in rows.itertuples(index=False)
+        ],
+        dtype=float,
+    )
+
+
+def _targets(
+    rows: pd.DataFrame, lo: float, hi: float, latency_target_ms: float, sem: float | None
+) -> tuple[np.ndarray, np.ndarray]:
+    y_lat = latency_constraint(rows["latency_ms"].to_numpy(dtype=float), latency_target_ms)
+    y_rec = np.log(np.maximum(rows["recovery_s"].to_numpy(dtype=float), 1e-3))
+    return noisy_constraints(y_lat, y_rec, lo, hi, sem)
+
+
+@dataclass
+class ConstraintModels:
+    """The fitted constraint models of one target chunk: one BoTorch model per outcome (``latency``
+    in Demeter's ``log1p(norm)`` space, ``recovery`` in log s), each the target GP or an RGPE
+    ensemble with support; ``weights`` per outcome (support models first, the target last)."""
+
+    latency: Any
+    recovery: Any
+    n_support: int
+    weights: dict[str, list[float]] = field(default_factory=dict)
+
+    def predict(self, X: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Latent posterior ``(mean, std)`` per outcome at the normalised candidates ``X`` (m, d)."""
+        x = torch.as_tensor(np.asarray(X, dtype=float), dtype=torch.float64)
+        out = {}
+        with torch.no_grad(), single_thread():
+            for name, model in (("latency", self.latency), ("recovery", self.recovery)):
+                post = model.posterior(x)
+                out[name] = (
+                    post.mean.reshape(-1).numpy(),
+                    post.variance.clamp_min(0).sqrt().reshape(-1).numpy(),
+                )
+        return out
+
+    def feasible(self, X: np.ndarray, recovery_limit_s: float, scaler: float = 1.25) -> np.ndarray:
+        """Demeter's check (ANCHORS.md 1.5 step 3): mean + std in linear space, scaled by ``scaler``,
+        within the boundaries ``norm latency <= 0.5`` and ``recovery <= recovery_limit_s``."""
+        p = self.predict(X)
+        lat_m, lat_s = p["latency"]
+        rec_m, rec_s = p["recovery"]
+        return (scaler * np.expm1(lat_m + lat_s) <= 0.5) & (scaler * np.exp(rec_m + rec_s) <= recovery_limit_s)
+
+
+def fit_constraint_models(
+    target: tuple[float, float, pd.DataFrame],
+    support: Sequence[tuple[float, float, pd.DataFrame]],
+    space: ConfigSpace,
+    latency_target_ms: float,
+    *,
+    sem: float | None = CONSTRAINT_SEM,
+    num_samples: int = 1024,
+    seed: int = 0,
+) -> ConstraintModels:
+    """Fit the target chunk's constraint models ``(lower, upper, rows)`` with the ``support`` chunks'
+    (ANCHORS.md 1.3, 1.5; see the module doc). The target needs at least 2 rows; with support and
+    fewer than 3 the weights are uniform (the published rule), with 3 or more they are rank weights
+    per outcome."""
+    from models.surrogate.rgpe import RGPEModel, compute_rank_weights
+
+    rows = target[2]
+    if len(rows) < 2:
+        raise ValueError(f"the target chunk holds {len(rows)} profiles; its constraint models need at least 2")
+    fitted: dict[str, list[Any]] = {"latency": [], "recovery": []}
+    for k, (s_lo, s_hi, s_rows) in enumerate([*support, target]):
+        x = _inputs(s_rows, space)
+        y_lat, y_rec = _targets(s_rows, s_lo, s_hi, latency_target_ms, sem)
+        fitted["latency"].append(fit_fixed_noise_gp(x, y_lat, sem=sem, seed=seed + 2 * k))
+        fitted["recovery"].append(fit_fixed_noise_gp(x, y_rec, sem=sem, seed=seed + 2 * k + 1))
+    out: dict[str, Any] = {}
+    weights: dict[str, list[float]] = {}
+    for j, (name, models) in enumerate(fitted.items()):
+        if len(models) == 1:
+            out[name], weights[name] = models[0], [1.0]
+            continue
+        if len(rows) >= 3:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                w = compute_rank_weights(models[:-1], models[-1], num_samples=num_samples, seed=seed + 101 * (j + 1)).weights
+        else:
+            w = torch.full((len(models),), 1.0 / len(models), dtype=torch.float64)
+        out[name], weights[name] = RGPEModel(models, w), [float(v) for v in w]
+    return ConstraintModels(out["latency"], out["recovery"], len(support), weights)
