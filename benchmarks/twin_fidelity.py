@@ -107,7 +107,7 @@ def replayed_table(runs: dict, recovery_limit_s: float = 180.0) -> pd.DataFrame:
 
 def compare(replayed: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
     """One row per (policy, figure): twin, measured, the target and whether it is met."""
-    rows = []
+    rows: list[tuple[str, str, float, float, str, bool | None]] = []
     pols = [p for p in METHODS if p in replayed.index]
     for pol in pols:
         for fig in (
