@@ -15,6 +15,10 @@ configuration, returns to it, memory and CPU reserved over the default's, change
 ``measured_60s/*_demeter_*.csv`` (``task_managers``, ``task_slots`` per minute; the default is the
 profiled space's maximum, 24 TaskManagers x 1 slot here; minutes in a transition, with fractional
 counts, are left out of the configuration sequence).
+
+``--carry-profiles``: per seed, a chain of as many replays as the folder has measured Demeter runs,
+each starting with the previous one's profiles (:mod:`benchmarks.carried_profiles`); the rows gain
+``run`` (the rank in the chain, to read beside the measured run of that number) and ``profiles_at_start``.
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.measured_folder import calibrated_twin, failure_spec, replay_trace  # noqa: E402
-from flinktune.config_space import space_from_runs  # noqa: E402
-from flinktune.replay.harness import ReplaySettings, replay_policy  # noqa: E402
+from flinktune.config_space import Configuration, space_from_runs  # noqa: E402
+from flinktune.replay.harness import PolicyRun, ReplaySettings, replay_policy  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 
@@ -53,8 +57,13 @@ def decision_path(d: dict) -> str:
     return "other"
 
 
-def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None) -> pd.DataFrame:
-    """One row per seed (see the module docstring)."""
+def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None, *, carry: bool = False) -> pd.DataFrame:
+    """One row per seed, or with ``carry`` one per seed and rank of its chain (see the module docstring)."""
+    from benchmarks.carried_profiles import replay_chain
+
+    n_runs = len(measured_trajectory(data)) if carry else 1
+    if carry and n_runs == 0:
+        raise ValueError(f"{data}: no measured Demeter run (measured_60s/*_demeter_*.csv), so no chain length")
     runs_csv = pd.read_csv(data / "profiling_runs.csv")
     space = space_from_runs(runs_csv)
     cal = calibrated_twin(data, runs_csv, ClusterProfile.default("ysb"), space)
@@ -72,25 +81,34 @@ def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None) ->
             forecaster=forecaster,
             latency_target_ms=target,
         )
-        run = replay_policy("demeter", trace, profile, space, st, policy_options=options.get("demeter"))
-        m = run.minutes.dropna(subset=["total_cpu"])
-        at_default = ((m["total_cpu"] - mx.total_cpu).abs() < 1e-6) & ((m["total_memory_mb"] - mx.total_memory_mb).abs() < 1e-6)
-        paths = pd.Series([decision_path(d) for d in run.decisions], dtype=object)
-        changed = pd.Series([decision_path(d) for d in run.decisions if d["changed"]], dtype=object)
-        rows.append(
-            {
-                "seed": seed,
-                "at_default": float(at_default.mean()),
-                "returns": int((at_default.to_numpy()[1:] & ~at_default.to_numpy()[:-1]).sum()),
-                "memory": float(m["total_memory_mb"].mean() / mx.total_memory_mb),
-                "cpu": float(m["total_cpu"].mean() / mx.total_cpu),
-                "changes": len(changed),
-                **{f"by_{k}": int((changed == k).sum()) for k in ("fallback", "no_feasible", "switch")},
-                "profile_decisions": int((paths == "profile").sum()),
-                "profiling_runs": int(run.summary.get("profiling_runs", 0)),
-            }
+        chain: list[PolicyRun] = (
+            replay_chain("demeter", trace, profile, space, st, n_runs, policy_options=options.get("demeter"))
+            if carry
+            else [replay_policy("demeter", trace, profile, space, st, policy_options=options.get("demeter"))]
         )
+        for rank, run in enumerate(chain, 1):
+            rows.append(
+                {"seed": seed, **({"run": rank, "profiles_at_start": run.prior_profiles} if carry else {}), **_row(run, mx)}
+            )
     return pd.DataFrame(rows)
+
+
+def _row(run: PolicyRun, mx: Configuration) -> dict:
+    """One replay's trajectory figures (see the module docstring)."""
+    m = run.minutes.dropna(subset=["total_cpu"])
+    at_default = ((m["total_cpu"] - mx.total_cpu).abs() < 1e-6) & ((m["total_memory_mb"] - mx.total_memory_mb).abs() < 1e-6)
+    paths = pd.Series([decision_path(d) for d in run.decisions], dtype=object)
+    changed = pd.Series([decision_path(d) for d in run.decisions if d["changed"]], dtype=object)
+    return {
+        "at_default": float(at_default.mean()),
+        "returns": int((at_default.to_numpy()[1:] & ~at_default.to_numpy()[:-1]).sum()),
+        "memory": float(m["total_memory_mb"].mean() / mx.total_memory_mb),
+        "cpu": float(m["total_cpu"].mean() / mx.total_cpu),
+        "changes": len(changed),
+        **{f"by_{k}": int((changed == k).sum()) for k in ("fallback", "no_feasible", "switch")},
+        "profile_decisions": int((paths == "profile").sum()),
+        "profiling_runs": int(run.summary.get("profiling_runs", 0)),
+    }
 
 
 def measured_trajectory(data: Path) -> pd.DataFrame:
@@ -125,12 +143,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--seeds", default="7,8,9")
     ap.add_argument("--hours", type=float, default=None, help="Replay only the first hours (quick check).")
+    ap.add_argument(
+        "--carry-profiles",
+        action="store_true",
+        help="Per seed, a chain of as many replays as measured Demeter runs, each carrying the previous one's profiles.",
+    )
     a = ap.parse_args(argv)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print("measured\n", measured_trajectory(a.data).to_string(index=False))
-        tw = twin_trajectory(a.data, [int(s) for s in a.seeds.split(",")], a.hours)
+        tw = twin_trajectory(a.data, [int(s) for s in a.seeds.split(",")], a.hours, carry=a.carry_profiles)
         print("twin\n", tw.to_string(index=False))
-        print("twin mean\n", tw.drop(columns="seed").mean().round(3).to_string())
+        if a.carry_profiles:
+            print("twin mean per run of the chain\n", tw.drop(columns="seed").groupby("run").mean().round(3).to_string())
+        print("twin mean\n", tw.drop(columns=["seed", "run"], errors="ignore").mean().round(3).to_string())
     return 0
 
 

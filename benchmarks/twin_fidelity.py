@@ -34,6 +34,11 @@ profiling runs, and its maximum (most parallelism, one slot, least CPU, most mem
 checkpoint interval) must match the static baseline's measured footprint (TaskManagers, cores and
 GiB per TaskManager from ``summary_by_method.csv``); a mismatch is reported, not hidden.
 ``--hours``/``--rows`` cut the trace and the profiling runs for a quick check.
+
+``--carry-profiles``: Demeter is replayed per seed as a chain of as many runs as the folder has
+measured Demeter runs (``summary_per_run.csv``), each starting with the profile database the previous
+run ended with (:mod:`benchmarks.carried_profiles`); replay k is compared with measured run k, and the
+chain's mean with the measured mean. The other policies are replayed once, as without it.
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.carried_profiles import measured_runs, replay_chain, share_at_default  # noqa: E402
+from benchmarks.demeter_trajectory import measured_trajectory  # noqa: E402
 from benchmarks.measured_folder import (  # noqa: E402
     DEFAULT_OPERATOR,
     METHODS,
@@ -71,6 +78,9 @@ from flinktune.twin.grey_box import cross_validate  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 
 __all__ = ["CV_TARGETS", "compare", "main", "render", "render_loro", "replayed_table", "run"]
+
+#: The policy whose replay ``--carry-profiles`` chains (the one with a measured profile database).
+CARRIED = "demeter"
 
 #: Leave-one-run-out targets (issue 18): (score, comparison, bound).
 CV_TARGETS = {
@@ -99,7 +109,7 @@ def replayed_table(runs: dict, recovery_limit_s: float = 180.0) -> pd.DataFrame:
 
 def compare(replayed: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
     """One row per (policy, figure): twin, measured, the target and whether it is met."""
-    rows = []
+    rows: list[tuple[str, str, float, float, str, bool | None]] = []
     pols = [p for p in METHODS if p in replayed.index]
     for pol in pols:
         for fig in (
@@ -112,13 +122,18 @@ def compare(replayed: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
             "slow_recoveries_twin_measure",
             "reconfigurations",
             "profiling_cpu",
+            "at_default",
         ):
             if fig == "slow_recoveries_twin_measure" and fig in replayed.columns:
                 rows.append(
                     (pol, fig, float(replayed.loc[pol, fig]), float(measured.loc[pol, "slow_recoveries"]), "(reported)", None)
                 )
                 continue
-            if fig not in measured.columns:
+            if fig not in measured.columns or fig not in replayed.columns:
+                continue
+            if fig == "at_default":  # measured for Demeter only (its trajectory); reported, not a target
+                if np.isfinite(float(measured.loc[pol, fig])):
+                    rows.append((pol, fig, float(replayed.loc[pol, fig]), float(measured.loc[pol, fig]), "(reported)", None))
                 continue
             t, m = float(replayed.loc[pol, fig]), float(measured.loc[pol, fig])
             if not np.isfinite(m):
@@ -157,7 +172,7 @@ def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
     operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, redeploy_fit: str = "backlog",
-    source_partitions: int | None = 1,
+    source_partitions: int | None = 1, carry_profiles: bool = False,
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
 
@@ -166,7 +181,8 @@ def run(
     ``skip_loro`` leaves out the leave-one-run-out scores; ``calibrate=False`` leaves out the CPU
     calibration and the published targets (the twin and baselines as before session 12).
     ``operator``: the operator autoscaler's published version (:data:`~flinktune.policies.autoscaler.VERSIONS`;
-    default the one Demeter's evaluation ran, ``demeter-1.6``).
+    default the one Demeter's evaluation ran, ``demeter-1.6``). ``carry_profiles``: Demeter as a chain
+    of runs sharing one profile database (module docstring); the result's ``per_rank`` compares each rank.
     """
     t0 = time.perf_counter()
     runs_csv = pd.read_csv(data / "profiling_runs.csv")
@@ -186,6 +202,10 @@ def run(
     )
     policies = ["static", *[p for p in policies if p != "static"]]
     measured = measured_table(data)
+    measured_ranks = measured_runs(data, METHODS[CARRIED]) if carry_profiles and CARRIED in policies else None
+    if CARRIED in policies and (data / "measured_60s").is_dir():  # Demeter's share of minutes at the default
+        traj = measured_trajectory(data)
+        measured.loc[CARRIED, "at_default"] = float(traj["at_default"].mean()) if not traj.empty else np.nan
     static_row = pd.read_csv(data / "summary_by_method.csv").set_index("method").loc["baseline"]
     mx = space.maximum
     static_note = (f"space maximum {mx.describe()} vs measured static {static_row['tm_mean']:g} TaskManagers x "
@@ -196,17 +216,31 @@ def run(
     # profiled latency (ANCHORS.md 1.3), from this folder's runs (a fixed 1 s would call every
     # configuration of a job whose idle latency is above 1 s "bad").
     latency_target_ms = BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
-    per_seed = []
+    per_seed, per_rank = [], []
     for seed in seeds:
         settings = ReplaySettings(
             workload="ads", failures=failures, seed=seed, forecaster=forecaster, latency_target_ms=latency_target_ms
         )
         # The operator's noisy readings draw from the replay's seed (a no-op for a policy without noise).
         seeded = {**options, "autoscaler": {**options.get("autoscaler", {}), "noise_seed": seed}}
+        once = [p for p in policies if measured_ranks is None or p != CARRIED]
         replays = run_replay(
-            trace, "ysb", policies, settings, workers=workers, progress=None, space=space, profile=profile, policy_options=seeded
+            trace, "ysb", once, settings, workers=workers, progress=None, space=space, profile=profile, policy_options=seeded
         )
-        per_seed.append(replayed_table(replays, settings.recovery_limit_s))
+        if measured_ranks is None:
+            tables = [_with_default(replayed_table(replays, settings.recovery_limit_s), replays, mx)]
+        else:  # Demeter's chain: one table per rank, the others' rows the same in each
+            chain = replay_chain(
+                CARRIED, trace, profile, space, settings, len(measured_ranks), policy_options=seeded.get(CARRIED)
+            )
+            tables = []
+            for rank, link in zip(measured_ranks.index, chain):
+                both = {**replays, CARRIED: link}
+                tab = _with_default(replayed_table(both, settings.recovery_limit_s), both, mx)
+                tables.append(tab.loc[policies])
+                per_rank.append({"seed": seed, "rank": rank, "profiles_at_start": link.prior_profiles,
+                                 "profiling_runs": link.summary["profiling_runs"], **tab.loc[CARRIED].to_dict()})  # fmt: skip
+        per_seed.append(pd.concat(tables).groupby(level=0).mean().loc[policies])
     stacked = pd.concat(per_seed, keys=list(seeds), names=["seed", "policy"])
     replayed = stacked.groupby(level="policy").mean().loc[policies]
     table = compare(replayed, measured)
@@ -214,16 +248,40 @@ def run(
     table["seed range"] = [
         f"{lo.loc[p, f]:.3f}-{hi.loc[p, f]:.3f}" if p in lo.index and f in lo.columns else "" for p, f in zip(table["policy"], table["figure"])
     ]  # fmt: skip
+    rank_table = _rank_table(pd.DataFrame(per_rank), measured_ranks) if measured_ranks is not None else None
     result = {
         "folds": folds, "cv_mean": cv_mean, "params": twin.params, "replayed": replayed, "measured": measured,
         "comparison": table, "seeds": list(seeds), "failures": failures, "failures_from": failures_from, "static_note": static_note,
         "cpu_note": cpu_note, "restart_note": restart_note, "busy_note": busy_note, "downtime_note": downtime_note, "redeploy_note": redeploy_note, "targets": options, "operator": operator, "cpu_per_busy": profile.cpu_per_busy,
         "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
+        "carry_profiles": measured_ranks is not None, "per_rank": rank_table, "per_rank_seeds": pd.DataFrame(per_rank),
     }  # fmt: skip
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(render(result, data, command))
     return result
+
+
+def _with_default(table: pd.DataFrame, runs: dict, default) -> pd.DataFrame:
+    """``table`` with ``at_default``: each replay's share of minutes at the default (space maximum)."""
+    table["at_default"] = [share_at_default(runs[p].minutes, default) for p in table.index]
+    return table
+
+
+def _rank_table(per_rank: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
+    """Per rank of the chain: the twin's mean over seeds (and range) against the measured run of that rank."""
+    out = []
+    for rank, rows in per_rank.groupby("rank"):
+        twin = rows.drop(columns=["seed", "rank"]).mean().to_frame(CARRIED).T
+        meas = measured.loc[[rank]].drop(columns=["run"]).rename(index={rank: CARRIED})
+        table = compare(twin, meas)
+        for extra in ("profiles_at_start", "profiling_runs"):
+            m = float(meas.loc[CARRIED, "profiling_jobs"]) if extra == "profiling_runs" and "profiling_jobs" in meas else np.nan
+            table.loc[len(table)] = (CARRIED, extra, float(twin.loc[CARRIED, extra]), m, "(reported)", None)
+        table["seed range"] = [f"{rows[f].min():.3f}-{rows[f].max():.3f}" if f in rows.columns else "" for f in table["figure"]]
+        table.insert(0, "rank", rank)
+        out.append(table.drop(columns=["policy"]))
+    return pd.concat(out, ignore_index=True)
 
 
 def _cv_rows(cv: pd.Series) -> pd.DataFrame:
@@ -258,6 +316,11 @@ def render(r: dict, data: Path, command: str) -> str:
         f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Redeploy downtime: {r['downtime_note']}. Redeploy warm-up: {r['redeploy_note']}. Policy options (targets from the measured methods' names; the operator's version and busy time): {r['targets'] or 'none'}. "
         "Slow recoveries: detector-like measure (20 s wait, then 15 normal points of 5 s; the twin's own lag measure in `slow_recoveries_twin_measure`).\n\n"
         + _md(r["comparison"]) + "\n"
+        + ("" if r.get("per_rank") is None else
+           "\n## Demeter with a carried profile database, per rank (replay k of each seed's chain against measured run k)\n\n"
+           "Each seed's chain: run 1 from the start-up design, each later run with the previous run's profiles "
+           "(not charged, no start-up design); the table above compares the chain's mean with the measured mean.\n\n"
+           + _md(r["per_rank"]) + "\n")
     )  # fmt: skip
 
 
@@ -316,6 +379,12 @@ def main(argv: list[str] | None = None) -> int:
         "partitions, the measured one about one partition's; Demeter's topic had 24). Default 1, the lag as measured: "
         "x 24 made the replay worse (docs/results/twin-fidelity-ads.md, sessions 15 and 16).",
     )
+    ap.add_argument(
+        "--carry-profiles",
+        action="store_true",
+        help="Replay Demeter as a chain of as many runs as the folder has measured Demeter runs, each carrying the "
+        "previous run's profiles; compare replay k with measured run k and the chain mean with the measured mean.",
+    )
     args = ap.parse_args(argv)
     if not (args.data / "profiling_runs.csv").exists():
         ap.error(f"--data {args.data}: no profiling_runs.csv (not a folder in the demeter-ads format)")
@@ -343,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         busy_noise=args.busy_noise,
         redeploy_fit=args.redeploy_fit,
         source_partitions=args.source_partitions,
+        carry_profiles=args.carry_profiles,
     )
     print(render(r, args.data, command))
     return 0

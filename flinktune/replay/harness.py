@@ -148,6 +148,11 @@ class PolicyRun:
     mode_costs: pd.DataFrame | None = None
     #: One row per failure: the twin's recovery and the detector-like one (flinktune.replay.metrics.recoveries).
     recoveries: pd.DataFrame | None = None
+    #: The model policy's profile database at the end (carried rows first, then this run's), for the
+    #: next replay's ``prior_observations``; None for a policy without models.
+    observations: pd.DataFrame | None = None
+    #: How many of :attr:`observations` were carried in (not profiled, not charged, in this run).
+    prior_profiles: int = 0
 
 
 @dataclass
@@ -176,14 +181,28 @@ def prepare_replay(
     interval_s: int | None = None,
     policy_options: dict[str, Any] | None = None,
     start_state: dict[str, Any] | None = None,
+    prior_observations: pd.DataFrame | None = None,
 ) -> ReplayRig:
     """The twin, policy and models of a replay of ``trace`` under ``name`` (see :func:`replay_policy`).
 
     ``start_state``: a twin state (``TwinJob.state_dict()``, taken at the trace's first second) to
     continue instead of static max, e.g. a job after the hours it ran before: its configuration, lag,
-    noise and failure schedule go on from there (the run report's counterfactuals on the same load)."""
+    noise and failure schedule go on from there (the run report's counterfactuals on the same load).
+
+    ``prior_observations`` (model policies only): a profile database carried from an earlier run (its
+    ``PolicyRun.observations``), loaded by :meth:`ReplayModels.carry` without charging it; the start-up
+    profiling design is then skipped. Demeter's published optimiser has no separate start-up design:
+    its Sobol step profiles a rate chunk only while that chunk holds fewer than ``num_init`` = 3
+    profiles, and its profiling thread's rounds go on as before (ANCHORS.md 1.1, 1.5), so a database
+    that already covers the chunks starts the next run without it; the replay's bootstrap stands for
+    those first Sobol rounds on an empty database."""
     interval = int(interval_s or DECISION_INTERVAL_S.get(name, 600))
     options = dict(policy_options or {})
+    if prior_observations is not None and name not in MODEL_POLICIES:
+        raise ValueError(
+            f"replay {name}: prior observations are a profile database; only the profiling policies "
+            f"({', '.join(sorted(MODEL_POLICIES))}) have one"
+        )
     start_ts = int(trace.index[0].timestamp())
     if start_state is not None:
         # Only what happens from the trace's first second on is measured: no earlier history or changes.
@@ -227,7 +246,9 @@ def prepare_replay(
         models = ReplayModels(
             profile, space, fc, seed=settings.seed, fallback=fallback, **_profiling_fields(name, settings.recovery_limit_s)
         )
-        if name in MODEL_POLICIES:  # barre plans from the forecast and measured rates only: no profiling
+        if prior_observations is not None:  # a carried database: no start-up design (see the docstring)
+            models.carry(prior_observations)
+        elif name in MODEL_POLICIES:  # barre plans from the forecast and measured rates only: no profiling
             first = float(trace.iloc[: settings.forecast_horizon_s].max())
             # Demeter profiles its published design; flinktune only the shapes it chooses among
             # (0.5-1 core per slot; fewer runs, and the models learn the shapes that matter).
@@ -274,15 +295,25 @@ def replay_policy(
     policy_options: dict[str, Any] | None = None,
     store: Any = None,
     start_state: dict[str, Any] | None = None,
+    prior_observations: pd.DataFrame | None = None,
 ) -> PolicyRun:
     """Replay ``trace`` (rec/s, 1 s steps) under policy ``name``; the job starts at static max,
-    or from ``start_state`` (see :func:`prepare_replay`).
+    or from ``start_state``; a model policy with ``prior_observations`` starts from that carried
+    profile database (see :func:`prepare_replay`; the run's ``observations`` carry on to the next).
 
     ``store`` (default a fresh ``MemoryStateStore``) receives every decision, keeps included.
     """
     started = time.perf_counter()
     rig = prepare_replay(
-        name, trace, profile, space, settings, interval_s=interval_s, policy_options=policy_options, start_state=start_state
+        name,
+        trace,
+        profile,
+        space,
+        settings,
+        interval_s=interval_s,
+        policy_options=policy_options,
+        start_state=start_state,
+        prior_observations=prior_observations,
     )
     return run_replay(rig, trace, store=store, started=started)
 
@@ -328,6 +359,15 @@ def run_replay(rig: ReplayRig, trace: pd.Series, *, store: Any = None, started: 
     summary = summarize(hist, twin.reconfigurations, models, rig.settings.recovery_limit_s)
     minutes = hist.set_index("ts")[["rate", "latency_p95_ms", "lag", "total_cpu", "total_memory_mb"]].resample("1min").mean()
     costs = reconfiguration_costs(twin.profile, twin.reconfigurations, hist)
+    obs = models.observations if models is not None else None
     return PolicyRun(
-        rig.name, summary, minutes, decisions, time.perf_counter() - started, mode_costs=costs, recoveries=recoveries(hist)
+        rig.name,
+        summary,
+        minutes,
+        decisions,
+        time.perf_counter() - started,
+        mode_costs=costs,
+        recoveries=recoveries(hist),
+        observations=obs.copy() if obs is not None else None,
+        prior_profiles=models.prior_rows if models is not None else 0,
     )

@@ -31,7 +31,7 @@ from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import STABLE_S, initial_design, profile_configs
 
-__all__ = ["FORECASTERS", "ReplayModels", "TraceForecast", "make_forecaster"]
+__all__ = ["FORECASTERS", "PRIOR_COLUMNS", "ReplayModels", "TraceForecast", "make_forecaster"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,23 @@ KEPT_UP = 0.97
 #: Forecasters a replay can use: ``naive`` (seasonal naive, instant), ``darts`` (TiDE, small, CPU) or
 #: ``peak`` (gradient-boosted quantiles of the next window's peak, the rate a policy plans for; seconds to fit).
 FORECASTERS: tuple[str, ...] = ("naive", "darts", "peak")
+
+#: The columns a carried profile table needs (:meth:`ReplayModels.carry`): the configuration, the rate
+#: and the outcomes the surrogates and Demeter's rules read (the bookkeeping columns of
+#: ``PROFILING_COLUMNS``, job, run id and time, are kept when present and not needed).
+PRIOR_COLUMNS: tuple[str, ...] = (
+    "parallelism",
+    "task_slots",
+    "cpu",
+    "memory_mb",
+    "checkpoint_interval_s",
+    "input_rate",
+    "throughput",
+    "latency_ms",
+    "recovery_s",
+    "cpu_used",
+    "memory_used_mb",
+)
 
 
 def make_forecaster(kind: str, *, horizon_s: int, seed: int) -> Forecaster:
@@ -83,6 +100,8 @@ class ReplayModels:
     cpu_core_s: float = 0.0
     memory_mb_s: float = 0.0
     runs: int = 0
+    #: Rows carried in from an earlier replay (:meth:`carry`): in :attr:`observations`, never charged.
+    prior_rows: int = 0
     log: list[dict] = field(default_factory=list)
     _fits: dict[bytes, Surrogate] = field(default_factory=dict, repr=False)
 
@@ -94,7 +113,9 @@ class ReplayModels:
 
     def profile(self, configs: list[Configuration], rate: float, ts: float | None = None) -> pd.DataFrame:
         """Profile ``configs`` at ``rate`` on the twin, charge them, and refit the surrogate."""
-        obs = profile_configs(self.cluster, configs, [rate], duration_s=self.profile_duration_s, seed=self.seed + self.runs)
+        # Carried rows shift the noise seeds: a new run is a new measurement, not a repeat of an earlier replay's.
+        seed = self.seed + self.prior_rows + self.runs
+        obs = profile_configs(self.cluster, configs, [rate], duration_s=self.profile_duration_s, seed=seed)
         wait = float(self.recovery_wait_s) if self.recovery_wait_s is not None else RECOVERY_CAP_S
         recorded = []
         for cfg, row in zip(configs, obs.itertuples(index=False)):
@@ -123,6 +144,32 @@ class ReplayModels:
             raise ValueError("bootstrap: the profiling design is empty")
         for r in rates:
             self.profile(design, r)
+
+    def carry(self, prior: pd.DataFrame) -> None:
+        """Start from ``prior`` profiling observations (an earlier replay's :attr:`observations`, a
+        profile database that outlived its run): they become :attr:`observations`, the surrogate is
+        fitted on them, and nothing is charged (their cost fell in the run that made them; :attr:`runs`
+        and the CPU and memory ledgers count this replay's own runs only). Call it before any
+        :meth:`profile`. ValueError names a missing or non-numeric column, or an empty table."""
+        if self.observations is not None and not self.observations.empty:
+            raise ValueError("carry: these models already hold observations; carry priors into fresh models only")
+        if not isinstance(prior, pd.DataFrame):
+            raise ValueError(f"carry: prior profiles must be a DataFrame, got {type(prior).__name__}")
+        missing = [c for c in PRIOR_COLUMNS if c not in prior.columns]
+        if missing:
+            raise ValueError(f"carry: the prior profiles lack column(s) {missing}; a profile table has {list(PRIOR_COLUMNS)}")
+        if prior.empty:
+            raise ValueError("carry: the prior profiles have no rows (pass None to start with the bootstrap design)")
+        rows = prior.reset_index(drop=True).copy()
+        for col in PRIOR_COLUMNS:
+            values = pd.to_numeric(rows[col], errors="coerce")
+            bad = int((~np.isfinite(values.to_numpy(dtype=float))).sum())
+            if bad:
+                raise ValueError(f"carry: column {col!r} of the prior profiles has {bad} missing or non-numeric value(s)")
+            rows[col] = values
+        self.observations = rows
+        self.prior_rows = len(rows)
+        self._refit()
 
     def _refit(self) -> None:
         assert self.observations is not None, "_refit runs after profile() stored observations"
