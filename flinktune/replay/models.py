@@ -27,6 +27,7 @@ import pandas as pd
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.stages import Forecaster, Surrogate
 from flinktune.lake.atomic import atomic_write
+from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import STABLE_S, initial_design, profile_configs
@@ -43,21 +44,9 @@ KEPT_UP = 0.97
 FORECASTERS: tuple[str, ...] = ("naive", "darts", "peak")
 
 #: The columns a carried profile table needs (:meth:`ReplayModels.carry`): the configuration, the rate
-#: and the outcomes the surrogates and Demeter's rules read (the bookkeeping columns of
-#: ``PROFILING_COLUMNS``, job, run id and time, are kept when present and not needed).
-PRIOR_COLUMNS: tuple[str, ...] = (
-    "parallelism",
-    "task_slots",
-    "cpu",
-    "memory_mb",
-    "checkpoint_interval_s",
-    "input_rate",
-    "throughput",
-    "latency_ms",
-    "recovery_s",
-    "cpu_used",
-    "memory_used_mb",
-)
+#: and the outcomes the surrogates and Demeter's rules read, i.e. ``PROFILING_COLUMNS`` less its
+#: bookkeeping (job, run id and time, kept when present and not needed).
+PRIOR_COLUMNS: tuple[str, ...] = tuple(c for c in PROFILING_COLUMNS if c not in ("job", "run_id", "ts_ms"))
 
 
 def make_forecaster(kind: str, *, horizon_s: int, seed: int) -> Forecaster:

@@ -2,34 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from benchmarks.measured_folder import METHODS
 from benchmarks.twin_fidelity import CV_TARGETS, main, run
-
-DATA = Path(
-    os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[2].parent / "shared" / "data" / "demeter-ads")
-)
+from tests.benchmarks.ads_folder import ads_slice
 
 
 @pytest.fixture(scope="module")
 def slice_dir(tmp_path_factory) -> Path:
-    if not (DATA / "profiling_runs.csv").exists():
-        pytest.skip(f"real data not found at {DATA}")
-    out = tmp_path_factory.mktemp("ads-slice")
-    runs = pd.read_csv(DATA / "profiling_runs.csv")
-    runs.groupby("run", group_keys=False).head(10).to_csv(out / "profiling_runs.csv", index=False)
-    trace = pd.read_csv(DATA / "trace_x3.csv")
-    trace[trace["timestamp"] < trace["timestamp"].iloc[0] + 2 * 3600].to_csv(out / "trace_x3.csv", index=False)
-    for name in ("summary_by_method.csv", "summary_per_run.csv", "results_recovery_per_injection.csv", "profiling_overhead.csv"):
-        shutil.copy(DATA / name, out / name)
-    return out
+    return ads_slice(tmp_path_factory.mktemp("ads-slice"), hours=2)
 
 
 def test_every_figure_is_produced(slice_dir, tmp_path) -> None:
