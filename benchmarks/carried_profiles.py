@@ -24,11 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.measured_folder import relative_to_static  # noqa: E402
 from flinktune.config_space import ConfigSpace, Configuration  # noqa: E402
 from flinktune.replay.harness import PolicyRun, ReplaySettings, replay_policy  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 
-__all__ = ["measured_runs", "replay_chain", "share_at_default"]
+__all__ = ["measured_runs", "minutes_at_default", "replay_chain", "share_at_default"]
 
 
 def _rank(name: str) -> int:
@@ -53,19 +54,8 @@ def measured_runs(data: Path, method: str = "demeter") -> pd.DataFrame:
     if rows.empty:
         raise ValueError(f"{f}: no measured run of method {method!r} (has {sorted(per_run['method'].unique())})")
     base = pd.read_csv(data / "summary_by_method.csv").set_index("method").loc["baseline"]
-    out = pd.DataFrame(
-        {
-            "run": rows["run"].to_numpy(),
-            "cpu": (rows["cpu_cores_mean"] / base["cpu_cores_mean"]).to_numpy(),
-            "memory": (rows["mem_gib_mean"] / base["mem_gib_mean"]).to_numpy(),
-            "p50": (rows["lat_median_ms"] / base["lat_median_ms"]).to_numpy(),
-            "p95": (rows["lat_p95_ms"] / base["lat_p95_ms"]).to_numpy(),
-            "p99": (rows["lat_p99_ms"] / base["lat_p99_ms"]).to_numpy(),
-            "slow_recoveries": rows["n_rec_gt180"].to_numpy(dtype=float),
-            "reconfigurations": rows["n_reconfigs"].to_numpy(dtype=float),
-        },
-        index=pd.Index([_rank(r) for r in rows["run"]], name="rank"),
-    )
+    out = relative_to_static(rows, base).set_axis(pd.Index([_rank(r) for r in rows["run"]], name="rank"))
+    out.insert(0, "run", rows["run"].to_numpy())
     prof = data / "profiling_overhead.csv"
     if prof.exists():
         cost = pd.read_csv(prof).set_index("run")
@@ -85,10 +75,16 @@ def measured_runs(data: Path, method: str = "demeter") -> pd.DataFrame:
     return out.sort_index()
 
 
+def minutes_at_default(minutes: pd.DataFrame, default: Configuration) -> pd.Series:
+    """Per minute of a replay (``PolicyRun.minutes``, minutes without a configuration left out): whether
+    it was spent wholly at ``default``'s CPU and memory."""
+    m = minutes.dropna(subset=["total_cpu"])
+    return ((m["total_cpu"] - default.total_cpu).abs() < 1e-6) & ((m["total_memory_mb"] - default.total_memory_mb).abs() < 1e-6)
+
+
 def share_at_default(minutes: pd.DataFrame, default: Configuration) -> float:
     """Share of a replay's minutes (``PolicyRun.minutes``) spent wholly at ``default``'s CPU and memory."""
-    m = minutes.dropna(subset=["total_cpu"])
-    at = ((m["total_cpu"] - default.total_cpu).abs() < 1e-6) & ((m["total_memory_mb"] - default.total_memory_mb).abs() < 1e-6)
+    at = minutes_at_default(minutes, default)
     return float(at.mean()) if len(at) else float("nan")
 
 

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.carried_profiles import minutes_at_default, replay_chain  # noqa: E402
 from benchmarks.measured_folder import calibrated_twin, failure_spec, replay_trace  # noqa: E402
 from flinktune.config_space import Configuration, space_from_runs  # noqa: E402
 from flinktune.replay.harness import PolicyRun, ReplaySettings, replay_policy  # noqa: E402
@@ -59,8 +60,6 @@ def decision_path(d: dict) -> str:
 
 def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None, *, carry: bool = False) -> pd.DataFrame:
     """One row per seed, or with ``carry`` one per seed and rank of its chain (see the module docstring)."""
-    from benchmarks.carried_profiles import replay_chain
-
     n_runs = len(measured_trajectory(data)) if carry else 1
     if carry and n_runs == 0:
         raise ValueError(f"{data}: no measured Demeter run (measured_60s/*_demeter_*.csv), so no chain length")
@@ -96,7 +95,7 @@ def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None, *,
 def _row(run: PolicyRun, mx: Configuration) -> dict:
     """One replay's trajectory figures (see the module docstring)."""
     m = run.minutes.dropna(subset=["total_cpu"])
-    at_default = ((m["total_cpu"] - mx.total_cpu).abs() < 1e-6) & ((m["total_memory_mb"] - mx.total_memory_mb).abs() < 1e-6)
+    at_default = minutes_at_default(run.minutes, mx)
     paths = pd.Series([decision_path(d) for d in run.decisions], dtype=object)
     changed = pd.Series([decision_path(d) for d in run.decisions if d["changed"]], dtype=object)
     return {

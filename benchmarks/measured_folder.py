@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +41,7 @@ __all__ = [
     "failure_spec",
     "measured_table",
     "published_targets",
+    "relative_to_static",
     "replay_trace",
 ]
 
@@ -100,20 +100,30 @@ def published_targets(data: Path, policies: Sequence[str] | None = None) -> dict
     return out
 
 
+def relative_to_static(rows: pd.DataFrame, base: pd.Series) -> pd.DataFrame:
+    """Measured summary rows (the columns of ``summary_by_method.csv`` / ``summary_per_run.csv``, any
+    index) in the replay's units: CPU, memory and latency quantiles as ratios to ``base`` (the static
+    run's row), slow recoveries and reconfigurations as counts (NaN where not measured)."""
+    return pd.DataFrame(
+        {
+            "cpu": rows["cpu_cores_mean"] / base["cpu_cores_mean"],
+            "memory": rows["mem_gib_mean"] / base["mem_gib_mean"],
+            "p50": rows["lat_median_ms"] / base["lat_median_ms"],
+            "p95": rows["lat_p95_ms"] / base["lat_p95_ms"],
+            "p99": rows["lat_p99_ms"] / base["lat_p99_ms"],
+            "slow_recoveries": rows["n_rec_gt180"].astype(float),
+            "reconfigurations": rows["n_reconfigs"].astype(float),
+        },
+        index=rows.index,
+    )
+
+
 def measured_table(data: Path) -> pd.DataFrame:
     """Measured means per method, relative to static where the replay reports ratios."""
     s = pd.read_csv(data / "summary_by_method.csv").set_index("method")
     base = s.loc["baseline"]
-    out = pd.DataFrame(index=list(METHODS))
-    for pol, m in METHODS.items():
-        r = s.loc[m]
-        out.loc[pol, "cpu"] = r["cpu_cores_mean"] / base["cpu_cores_mean"]
-        out.loc[pol, "memory"] = r["mem_gib_mean"] / base["mem_gib_mean"]
-        out.loc[pol, "p50"] = r["lat_median_ms"] / base["lat_median_ms"]
-        out.loc[pol, "p95"] = r["lat_p95_ms"] / base["lat_p95_ms"]
-        out.loc[pol, "p99"] = r["lat_p99_ms"] / base["lat_p99_ms"]
-        out.loc[pol, "slow_recoveries"] = r["n_rec_gt180"]
-        out.loc[pol, "reconfigurations"] = r["n_reconfigs"] if np.isfinite(r["n_reconfigs"]) else np.nan
+    out = relative_to_static(s.loc[list(METHODS.values())], base)
+    out.index = pd.Index(list(METHODS))
     prof = data / "profiling_overhead.csv"
     if prof.exists():
         cost = pd.read_csv(prof)["profiling_cpu_core_h"].mean()

@@ -46,10 +46,7 @@ def test_the_default_is_the_folders_largest_configuration(tmp_path: Path) -> Non
     [
         ({"action": "profile", "reason": "the target rate chunk ..."}, "profile"),
         ({"action": "reconfigure", "reason": "current latency is bad: fallback to the default"}, "fallback"),
-        (
-            {"action": "reconfigure", "reason": "no configuration meets the goals at 40,000 rec/s: go to the maximum"},
-            "no_feasible",
-        ),
+        ({"action": "reconfigure", "reason": "no configuration meets the goals at 40,000 rec/s: go to the maximum"}, "no_feasible"),
         ({"action": "reconfigure", "reason": "the feasible candidate with the lowest usage"}, "switch"),
         ({"action": "keep", "reason": "collecting"}, "other"),
     ],
