@@ -27,6 +27,7 @@ count; those episodes cannot be told from other dips in the minute data and are 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +42,15 @@ from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.restart_calibration import read_reactive_measurements, rescale_episodes
 from flinktune.twin.simulator import TwinJob
 
-__all__ = ["RedeployCalibration", "calibrate_redeploy", "calibrate_redeploy_on_folder", "twin_redeploy_cost"]
+__all__ = [
+    "RedeployCalibration",
+    "at_taskmanagers",
+    "calibrate_redeploy",
+    "calibrate_redeploy_on_folder",
+    "solve_increasing",
+    "twin_redeploy_cost",
+    "usable_episodes",
+]
 
 #: Bounds of the fitted warm-up, s.
 _MIN_WARMUP_S, _MAX_WARMUP_S = 0.0, 600.0
@@ -65,8 +74,28 @@ class RedeployCalibration:
     note: str
 
 
-def _at(config: Configuration, tms: int) -> Configuration:
+def at_taskmanagers(config: Configuration, tms: int) -> Configuration:
+    """``config``'s shape at ``tms`` TaskManagers (the operator rescales every vertex alike)."""
     return config.with_(parallelism=int(tms) * config.task_slots, vertex_parallelism={})
+
+
+def usable_episodes(profile: ClusterProfile, config: Configuration, episodes: pd.DataFrame) -> np.ndarray:
+    """Which rescale ``episodes`` (columns ``tm_before``, ``tm_after``, ``rate``) a redeploy fit can use:
+    a positive rate under :data:`_MAX_UTILISATION` of the twin's capacity at the lower count, so that
+    what follows the redeploy is its cost and not a job too small for its load."""
+    lo_tm = np.minimum(episodes["tm_before"], episodes["tm_after"]).to_numpy(int)
+    caps = np.array([float(mech.capacity(mech.layout(profile, at_taskmanagers(config, n)), np.ones(1))[0]) for n in lo_tm])
+    rate = episodes["rate"].to_numpy(float)
+    return (rate < _MAX_UTILISATION * caps) & (rate > 0)
+
+
+def solve_increasing(gap: Callable[[float], float], lo: float, hi: float, xtol: float) -> tuple[float, str]:
+    """The root of the increasing ``gap`` in [lo, hi], or the bound it stays beyond, with a note saying so."""
+    if gap(lo) >= 0:
+        return lo, " (at the lower bound)"
+    if gap(hi) <= 0:
+        return hi, " (at the upper bound)"
+    return float(brentq(gap, lo, hi, xtol=xtol)), ""
 
 
 def twin_redeploy_cost(
@@ -83,9 +112,9 @@ def twin_redeploy_cost(
     quiet = profile.with_(latency_noise=0.0, adaptive_scheduler=False)
     costs = []
     for phase in _PHASES if per_minute else (0,):
-        job = TwinJob(quiet, _at(config, tm_before))
+        job = TwinJob(quiet, at_taskmanagers(config, tm_before))
         job.run(np.full(_LEAD_S + phase, rate), emit=False)
-        job.apply(_at(config, tm_after), mode="redeploy")
+        job.apply(at_taskmanagers(config, tm_after), mode="redeploy")
         job.run(np.full(_TAIL_S - phase, rate), emit=False)
         h = job.history()
         p50 = h["latency_p50_ms"].to_numpy(float)
@@ -116,9 +145,7 @@ def calibrate_redeploy(
     need = {"tm_before", "tm_after", "rate", "cost_s2"}
     if not need <= set(episodes.columns):
         raise ValueError(f"episodes: missing column(s) {sorted(need - set(episodes.columns))}")
-    lo_tm = np.minimum(episodes["tm_before"], episodes["tm_after"]).to_numpy(int)
-    caps = np.array([float(mech.capacity(mech.layout(profile, _at(config, n)), np.ones(1))[0]) for n in lo_tm])
-    usable = episodes[(episodes["rate"].to_numpy(float) < _MAX_UTILISATION * caps) & (episodes["rate"] > 0)]
+    usable = episodes[usable_episodes(profile, config, episodes)]
     downs, ups = usable[usable["tm_after"] < usable["tm_before"]], usable[usable["tm_after"] > usable["tm_before"]]
     if downs.empty:
         return RedeployCalibration(
@@ -127,14 +154,9 @@ def calibrate_redeploy(
     measured = float(downs["cost_s2"].sum())
     current = profile.warmup_s if profile.redeploy_warmup_s is None else profile.redeploy_warmup_s
     before = _total(profile, config, downs, current, per_minute)
-    lo, hi = _MIN_WARMUP_S, _MAX_WARMUP_S
-    bound = ""
-    if _total(profile, config, downs, lo, per_minute) >= measured:
-        w, bound = lo, " (at the lower bound)"
-    elif _total(profile, config, downs, hi, per_minute) <= measured:
-        w, bound = hi, " (at the upper bound)"
-    else:
-        w = float(brentq(lambda v: _total(profile, config, downs, v, per_minute) - measured, lo, hi, xtol=1.0))
+    w, bound = solve_increasing(
+        lambda v: _total(profile, config, downs, v, per_minute) - measured, _MIN_WARMUP_S, _MAX_WARMUP_S, 1.0
+    )
     out = profile.with_(redeploy_warmup_s=round(w, 1))
     note = (
         f"{len(downs)} operator scale-downs of {len(episodes)} episodes: measured {measured / len(downs):.0f} s*s each, twin "

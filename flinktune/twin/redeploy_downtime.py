@@ -34,19 +34,17 @@ reads the backlog at its end (what the source reports when it comes back).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from flinktune.config_space import Configuration
-from flinktune.twin import mechanics as mech
 from flinktune.twin.busy_calibration import find_operator_measurements
 from flinktune.twin.cpu_calibration import read_measured_columns
 from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.redeploy_calibration import at_taskmanagers, solve_increasing, usable_episodes
 from flinktune.twin.restart_calibration import RESCALE_COLUMNS, rescale_episodes
 from flinktune.twin.simulator import TwinJob
 
@@ -69,8 +67,6 @@ _ROUNDS = 12
 _PHASES = (0, 15, 30, 45)
 #: Twin seconds at the old count before minute ``s``; minutes read from ``s`` on.
 _LEAD_S, _MINUTES = 120, 4
-#: An episode's rate must stay under this share of the twin's capacity at the lower count.
-_MAX_UTILISATION = 0.9
 #: The minute (after ``s``) whose median is fitted.
 FIT_MINUTE = 1
 
@@ -111,10 +107,6 @@ def redeploy_backlogs(measured: pd.DataFrame, injections: object = (), lag_scale
     return eps
 
 
-def _at(config: Configuration, tms: int) -> Configuration:
-    return config.with_(parallelism=int(tms) * config.task_slots, vertex_parallelism={})
-
-
 def twin_redeploy_backlog(
     profile: ClusterProfile, config: Configuration, tm_before: int, tm_after: int, rate: float
 ) -> np.ndarray:
@@ -126,9 +118,9 @@ def twin_redeploy_backlog(
     per_phase: list[list[float]] = []
     per_end: list[list[float]] = []
     for phase in _PHASES:
-        job = TwinJob(quiet, _at(config, tm_before))
+        job = TwinJob(quiet, at_taskmanagers(config, tm_before))
         job.run(np.full(_LEAD_S + phase, rate), emit=False)
-        job.apply(_at(config, tm_after), mode="redeploy")
+        job.apply(at_taskmanagers(config, tm_after), mode="redeploy")
         job.run(np.full(60 * _MINUTES - phase, rate), emit=False)
         h = job.history()
         lag = h["lag"].to_numpy(float)[_LEAD_S:] / rate
@@ -156,15 +148,6 @@ def _fmt(values: np.ndarray | tuple[float, ...]) -> str:
     return " / ".join(f"{v:.1f}" for v in values)
 
 
-def _solve(gap: Callable[[float], float], lo: float, hi: float, xtol: float) -> tuple[float, str]:
-    """The root of the increasing ``gap`` in [lo, hi], or the bound it stays beyond (and a note)."""
-    if gap(lo) >= 0:
-        return lo, " (at the lower bound)"
-    if gap(hi) <= 0:
-        return hi, " (at the upper bound)"
-    return float(brentq(gap, lo, hi, xtol=xtol)), ""
-
-
 def calibrate_downtime(
     profile: ClusterProfile, config: Configuration, episodes: pd.DataFrame, *, warmup_on_backlog: bool = False
 ) -> DowntimeCalibration:
@@ -178,10 +161,8 @@ def calibrate_downtime(
     need = {"tm_before", "tm_after", "rate", *(f"backlog_{k}" for k in range(_MINUTES))}
     if not need <= set(episodes.columns):
         raise ValueError(f"episodes: missing column(s) {sorted(need - set(episodes.columns))}")
-    lo_tm = np.minimum(episodes["tm_before"], episodes["tm_after"]).to_numpy(int)
-    caps = np.array([float(mech.capacity(mech.layout(profile, _at(config, n)), np.ones(1))[0]) for n in lo_tm])
     fit_col = f"backlog_{FIT_MINUTE}"
-    ok = (episodes["rate"].to_numpy(float) < _MAX_UTILISATION * caps) & (episodes["rate"] > 0) & episodes[fit_col].notna()
+    ok = usable_episodes(profile, config, episodes) & episodes[fit_col].notna().to_numpy()
     if warmup_on_backlog:
         ok &= episodes[f"backlog_{FIT_MINUTE + 1}"].notna().to_numpy()
     usable = episodes[ok]
@@ -197,7 +178,7 @@ def calibrate_downtime(
     base_bound = warm_bound = ""
 
     def fit_base(p: ClusterProfile) -> tuple[float, str]:
-        return _solve(
+        return solve_increasing(
             lambda v: float(_medians(p, config, downs, v)[FIT_MINUTE]) - measured[FIT_MINUTE], _MIN_BASE_S, _MAX_BASE_S, 0.5
         )
 
@@ -208,7 +189,7 @@ def calibrate_downtime(
                 - measured[FIT_MINUTE + 1]
             )
 
-        return _solve(gap, _MIN_WARMUP_S, _MAX_WARMUP_S, 1.0)
+        return solve_increasing(gap, _MIN_WARMUP_S, _MAX_WARMUP_S, 1.0)
 
     b, base_bound = fit_base(out)
     out = out.with_(redeploy_base_s=round(b, 1))
