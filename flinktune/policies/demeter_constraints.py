@@ -91,21 +91,14 @@ def fit_fixed_noise_gp(x: np.ndarray, y: np.ndarray, *, sem: float | None = CONS
     """A BoTorch GP on ``x`` (n, d) and ``y`` (n,), standardised, fitted by exact marginal likelihood,
     in eval mode. With ``sem`` it has the fixed observation variance ``sem**2`` (the published
     ``FixedNoiseGP``, ANCHORS.md 1.5); with None its noise is fitted (``SingleTaskGP``)."""
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.models import SingleTaskGP
-    from botorch.models.transforms.outcome import Standardize
-    from gpytorch.mlls import ExactMarginalLogLikelihood
+    from models.surrogate.gp import fit_gp
 
     tx = torch.as_tensor(np.asarray(x, dtype=float), dtype=torch.float64)
     ty = torch.as_tensor(np.asarray(y, dtype=float).reshape(-1, 1), dtype=torch.float64)
     yvar = None if sem is None else torch.full_like(ty, float(sem) ** 2)
-    model = SingleTaskGP(tx, ty, train_Yvar=yvar, outcome_transform=Standardize(m=1))
-    mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    with torch.random.fork_rng(devices=[]), single_thread(), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # optimiser and jitter warnings are not actionable here
-        torch.manual_seed(seed)
-        fit_gpytorch_mll(mll)
-    return model.eval()
+        return fit_gp(tx, ty, seed=seed, train_yvar=yvar)
 
 
 def chunk_rows(obs: pd.DataFrame, lo: float, hi: float, latency_target_ms: float) -> pd.DataFrame:

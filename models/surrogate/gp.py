@@ -45,20 +45,21 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def build_gp(train_x: torch.Tensor, train_y: torch.Tensor):
-    """An unfitted SingleTaskGP on (m, k) inputs and (m, 1) targets with a Standardize transform."""
+def build_gp(train_x: torch.Tensor, train_y: torch.Tensor, train_yvar: torch.Tensor | None = None):
+    """An unfitted SingleTaskGP on (m, k) inputs and (m, 1) targets with a Standardize transform;
+    ``train_yvar`` (m, 1): fixed observation variances instead of a fitted noise."""
     from botorch.models import SingleTaskGP
     from botorch.models.transforms.outcome import Standardize
 
-    return SingleTaskGP(train_x, train_y, outcome_transform=Standardize(m=1))
+    return SingleTaskGP(train_x, train_y, train_Yvar=train_yvar, outcome_transform=Standardize(m=1))
 
 
-def fit_gp(train_x: torch.Tensor, train_y: torch.Tensor, *, seed: int = 0):
-    """A SingleTaskGP fitted by exact marginal likelihood, in eval mode."""
+def fit_gp(train_x: torch.Tensor, train_y: torch.Tensor, *, seed: int = 0, train_yvar: torch.Tensor | None = None):
+    """A SingleTaskGP fitted by exact marginal likelihood, in eval mode (``train_yvar``: see :func:`build_gp`)."""
     from botorch.fit import fit_gpytorch_mll
     from gpytorch.mlls import ExactMarginalLogLikelihood
 
-    model = build_gp(train_x, train_y)
+    model = build_gp(train_x, train_y, train_yvar)
     mll = ExactMarginalLogLikelihood(model.likelihood, model)
     # fit_gpytorch_mll may retry from random initial values when the optimiser fails.
     with torch.random.fork_rng(devices=[]), single_thread():
