@@ -84,6 +84,9 @@ class ReplayModels:
     #: Skip the failure injection of a run that fell behind the offered rate: it never catches up,
     #: so its recovery is recorded as the longest wait without spending it.
     skip_failure_when_behind: bool = False
+    #: How the profiler reads a run's recovery (``flinktune.twin.profiling.RECOVERY_MEASURES``):
+    #: ``drained`` (the lag back at its pre-failure level) or ``demeter`` (Demeter's profiler's checks).
+    recovery_measure: str = "drained"
     observations: pd.DataFrame | None = None
     surrogate: Surrogate | None = None
     cpu_core_s: float = 0.0
@@ -104,7 +107,9 @@ class ReplayModels:
         """Profile ``configs`` at ``rate`` on the twin, charge them, and refit the surrogate."""
         # Carried rows shift the noise seeds: a new run is a new measurement, not a repeat of an earlier replay's.
         seed = self.seed + self.prior_rows + self.runs
-        obs = profile_configs(self.cluster, configs, [rate], duration_s=self.profile_duration_s, seed=seed)
+        obs = profile_configs(
+            self.cluster, configs, [rate], duration_s=self.profile_duration_s, seed=seed, recovery_measure=self.recovery_measure
+        )
         wait = float(self.recovery_wait_s) if self.recovery_wait_s is not None else RECOVERY_CAP_S
         recorded = []
         for cfg, row in zip(configs, obs.itertuples(index=False)):
@@ -114,7 +119,8 @@ class ReplayModels:
             elif self.recovery_wait_s is not None and rec >= wait:  # censored: stopped once the wait is over
                 recovery, seconds = wait, self.profile_duration_s + wait
             else:
-                recovery, seconds = rec, self.profile_duration_s + rec + STABLE_S
+                # The drained measure confirms the recovery over STABLE_S more seconds; a check is the end.
+                recovery, seconds = rec, self.profile_duration_s + rec + (STABLE_S if self.recovery_measure == "drained" else 0)
             recorded.append(recovery)
             self.cpu_core_s += cfg.total_cpu * seconds
             self.memory_mb_s += cfg.total_memory_mb * seconds

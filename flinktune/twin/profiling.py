@@ -5,7 +5,9 @@ for a set of configurations and rates (every configuration at every rate), and
 :func:`initial_design` for a space-filling first batch of candidates (it always includes the
 static-max configuration). Demeter's protocol, which this follows: warm up, measure throughput,
 p95 latency, CPU and memory over a window, then inject one failure just before a checkpoint is
-due and time the recovery until the lag is back at its pre-failure level and stays there.
+due and time the recovery until the lag is back at its pre-failure level and stays there
+(``recovery_measure="drained"``), or read it as Demeter's own profiler did, at its checks
+(``"demeter"``, :mod:`flinktune.twin.recovery_checks`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from flinktune.metrics.schema import PROFILING_COLUMNS, PROFILING_DTYPES
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.noise import normal
 from flinktune.twin.profile import ClusterProfile
+from flinktune.twin.recovery_checks import checked_recovery_time
 from flinktune.twin.simulator import DEFAULT_START_TS, TwinJob
 
 __all__ = [
     "PROFILE_RUN_S",
     "RATE_NOISE",
+    "RECOVERY_MEASURES",
     "STABLE_S",
     "initial_design",
     "overload_horizon_s",
@@ -43,6 +47,10 @@ STABLE_S = 30
 #: (docs/results/local-flink.md), so a longer run only spends more.
 PROFILE_RUN_S = 120
 _PRE_WINDOW_S = 60
+#: How a profiling run's recovery is read: ``drained`` (:func:`recovery_time`, the twin's own measure
+#: and flinktune's profiler's) or ``demeter`` (Demeter's profiler's checks,
+#: :func:`flinktune.twin.recovery_checks.checked_recovery_time`).
+RECOVERY_MEASURES = ("drained", "demeter")
 
 
 def _warmup_s(duration_s: int) -> int:
@@ -79,6 +87,11 @@ def recovery_time(
     return float(min(hits[0] + 1, cap_s))
 
 
+def _check_measure(measure: str) -> None:
+    if measure not in RECOVERY_MEASURES:
+        raise ValueError(f"unknown recovery measure {measure!r}; known: {', '.join(RECOVERY_MEASURES)}")
+
+
 def _run_id(job: str, cfg: Configuration, rate: float, seed: int, duration_s: int) -> str:
     key = f"{job}|{sorted(cfg.to_dict().items())}|{rate:.3f}|{seed}|{duration_s}"
     return hashlib.sha1(key.encode()).hexdigest()[:16]
@@ -93,8 +106,11 @@ def profile_run(
     seed: int = 0,
     job: str = "profiling",
     start_ts: int = DEFAULT_START_TS,
+    recovery_measure: str = "drained",
 ) -> dict[str, object]:
-    """One profiling run; returns one ``PROFILING_COLUMNS`` row as a dict."""
+    """One profiling run; returns one ``PROFILING_COLUMNS`` row as a dict (``recovery_measure``: one
+    of :data:`RECOVERY_MEASURES`)."""
+    _check_measure(recovery_measure)
     if duration_s < 60:
         raise ValueError(f"duration_s must be >= 60 s to warm up and measure, got {duration_s}")
     if not rate >= 0:
@@ -121,7 +137,7 @@ def profile_run(
         "input_rate": float(window["rate"].mean()),
         "throughput": float(window["throughput"].mean()),
         "latency_ms": float(window["latency_p95_ms"].mean()),
-        "recovery_s": recovery_time(lag, fail_at - start_ts, rate),
+        "recovery_s": (recovery_time if recovery_measure == "drained" else checked_recovery_time)(lag, fail_at - start_ts, rate),
         "cpu_used": float(window["cpu_used"].mean()),
         "memory_used_mb": float(window["memory_used_mb"].mean()),
     }
@@ -136,13 +152,18 @@ def profile_configs(
     seed: int = 0,
     job: str = "profiling",
     start_ts: int = DEFAULT_START_TS,
+    recovery_measure: str = "drained",
 ) -> pd.DataFrame:
-    """Profile every configuration at every rate; one row per run, columns ``PROFILING_COLUMNS``."""
+    """Profile every configuration at every rate; one row per run, columns ``PROFILING_COLUMNS``
+    (``recovery_measure``: one of :data:`RECOVERY_MEASURES`)."""
+    _check_measure(recovery_measure)
     configs, rates = list(configs), [float(r) for r in rates]
     if not configs or not rates:
         raise ValueError(f"profiling needs at least one configuration and one rate (got {len(configs)} and {len(rates)})")
     rows = [
-        profile_run(profile, cfg, rate, duration_s=duration_s, seed=seed, job=job, start_ts=start_ts)
+        profile_run(
+            profile, cfg, rate, duration_s=duration_s, seed=seed, job=job, start_ts=start_ts, recovery_measure=recovery_measure
+        )
         for cfg in configs
         for rate in rates
     ]

@@ -48,8 +48,8 @@ def test_profiling_runs_last_the_policys_own_run_length(policy, monkeypatch):
     trace = generate_trace("ysb", 0.25, 5)
     summary = replay_policy(policy, trace, ClusterProfile.default("ysb"), SPACE, ReplaySettings(seed=5)).summary
     assert seen and set(seen) == {PROFILE_RUNS[policy]["profile_duration_s"]}
-    # Demeter's published run: 300 s, and a recovery wait up to its 360 s cap (twice the 180 s limit).
-    assert PROFILE_RUNS["demeter"] == {"profile_duration_s": 300, "recovery_wait_limits": 2.0}
+    # Demeter's published run: 300 s, a recovery wait up to its 360 s cap (twice the 180 s limit), read at its checks.
+    assert PROFILE_RUNS["demeter"] == {"profile_duration_s": 300, "recovery_wait_limits": 2.0, "recovery_measure": "demeter"}
     assert summary["profiling_runs"] >= len(seen)
 
 
