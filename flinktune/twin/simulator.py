@@ -8,6 +8,12 @@ what-if): ``run(rates)`` advances one second per rate value and returns raw-sche
 
 Same seed, same inputs, same calls => identical output, however the run is chunked: every random
 draw is a pure function of (seed, stream, second) (:mod:`flinktune.twin.noise`).
+
+This module holds the job object: its clock, configuration, control calls and persistence. The
+pieces it composes live beside it: the mechanisms (:mod:`~flinktune.twin.mechanics`), the
+per-second state loop (:mod:`~flinktune.twin.engine`), the per-second summary and its files
+(:mod:`~flinktune.twin.history`, whose ``HISTORY_COLUMNS`` is re-exported here) and the emitted
+series (:mod:`~flinktune.twin.metric_series`).
 """
 
 from __future__ import annotations
@@ -21,13 +27,24 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration
-from flinktune.lake.atomic import atomic_parquet, atomic_write
-from flinktune.metrics.schema import CONFIG_METRICS, empty_frame
+from flinktune.lake.atomic import atomic_write
+from flinktune.metrics.schema import empty_frame
 from flinktune.twin import mechanics as mech
-from flinktune.twin.emit import Series, raw_frame
+from flinktune.twin.emit import raw_frame
 from flinktune.twin.engine import Dynamics, StepInputs
 from flinktune.twin.failures import parse_failures
+from flinktune.twin.history import (
+    HISTORY_COLUMNS,
+    HistoryChunk,
+    chunks_from_json,
+    chunks_to_json,
+    history_chunk,
+    history_frame,
+    read_history_parquet,
+    write_history_parquet,
+)
 from flinktune.twin.imbalance import Imbalance, SubtaskLoads, subtask_loads
+from flinktune.twin.metric_series import job_series, task_series
 from flinktune.twin.noise import normal, uniform
 from flinktune.twin.profile import ClusterProfile
 
@@ -35,31 +52,6 @@ __all__ = ["DEFAULT_START_TS", "HISTORY_COLUMNS", "TwinJob"]
 
 #: Default simulated start: 2024-01-01T00:00:00Z.
 DEFAULT_START_TS = 1_704_067_200
-
-HISTORY_COLUMNS: tuple[str, ...] = (
-    "ts",
-    "rate",
-    "throughput",
-    "lag",
-    "latency_p50_ms",
-    "latency_p95_ms",
-    "latency_p99_ms",
-    "cpu_used",
-    "memory_used_mb",
-    "running",
-    "taskmanagers",
-    "total_cpu",
-    "total_memory_mb",
-    "parallelism",
-    "task_slots",
-    "cpu",
-    "memory_mb",
-    "checkpoint_interval_s",
-    "capacity",
-    "restarts",
-    "checkpoint_duration_ms",
-    "checkpoint_size_bytes",
-)
 
 _STATE_VERSION = 1
 
@@ -110,7 +102,7 @@ class TwinJob:
         self._random_rate = sched.rate_per_s
         self._last_rate = 0.0
         self.reconfigurations: list[dict[str, Any]] = []
-        self._history: list[dict[str, np.ndarray]] = []
+        self._history: list[HistoryChunk] = []
         self._emitted: deque[pd.DataFrame] = deque()
 
     # ------------------------------------------------------------------ time and control
@@ -220,40 +212,20 @@ class TwinJob:
             )
         )
         self._last_rate = float(r[-1])
-        thr, lag, running = out.throughput, out.lag, out.running
+        thr, lag = out.throughput, out.lag
         wait_ms = (lag / cap + out.down_remaining_s) * 1000.0
         p50, p95, p99 = mech.latency_quantiles(prof, lay, thr / cap, wait_ms, gc, out.pause_s, normal(self.seed, "latency", ts))
         cpu = mech.cpu_used(prof, lay, thr, gc) * np.exp(prof.cpu_noise * normal(self.seed, "cpu", ts))
         mem = mech.memory_used(prof, lay, thr, r) * np.exp(prof.memory_noise * normal(self.seed, "memory", ts))
-        n = r.size
-        hist = {
-            "ts": ts,
-            "rate": r,
-            "throughput": thr,
-            "lag": lag,
-            "latency_p50_ms": p50,
-            "latency_p95_ms": p95,
-            "latency_p99_ms": p99,
-            "cpu_used": np.minimum(cpu, cfg.total_cpu),
-            "memory_used_mb": mem,
-            "running": running,
-            "taskmanagers": np.full(n, cfg.taskmanagers, float),
-            "total_cpu": np.full(n, cfg.total_cpu, float),
-            "total_memory_mb": np.full(n, cfg.total_memory_mb, float),
-            "parallelism": np.full(n, cfg.parallelism, float),
-            "task_slots": np.full(n, cfg.task_slots, float),
-            "cpu": np.full(n, cfg.cpu, float),
-            "memory_mb": np.full(n, cfg.memory_mb, float),
-            "checkpoint_interval_s": np.full(n, cfg.checkpoint_interval_s, float),
-            "capacity": cap,
-            "restarts": out.restarts,
-            "checkpoint_duration_ms": out.ckpt_duration_ms,
-            "checkpoint_size_bytes": out.ckpt_size_bytes,
-        }
+        hist = history_chunk(cfg, ts, r, cap, out, (p50, p95, p99), np.minimum(cpu, cfg.total_cpu), mem)
         self._history.append(hist)
         if not emit:
             return empty_frame()
-        frame = raw_frame(self.job, ts, self._series(lay, hist, out.effective_capacity, loads))
+        noise = self.imbalance.metric_noise if self.imbalance is not None else 0.0
+        series = job_series(cfg, hist) + task_series(
+            prof.dataflow, lay, hist, out.effective_capacity, detail=self.detail, loads=loads, seed=self.seed, metric_noise=noise
+        )
+        frame = raw_frame(self.job, ts, series)
         self._retain(frame)
         return frame
 
@@ -261,100 +233,6 @@ class TwinJob:
         if self.imbalance is None:
             return None
         return subtask_loads(self.imbalance, lay.vertices, lay.parallelism, lay.a, self.config.task_slots)
-
-    def _series(
-        self, lay: mech.Layout, h: dict[str, np.ndarray], eff_cap: np.ndarray, loads: SubtaskLoads | None = None
-    ) -> list[Series]:
-        cfg, n = self.config, len(h["ts"])
-        thr, run = h["throughput"], h["running"]
-        const = lambda v: np.full(n, float(v))  # noqa: E731
-        out: list[Series] = [
-            ("workloadRate", "", -1, h["rate"]),
-            ("pendingRecords", "", -1, h["lag"]),
-            ("latencyP50Ms", "", -1, h["latency_p50_ms"]),
-            ("latencyP95Ms", "", -1, h["latency_p95_ms"]),
-            ("latencyP99Ms", "", -1, h["latency_p99_ms"]),
-            ("cpuLoad", "", -1, h["cpu_used"]),
-            ("heapUsedMb", "", -1, h["memory_used_mb"]),
-            ("lastCheckpointDurationMs", "", -1, h["checkpoint_duration_ms"]),
-            ("lastCheckpointSizeBytes", "", -1, h["checkpoint_size_bytes"]),
-            ("numRestarts", "", -1, h["restarts"]),
-            ("jobRunning", "", -1, run),
-            ("taskManagers", "", -1, const(cfg.taskmanagers)),
-            ("taskSlotsTotal", "", -1, const(cfg.taskmanagers * cfg.task_slots)),
-        ]
-        for knob, metric in CONFIG_METRICS.items():
-            out.append((metric, "", -1, const(getattr(cfg, knob))))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            load = np.where(eff_cap > 0, thr / eff_cap, 0.0)
-        saturated = (h["lag"] > 0.5) | (load >= 0.999)
-        if loads is not None:
-            out.extend(self._imbalanced_series(lay, h, load, saturated, loads))
-            return out
-        for k, v in enumerate(lay.vertices):
-            spec = self.profile.dataflow.vertices[k]
-            rec_in = thr * lay.input_share[k]
-            busy = np.minimum(1000.0 * load * lay.ratio[k], 1000.0) * run
-            bp = np.where(saturated & (k < lay.bottleneck), 1000.0 - busy, 0.0) * run
-            idle = (1000.0 - busy - bp) * run
-            per = [
-                ("numRecordsInPerSecond", rec_in),
-                ("numRecordsOutPerSecond", rec_in * spec.selectivity),
-                ("busyTimeMsPerSecond", busy),
-                ("backPressuredTimeMsPerSecond", bp),
-                ("idleTimeMsPerSecond", idle),
-            ]
-            if self.detail == "vertex":
-                out.extend((m, v, -1, arr) for m, arr in per)
-            else:
-                pv = int(lay.parallelism[k])
-                for sub in range(pv):
-                    out.extend((m, v, sub, arr / pv if m.startswith("numRecords") else arr) for m, arr in per)
-        return out
-
-    def _imbalanced_series(
-        self, lay: mech.Layout, h: dict[str, np.ndarray], load: np.ndarray, saturated: np.ndarray, loads: SubtaskLoads
-    ) -> list[Series]:
-        """Per-subtask time and record series when an imbalance is planted (unequal siblings).
-
-        The slowest thread is busy ``load`` of each second; every other thread in proportion to
-        its own load. When saturated, all vertices upstream of the slowest thread's vertex are
-        backpressured (a full channel blocks each sender), the rest idle when not busy.
-        """
-        thr, run, ts = h["throughput"], h["running"], h["ts"]
-        noise = self.imbalance.metric_noise if self.imbalance is not None else 0.0
-        out: list[Series] = []
-        lane = 0
-        for k, v in enumerate(lay.vertices):
-            sel = self.profile.dataflow.vertices[k].selectivity
-            per_sub: list[list[tuple[str, np.ndarray]]] = []
-            for rshare, ratio in zip(loads.records[k], loads.ratio[k]):
-                busy = np.minimum(1000.0 * load * ratio, 1000.0)
-                if noise > 0:
-                    busy = np.minimum(busy * np.exp(noise * normal(self.seed, "busy", ts, lane=lane)), 1000.0)
-                lane += 1
-                busy = busy * run
-                bp = np.where(saturated & (k < loads.bottleneck[0]), 1000.0 - busy, 0.0) * run
-                rec_in = thr * lay.input_share[k] * rshare
-                per_sub.append(
-                    [
-                        ("numRecordsInPerSecond", rec_in),
-                        ("numRecordsOutPerSecond", rec_in * sel),
-                        ("busyTimeMsPerSecond", busy),
-                        ("backPressuredTimeMsPerSecond", bp),
-                        ("idleTimeMsPerSecond", (1000.0 - busy - bp) * run),
-                    ]
-                )
-            if self.detail == "subtask":
-                for sub, per in enumerate(per_sub):
-                    out.extend((m, v, sub, arr) for m, arr in per)
-            else:  # vertex level: records summed, times of the busiest subtask (the autoscaler's MAX)
-                arrays = {m: np.stack([dict(p)[m] for p in per_sub]) for m, _ in per_sub[0]}
-                top = np.argmax(arrays["busyTimeMsPerSecond"], axis=0)
-                cols = np.arange(top.size)
-                for m, arr in arrays.items():
-                    out.append((m, v, -1, arr.sum(axis=0) if m.startswith("numRecords") else arr[top, cols]))
-        return out
 
     def _retain(self, frame: pd.DataFrame) -> None:
         self._emitted.append(frame)
@@ -376,14 +254,7 @@ class TwinJob:
 
     def history(self) -> pd.DataFrame:
         """Per-second summary of everything run so far (:data:`HISTORY_COLUMNS`; ``ts`` is UTC)."""
-        if not self._history:
-            return pd.DataFrame({c: pd.Series(dtype=float) for c in HISTORY_COLUMNS}).assign(
-                ts=pd.Series(dtype="datetime64[ns, UTC]")
-            )
-        cols = {c: np.concatenate([h[c] for h in self._history]) for c in HISTORY_COLUMNS}
-        df = pd.DataFrame(cols, columns=list(HISTORY_COLUMNS))
-        df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
-        return df
+        return history_frame(self._history)
 
     def steady_state(self, config: Configuration | None = None, rate: float = 0.0) -> dict[str, float]:
         """Analytic steady state of ``config`` (default: the one in force) at a constant ``rate``.
@@ -416,7 +287,7 @@ class TwinJob:
         if self.reactive:
             d["reactive"] = True
         if with_history:
-            d["history"] = [{k: v.tolist() for k, v in h.items()} for h in self._history]
+            d["history"] = chunks_to_json(self._history)
         return d
 
     @classmethod
@@ -439,17 +310,13 @@ class TwinJob:
         twin._dyn = Dynamics.from_dict(d["dynamics"])
         twin._last_rate = float(d["last_rate"])
         twin.reconfigurations = list(d["reconfigurations"])
-        for h in d.get("history", []):
-            twin._history.append({k: np.asarray(v, dtype=np.int64 if k == "ts" else float) for k, v in h.items()})
+        twin._history.extend(chunks_from_json(d.get("history", [])))
         return twin
 
     def save(self, path: str | Path) -> Path:
         """Write the state as JSON atomically (temp file + rename); history goes to ``<path>.history.parquet``."""
         path = Path(path)
-        if self._history:
-            h = self.history()
-            h["ts"] = h["ts"].astype("int64") // 10**9
-            atomic_parquet(h, path.with_name(path.name + ".history.parquet"))
+        write_history_parquet(self._history, path)
         return atomic_write(path, json.dumps(self.state_dict()).encode())
 
     @classmethod
@@ -461,8 +328,7 @@ class TwinJob:
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"{path}: cannot read twin state: {exc}") from None
         twin = cls.from_state_dict(d)
-        hist_path = path.with_name(path.name + ".history.parquet")
-        if hist_path.exists():
-            h = pd.read_parquet(hist_path)
-            twin._history = [{c: h[c].to_numpy(dtype=np.int64 if c == "ts" else float) for c in HISTORY_COLUMNS}]
+        chunks = read_history_parquet(path)
+        if chunks is not None:
+            twin._history = chunks
         return twin
