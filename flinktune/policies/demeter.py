@@ -193,6 +193,12 @@ class DemeterPolicy:
     support_models: int = 2
     #: The constraint observations' noise and fixed SEM (None: no noise added, noise fitted).
     constraint_sem: float | None = CONSTRAINT_SEM
+    #: When a current configuration that meets the goals is kept (ANCHORS.md 1.5 step 4):
+    #: ``"published"``, the published code's condition, keeps it only when the best candidate is
+    #: cheaper by at most ``min_improvement`` and otherwise moves to the best, a costlier one
+    #: included; ``"symmetric"`` keeps it whenever the best is within ``min_improvement`` either
+    #: way (sessions up to 16).
+    keep_rule: str = "published"
     name: str = "demeter"
     _cfits: dict = field(default_factory=dict, repr=False)
     _clock: float | None = field(default=None, repr=False)
@@ -434,21 +440,27 @@ class DemeterPolicy:
             screened_out=int(feasible.sum() - ranked.size),
         )
         cur_usage = demeter_objective(state.config.with_(vertex_parallelism={}), self.space)
+        if self.keep_rule not in ("published", "symmetric"):
+            raise ValueError(f"keep_rule must be 'published' or 'symmetric', got {self.keep_rule!r}")
+        costlier = ""
         if cur is not None and feasible[cur]:
             diff = abs(float(usage[best]) - cur_usage) / cur_usage
-            if diff <= self.min_improvement:
+            cheaper = float(usage[best]) < cur_usage
+            if best == cur or (diff <= self.min_improvement and (cheaper or self.keep_rule == "symmetric")):
                 why = (
                     f"current configuration meets the goals at {planned:,.0f} rec/s ({scores.summary(cur)}); the best "
                     f"candidate's usage differs by only {diff:.0%}"
                 )
                 return self._keep_and_profile(state, context, planned, inputs, why)
+            if not cheaper:
+                costlier = f" (costlier than the current one by {diff:.0%}: the published rule moves to the best ranked)"
         target = scores.candidates[best]
         return Decision(
             Action.RECONFIGURE,
             f"planned rate {planned:,.0f} rec/s (forecast peak x {self.buffer:.2f}): of the configurations meeting "
             f"latency <= {context.latency_target_ms:.0f} ms and recovery <= {context.recovery_limit_s:.0f} s, less the "
             f"cheapest ones under the 1.25x / 25th-percentile screen, the lowest usage is {target.describe()} "
-            f"({scores.summary(best)})",
+            f"({scores.summary(best)}){costlier}",
             self.name,
             target=target,
             inputs=inputs,

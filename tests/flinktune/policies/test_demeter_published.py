@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from flinktune.config_space import default_space
 from flinktune.decision import Action, JobState
@@ -116,3 +117,24 @@ def test_profiling_suggestions_follow_the_published_acceptance_rules():
     d = pol.decide(state(MAX, window=600), ctx(60000.0, covered=30000.0))
     assert d.action is Action.PROFILE
     assert all(c.total_cpu >= 0.25 * MAX.total_cpu for c in d.profile_configs)
+
+
+def test_the_published_keep_rule_moves_to_a_best_candidate_costlier_by_under_five_percent():
+    first = make_policy("demeter", SPACE).decide(state(window=600), ctx())
+    scores = score_candidates(FunctionSurrogate(SPACE), SPACE, first.inputs["planned_rate"], 250.0, 180.0)
+    ok = meets_constraints(scores, 250.0, 180.0)
+    best = first.inputs["best_usage"]
+    usage = {c: demeter_objective(c, SPACE) for c, f in zip(scores.candidates, ok) if f and c != first.target}
+    # Feasible, and cheaper than the best ranked by under 5 %: the best is costlier by under 5 %.
+    near = next(c for c, u in usage.items() if best / 1.05 < u < best)
+    moved = make_policy("demeter", SPACE).decide(state(near, window=600), ctx())
+    assert moved.action is Action.RECONFIGURE and moved.target == first.target and "costlier" in moved.reason
+    kept = make_policy("demeter", SPACE, keep_rule="symmetric").decide(state(near, window=600), ctx())
+    assert kept.action in (Action.KEEP, Action.PROFILE) and "differs by only" in kept.reason
+    # Costlier than the best by under 5 %: both rules keep it.
+    above = next(c for c, u in usage.items() if best < u < best * 1.05)
+    for rule in ("published", "symmetric"):
+        d = make_policy("demeter", SPACE, keep_rule=rule).decide(state(above, window=600), ctx())
+        assert d.action in (Action.KEEP, Action.PROFILE) and "differs by only" in d.reason
+    with pytest.raises(ValueError, match="keep_rule must be 'published' or 'symmetric'"):
+        make_policy("demeter", SPACE, keep_rule="lazy").decide(state(near, window=600), ctx())
