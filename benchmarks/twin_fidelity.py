@@ -76,6 +76,7 @@ from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.folder_calibration import REDEPLOY_FITS  # noqa: E402
 from flinktune.twin.grey_box import cross_validate  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
+from flinktune.twin.recovery_checks import DEMETER_CHECKS, on_schedule  # noqa: E402
 
 __all__ = ["CV_TARGETS", "compare", "main", "render", "render_loro", "replayed_table", "run"]
 
@@ -254,12 +255,24 @@ def run(
         "comparison": table, "seeds": list(seeds), "failures": failures, "failures_from": failures_from, "static_note": static_note,
         "cpu_note": cpu_note, "restart_note": restart_note, "busy_note": busy_note, "downtime_note": downtime_note, "redeploy_note": redeploy_note, "targets": options, "operator": operator, "cpu_per_busy": profile.cpu_per_busy,
         "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
+        "checks_note": _checks_note(runs_csv["recovery_s"].to_numpy(dtype=float)),
         "carry_profiles": measured_ranks is not None, "per_rank": rank_table, "per_rank_seeds": pd.DataFrame(per_rank),
     }  # fmt: skip
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(render(result, data, command))
     return result
+
+
+def _checks_note(recoveries: np.ndarray) -> str:
+    """How many of the folder's recorded recoveries lie on the replayed Demeter profiler's check times."""
+    c = DEMETER_CHECKS
+    hit, of = on_schedule(recoveries, c)
+    return (
+        f"the replayed Demeter reads its profiling runs' recoveries at checks {c.first_check_s} s after the fault, then every "
+        f"{c.check_every_s} s (flinktune.twin.recovery_checks); {hit} of the folder's {of} recorded recoveries below the "
+        f"{c.cap_s:g} s cap lie within 6 s of a check"
+    )
 
 
 def _with_default(table: pd.DataFrame, runs: dict, default) -> pd.DataFrame:
@@ -314,7 +327,8 @@ def render(r: dict, data: Path, command: str) -> str:
         f"Static: {r['static_note']}.\n\n"
         f"Operator autoscaler: version `{r['operator']}` ({OPERATOR_NOTES[r['operator']]}); busy time it reads: {r['busy_note']}.\n\n"
         f"CPU: {r['cpu_note']}. Restart cost: {r['restart_note']}. Redeploy downtime: {r['downtime_note']}. Redeploy warm-up: {r['redeploy_note']}. Policy options (targets from the measured methods' names; the operator's version and busy time): {r['targets'] or 'none'}. "
-        "Slow recoveries: detector-like measure (20 s wait, then 15 normal points of 5 s; the twin's own lag measure in `slow_recoveries_twin_measure`).\n\n"
+        "Slow recoveries: detector-like measure (20 s wait, then 15 normal points of 5 s; the twin's own lag measure in `slow_recoveries_twin_measure`). "
+        f"Profiling recoveries: {r['checks_note']}.\n\n"
         + _md(r["comparison"]) + "\n"
         + ("" if r.get("per_rank") is None else
            "\n## Demeter with a carried profile database, per rank (replay k of each seed's chain against measured run k)\n\n"

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DEMETER_CHECKS", "RecoveryChecks", "checked_recovery_time"]
+__all__ = ["DEMETER_CHECKS", "RecoveryChecks", "checked_recovery_time", "on_schedule"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,16 @@ def checked_recovery_time(lag: np.ndarray, fail_index: int, rate: float, checks:
             return float(c)
         c += checks.check_every_s
     return float(checks.cap_s)
+
+
+def on_schedule(recoveries: np.ndarray, checks: RecoveryChecks = DEMETER_CHECKS, tolerance_s: float = 6.0) -> tuple[int, int]:
+    """(on schedule, of) the recorded recoveries below ``checks.cap_s``: how many lie within
+    ``tolerance_s`` of a check time. Use it to see whether a profiling table was read at these checks
+    (the real ADS runs: 85 of 105) before replaying its profiler with them; NaN (not measured) is skipped."""
+    rec = np.asarray(recoveries, dtype=float)
+    rec = rec[np.isfinite(rec) & (rec < checks.cap_s)]
+    times = np.arange(checks.first_check_s, checks.cap_s, checks.check_every_s, dtype=float)
+    if rec.size == 0:
+        return 0, 0
+    near = np.abs(rec[:, None] - times[None, :]).min(axis=1) <= tolerance_s
+    return int(near.sum()), int(rec.size)

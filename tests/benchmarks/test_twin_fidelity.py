@@ -36,6 +36,7 @@ def test_every_figure_is_produced(slice_dir, tmp_path) -> None:
     assert "leave-one-run-out" in text and "ranking on p95" in text and "reconfigurations" in text
     # The operator autoscaler the measured runs used, by default; the slice has no measured_60s: said so.
     assert r["operator"] == "demeter-1.6" and "Operator autoscaler: version `demeter-1.6`" in text
+    assert "recorded recoveries below the 360 s cap lie within 6 s of a check" in text
     assert "busy time not calibrated" in r["busy_note"] and "no measured operator run" in r["redeploy_note"]
     assert r["targets"]["autoscaler"]["target_utilization"] == 0.35 and "busy_time_scale" not in r["targets"]["autoscaler"]
     # Measured figures come from the folder, not from constants: Demeter's CPU relative to static.

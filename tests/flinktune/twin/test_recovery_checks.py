@@ -17,7 +17,7 @@ from flinktune.replay.harness import _profiling_fields
 from flinktune.replay.models import ReplayModels, make_forecaster
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import profile_run, recovery_time
-from flinktune.twin.recovery_checks import DEMETER_CHECKS, RecoveryChecks, checked_recovery_time
+from flinktune.twin.recovery_checks import DEMETER_CHECKS, RecoveryChecks, checked_recovery_time, on_schedule
 
 DATA = Path(
     os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[3].parent / "shared" / "data" / "demeter-ads")
@@ -104,3 +104,10 @@ def test_checks_match_the_measured_recovery_class_better_on_real_runs() -> None:
         right[measure] = float(np.mean((twin <= 180) == measured_ok))
     assert right["demeter"] >= 0.83, right
     assert right["demeter"] >= right["drained"] + 0.05, right
+
+
+def test_on_schedule_counts_recoveries_near_a_check_time() -> None:
+    c = DEMETER_CHECKS
+    rec = np.array([c.first_check_s + 2, c.first_check_s + c.check_every_s - 5, c.first_check_s + 15, 360.0, np.nan])
+    assert on_schedule(rec) == (2, 3)  # the cap and the unmeasured run are left out
+    assert on_schedule(np.array([360.0])) == (0, 0)
