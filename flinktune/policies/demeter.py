@@ -47,9 +47,11 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
   safety margin against over-optimistic cheapest picks) and the rest are ranked by Demeter's objective: the sum over
   CPU and memory of ``log(total) / reference``, the reference being its hypervolume threshold
   ``max(1.1 v, v + 0.45)`` with ``v = log(maximum total)``.
-- **Switch** (1.5 step 4): when the current configuration meets the constraints it is kept unless
-  the best candidate's objective differs from it by more than 5 %, *in either direction* (the
-  published code also switches to a costlier best candidate).
+- **Switch** (1.5 step 4): when the current configuration meets the constraints it is kept only
+  when the best candidate is cheaper by at most 5 %; a best candidate that is cheaper by more, or
+  costlier by any amount, is moved to (the published code's condition; ``keep_rule="symmetric"``
+  keeps it whenever the best is within 5 % either way). The constraint check, the objective and
+  the screen are :mod:`flinktune.policies.demeter_ranking`.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from flinktune.policies.demeter_constraints import (
     fit_constraint_models,
     support_chunks,
 )
+from flinktune.policies.demeter_ranking import demeter_objective, meets_constraints, screen_candidates
 from flinktune.tuner.profiling import propose_profiling
 from flinktune.tuner.selection import CandidateScores, score_candidates
 
@@ -81,53 +84,6 @@ __all__ = [
     "screen_candidates",
     "target_chunk",
 ]
-
-#: Demeter's margin between an objective's log-maximum and its hypervolume reference point: the
-#: largest |N(0, 0.1)| of 1e5 draws (about 0.45), beside 10 % of the log-maximum (ANCHORS.md 1.3).
-_REF_MARGIN = 0.45
-#: Demeter's bad-latency boundary over the lowest profiled latency: 4^atanh(0.5) (ANCHORS.md 1.3).
-_BAD_LATENCY = 4.0 ** math.atanh(0.5)
-
-
-def meets_constraints(
-    scores: CandidateScores, latency_target_ms: float, recovery_limit_s: float, scaler: float = 1.25
-) -> np.ndarray:
-    """Demeter's constraint check per candidate (ANCHORS.md 1.5 step 3): the predicted mean + 1 std
-    (model space: log ms, log s) in linear space, scaled by ``scaler``, within each boundary.
-    Latency is normalised as Demeter does, ``tanh(log_4(latency / lowest))`` against 0.5, with the
-    lowest profiled latency taken as ``latency_target_ms / 4^atanh(0.5)``."""
-    lowest = latency_target_ms / _BAD_LATENCY
-    lat_hi = np.exp(np.log(np.maximum(scores.latency_ms, 1e-9)) + scores.latency_std)
-    norm = np.maximum(0.0, np.tanh(np.log(np.maximum(lat_hi / lowest, 1e-12)) / math.log(4.0)))
-    rec_std = scores.recovery_std if scores.recovery_std is not None else np.zeros(len(scores.candidates))
-    rec_hi = np.exp(np.log(np.maximum(scores.recovery_s, 1e-9)) + rec_std)
-    return (scaler * norm <= 0.5) & (scaler * rec_hi <= recovery_limit_s)
-
-
-def demeter_objective(cfg: Configuration, space: ConfigSpace) -> float:
-    """Demeter's scalarised usage of ``cfg``: ``log(total CPU) / ref_cpu + log(total memory) / ref_mem``
-    (ANCHORS.md 1.3 and 1.5 step 3; lower is better; the maximum configuration scores just under 2)."""
-    mx = space.maximum
-    out = 0.0
-    for used, most in ((cfg.total_cpu, mx.total_cpu), (cfg.total_memory_mb, mx.total_memory_mb)):
-        v = math.log(most)
-        out += math.log(used) / max(1.1 * v, v + _REF_MARGIN)
-    return out
-
-
-def screen_candidates(usages: np.ndarray, feasible: np.ndarray, factor: float = 1.25, quantile: float = 0.25) -> np.ndarray:
-    """Indices of the feasible candidates Demeter ranks. ``usages`` is candidates x objectives (the
-    reserved totals, linear); per objective, a candidate stays when its usage is at least
-    ``max(factor x the cheapest, the quantile-th percentile)`` of the feasible candidates' usages,
-    and it must stay on every objective. When that leaves none, the candidates that stay on the
-    most objectives remain (all of them when none stays on any: the screen then removes nothing)."""
-    idx = np.flatnonzero(feasible)
-    if idx.size == 0:
-        return idx
-    u = np.asarray(usages, dtype=float)[idx].reshape(idx.size, -1)
-    floors = np.maximum(factor * u.min(axis=0), np.quantile(u, quantile, axis=0))
-    passed = (u >= floors - 1e-9).sum(axis=1)
-    return idx[passed == passed.max()]
 
 
 def target_chunk(rates: np.ndarray, rate: float, chunk: float, current_rate: float | None = None) -> tuple[float, float]:
@@ -203,6 +159,10 @@ class DemeterPolicy:
     _cfits: dict = field(default_factory=dict, repr=False)
     _clock: float | None = field(default=None, repr=False)
     _profiled: float | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.keep_rule not in ("published", "symmetric"):
+            raise ValueError(f"keep_rule must be 'published' or 'symmetric', got {self.keep_rule!r}")
 
     def _due(self, state: JobState) -> float | None:
         """Seconds still to wait on the optimisation clock (None: optimise now)."""
@@ -440,8 +400,6 @@ class DemeterPolicy:
             screened_out=int(feasible.sum() - ranked.size),
         )
         cur_usage = demeter_objective(state.config.with_(vertex_parallelism={}), self.space)
-        if self.keep_rule not in ("published", "symmetric"):
-            raise ValueError(f"keep_rule must be 'published' or 'symmetric', got {self.keep_rule!r}")
         costlier = ""
         if cur is not None and feasible[cur]:
             diff = abs(float(usage[best]) - cur_usage) / cur_usage

@@ -8,7 +8,7 @@ four outcomes in log space, fitted noise, observation noise in the predictions) 
 - **Constraint outcomes** (1.3): latency is modelled as ``log1p(norm)`` with
   ``norm = max(0, tanh(log_4(latency / lowest)))`` (bounded: a configuration that fell far behind
   weighs as much as one just over the boundary), recovery as ``log(recovery s)``. The lowest
-  latency is taken as the target / 4^atanh(0.5), as :func:`~flinktune.policies.demeter.meets_constraints`
+  latency is taken as the target / 4^atanh(0.5), as :func:`~flinktune.policies.demeter_ranking.meets_constraints`
   does (the published one is the smallest gradient-boosted profile latency [inferred: not
   reproduced]).
 - **Fixed observation noise** (1.3, ``EvaluatorBO.finalize_scores``): each observation is

@@ -13,7 +13,7 @@ due and time the recovery until the lag is back at its pre-failure level and sta
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -87,8 +87,12 @@ def recovery_time(
     return float(min(hits[0] + 1, cap_s))
 
 
+#: The reading of each of :data:`RECOVERY_MEASURES`.
+_MEASURES: dict[str, Callable[[np.ndarray, int, float], float]] = {"drained": recovery_time, "demeter": checked_recovery_time}
+
+
 def _check_measure(measure: str) -> None:
-    if measure not in RECOVERY_MEASURES:
+    if measure not in _MEASURES:
         raise ValueError(f"unknown recovery measure {measure!r}; known: {', '.join(RECOVERY_MEASURES)}")
 
 
@@ -137,7 +141,7 @@ def profile_run(
         "input_rate": float(window["rate"].mean()),
         "throughput": float(window["throughput"].mean()),
         "latency_ms": float(window["latency_p95_ms"].mean()),
-        "recovery_s": (recovery_time if recovery_measure == "drained" else checked_recovery_time)(lag, fail_at - start_ts, rate),
+        "recovery_s": _MEASURES[recovery_measure](lag, fail_at - start_ts, rate),
         "cpu_used": float(window["cpu_used"].mean()),
         "memory_used_mb": float(window["memory_used_mb"].mean()),
     }
@@ -156,7 +160,6 @@ def profile_configs(
 ) -> pd.DataFrame:
     """Profile every configuration at every rate; one row per run, columns ``PROFILING_COLUMNS``
     (``recovery_measure``: one of :data:`RECOVERY_MEASURES`)."""
-    _check_measure(recovery_measure)
     configs, rates = list(configs), [float(r) for r in rates]
     if not configs or not rates:
         raise ValueError(f"profiling needs at least one configuration and one rate (got {len(configs)} and {len(rates)})")
