@@ -10,9 +10,9 @@
   DAG runs into it.
 
 The suite runs on two pytest-xdist workers (``-n 2`` in pyproject.toml): session fixtures are
-built once per worker, and the slow tests that start server stacks (marked ``servers``) go to one
-worker (``xdist_group``), one after another. ``--dist loadgroup`` hands that group out first (it
-orders work units by size) and the rest in collection order, so the e2e demo and the modules with
+built once per worker, and the slow tests that start server stacks (marked ``servers``) and the
+e2e demo go to one worker (``xdist_group``), one after another. ``--dist loadgroup`` hands that
+group out first (it orders work units by size) and the rest in collection order, so the modules with
 slow tests are moved to the front: they start on the other worker while the stacks run.
 """
 
@@ -79,17 +79,18 @@ def pytest_collection_modifyitems(config, items):
     # One worker runs the tests that start whole server stacks (local Flink, Airflow's servers, the
     # rehearsal, Spark standalone), one after another: scripts/setup_local_flink.sh writes shared
     # files, and two stacks at once on two cores time out each other's servers. The e2e demo starts
-    # no server (dag.test, local Spark, SQLite): it runs on the other worker, beside the stacks.
+    # no server but runs the whole pipeline (dag.test, local Spark, MLflow): beside the rehearsal
+    # both took about 735 s, against about 165 s for the demo alone, so it joins that queue too.
     # A module that builds a costly module fixture for several tests names its own group (a
     # ``pytest.mark.xdist_group`` in its ``pytestmark``), so one worker builds it once.
     for item in items:
-        if item.get_closest_marker("servers"):
+        if item.get_closest_marker("servers") or item.get_closest_marker("e2e"):
             _join_group(config, item, "server-stacks")
         elif (own := item.get_closest_marker("xdist_group")) is not None:
             _join_group(config, item, str(own.kwargs.get("name", own.args[0] if own.args else "default")))
-    # Longest first: the e2e demo (3-5 minutes), then modules with slow tests (whole modules, so
-    # module fixtures are still built once per worker): the other worker starts them while the stack
-    # worker runs its group, and short tests fill in at the end. (The stack worker queues up to two
+    # Longest first: the e2e tests (the demo, then the stacks; all in the stack group), then modules
+    # with slow tests (whole modules, so module fixtures are still built once per worker): the other
+    # worker starts them while the stack worker runs its group, and short tests fill in at the end. (The stack worker queues up to two
     # more units behind its group once its first stack test ends.)
     slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: (item.get_closest_marker("e2e") is None, item.path not in slow_modules))

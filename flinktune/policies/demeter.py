@@ -47,10 +47,15 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
   safety margin against over-optimistic cheapest picks) and the rest are ranked by Demeter's objective: the sum over
   CPU and memory of ``log(total) / reference``, the reference being its hypervolume threshold
   ``max(1.1 v, v + 0.45)`` with ``v = log(maximum total)``.
-- **Switch** (1.5 step 4): when the current configuration meets the constraints it is kept only
-  when the best candidate is cheaper by at most 5 %; a best candidate that is cheaper by more, or
-  costlier by any amount, is moved to (the published code's condition; ``keep_rule="symmetric"``
-  keeps it whenever the best is within 5 % either way). The constraint check, the objective and
+- **Switch** (1.5 steps 3-4): the candidates are the configurations other than the current one
+  (``candidate_set="all"`` ranks the current one too). When the current configuration meets the
+  constraints, or is the default, it is kept only when the best candidate is cheaper by at most
+  5 %; a best candidate that is cheaper by more, or costlier by any amount, is moved to (the
+  published code's condition; ``keep_rule="symmetric"`` keeps it whenever the best is within 5 %
+  either way). So a current configuration that is itself the cheapest is left for the best other
+  one, which is how the published optimiser changes shape at nearly every round away from the
+  default. When no other candidate remains it keeps a current one that copes, else it goes to the
+  default. The constraint check, the objective and
   the screen are :mod:`flinktune.policies.demeter_ranking`.
 """
 
@@ -155,6 +160,12 @@ class DemeterPolicy:
     #: included; ``"symmetric"`` keeps it whenever the best is within ``min_improvement`` either
     #: way (sessions up to 16).
     keep_rule: str = "published"
+    #: Which configurations are ranked against the current one (ANCHORS.md 1.5 step 3):
+    #: ``"others"``, as published, ranks every configuration but the current one, and a current
+    #: one that meets the goals, or is the default, is then kept or left by the keep rule (so the
+    #: published rule leaves a current one that is itself the cheapest for the best other);
+    #: ``"all"`` ranks the current one too and keeps it when it ranks best (sessions up to 17).
+    candidate_set: str = "others"
     name: str = "demeter"
     _cfits: dict = field(default_factory=dict, repr=False)
     _clock: float | None = field(default=None, repr=False)
@@ -163,6 +174,8 @@ class DemeterPolicy:
     def __post_init__(self) -> None:
         if self.keep_rule not in ("published", "symmetric"):
             raise ValueError(f"keep_rule must be 'published' or 'symmetric', got {self.keep_rule!r}")
+        if self.candidate_set not in ("others", "all"):
+            raise ValueError(f"candidate_set must be 'others' or 'all', got {self.candidate_set!r}")
 
     def _due(self, state: JobState) -> float | None:
         """Seconds still to wait on the optimisation clock (None: optimise now)."""
@@ -369,9 +382,21 @@ class DemeterPolicy:
         totals = np.array([(c.total_cpu, c.total_memory_mb) for c in scores.candidates], dtype=float)
         feasible, how = self._feasible(scores, context, chunk)
         inputs.update(how)
-        ranked = screen_candidates(totals, feasible, self.screen_factor, self.screen_quantile)
         cur = scores.index_of(state.config)
+        others = self.candidate_set == "others"
+        rankable = feasible.copy()
+        if others and cur is not None:
+            rankable[cur] = False
+        ranked = screen_candidates(totals, rankable, self.screen_factor, self.screen_quantile)
+        # The published optimiser counts the default as able to handle any rate (1.5 step 4).
+        cur_ok = cur is not None and bool(feasible[cur] or (others and state.config == mx))
         if ranked.size == 0:
+            if others and cur is not None and cur_ok and state.config != mx:
+                why = (
+                    f"no other configuration meets the goals at {planned:,.0f} rec/s (mean + std x 1.25) and the "
+                    f"current one does ({scores.summary(cur)})"
+                )
+                return self._keep_and_profile(state, context, planned, inputs, why)
             if state.config == mx:
                 why = f"no configuration meets the goals at {planned:,.0f} rec/s (mean + std x 1.25): stay at the maximum"
                 return self._keep_and_profile(state, context, planned, inputs, why)
@@ -401,12 +426,13 @@ class DemeterPolicy:
         )
         cur_usage = demeter_objective(state.config.with_(vertex_parallelism={}), self.space)
         costlier = ""
-        if cur is not None and feasible[cur]:
+        if cur is not None and cur_ok:
             diff = abs(float(usage[best]) - cur_usage) / cur_usage
             cheaper = float(usage[best]) < cur_usage
             if best == cur or (diff <= self.min_improvement and (cheaper or self.keep_rule == "symmetric")):
+                holds = "meets the goals" if feasible[cur] else "is the default, taken to cope"
                 why = (
-                    f"current configuration meets the goals at {planned:,.0f} rec/s ({scores.summary(cur)}); the best "
+                    f"current configuration {holds} at {planned:,.0f} rec/s ({scores.summary(cur)}); the best "
                     f"candidate's usage differs by only {diff:.0%}"
                 )
                 return self._keep_and_profile(state, context, planned, inputs, why)

@@ -86,9 +86,32 @@ def test_it_switches_when_the_best_candidate_costs_more_than_five_percent_more()
     # The old rule kept a feasible configuration whenever the best one was not >5 % cheaper.
     assert d.action is Action.RECONFIGURE and d.target == first.target
     assert demeter_objective(d.target, SPACE) > 1.05 * demeter_objective(cheap, SPACE)
-    again = make_policy("demeter", SPACE).decide(state(first.target, window=600), ctx())
-    # Kept (a profiling round may come with the keep: the profiling thread runs beside the optimiser).
+    # Ranked against itself too (the old candidate set), the best is kept (a profiling round may
+    # come with the keep: the profiling thread runs beside the optimiser).
+    again = make_policy("demeter", SPACE, candidate_set="all").decide(state(first.target, window=600), ctx())
     assert again.action in (Action.KEEP, Action.PROFILE) and "differs by only" in again.reason
+
+
+def test_a_current_configuration_that_is_the_cheapest_is_left_for_the_best_other_one():
+    # Published (ANCHORS.md 1.5 steps 3-4): the candidates are the other configurations, so at the
+    # best one the optimiser compares the next best with it and, that one being costlier, moves.
+    best = make_policy("demeter", SPACE).decide(state(window=600), ctx()).target
+    d = make_policy("demeter", SPACE).decide(state(best, window=600), ctx())
+    assert d.action is Action.RECONFIGURE and d.target != best
+    assert demeter_objective(d.target, SPACE) >= demeter_objective(best, SPACE)
+    assert "costlier than the current one" in d.reason
+
+
+def test_with_no_other_candidate_a_coping_current_configuration_is_kept():
+    best = make_policy("demeter", SPACE).decide(state(window=600), ctx()).target
+    pol = make_policy("demeter", SPACE)
+    # Only the current configuration meets the goals: nothing else to rank, so it stays.
+    only_current = lambda scores, *a, **k: np.array([c == best for c in scores.candidates])  # noqa: E731
+    pol._feasible = lambda scores, context, chunk: (only_current(scores), {})
+    d = pol.decide(state(best, window=600), ctx())
+    assert d.action in (Action.KEEP, Action.PROFILE) and "no other configuration meets the goals" in d.reason
+    with pytest.raises(ValueError, match="candidate_set"):
+        make_policy("demeter", SPACE, candidate_set="mine")
 
 
 def test_the_constraint_check_is_mean_plus_std_scaled_by_1_25():
