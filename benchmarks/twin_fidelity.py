@@ -71,7 +71,7 @@ from flinktune.config_space import space_from_runs  # noqa: E402
 from flinktune.policies.autoscaler import VERSIONS  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.metrics import relative_table  # noqa: E402
-from flinktune.replay.runner import run_replay  # noqa: E402
+from flinktune.replay.runner import run_replays  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.folder_calibration import REDEPLOY_FITS  # noqa: E402
 from flinktune.twin.grey_box import cross_validate  # noqa: E402
@@ -218,16 +218,26 @@ def run(
     # configuration of a job whose idle latency is above 1 s "bad").
     latency_target_ms = BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
     per_seed, per_rank = [], []
-    for seed in seeds:
-        settings = ReplaySettings(
+    seed_settings = {
+        seed: ReplaySettings(
             workload="ads", failures=failures, seed=seed, forecaster=forecaster, latency_target_ms=latency_target_ms
         )
-        # The operator's noisy readings draw from the replay's seed (a no-op for a policy without noise).
-        seeded = {**options, "autoscaler": {**options.get("autoscaler", {}), "noise_seed": seed}}
-        once = [p for p in policies if measured_ranks is None or p != CARRIED]
-        replays = run_replay(
-            trace, "ysb", once, settings, workers=workers, progress=None, space=space, profile=profile, policy_options=seeded
-        )
+        for seed in seeds
+    }
+    # The operator's noisy readings draw from the replay's seed (a no-op for a policy without noise).
+    seed_options = {seed: {**options, "autoscaler": {**options.get("autoscaler", {}), "noise_seed": seed}} for seed in seeds}
+    once = [p for p in policies if measured_ranks is None or p != CARRIED]
+    # Every seed's replays on one pool: Demeter's seeds run side by side (a pool per seed left a
+    # worker idle while Demeter, the slowest by far, replayed alone).
+    print(f"replaying {', '.join(once)} on {len(seeds)} seeds ({workers} workers)", file=sys.stderr, flush=True)
+    all_replays = run_replays(
+        trace,
+        {(seed, p): (p, seed_settings[seed], seed_options[seed].get(p)) for seed in seeds for p in once},
+        workers=workers, progress=sys.stderr, space=space, profile=profile,
+    )  # fmt: skip
+    for seed in seeds:
+        settings, seeded = seed_settings[seed], seed_options[seed]
+        replays = {p: all_replays[(seed, p)] for p in once}
         if measured_ranks is None:
             tables = [_with_default(replayed_table(replays, settings.recovery_limit_s), replays, mx)]
         else:  # Demeter's chain: one table per rank, the others' rows the same in each

@@ -11,10 +11,10 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import pandas as pd
 
@@ -27,6 +27,8 @@ from flinktune.twin.failures import parse_failures
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.workload import WORKLOADS, generate_trace, load_trace_csv
 
+K = TypeVar("K", bound=Hashable)
+
 __all__ = [
     "SHIPPED_PROFILES",
     "cli_replay",
@@ -35,6 +37,7 @@ __all__ = [
     "resolve_policies",
     "resolve_profile",
     "run_replay",
+    "run_replays",
     "split_history",
 ]
 
@@ -170,36 +173,62 @@ def run_replay(
     ``start_state`` the state every policy starts from (default static max; :func:`prepare_replay`).
     ``progress``: a stream for the progress bar, True for standard error (read at call time), None or False for none.
     """
+    options = policy_options or {}
+    jobs = {name: (name, settings, options.get(name)) for name in policies}
+    runs = run_replays(
+        trace, jobs, workload=workload, workers=workers, progress=progress, space=space, profile=profile, start_state=start_state
+    )
+    return {p: runs[p] for p in policies}
+
+
+def run_replays(
+    trace: pd.Series,
+    jobs: Mapping[K, tuple[str, ReplaySettings, dict[str, Any] | None]],
+    *,
+    workload: str = "ysb",
+    workers: int = 2,
+    progress: TextIO | bool | None = True,
+    space: ConfigSpace | None = None,
+    profile: ClusterProfile | None = None,
+    start_state: dict[str, Any] | None = None,
+) -> dict[K, PolicyRun]:
+    """Many replays of ``trace`` on one pool: ``jobs`` maps a key (e.g. ``(seed, policy)``) to
+    (policy name, its settings, its options or None). Use it for a benchmark over several seeds, so
+    that a slow policy's seeds run side by side instead of one seed's policies at a time. Result
+    ordered as ``jobs``; ``workers``, ``progress``, ``space``, ``profile`` and ``start_state`` as
+    in :func:`run_replay`."""
     prof = profile or ClusterProfile.default(workload)
     space = space or default_space()
-    options = policy_options or {}
     bar = None
     if progress is True:
-        bar = _Progress(len(policies))
+        bar = _Progress(len(jobs))
     elif progress:
-        bar = _Progress(len(policies), progress)
-    runs: dict[str, PolicyRun] = {}
-    # Slowest first so the two processes finish together.
-    order = sorted(policies, key=lambda p: {"demeter": 0, "flinktune": 1}.get(p, 2))
+        bar = _Progress(len(jobs), progress)
+    runs: dict[K, PolicyRun] = {}
+    # Slowest first so the processes finish together.
+    order = sorted(jobs, key=lambda k: {"demeter": 0, "flinktune": 1}.get(jobs[k][0], 2))
     if workers <= 1:
-        for name in order:
-            runs[name] = replay_policy(
-                name, trace, prof, space, settings, policy_options=options.get(name), start_state=start_state
-            )
+        for key in order:
+            name, st, opts = jobs[key]
+            runs[key] = replay_policy(name, trace, prof, space, st, policy_options=opts, start_state=start_state)
             if bar:
-                bar.step(name)
+                bar.step(_label(key))
     else:
         # Spawned, not forked: the caller may hold threads (Spark's gateway, Airflow's in-process API in
         # the local runner's child), and a forked child can hang on a lock one of them held.
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {
-                pool.submit(_one, name, trace, prof, space, settings, options.get(name), start_state): name for name in order
+                pool.submit(_one, jobs[key][0], trace, prof, space, jobs[key][1], jobs[key][2], start_state): key for key in order
             }
             for fut in as_completed(futures):
                 runs[futures[fut]] = fut.result()
                 if bar:
-                    bar.step(futures[fut])
-    return {p: runs[p] for p in policies}
+                    bar.step(_label(futures[fut]))
+    return {k: runs[k] for k in jobs}
+
+
+def _label(key: Hashable) -> str:
+    return " ".join(map(str, key)) if isinstance(key, tuple) else str(key)
 
 
 def cli_replay(
