@@ -16,6 +16,12 @@ configuration, returns to it, memory and CPU reserved over the default's, change
 profiled space's maximum, 24 TaskManagers x 1 slot here; minutes in a transition, with fractional
 counts, are left out of the configuration sequence).
 
+Both sides also give ``elevated_per_change``: per configuration change, the minutes from 2 before
+to 6 after it whose latency is over 3x the run's median latency (what a change costs the latency,
+the p95's main source once changes are frequent; :func:`elevated_minutes_per_change`).
+``--method operator35`` reads another measured method's files for the measured side (its shares of
+the default and returns mean little there).
+
 ``--carry-profiles``: per seed, a chain of as many replays as the folder has measured Demeter runs,
 each starting with the previous one's profiles (:mod:`benchmarks.carried_profiles`); the rows gain
 ``run`` (the rank in the chain, to read beside the measured run of that number) and ``profiles_at_start``.
@@ -41,7 +47,18 @@ from flinktune.replay.harness import PolicyRun, ReplaySettings, replay_policy  #
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 
-__all__ = ["decision_path", "measured_trajectory", "twin_trajectory"]
+__all__ = ["decision_path", "elevated_minutes_per_change", "measured_trajectory", "twin_trajectory"]
+
+
+def elevated_minutes_per_change(latency: np.ndarray, changes: np.ndarray, *, before: int = 2, after: int = 6) -> float:
+    """Mean over the changes (minute indices into ``latency``, one value a minute) of the minutes in
+    ``[change - before, change + after)`` whose latency is over 3x the median of ``latency``; NaN
+    without a change. Overlapping windows count a minute once per change."""
+    lat = np.asarray(latency, dtype=float)
+    if len(changes) == 0 or not np.isfinite(lat).any():
+        return float("nan")
+    high = lat > 3.0 * np.nanmedian(lat)
+    return float(np.mean([high[max(int(c) - before, 0) : int(c) + after].sum() for c in changes]))
 
 
 def decision_path(d: dict) -> str:
@@ -104,37 +121,57 @@ def _row(run: PolicyRun, mx: Configuration) -> dict:
         "memory": float(m["total_memory_mb"].mean() / mx.total_memory_mb),
         "cpu": float(m["total_cpu"].mean() / mx.total_cpu),
         "changes": len(changed),
+        "elevated_per_change": _twin_elevated(run),
         **{f"by_{k}": int((changed == k).sum()) for k in ("fallback", "no_feasible", "switch")},
         "profile_decisions": int((paths == "profile").sum()),
         "profiling_runs": int(run.summary.get("profiling_runs", 0)),
     }
 
 
-def measured_trajectory(data: Path) -> pd.DataFrame:
-    """One row per measured Demeter run: share of minutes at the default, returns to it (between
-    whole-number configurations), configuration changes (same) and the most frequent shapes. The
-    default is the profiled space's maximum (Demeter's default is its largest configuration)."""
+def iter_shapes(task_managers: np.ndarray, slots: np.ndarray) -> list[str]:
+    """``"<TaskManagers>x<slots per TaskManager>"`` per minute (whole-number rows only make sense)."""
+    return [f"{int(a)}x{int(round(b / a))}" if a > 0 and a == round(a) else "" for a, b in zip(task_managers, slots)]
+
+
+def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
+    """One row per measured run of ``method`` (``measured_60s/*_<method>_*.csv``): share of minutes at
+    the default, returns to it (between whole-number configurations), configuration changes (same),
+    latency-elevated minutes per change and the most frequent shapes. The default is the profiled
+    space's maximum (Demeter's default is its largest configuration)."""
     mx = space_from_runs(pd.read_csv(data / "profiling_runs.csv")).maximum
     default_shape = f"{mx.taskmanagers}x{mx.task_slots}"
     rows = []
-    for f in sorted((data / "measured_60s").glob("*_demeter_*.csv")):
-        d = pd.read_csv(f).dropna(subset=["task_managers", "task_slots"])
+    for f in sorted((data / "measured_60s").glob(f"*_{method}_*.csv")):
+        d = pd.read_csv(f).dropna(subset=["task_managers", "task_slots"]).reset_index(drop=True)
         tm, sl = d["task_managers"].to_numpy(), d["task_slots"].to_numpy()
         whole = (tm == np.round(tm)) & (sl == np.round(sl)) & (tm > 0)
-        shape = [f"{int(a)}x{int(round(b / a))}" for a, b in zip(tm[whole], sl[whole])]
+        shape = list(iter_shapes(tm[whole], sl[whole]))
         seq = pd.Series(shape)
         runs = seq[seq != seq.shift()]
         default = (tm == mx.taskmanagers) & (sl == mx.taskmanagers * mx.task_slots)
+        # The minute of each change, on the minutes kept (a transition's fractional minutes carry the last shape).
+        full = pd.Series([s if w else None for s, w in zip(iter_shapes(tm, sl), whole)], dtype=object).ffill()
+        change_at = np.flatnonzero((full != full.shift()).to_numpy() & full.shift().notna().to_numpy())
+        latency = d["latency"].to_numpy(dtype=float) if "latency" in d else np.full(len(d), np.nan)
         rows.append(
             {
                 "run": f.name.split("_")[0],
                 "at_default": float(default.mean()),
                 "returns": int((runs.iloc[1:] == default_shape).sum()),
                 "changes": len(runs) - 1,
+                "elevated_per_change": elevated_minutes_per_change(latency, change_at),
                 "shapes": ", ".join(f"{k} {v / len(seq):.0%}" for k, v in seq.value_counts().head(4).items()),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _twin_elevated(run: PolicyRun) -> float:
+    """:func:`elevated_minutes_per_change` of a replay (its minutes and its changed decisions)."""
+    minutes = run.minutes.reset_index()
+    t0 = pd.Timestamp(minutes["ts"].iloc[0]).timestamp()
+    at = [int((float(d["ts"]) - t0) // 60) for d in run.decisions if d["changed"]]
+    return elevated_minutes_per_change(minutes["latency_p95_ms"].to_numpy(dtype=float), np.array(at, dtype=int))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--seeds", default="7,8,9")
     ap.add_argument("--hours", type=float, default=None, help="Replay only the first hours (quick check).")
+    ap.add_argument("--method", default="demeter", help="Measured method whose runs are read (default demeter; e.g. operator35).")
     ap.add_argument(
         "--carry-profiles",
         action="store_true",
@@ -149,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     a = ap.parse_args(argv)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print("measured\n", measured_trajectory(a.data).to_string(index=False))
+        print(f"measured ({a.method})\n", measured_trajectory(a.data, a.method).to_string(index=False))
         tw = twin_trajectory(a.data, [int(s) for s in a.seeds.split(",")], a.hours, carry=a.carry_profiles)
         print("twin\n", tw.to_string(index=False))
         if a.carry_profiles:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks.demeter_trajectory import decision_path, measured_trajectory
+from benchmarks.demeter_trajectory import decision_path, elevated_minutes_per_change, measured_trajectory
 
 DATA = Path(
     os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[2].parent / "shared" / "data" / "demeter-ads")
@@ -22,6 +23,19 @@ def test_measured_trajectory_of_the_real_runs() -> None:
     # What session 14 read by hand from measured_60s/*_demeter_*.csv (docs/results/twin-fidelity-ads.md).
     assert t["at_default"].round(2).tolist() == [0.61, 0.55, 0.29]
     assert t["returns"].tolist() == [10, 8, 10] and t["changes"].tolist() == [30, 33, 52]
+    # Session 18: a change costs Demeter's latency 1.2-1.7 minutes over 3x the median, the operator's 3.6-3.8.
+    assert t["elevated_per_change"].round(2).tolist() == [1.17, 1.3, 1.69]
+    op = measured_trajectory(DATA, "operator35")
+    assert len(op) == 3 and (op["elevated_per_change"].between(3.5, 3.9)).all()
+
+
+def test_elevated_minutes_count_the_high_minutes_around_each_change() -> None:
+    lat = np.array([1.0] * 20)
+    lat[[4, 5, 6, 15]] = 10.0  # over 3x the median (1.0)
+    # change at 5: minutes 3..10 hold 4, 5, 6 -> 3; change at 16: minutes 14..21 hold 15 -> 1
+    assert elevated_minutes_per_change(lat, np.array([5, 16])) == 2.0
+    assert elevated_minutes_per_change(lat, np.array([0])) == 2.0  # cut at the start: minutes 0..5 hold 4, 5
+    assert np.isnan(elevated_minutes_per_change(lat, np.array([], dtype=int)))
 
 
 def test_the_default_is_the_folders_largest_configuration(tmp_path: Path) -> None:
