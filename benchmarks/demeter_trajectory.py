@@ -128,11 +128,6 @@ def _row(run: PolicyRun, mx: Configuration) -> dict:
     }
 
 
-def iter_shapes(task_managers: np.ndarray, slots: np.ndarray) -> list[str]:
-    """``"<TaskManagers>x<slots per TaskManager>"`` per minute (whole-number rows only make sense)."""
-    return [f"{int(a)}x{int(round(b / a))}" if a > 0 and a == round(a) else "" for a, b in zip(task_managers, slots)]
-
-
 def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
     """One row per measured run of ``method`` (``measured_60s/*_<method>_*.csv``): share of minutes at
     the default, returns to it (between whole-number configurations), configuration changes (same),
@@ -145,12 +140,13 @@ def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
         d = pd.read_csv(f).dropna(subset=["task_managers", "task_slots"]).reset_index(drop=True)
         tm, sl = d["task_managers"].to_numpy(), d["task_slots"].to_numpy()
         whole = (tm == np.round(tm)) & (sl == np.round(sl)) & (tm > 0)
-        shape = list(iter_shapes(tm[whole], sl[whole]))
-        seq = pd.Series(shape)
+        # "<TaskManagers>x<slots per TaskManager>" on whole-number minutes; a transition's fractional
+        # minutes carry the last shape, so a change is dated at the first minute of the new one.
+        full = pd.Series([f"{int(a)}x{int(round(b / a))}" if w else None for a, b, w in zip(tm, sl, whole)], dtype=object)
+        seq = full[whole].reset_index(drop=True)
         runs = seq[seq != seq.shift()]
         default = (tm == mx.taskmanagers) & (sl == mx.taskmanagers * mx.task_slots)
-        # The minute of each change, on the minutes kept (a transition's fractional minutes carry the last shape).
-        full = pd.Series([s if w else None for s, w in zip(iter_shapes(tm, sl), whole)], dtype=object).ffill()
+        full = full.ffill()
         change_at = np.flatnonzero((full != full.shift()).to_numpy() & full.shift().notna().to_numpy())
         latency = d["latency"].to_numpy(dtype=float) if "latency" in d else np.full(len(d), np.nan)
         rows.append(
