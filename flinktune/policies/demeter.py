@@ -17,7 +17,8 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
   failed at less load fails at more), one per configuration (the closest to the chunk's upper
   bound wins), with no rate input. This needs ``context.extras["observations"]`` and
   ``context.extras["fit_surrogate"]`` (the replay's models give both); without them
-  ``context.surrogate`` (all profiles, rate as an input) is used.
+  ``context.surrogate`` (all profiles, rate as an input) is used. The chunks and which profiles
+  each holds are :mod:`flinktune.policies.demeter_chunks`.
 - **Profiling** (1.5 step 2 and the profiling thread): while the target chunk holds fewer than 3
   profiles, whatever their latencies, the published model is still Sobol (``num_init`` 3): the
   job keeps its configuration and the chunk is profiled; with 3 or more the model decides, even
@@ -61,7 +62,6 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,13 +70,8 @@ import pandas as pd
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.stages import PolicyContext, Surrogate
-from flinktune.policies.demeter_constraints import (
-    CONSTRAINT_SEM,
-    ConstraintModels,
-    chunk_rows,
-    fit_constraint_models,
-    support_chunks,
-)
+from flinktune.policies.demeter_chunks import chunk_profiles, chunk_rows, support_chunks, target_chunk
+from flinktune.policies.demeter_constraints import CONSTRAINT_SEM, ConstraintModels, fit_constraint_models
 from flinktune.policies.demeter_ranking import demeter_objective, meets_constraints, screen_candidates
 from flinktune.tuner.profiling import propose_profiling
 from flinktune.tuner.selection import CandidateScores, score_candidates
@@ -89,29 +84,6 @@ __all__ = [
     "screen_candidates",
     "target_chunk",
 ]
-
-
-def target_chunk(rates: np.ndarray, rate: float, chunk: float, current_rate: float | None = None) -> tuple[float, float]:
-    """(lower, upper) of Demeter's target chunk for the planned ``rate`` (ANCHORS.md 1.5): chunks of
-    ``chunk`` rec/s from the lowest of the profiled ``rates``, ``current_rate`` and ``rate``; the
-    first whose lower bound is at or above ``rate``."""
-    start = min([rate, *([float(np.min(rates))] if len(rates) else []), *([current_rate] if current_rate is not None else [])])
-    lo = start + math.ceil((rate - start) / chunk - 1e-9) * chunk
-    return lo, lo + chunk
-
-
-def chunk_profiles(
-    obs: pd.DataFrame, rate: float, latency_target_ms: float, chunk: float, current_rate: float | None = None
-) -> pd.DataFrame:
-    """Demeter's training set for the target chunk of ``rate`` (ANCHORS.md 1.5): chunks of ``chunk``
-    rec/s from the lowest profiled, current (``current_rate``) or planned rate; the target chunk is
-    the *first chunk whose lower bound is at or above* ``rate`` (the chunk above the planned rate,
-    not the one holding it); it holds the profiles inside it (bounds included), those above it with
-    a good latency (<= ``latency_target_ms``) and those below it with a bad one; one per
-    configuration, the one closest to the chunk's upper bound. ``input_rate`` is set to the chunk's
-    lower bound: the chunk's model has no rate input."""
-    lo, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), rate, chunk, current_rate)
-    return chunk_rows(obs, lo, hi, latency_target_ms).assign(input_rate=lo)
 
 
 def _finite(x: float) -> float | None:
@@ -273,8 +245,8 @@ class DemeterPolicy:
         obs = context.extras.get("observations")
         bottlenecked: set[Configuration] = set()  # and those already profiled in the chunk
         if obs is not None and len(obs):
-            chunk_rows = chunk_profiles(obs, rate, context.latency_target_ms, self.chunk, _finite(state.input_rate))
-            for r in chunk_rows.itertuples(index=False):
+            in_chunk = chunk_profiles(obs, rate, context.latency_target_ms, self.chunk, _finite(state.input_rate))
+            for r in in_chunk.itertuples(index=False):
                 bottlenecked.add(
                     Configuration(
                         int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s)

@@ -52,19 +52,16 @@ __all__ = [
     "BAD_LATENCY",
     "CONSTRAINT_SEM",
     "ConstraintModels",
-    "chunk_rows",
     "fit_constraint_models",
     "fit_fixed_noise_gp",
     "latency_constraint",
     "noisy_constraints",
-    "support_chunks",
 ]
 
 #: Demeter's bad-latency boundary over the lowest profiled latency: 4^atanh(0.5) (ANCHORS.md 1.3).
 BAD_LATENCY = 4.0 ** math.atanh(0.5)
 #: The published observations' noise and fixed SEM (ANCHORS.md 1.3, ``EvaluatorBO.finalize_scores``).
 CONSTRAINT_SEM = 0.1
-_KNOBS = ["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s"]
 
 
 def latency_constraint(latency_ms: np.ndarray, latency_target_ms: float) -> np.ndarray:
@@ -99,34 +96,6 @@ def fit_fixed_noise_gp(x: np.ndarray, y: np.ndarray, *, sem: float | None = CONS
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # optimiser and jitter warnings are not actionable here
         return fit_gp(tx, ty, seed=seed, train_yvar=yvar)
-
-
-def chunk_rows(obs: pd.DataFrame, lo: float, hi: float, latency_target_ms: float) -> pd.DataFrame:
-    """The profiles Demeter assigns to the chunk ``[lo, hi]`` (ANCHORS.md 1.5): inside it (bounds
-    included), above it with a good latency, below it with a bad one; one per configuration, the
-    closest to ``hi``. Rows keep their measured ``input_rate``."""
-    r = obs["input_rate"].to_numpy(dtype=float)
-    good = obs["latency_ms"].to_numpy(dtype=float) <= latency_target_ms
-    keep = ((r >= lo) & (r <= hi)) | ((r > hi) & good) | ((r < lo) & ~good)
-    sel = obs[keep].assign(_d=np.abs(r[keep] - hi)).sort_values("_d", kind="stable")
-    return sel.drop_duplicates(_KNOBS, keep="first").drop(columns="_d").reset_index(drop=True)
-
-
-def support_chunks(
-    obs: pd.DataFrame, target_hi: float, chunk: float, latency_target_ms: float, max_support: int = 2, min_rows: int = 3
-) -> list[tuple[float, float, pd.DataFrame]]:
-    """Demeter's support chunks for a target chunk ending at ``target_hi`` (ANCHORS.md 1.5): the
-    higher chunks (``[target_hi + k chunk, target_hi + (k + 1) chunk]``, up to the highest profiled
-    rate) holding at least ``min_rows`` profiles, the closest ``max_support`` of them."""
-    out: list[tuple[float, float, pd.DataFrame]] = []
-    top = float(obs["input_rate"].max()) if len(obs) else target_hi
-    lo = target_hi
-    while lo <= top + 1e-9 and len(out) < max_support:
-        rows = chunk_rows(obs, lo, lo + chunk, latency_target_ms)
-        if len(rows) >= min_rows:
-            out.append((lo, lo + chunk, rows))
-        lo += chunk
-    return out
 
 
 def _inputs(rows: pd.DataFrame, space: ConfigSpace) -> np.ndarray:

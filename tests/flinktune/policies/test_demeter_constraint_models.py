@@ -12,14 +12,13 @@ from flinktune.decision import Action, JobState
 from flinktune.decision.stages import PolicyContext
 from flinktune.decision.testing import FunctionSurrogate, StaticForecaster
 from flinktune.policies import make_policy
+from flinktune.policies.demeter_chunks import chunk_rows, support_chunks
 from flinktune.policies.demeter_constraints import (
     CONSTRAINT_SEM,
-    chunk_rows,
     fit_constraint_models,
     fit_fixed_noise_gp,
     latency_constraint,
     noisy_constraints,
-    support_chunks,
 )
 
 SPACE = default_space()

@@ -1,0 +1,71 @@
+"""Demeter's workload-rate chunks (ANCHORS.md 1.5): which profiles each per-rate model is fitted on.
+
+Use :func:`chunk_profiles` for the target chunk of a planned rate, :func:`chunk_rows` for the
+profiles of any chunk and :func:`support_chunks` for the higher chunks whose models support the
+target one (RGPE). The rate axis is cut into chunks of ``chunk`` rec/s (10k published) from the
+lowest profiled, current or planned rate; a profile belongs to a chunk when it lies inside it, or
+above it with a good latency (a configuration that coped with more load copes with less), or below
+it with a bad one (one that failed at less load fails at more); one per configuration.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["chunk_profiles", "chunk_rows", "support_chunks", "target_chunk"]
+
+_KNOBS = ["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s"]
+
+
+def target_chunk(rates: np.ndarray, rate: float, chunk: float, current_rate: float | None = None) -> tuple[float, float]:
+    """(lower, upper) of Demeter's target chunk for the planned ``rate`` (ANCHORS.md 1.5): chunks of
+    ``chunk`` rec/s from the lowest of the profiled ``rates``, ``current_rate`` and ``rate``; the
+    first whose lower bound is at or above ``rate``."""
+    start = min([rate, *([float(np.min(rates))] if len(rates) else []), *([current_rate] if current_rate is not None else [])])
+    lo = start + math.ceil((rate - start) / chunk - 1e-9) * chunk
+    return lo, lo + chunk
+
+
+def chunk_profiles(
+    obs: pd.DataFrame, rate: float, latency_target_ms: float, chunk: float, current_rate: float | None = None
+) -> pd.DataFrame:
+    """Demeter's training set for the target chunk of ``rate`` (ANCHORS.md 1.5): chunks of ``chunk``
+    rec/s from the lowest profiled, current (``current_rate``) or planned rate; the target chunk is
+    the *first chunk whose lower bound is at or above* ``rate`` (the chunk above the planned rate,
+    not the one holding it); it holds the profiles inside it (bounds included), those above it with
+    a good latency (<= ``latency_target_ms``) and those below it with a bad one; one per
+    configuration, the one closest to the chunk's upper bound. ``input_rate`` is set to the chunk's
+    lower bound: the chunk's model has no rate input."""
+    lo, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), rate, chunk, current_rate)
+    return chunk_rows(obs, lo, hi, latency_target_ms).assign(input_rate=lo)
+
+
+def chunk_rows(obs: pd.DataFrame, lo: float, hi: float, latency_target_ms: float) -> pd.DataFrame:
+    """The profiles Demeter assigns to the chunk ``[lo, hi]`` (ANCHORS.md 1.5): inside it (bounds
+    included), above it with a good latency, below it with a bad one; one per configuration, the
+    closest to ``hi``. Rows keep their measured ``input_rate``."""
+    r = obs["input_rate"].to_numpy(dtype=float)
+    good = obs["latency_ms"].to_numpy(dtype=float) <= latency_target_ms
+    keep = ((r >= lo) & (r <= hi)) | ((r > hi) & good) | ((r < lo) & ~good)
+    sel = obs[keep].assign(_d=np.abs(r[keep] - hi)).sort_values("_d", kind="stable")
+    return sel.drop_duplicates(_KNOBS, keep="first").drop(columns="_d").reset_index(drop=True)
+
+
+def support_chunks(
+    obs: pd.DataFrame, target_hi: float, chunk: float, latency_target_ms: float, max_support: int = 2, min_rows: int = 3
+) -> list[tuple[float, float, pd.DataFrame]]:
+    """Demeter's support chunks for a target chunk ending at ``target_hi`` (ANCHORS.md 1.5): the
+    higher chunks (``[target_hi + k chunk, target_hi + (k + 1) chunk]``, up to the highest profiled
+    rate) holding at least ``min_rows`` profiles, the closest ``max_support`` of them."""
+    out: list[tuple[float, float, pd.DataFrame]] = []
+    top = float(obs["input_rate"].max()) if len(obs) else target_hi
+    lo = target_hi
+    while lo <= top + 1e-9 and len(out) < max_support:
+        rows = chunk_rows(obs, lo, lo + chunk, latency_target_ms)
+        if len(rows) >= min_rows:
+            out.append((lo, lo + chunk, rows))
+        lo += chunk
+    return out
