@@ -31,6 +31,8 @@ def test_every_figure_is_produced(slice_dir, tmp_path) -> None:
             rows["figure"]
         )
         assert np.isfinite(rows["twin"].astype(float)).all(), pol
+        # The twin's every-second p95 is reported beside the observed one that the target compares.
+        assert rows.set_index("figure").loc["p95_every_second", "target"] == "(reported)"
     assert {"ranking on cpu", "ranking on p95"} <= set(table["figure"])
     text = out.read_text()
     assert "leave-one-run-out" in text and "ranking on p95" in text and "reconfigurations" in text
