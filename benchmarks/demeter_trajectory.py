@@ -22,6 +22,11 @@ the p95's main source once changes are frequent; :func:`elevated_minutes_per_cha
 ``--method operator35`` reads another measured method's files for the measured side (its shares of
 the default and returns mean little there).
 
+``--redeploy-fit``: fit the redeploy's downtime and warm-up on the measured ``--method``'s own changes
+(:func:`flinktune.twin.redeploy_downtime.calibrate_downtime_on_folder` with ``method``; the twin's profile is
+fitted on the operator's) and print the note beside the operator-fitted values, instead of replaying: what a
+change of that method cost, measured (:func:`method_redeploy_fit`).
+
 ``--carry-profiles``: per seed, a chain of as many replays as the folder has measured Demeter runs,
 each starting with the previous one's profiles (:mod:`benchmarks.carried_profiles`); the rows gain
 ``run`` (the rank in the chain, to read beside the measured run of that number) and ``profiles_at_start``.
@@ -46,8 +51,9 @@ from flinktune.config_space import Configuration, space_from_runs  # noqa: E402
 from flinktune.replay.harness import PolicyRun, ReplaySettings, replay_policy  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
+from flinktune.twin.redeploy_downtime import calibrate_downtime_on_folder  # noqa: E402
 
-__all__ = ["decision_path", "elevated_minutes_per_change", "measured_trajectory", "twin_trajectory"]
+__all__ = ["decision_path", "elevated_minutes_per_change", "measured_trajectory", "method_redeploy_fit", "twin_trajectory"]
 
 
 def elevated_minutes_per_change(latency: np.ndarray, changes: np.ndarray, *, before: int = 2, after: int = 6) -> float:
@@ -162,6 +168,20 @@ def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def method_redeploy_fit(data: Path, method: str = "demeter") -> str:
+    """The redeploy downtime and warm-up fitted on ``method``'s measured changes (the backlog after its
+    scale-downs, as the twin's own fit reads the operator's), starting from the benchmark's calibrated
+    twin, with the operator-fitted values beside: one line of text."""
+    runs_csv = pd.read_csv(data / "profiling_runs.csv")
+    space = space_from_runs(runs_csv)
+    profile = calibrated_twin(data, runs_csv, ClusterProfile.default("ysb"), space).profile
+    fit = calibrate_downtime_on_folder(data, profile, space.maximum, warmup_on_backlog=True, method=method)
+    return (
+        f"operator-fitted (the twin's): redeploy_base_s {profile.redeploy_base_s:g}, redeploy_warmup_s "
+        f"{profile.redeploy_warmup_s}; fitted on {method}'s own changes: {fit.note}"
+    )
+
+
 def _twin_elevated(run: PolicyRun) -> float:
     """:func:`elevated_minutes_per_change` of a replay (its minutes and its changed decisions)."""
     minutes = run.minutes.reset_index()
@@ -177,11 +197,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hours", type=float, default=None, help="Replay only the first hours (quick check).")
     ap.add_argument("--method", default="demeter", help="Measured method whose runs are read (default demeter; e.g. operator35).")
     ap.add_argument(
+        "--redeploy-fit",
+        action="store_true",
+        help="Fit the redeploy's downtime and warm-up on --method's measured changes and print it (no replay).",
+    )
+    ap.add_argument(
         "--carry-profiles",
         action="store_true",
         help="Per seed, a chain of as many replays as measured Demeter runs, each carrying the previous one's profiles.",
     )
     a = ap.parse_args(argv)
+    if a.redeploy_fit:
+        print(method_redeploy_fit(a.data, a.method))
+        return 0
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(f"measured ({a.method})\n", measured_trajectory(a.data, a.method).to_string(index=False))
         tw = twin_trajectory(a.data, [int(s) for s in a.seeds.split(",")], a.hours, carry=a.carry_profiles)

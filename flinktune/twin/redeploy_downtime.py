@@ -149,7 +149,12 @@ def _fmt(values: np.ndarray | tuple[float, ...]) -> str:
 
 
 def calibrate_downtime(
-    profile: ClusterProfile, config: Configuration, episodes: pd.DataFrame, *, warmup_on_backlog: bool = False
+    profile: ClusterProfile,
+    config: Configuration,
+    episodes: pd.DataFrame,
+    *,
+    warmup_on_backlog: bool = False,
+    method: str = "operator",
 ) -> DowntimeCalibration:
     """``profile`` with ``redeploy_base_s`` in [0, 240] s so that the twin's median backlog in minute s+1
     of the usable scale-down ``episodes`` (from :func:`redeploy_backlogs`) equals the measured median;
@@ -157,7 +162,8 @@ def calibrate_downtime(
 
     ``warmup_on_backlog``: ``redeploy_warmup_s`` in [0, 600] s is fitted too, on the median in minute
     s+2 (how fast the backlog drains), the two fits alternated until neither moves by more than 1 s
-    (at most :data:`_ROUNDS` rounds); minute s+3 is left to check them."""
+    (at most :data:`_ROUNDS` rounds); minute s+3 is left to check them. ``method`` names whose changes
+    the episodes are, in the note."""
     need = {"tm_before", "tm_after", "rate", *(f"backlog_{k}" for k in range(_MINUTES))}
     if not need <= set(episodes.columns):
         raise ValueError(f"episodes: missing column(s) {sorted(need - set(episodes.columns))}")
@@ -168,7 +174,7 @@ def calibrate_downtime(
     usable = episodes[ok]
     downs, ups = usable[usable["tm_after"] < usable["tm_before"]], usable[usable["tm_after"] > usable["tm_before"]]
     if downs.empty:
-        note = f"no usable operator scale-down (of {len(episodes)} episodes): redeploy downtime not calibrated"
+        note = f"no usable {method} scale-down (of {len(episodes)} episodes): redeploy downtime not calibrated"
         return DowntimeCalibration(profile, None, None, None, None, 0, note)
     cols = [f"backlog_{k}" for k in range(_MINUTES)]
     measured = tuple(float(v) for v in downs[cols].median())
@@ -203,7 +209,7 @@ def calibrate_downtime(
             break
     after = _medians(out, config, downs, out.redeploy_base_s)
     note = (
-        f"{len(downs)} operator scale-downs of {len(episodes)} episodes: median backlog in minutes s..s+3 measured "
+        f"{len(downs)} {method} scale-downs of {len(episodes)} episodes: median backlog in minutes s..s+3 measured "
         f"{_fmt(measured)} s of input, twin {_fmt(before)} before (redeploy_base_s {profile.redeploy_base_s:g}, "
         f"warm-up {warm:g} s), {_fmt(after)} after; redeploy_base_s {b:.1f}{base_bound} (fitted on minute s+{FIT_MINUTE})"
     )
@@ -222,15 +228,19 @@ def calibrate_downtime_on_folder(
     *,
     partitions: int | None = None,
     warmup_on_backlog: bool = False,
+    method: str = "operator",
 ) -> DowntimeCalibration:
-    """:func:`calibrate_downtime` on ``folder``'s ``measured_60s/*operator*.csv`` (the lag x ``partitions``,
+    """:func:`calibrate_downtime` on ``folder``'s ``measured_60s/*<method>*.csv`` (the lag x ``partitions``,
     default ``config``'s parallelism: the space's largest), leaving out episodes near the injections of
-    ``results_recovery_per_injection.csv`` (column ``inj_ts``) when it has one."""
-    files = find_operator_measurements(folder)
+    ``results_recovery_per_injection.csv`` (column ``inj_ts``) when it has one. ``method``: whose
+    measured changes to fit; the twin's profile is fitted on the operator's (the default), another
+    method's (e.g. ``"demeter"``) says what its own redeploys cost (``benchmarks/demeter_trajectory.py
+    --redeploy-fit``)."""
+    where = Path(folder) / "measured_60s"
+    files = find_operator_measurements(folder) if method == "operator" else sorted(where.glob(f"*{method}*.csv"))
     if not files:
-        where = Path(folder) / "measured_60s"
         return DowntimeCalibration(
-            profile, None, None, None, None, 0, f"not calibrated: no measured operator run ({where}/*operator*.csv)"
+            profile, None, None, None, None, 0, f"not calibrated: no measured {method} run ({where}/*{method}*.csv)"
         )
     scale = config.parallelism if partitions is None else partitions
     if scale < 1:
@@ -243,5 +253,5 @@ def calibrate_downtime_on_folder(
     inj_file = Path(folder) / "results_recovery_per_injection.csv"
     injections = pd.read_csv(inj_file)["inj_ts"].dropna() if inj_file.exists() else pd.Series(dtype=float)
     episodes = redeploy_backlogs(pd.concat(frames, ignore_index=True), injections, float(scale))
-    cal = calibrate_downtime(profile, config, episodes, warmup_on_backlog=warmup_on_backlog)
+    cal = calibrate_downtime(profile, config, episodes, warmup_on_backlog=warmup_on_backlog, method=method)
     return replace(cal, note=cal.note + f"; measured lag x {scale:g} (the source partitions)")

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks.demeter_trajectory import decision_path, elevated_minutes_per_change, measured_trajectory
+from benchmarks.demeter_trajectory import decision_path, elevated_minutes_per_change, main, measured_trajectory
+from tests.benchmarks.ads_folder import ads_slice
 
 DATA = Path(
     os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[2].parent / "shared" / "data" / "demeter-ads")
@@ -67,3 +68,11 @@ def test_the_default_is_the_folders_largest_configuration(tmp_path: Path) -> Non
 )
 def test_decision_path_reads_the_policys_wording(decision: dict, path: str) -> None:
     assert decision_path(decision) == path
+
+
+def test_redeploy_fit_names_a_folder_without_the_methods_runs(tmp_path: Path, capsys) -> None:
+    # The slice has no measured_60s: the twin's operator-fitted values are printed, and the note says
+    # that the method's own changes could not be fitted (the real fit is in twin-fidelity-ads.md).
+    assert main(["--data", str(ads_slice(tmp_path, hours=1)), "--redeploy-fit"]) == 0
+    out = capsys.readouterr().out
+    assert "operator-fitted (the twin's): redeploy_base_s" in out and "no measured demeter run" in out

@@ -88,6 +88,17 @@ def test_a_known_redeploy_downtime_is_recovered_from_a_measured_folder(tmp_path)
     assert raw.redeploy_base_s is not None and raw.redeploy_base_s < 40.0
 
 
+def test_another_methods_changes_are_fitted_on_its_own_files(tmp_path):
+    truth = BASE.with_(redeploy_base_s=30.0)
+    (tmp_path / "measured_60s").mkdir()
+    for i, run in enumerate(_measured_runs(truth, partitions=8)):
+        run.to_csv(tmp_path / "measured_60s" / f"{i}_demeter_ADS.csv", index=False)
+    assert "no measured operator run" in calibrate_downtime_on_folder(tmp_path, BASE, SHAPE).note
+    cal = calibrate_downtime_on_folder(tmp_path, BASE, SHAPE, method="demeter")
+    assert cal.redeploy_base_s == pytest.approx(30.0, abs=2.0) and "4 demeter scale-downs" in cal.note
+    assert "no measured reactive run" in calibrate_downtime_on_folder(tmp_path, BASE, SHAPE, method="reactive").note
+
+
 def test_no_operator_run_or_no_scale_down_gives_a_note_and_leaves_the_profile(tmp_path):
     none = calibrate_downtime_on_folder(tmp_path, BASE, SHAPE)
     assert none.profile == BASE and none.redeploy_base_s is None and "not calibrated: no measured operator run" in none.note
