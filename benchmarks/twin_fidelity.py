@@ -56,8 +56,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.carried_profiles import measured_runs, replay_chain, share_at_default  # noqa: E402
+from benchmarks.carried_profiles import measured_runs, replay_chain  # noqa: E402
 from benchmarks.demeter_trajectory import measured_trajectory  # noqa: E402
+from benchmarks.fidelity_table import CARRIED, compare, rank_table, replayed_table, with_default  # noqa: E402
 from benchmarks.measured_folder import (  # noqa: E402
     DEFAULT_OPERATOR,
     METHODS,
@@ -70,7 +71,6 @@ from benchmarks.measured_folder import (  # noqa: E402
 from flinktune.config_space import space_from_runs  # noqa: E402
 from flinktune.policies.autoscaler import VERSIONS  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
-from flinktune.replay.metrics import relative_table  # noqa: E402
 from flinktune.replay.runner import run_replays  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.folder_calibration import REDEPLOY_FITS  # noqa: E402
@@ -80,9 +80,6 @@ from flinktune.twin.recovery_checks import DEMETER_CHECKS, on_schedule  # noqa: 
 
 __all__ = ["CV_TARGETS", "compare", "main", "render", "render_loro", "replayed_table", "run"]
 
-#: The policy whose replay ``--carry-profiles`` chains (the one with a measured profile database).
-CARRIED = "demeter"
-
 #: Leave-one-run-out targets (issue 18): (score, comparison, bound).
 CV_TARGETS = {
     "throughput_mape": ("<=", 0.12),
@@ -91,79 +88,6 @@ CV_TARGETS = {
     "recovery_class_accuracy": (">=", 0.85),
     "recovery_mape": ("<=", 0.30),
 }
-
-
-def replayed_table(runs: dict, recovery_limit_s: float = 180.0) -> pd.DataFrame:
-    rel = relative_table({k: v.summary for k, v in runs.items()})
-    static_cpu = runs["static"].summary["cpu_core_hours"]
-    # Slow recoveries as the measured ones were taken (Demeter's detector); the twin's own beside them.
-    detector = pd.Series({k: float((v.recoveries["detector_recovery_s"] > recovery_limit_s).sum()) for k, v in runs.items()})
-    # Latency as the measured runs' metric reports it (a running job's p95 histogram, its samples'
-    # quantiles: flinktune.replay.metrics.observed_latency); the twin's every-second p95 is reported beside.
-    observed = pd.DataFrame(
-        {k: {c: v.summary[f"observed_latency_{c}_ms"] for c in ("p50", "p95", "p99")} for k, v in runs.items()}
-    ).T
-    observed = observed / observed.loc["static"]
-    return pd.DataFrame({
-        "cpu": rel["cpu_core_hours"] - rel["profiling_cpu_core_hours"] / static_cpu,
-        "memory": rel["memory_gib_hours"] - rel["profiling_memory_gib_hours"] / runs["static"].summary["memory_gib_hours"],
-        "p50": observed["p50"], "p95": observed["p95"], "p99": observed["p99"], "p95_every_second": rel["latency_p95_ms"],
-        "slow_recoveries": detector, "slow_recoveries_twin_measure": rel["recoveries_over_limit"],
-        "reconfigurations": rel["reconfigurations"],
-        "profiling_cpu": rel["profiling_cpu_core_hours"] / static_cpu,
-    })  # fmt: skip
-
-
-def compare(replayed: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
-    """One row per (policy, figure): twin, measured, the target and whether it is met."""
-    rows: list[tuple[str, str, float, float, str, bool | None]] = []
-    pols = [p for p in METHODS if p in replayed.index]
-    for pol in pols:
-        for fig in (
-            "cpu",
-            "memory",
-            "p50",
-            "p95",
-            "p99",
-            "p95_every_second",
-            "slow_recoveries",
-            "slow_recoveries_twin_measure",
-            "reconfigurations",
-            "profiling_cpu",
-            "at_default",
-        ):
-            twin_measure = {"slow_recoveries_twin_measure": "slow_recoveries", "p95_every_second": "p95"}
-            if fig in twin_measure and fig in replayed.columns:
-                rows.append(
-                    (pol, fig, float(replayed.loc[pol, fig]), float(measured.loc[pol, twin_measure[fig]]), "(reported)", None)
-                )
-                continue
-            if fig not in measured.columns or fig not in replayed.columns:
-                continue
-            if fig == "at_default":  # measured for Demeter only (its trajectory); reported, not a target
-                if np.isfinite(float(measured.loc[pol, fig])):
-                    rows.append((pol, fig, float(replayed.loc[pol, fig]), float(measured.loc[pol, fig]), "(reported)", None))
-                continue
-            t, m = float(replayed.loc[pol, fig]), float(measured.loc[pol, fig])
-            if not np.isfinite(m):
-                rows.append((pol, fig, t, m, "not measured", None))
-                continue
-            if fig in ("cpu", "memory"):
-                target, ok = "within +-0.08", abs(t - m) <= 0.08
-            elif fig in ("p50", "p95", "p99"):
-                target, ok = "within 2x", (t > 0 and m > 0 and max(t / m, m / t) <= 2.0)
-            elif fig == "profiling_cpu":
-                target, ok = "(reported)", None
-            else:
-                target, ok = "+-50 % or +-2", abs(t - m) <= max(2.0, 0.5 * m)
-            rows.append((pol, fig, t, m, target, ok))
-    out = pd.DataFrame(rows, columns=["policy", "figure", "twin", "measured", "target", "met"])
-    for fig in ("cpu", "p95") if pols == list(METHODS) else ():
-        same = list(replayed[fig].rank().loc[list(METHODS)]) == list(measured[fig].rank().loc[list(METHODS)])
-        order_t = " < ".join(replayed[fig].sort_values().index)
-        order_m = " < ".join(measured[fig].sort_values().index)
-        out.loc[len(out)] = ("all", f"ranking on {fig}", order_t, order_m, "same order", same)
-    return out
 
 
 def _fmt(v: object) -> str:
@@ -247,7 +171,7 @@ def run(
         settings, seeded = seed_settings[seed], seed_options[seed]
         replays = {p: all_replays[(seed, p)] for p in once}
         if measured_ranks is None:
-            tables = [_with_default(replayed_table(replays, settings.recovery_limit_s), replays, mx)]
+            tables = [with_default(replayed_table(replays, settings.recovery_limit_s), replays, mx)]
         else:  # Demeter's chain: one table per rank, the others' rows the same in each
             chain = replay_chain(
                 CARRIED, trace, profile, space, settings, len(measured_ranks), policy_options=seeded.get(CARRIED)
@@ -255,7 +179,7 @@ def run(
             tables = []
             for rank, link in zip(measured_ranks.index, chain):
                 both = {**replays, CARRIED: link}
-                tab = _with_default(replayed_table(both, settings.recovery_limit_s), both, mx)
+                tab = with_default(replayed_table(both, settings.recovery_limit_s), both, mx)
                 tables.append(tab.loc[policies])
                 per_rank.append({"seed": seed, "rank": rank, "profiles_at_start": link.prior_profiles,
                                  "profiling_runs": link.summary["profiling_runs"], **tab.loc[CARRIED].to_dict()})  # fmt: skip
@@ -267,14 +191,14 @@ def run(
     table["seed range"] = [
         f"{lo.loc[p, f]:.3f}-{hi.loc[p, f]:.3f}" if p in lo.index and f in lo.columns else "" for p, f in zip(table["policy"], table["figure"])
     ]  # fmt: skip
-    rank_table = _rank_table(pd.DataFrame(per_rank), measured_ranks) if measured_ranks is not None else None
+    per_rank_table = rank_table(pd.DataFrame(per_rank), measured_ranks) if measured_ranks is not None else None
     result = {
         "folds": folds, "cv_mean": cv_mean, "params": twin.params, "replayed": replayed, "measured": measured,
         "comparison": table, "seeds": list(seeds), "failures": failures, "failures_from": failures_from, "static_note": static_note,
         "cpu_note": cpu_note, "restart_note": restart_note, "busy_note": busy_note, "downtime_note": downtime_note, "redeploy_note": redeploy_note, "targets": options, "operator": operator, "cpu_per_busy": profile.cpu_per_busy,
         "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
         "checks_note": _checks_note(runs_csv["recovery_s"].to_numpy(dtype=float)),
-        "carry_profiles": measured_ranks is not None, "per_rank": rank_table, "per_rank_seeds": pd.DataFrame(per_rank),
+        "carry_profiles": measured_ranks is not None, "per_rank": per_rank_table, "per_rank_seeds": pd.DataFrame(per_rank),
     }  # fmt: skip
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -291,28 +215,6 @@ def _checks_note(recoveries: np.ndarray) -> str:
         f"{c.check_every_s} s (flinktune.twin.recovery_checks); {hit} of the folder's {of} recorded recoveries below the "
         f"{c.cap_s:g} s cap lie within 6 s of a check"
     )
-
-
-def _with_default(table: pd.DataFrame, runs: dict, default) -> pd.DataFrame:
-    """``table`` with ``at_default``: each replay's share of minutes at the default (space maximum)."""
-    table["at_default"] = [share_at_default(runs[p].minutes, default) for p in table.index]
-    return table
-
-
-def _rank_table(per_rank: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
-    """Per rank of the chain: the twin's mean over seeds (and range) against the measured run of that rank."""
-    out = []
-    for rank, rows in per_rank.groupby("rank"):
-        twin = rows.drop(columns=["seed", "rank"]).mean().to_frame(CARRIED).T
-        meas = measured.loc[[rank]].drop(columns=["run"]).rename(index={rank: CARRIED})
-        table = compare(twin, meas)
-        for extra in ("profiles_at_start", "profiling_runs"):
-            m = float(meas.loc[CARRIED, "profiling_jobs"]) if extra == "profiling_runs" and "profiling_jobs" in meas else np.nan
-            table.loc[len(table)] = (CARRIED, extra, float(twin.loc[CARRIED, extra]), m, "(reported)", None)
-        table["seed range"] = [f"{rows[f].min():.3f}-{rows[f].max():.3f}" if f in rows.columns else "" for f in table["figure"]]
-        table.insert(0, "rank", rank)
-        out.append(table.drop(columns=["policy"]))
-    return pd.concat(out, ignore_index=True)
 
 
 def _cv_rows(cv: pd.Series) -> pd.DataFrame:

@@ -41,7 +41,6 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration
-from flinktune.twin.busy_calibration import find_operator_measurements
 from flinktune.twin.cpu_calibration import read_measured_columns
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.redeploy_calibration import at_taskmanagers, solve_increasing, usable_episodes
@@ -236,8 +235,10 @@ def calibrate_downtime_on_folder(
     measured changes to fit; the twin's profile is fitted on the operator's (the default), another
     method's (e.g. ``"demeter"``) says what its own redeploys cost (``benchmarks/demeter_trajectory.py
     --redeploy-fit``)."""
+    if not method.strip() or any(c in method for c in "*?[]/"):
+        raise ValueError(f"method must name a measured method (e.g. 'operator', 'demeter'), got {method!r}")
     where = Path(folder) / "measured_60s"
-    files = find_operator_measurements(folder) if method == "operator" else sorted(where.glob(f"*{method}*.csv"))
+    files = sorted(where.glob(f"*{method}*.csv"))  # the operator's: what busy_calibration.find_operator_measurements reads
     if not files:
         return DowntimeCalibration(
             profile, None, None, None, None, 0, f"not calibrated: no measured {method} run ({where}/*{method}*.csv)"

@@ -97,6 +97,9 @@ def test_another_methods_changes_are_fitted_on_its_own_files(tmp_path):
     cal = calibrate_downtime_on_folder(tmp_path, BASE, SHAPE, method="demeter")
     assert cal.redeploy_base_s == pytest.approx(30.0, abs=2.0) and "4 demeter scale-downs" in cal.note
     assert "no measured reactive run" in calibrate_downtime_on_folder(tmp_path, BASE, SHAPE, method="reactive").note
+    for bad in ("", " ", "*", "../demeter"):
+        with pytest.raises(ValueError, match="method must name a measured method"):
+            calibrate_downtime_on_folder(tmp_path, BASE, SHAPE, method=bad)
 
 
 def test_no_operator_run_or_no_scale_down_gives_a_note_and_leaves_the_profile(tmp_path):
