@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,12 @@ if str(ROOT) not in sys.path:
 
 from flinktune.config_space import ConfigSpace  # noqa: E402
 from flinktune.policies.autoscaler import AutoscalerPolicy  # noqa: E402
+from flinktune.replay.decision_noise import fit_decision_noise  # noqa: E402
+from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.twin.busy_calibration import calibrate_busy_noise_on_folder, calibrate_busy_on_folder  # noqa: E402
 from flinktune.twin.folder_calibration import calibrate_beside  # noqa: E402
 from flinktune.twin.grey_box import fit_grey_box  # noqa: E402
+from flinktune.twin.measured_changes import count_changes_on_folder  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 from flinktune.twin.workload import load_trace_csv  # noqa: E402
 
@@ -39,6 +42,7 @@ __all__ = [
     "CalibratedTwin",
     "calibrated_twin",
     "failure_spec",
+    "fit_operator_noise",
     "measured_table",
     "published_targets",
     "relative_to_static",
@@ -119,11 +123,24 @@ def relative_to_static(rows: pd.DataFrame, base: pd.Series) -> pd.DataFrame:
 
 
 def measured_table(data: Path) -> pd.DataFrame:
-    """Measured means per method, relative to static where the replay reports ratios."""
+    """Measured means per method, relative to static where the replay reports ratios. A method whose
+    summary publishes no reconfigurations gets the count of its per-minute files
+    (:mod:`flinktune.twin.measured_changes`); ``attrs["changes_note"]`` says which and how the counter
+    fares on the published counts."""
     s = pd.read_csv(data / "summary_by_method.csv").set_index("method")
     base = s.loc["baseline"]
     out = relative_to_static(s.loc[list(METHODS.values())], base)
     out.index = pd.Index(list(METHODS))
+    notes = []
+    for pol, method in METHODS.items():
+        if pol == "static" or pd.notna(out.loc[pol, "reconfigurations"]):
+            continue
+        if not any((data / "measured_60s").glob(f"*_{method}*.csv")):
+            continue
+        counted = count_changes_on_folder(data, method)
+        out.loc[pol, "reconfigurations"] = counted.mean
+        notes.append(counted.note)
+    out.attrs["changes_note"] = "; ".join(notes) if notes else "all published"
     prof = data / "profiling_overhead.csv"
     if prof.exists():
         cost = pd.read_csv(prof)["profiling_cpu_core_h"].mean()
@@ -188,9 +205,34 @@ def calibrated_twin(
             if noise.busy_time_noise and busy_noise:
                 options["autoscaler"]["busy_time_noise"] = noise.busy_time_noise
             elif noise.busy_time_noise:
-                notes["busy"] += " (not applied: pass --busy-noise)"
+                notes["busy"] += " (not applied: --busy-noise decisions applies it)"
     options["autoscaler"] = {**AutoscalerPolicy.published_options(operator, space), **options.get("autoscaler", {})}
     return CalibratedTwin(twin, profile, options, notes)
+
+
+def fit_operator_noise(
+    data: Path, cal: CalibratedTwin, space: ConfigSpace, trace: pd.Series, settings: ReplaySettings, *, workers: int = 2
+) -> CalibratedTwin:
+    """``cal`` with the operator autoscaler's ``busy_time_noise`` fitted on how often the measured operator
+    changed the job (:mod:`flinktune.replay.decision_noise`: the policy replayed on ``trace`` once per spread,
+    ``settings``' seed), its note added to ``notes["busy"]``; unchanged, with a note, when the folder has no
+    operator runs."""
+    method = METHODS["autoscaler"]
+    if not any((data / "measured_60s").glob(f"*_{method}*.csv")):
+        return replace(
+            cal, notes={**cal.notes, "busy": cal.notes["busy"] + "; no measured operator runs: busy time read exactly"}
+        )
+    measured = count_changes_on_folder(data, method)
+    print(
+        f"fitting the operator's reading spread on its {measured.per_hour:.2f} measured changes per hour",
+        file=sys.stderr,
+        flush=True,
+    )
+    fit = fit_decision_noise(
+        trace, cal.profile, space, settings, cal.options["autoscaler"], measured.per_hour, workers=workers, progress=sys.stderr
+    )
+    options = {**cal.options, "autoscaler": {**cal.options["autoscaler"], "busy_time_noise": fit.sigma}}
+    return replace(cal, options=options, notes={**cal.notes, "busy": cal.notes["busy"] + "; " + fit.note})
 
 
 def replay_trace(data: Path, hours: float | None = None) -> tuple[pd.Series, str]:

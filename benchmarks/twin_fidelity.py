@@ -65,6 +65,7 @@ from benchmarks.measured_folder import (  # noqa: E402
     OPERATOR_NOTES,
     calibrated_twin,
     failure_spec,
+    fit_operator_noise,
     measured_table,
     replay_trace,
 )
@@ -90,6 +91,10 @@ CV_TARGETS = {
 }
 
 
+#: How the operator's busy-time spread is fitted (``--busy-noise``).
+BUSY_NOISE_FITS = ("changes", "decisions", "off")
+
+
 def _fmt(v: object) -> str:
     if isinstance(v, (float, np.floating)):
         return "n/a" if not np.isfinite(v) else f"{v:.3f}"
@@ -104,7 +109,7 @@ def _md(df: pd.DataFrame) -> str:
 def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
-    operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, redeploy_fit: str = "backlog",
+    operator: str = DEFAULT_OPERATOR, busy_noise: str = "changes", redeploy_fit: str = "backlog",
     source_partitions: int | None = 1, carry_profiles: bool = False,
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
@@ -114,7 +119,9 @@ def run(
     ``skip_loro`` leaves out the leave-one-run-out scores; ``calibrate=False`` leaves out the CPU
     calibration and the published targets (the twin and baselines as before session 12).
     ``operator``: the operator autoscaler's published version (:data:`~flinktune.policies.autoscaler.VERSIONS`;
-    default the one Demeter's evaluation ran, ``demeter-1.6``). ``carry_profiles``: Demeter as a chain
+    default the one Demeter's evaluation ran, ``demeter-1.6``). ``busy_noise``: the spread of the operator's
+    busy-time reading (:data:`BUSY_NOISE_FITS`; ``changes``, the default, replays the operator once per spread of
+    :data:`flinktune.replay.decision_noise.DEFAULT_SIGMAS` on the first seed first). ``carry_profiles``: Demeter as a chain
     of runs sharing one profile database (module docstring); the result's ``per_rank`` compares each rank.
     """
     t0 = time.perf_counter()
@@ -126,7 +133,7 @@ def run(
     cv_mean = folds.drop(columns=["run"]).astype(float).mean()
     space = space_from_runs(runs_csv)
     cal = calibrated_twin(
-        data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise,
+        data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise == "decisions",
         redeploy_fit=redeploy_fit, source_partitions=source_partitions,
     )  # fmt: skip
     twin, profile, options = cal.twin, cal.profile, cal.options
@@ -156,6 +163,9 @@ def run(
         )
         for seed in seeds
     }
+    if busy_noise == "changes" and calibrate and "autoscaler" in policies:
+        cal = fit_operator_noise(data, cal, space, trace, seed_settings[seeds[0]], workers=workers)
+        options, busy_note = cal.options, cal.notes["busy"]
     # The operator's noisy readings draw from the replay's seed (a no-op for a policy without noise).
     seed_options = {seed: {**options, "autoscaler": {**options.get("autoscaler", {}), "noise_seed": seed}} for seed in seeds}
     once = [p for p in policies if measured_ranks is None or p != CARRIED]
@@ -198,6 +208,7 @@ def run(
         "cpu_note": cpu_note, "restart_note": restart_note, "busy_note": busy_note, "downtime_note": downtime_note, "redeploy_note": redeploy_note, "targets": options, "operator": operator, "cpu_per_busy": profile.cpu_per_busy,
         "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
         "checks_note": _checks_note(runs_csv["recovery_s"].to_numpy(dtype=float)),
+        "changes_note": measured.attrs.get("changes_note", "all published"),
         "carry_profiles": measured_ranks is not None, "per_rank": per_rank_table, "per_rank_seeds": pd.DataFrame(per_rank),
     }  # fmt: skip
     if out:
@@ -250,7 +261,7 @@ def render(r: dict, data: Path, command: str) -> str:
         "Latency p50 / p95 / p99: the quantiles of the p95 latency over the seconds the job runs, as the measured runs' "
         "metric reports it (the twin's every-second p95, down seconds included, in `p95_every_second`). "
         "Slow recoveries: detector-like measure (20 s wait, then 15 normal points of 5 s; the twin's own lag measure in `slow_recoveries_twin_measure`). "
-        f"Profiling recoveries: {r['checks_note']}.\n\n"
+        f"Profiling recoveries: {r['checks_note']}. Reconfigurations where the summary has none: {r['changes_note']}.\n\n"
         + _md(r["comparison"]) + "\n"
         + ("" if r.get("per_rank") is None else
            "\n## Demeter with a carried profile database, per rank (replay k of each seed's chain against measured run k)\n\n"
@@ -295,9 +306,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--busy-noise",
-        action="store_true",
-        help="The operator reads its busy time with the spread fitted on the measured decisions (an upper bound; "
-        "off: as the twin reports it, scaled).",
+        choices=BUSY_NOISE_FITS,
+        default="changes",
+        help="The spread of the busy time the operator reads: changes (default; fitted on how often the measured "
+        "operator changed the job, flinktune.replay.decision_noise), decisions (the most likely on its measured "
+        "decisions, an upper bound), off (as the twin reports it, scaled).",
     )
     ap.add_argument(
         "--redeploy-fit",
