@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
 
 from flinktune.config_space import ConfigSpace  # noqa: E402
 from flinktune.policies.autoscaler import AutoscalerPolicy  # noqa: E402
-from flinktune.replay.decision_noise import fit_decision_noise  # noqa: E402
+from flinktune.replay.decision_noise import DEFAULT_SIGMAS, fit_decision_noise  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.twin.busy_calibration import calibrate_busy_noise_on_folder, calibrate_busy_on_folder  # noqa: E402
 from flinktune.twin.folder_calibration import calibrate_beside  # noqa: E402
@@ -211,7 +211,14 @@ def calibrated_twin(
 
 
 def fit_operator_noise(
-    data: Path, cal: CalibratedTwin, space: ConfigSpace, trace: pd.Series, settings: ReplaySettings, *, workers: int = 2
+    data: Path,
+    cal: CalibratedTwin,
+    space: ConfigSpace,
+    trace: pd.Series,
+    settings: ReplaySettings,
+    *,
+    workers: int = 2,
+    sigmas: Sequence[float] = DEFAULT_SIGMAS,
 ) -> CalibratedTwin:
     """``cal`` with the operator autoscaler's ``busy_time_noise`` fitted on how often the measured operator
     changed the job (:mod:`flinktune.replay.decision_noise`: the policy replayed on ``trace`` once per spread,
@@ -229,7 +236,15 @@ def fit_operator_noise(
         flush=True,
     )
     fit = fit_decision_noise(
-        trace, cal.profile, space, settings, cal.options["autoscaler"], measured.per_hour, workers=workers, progress=sys.stderr
+        trace,
+        cal.profile,
+        space,
+        settings,
+        cal.options["autoscaler"],
+        measured.per_hour,
+        sigmas=sigmas,
+        workers=workers,
+        progress=sys.stderr,
     )
     options = {**cal.options, "autoscaler": {**cal.options["autoscaler"], "busy_time_noise": fit.sigma}}
     return replace(cal, options=options, notes={**cal.notes, "busy": cal.notes["busy"] + "; " + fit.note})
