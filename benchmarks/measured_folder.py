@@ -165,7 +165,7 @@ class CalibratedTwin:
 def calibrated_twin(
     data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
     calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, redeploy_fit: str = "backlog",
-    source_partitions: int | None = 1,
+    source_partitions: int | None = 1, redeploy_methods: str = "operator",
 ) -> CalibratedTwin:  # fmt: skip
     """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
     measured methods in ``data``, in the order each calibration needs: the restart cost on the
@@ -179,14 +179,16 @@ def calibrated_twin(
     benchmark replays the calibrated twin. ``source_partitions``: the measured lag's factor to the operator's
     in the busy-time fit (its sum over the source topic's partitions; None: the space's largest parallelism,
     Demeter's 24; 1, the default: the lag as measured, since the operator's unit made the replay worse in
-    sessions 15 and 16; ``busy_calibration.measured_lag_scale``)."""
+    sessions 15 and 16; ``busy_calibration.measured_lag_scale``). ``redeploy_methods``: whose measured
+    scale-downs the redeploy's downtime and warm-up are fitted on (``folder_calibration.calibrate_beside``)."""
     twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     profile, options = twin.profile, {}
     notes = dict.fromkeys(("restart", "downtime", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
     if calibrate:
         cal = calibrate_beside(
-            data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, redeploy_fit=redeploy_fit, max_nfev=max_nfev
-        )
+            data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, redeploy_fit=redeploy_fit,
+            redeploy_methods=redeploy_methods, max_nfev=max_nfev,
+        )  # fmt: skip
         twin, profile = cal.twin, cal.twin.profile
         notes.update(cal.notes)
         options = published_targets(data)

@@ -110,7 +110,7 @@ def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
     operator: str = DEFAULT_OPERATOR, busy_noise: str = "changes", redeploy_fit: str = "backlog",
-    source_partitions: int | None = 1, carry_profiles: bool = False,
+    source_partitions: int | None = 1, carry_profiles: bool = False, redeploy_methods: str = "operator",
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
 
@@ -134,7 +134,7 @@ def run(
     space = space_from_runs(runs_csv)
     cal = calibrated_twin(
         data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise == "decisions",
-        redeploy_fit=redeploy_fit, source_partitions=source_partitions,
+        redeploy_fit=redeploy_fit, source_partitions=source_partitions, redeploy_methods=redeploy_methods,
     )  # fmt: skip
     twin, profile, options = cal.twin, cal.profile, cal.options
     restart_note, downtime_note, redeploy_note, cpu_note, busy_note = (
@@ -321,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         "(sessions 13-15: the warm-up alone, on their latency); flinktune.twin.folder_calibration.",
     )
     ap.add_argument(
+        "--redeploy-methods",
+        default="operator",
+        help="Whose measured scale-downs the redeploy's downtime and warm-up are fitted on: a method of the folder's "
+        "measured_60s file names, or several joined by commas, pooled (e.g. operator,demeter). Default operator.",
+    )
+    ap.add_argument(
         "--source-partitions",
         type=int,
         default=1,
@@ -362,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         redeploy_fit=args.redeploy_fit,
         source_partitions=args.source_partitions,
         carry_profiles=args.carry_profiles,
+        redeploy_methods=args.redeploy_methods,
     )
     print(render(r, args.data, command))
     return 0

@@ -62,12 +62,14 @@ def calibrate_beside(
     default: Configuration,
     *,
     redeploy_fit: str = "backlog",
+    redeploy_methods: str = "operator",
     **fit_kwargs: Any,
 ) -> FolderCalibration:
     """``twin`` (fitted by ``fit_grey_box(runs, base, **fit_kwargs)``) calibrated on ``folder``'s
     measured methods; ``default`` is the static configuration the measured runs deployed (the space's
     maximum). ``runs`` is the profiling table without any grouping column. ``redeploy_fit``: which of
-    the redeploy's terms are fitted on what (:data:`REDEPLOY_FITS`, the module's note). A ``ValueError``
+    the redeploy's terms are fitted on what (:data:`REDEPLOY_FITS`, the module's note); ``redeploy_methods``:
+    whose measured scale-downs steps 2 and 3 read (comma-separated, pooled; default the operator's). A ``ValueError``
     names a measured file that cannot be read, or an unknown ``redeploy_fit``."""
     if redeploy_fit not in REDEPLOY_FITS:
         raise ValueError(f"redeploy_fit must be one of {list(REDEPLOY_FITS)}, got {redeploy_fit!r}")
@@ -87,7 +89,9 @@ def calibrate_beside(
         notes["downtime"] = f"not calibrated (redeploy fit 'latency'): redeploy_base_s {twin.profile.redeploy_base_s:g} kept"
     else:
         on_backlog = redeploy_fit == "backlog"
-        downtime = calibrate_downtime_on_folder(folder, twin.profile, default, warmup_on_backlog=on_backlog)
+        downtime = calibrate_downtime_on_folder(
+            folder, twin.profile, default, warmup_on_backlog=on_backlog, method=redeploy_methods
+        )
         twin, notes["downtime"] = replace(twin, profile=downtime.profile), downtime.note
         if on_backlog and downtime.redeploy_warmup_s is not None:
             notes["redeploy"] = f"redeploy_warmup_s {downtime.redeploy_warmup_s:.1f}, fitted with the downtime on the backlog"

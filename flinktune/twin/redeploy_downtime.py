@@ -234,11 +234,14 @@ def calibrate_downtime_on_folder(
     ``results_recovery_per_injection.csv`` (column ``inj_ts``) when it has one. ``method``: whose
     measured changes to fit; the twin's profile is fitted on the operator's (the default), another
     method's (e.g. ``"demeter"``) says what its own redeploys cost (``benchmarks/demeter_trajectory.py
-    --redeploy-fit``)."""
-    if not method.strip() or any(c in method for c in "*?[]/"):
-        raise ValueError(f"method must name a measured method (e.g. 'operator', 'demeter'), got {method!r}")
+    --redeploy-fit``), and several joined by commas (``"operator,demeter"``) pool their scale-downs: every
+    measured savepoint redeploy counts once, whichever controller asked for it."""
+    names = [m.strip() for m in method.split(",")]
+    if not all(names) or any(c in m for m in names for c in "*?[]/"):
+        raise ValueError(f"method must name measured methods (e.g. 'operator', 'demeter,operator'), got {method!r}")
     where = Path(folder) / "measured_60s"
-    files = sorted(where.glob(f"*{method}*.csv"))  # the operator's: what busy_calibration.find_operator_measurements reads
+    # The operator's: what busy_calibration.find_operator_measurements reads.
+    files = sorted({f for m in names for f in where.glob(f"*{m}*.csv")})
     if not files:
         return DowntimeCalibration(
             profile, None, None, None, None, 0, f"not calibrated: no measured {method} run ({where}/*{method}*.csv)"

@@ -97,9 +97,14 @@ def test_another_methods_changes_are_fitted_on_its_own_files(tmp_path):
     cal = calibrate_downtime_on_folder(tmp_path, BASE, SHAPE, method="demeter")
     assert cal.redeploy_base_s == pytest.approx(30.0, abs=2.0) and "4 demeter scale-downs" in cal.note
     assert "no measured reactive run" in calibrate_downtime_on_folder(tmp_path, BASE, SHAPE, method="reactive").note
-    for bad in ("", " ", "*", "../demeter"):
-        with pytest.raises(ValueError, match="method must name a measured method"):
+    for bad in ("", " ", "*", "../demeter", "demeter,"):
+        with pytest.raises(ValueError, match="method must name measured methods"):
             calibrate_downtime_on_folder(tmp_path, BASE, SHAPE, method=bad)
+    # Two methods' savepoint redeploys pooled: every scale-down counts once.
+    for i, run in enumerate(_measured_runs(truth, partitions=8)[:2]):
+        run.to_csv(tmp_path / "measured_60s" / f"{i}_operator35_ADS.csv", index=False)
+    pooled = calibrate_downtime_on_folder(tmp_path, BASE, SHAPE, method="operator,demeter")
+    assert pooled.redeploy_base_s == pytest.approx(30.0, abs=2.0) and "6 operator,demeter scale-downs" in pooled.note
 
 
 def test_no_operator_run_or_no_scale_down_gives_a_note_and_leaves_the_profile(tmp_path):
