@@ -75,7 +75,7 @@ from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.runner import run_replays  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.folder_calibration import REDEPLOY_FITS  # noqa: E402
-from flinktune.twin.grey_box import cross_validate  # noqa: E402
+from flinktune.twin.grey_box_scores import cross_validate  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 from flinktune.twin.recovery_checks import DEMETER_CHECKS, on_schedule  # noqa: E402
 

@@ -100,7 +100,8 @@ def _twin_calibrate_grey_box(
     from flinktune.config_space import space_from_runs
     from flinktune.twin.calibration import CalibrationError
     from flinktune.twin.folder_calibration import calibrate_beside
-    from flinktune.twin.grey_box import cross_validate, fit_grey_box
+    from flinktune.twin.grey_box import fit_grey_box
+    from flinktune.twin.grey_box_scores import cross_validate
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     try:

@@ -12,7 +12,8 @@ import pytest
 
 from flinktune.config_space import Configuration
 from flinktune.twin.calibration import CalibrationError
-from flinktune.twin.grey_box import GreyBoxTwin, check_profiling_runs, cross_validate, fit_grey_box, fit_mechanism
+from flinktune.twin.grey_box import GreyBoxTwin, check_profiling_runs, fit_grey_box, fit_mechanism
+from flinktune.twin.grey_box_scores import cross_validate
 from flinktune.twin.mechanics import steady_state
 from flinktune.twin.profile import ClusterProfile
 
