@@ -116,12 +116,15 @@ def count_changes_on_folder(folder: str | Path, method: str) -> MeasuredChanges:
     inj_file = folder / "results_recovery_per_injection.csv"
     inj = pd.read_csv(inj_file) if inj_file.exists() else pd.DataFrame(columns=["run", "inj_ts"])
 
-    def count(path: Path) -> int:
-        at = inj.loc[inj["run"].astype(str) == path.stem, "inj_ts"].dropna()
-        return count_changes(read_measured_columns(path, CHANGE_COLUMNS), at)
+    def injections_of(run: str) -> pd.Series:
+        return inj.loc[inj["run"].astype(str) == run, "inj_ts"].dropna()
 
-    counts = {f.stem: count(f) for f in files}
-    hours = {f.stem: len(read_measured_columns(f, CHANGE_COLUMNS).dropna()) / 60.0 for f in files}
+    def count(path: Path) -> int:
+        return count_changes(read_measured_columns(path, CHANGE_COLUMNS), injections_of(path.stem))
+
+    frames = {f.stem: read_measured_columns(f, CHANGE_COLUMNS) for f in files}  # each file read once
+    counts = {run: count_changes(df, injections_of(run)) for run, df in frames.items()}
+    hours = {run: len(df.dropna()) / 60.0 for run, df in frames.items()}
     published = _published(folder)
     check = {
         run: (count(folder / "measured_60s" / f"{run}.csv"), n)
