@@ -23,6 +23,9 @@ def rehearse(
     ingest_every_s: int = typer.Option(20, min=10, help="flinktune_ingest's cadence in the rehearsal, s."),
     decide_cron: str = typer.Option("* * * * *", help="flinktune_decide's schedule in the rehearsal (cron, UTC)."),
     retrain_cron: str = typer.Option("*/10 * * * *", help="flinktune_train's schedule in the rehearsal (cron, UTC)."),
+    drain_timeout_s: float = typer.Option(
+        900.0, min=0.0, help="At the end, how long the ingest run in flight may take to finish (its ETL included), s."
+    ),
     jar: Path | None = typer.Option(
         None, help="The benchmark jar (default var/localflink/flinkjob.jar; scripts/setup_local_flink.sh)."
     ),
@@ -46,7 +49,8 @@ def rehearse(
         fail(f"the benchmark jar {jar} is missing: run scripts/setup_local_flink.sh")
     home = var_dir or Path("var") / f"rehearsal-{time.strftime('%Y%m%d-%H%M%S')}"
     opts = RehearsalOptions(minutes=minutes, var_dir=home, jar=jar, policy=policy, latency_target_ms=latency_target_ms,
-                            ingest_every_s=ingest_every_s, decide_cron=decide_cron, retrain_cron=retrain_cron)  # fmt: skip
+                            ingest_every_s=ingest_every_s, decide_cron=decide_cron, retrain_cron=retrain_cron,
+                            drain_ingest_s=drain_timeout_s)  # fmt: skip
     try:
         summary = run(opts, log=lambda line: typer.echo(line))
     except StackError as exc:

@@ -23,6 +23,7 @@ import numpy as np
 
 from flinktune.lake import Lake
 from flinktune.localflink.workload import RatePlan
+from flinktune.rehearsal.drain import drain_ingest
 from flinktune.rehearsal.servers import Stack, session_members
 from flinktune.rehearsal.stack import DAGS, JobPlan, Topology, start_topology
 from flinktune.rehearsal.verdicts import job_report, write_report
@@ -58,7 +59,7 @@ class RehearsalOptions:
     decision_interval_s: int = 120  # the window each decision reads: the lake lags by up to two ingest periods
     spark_workers: int = 2
     celery_workers: int = 2
-    drain_ingest_s: float = 300.0  # at the end: how long to wait for the ingest run in flight (see _drain_ingest)
+    drain_ingest_s: float = 900.0  # at the end: how long the ingest run in flight may take to end (flinktune.rehearsal.drain)
 
 
 def _plan(job: JobPlan, seconds: float) -> RatePlan:
@@ -74,25 +75,6 @@ def _celery_runs(logs: Path) -> dict[str, int]:
         f.stem.removeprefix("airflow-"): f.read_text(errors="replace").count("] succeeded in ")
         for f in sorted(logs.glob("airflow-celery-worker-*.log"))
     }
-
-
-def _drain_ingest(topo: Topology, timeout_s: float, check: Callable[[], None]) -> bool:
-    """Pause ``flinktune_ingest`` and wait until none of its runs is queued or running; False when ``timeout_s``
-    passed first. A run the stop cut short would leave a collect without its ETL: the lake's curated features
-    would lag its raw metrics, and an ETL on the standalone cluster could not be checked against them."""
-    api = topo.session()
-    base = f"{topo.api}/api/v2/dags/flinktune_ingest"
-    if not api.patch(base, json={"is_paused": True}, timeout=30).ok:
-        return False
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = api.get(f"{base}/dagRuns", params=[("state", "queued"), ("state", "running"), ("limit", 1)], timeout=30)
-        if got.ok and got.json().get("total_entries", 1) == 0:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        check()
-        time.sleep(2)
 
 
 def _task_summary(topo: Topology) -> dict[str, Any]:
@@ -173,7 +155,7 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
             end_ts = time.time()
             say("plan over: letting the ingest run in flight finish")
             t_drain = time.monotonic()
-            summary["ingest_drained"] = _drain_ingest(topo, opts.drain_ingest_s, stack.check)
+            summary["ingest_drained"] = drain_ingest(topo, opts.drain_ingest_s, stack.check)
             summary["ingest_drain_s"] = round(time.monotonic() - t_drain)
             drained = "drained" if summary["ingest_drained"] else "NOT drained"
             say(f"ingest {drained} in {summary['ingest_drain_s']} s: collecting outcomes")

@@ -147,32 +147,70 @@ def test_a_fleet_job_with_nothing_to_learn_from_skips_its_training_and_says_why(
         tasks.train("forecaster", "bench-small")
 
 
-class _IngestApi:
-    """The Airflow API as the drain sees it: a PATCH that pauses, then ``running`` polls with runs in flight."""
+def _ti(task_id: str, state: str | None) -> dict:
+    return {"task_id": task_id, "state": state}
 
-    def __init__(self, running: int) -> None:
-        self.running, self.calls = running, []
+
+def test_the_drain_state_finds_runs_caught_between_collect_and_etl() -> None:
+    from flinktune.rehearsal.drain import drain_state
+
+    s = drain_state({
+        "collected": [_ti("fleet", "success"), _ti("collect", "success"), _ti("etl_features", None)],  # not expanded
+        "curating": [_ti("fleet", "success"), _ti("collect", "success"), _ti("etl_features", "running")],
+        "done": [_ti("fleet", "success"), _ti("collect", "success"), _ti("etl_features", "success")],
+        "before-collect": [_ti("fleet", "success"), _ti("collect", "scheduled"), _ti("etl_features", None)],
+        "queued-run": [],
+    })  # fmt: skip
+    assert s.half_done == ("collected", "curating") and s.in_motion == 1 and not s.drained
+    # A collect that failed wrote nothing; a failed ETL has ended: neither waits. A running collect is in motion.
+    s = drain_state({"a": [_ti("collect", "failed"), _ti("etl_features", None)], "b": [_ti("collect", "running")],
+                     "c": [_ti("collect", "success"), _ti("etl_features", "failed")]})  # fmt: skip
+    assert s.half_done == () and s.in_motion == 1
+    assert drain_state({"x": [_ti("fleet", "success"), _ti("collect", "scheduled")]}).drained
+
+
+class _IngestApi:
+    """The Airflow API as the drain sees it: one scripted look (run id -> task instances) per ``dagRuns`` poll,
+    the last one repeated, and the pauses it was sent."""
+
+    def __init__(self, looks: list[dict[str, list[dict]]]) -> None:
+        self.looks, self.at, self.pauses = looks, -1, []
 
     def patch(self, url: str, json: dict, timeout: float) -> SimpleNamespace:
-        self.calls.append(("PATCH", url, json))
+        assert url == "http://af/api/v2/dags/flinktune_ingest"
+        self.pauses.append(json["is_paused"])
         return SimpleNamespace(ok=True)
 
     def get(self, url: str, params: list, timeout: float) -> SimpleNamespace:
-        self.calls.append(("GET", url, params))
-        left, self.running = self.running, max(0, self.running - 1)
-        return SimpleNamespace(ok=True, json=lambda: {"total_entries": 1 if left else 0})
+        if url.endswith("/dagRuns"):
+            assert {("state", "queued"), ("state", "running")} <= set(params)
+            self.at = min(self.at + 1, len(self.looks) - 1)
+            runs = [{"dag_run_id": r} for r in self.looks[self.at]]
+            return SimpleNamespace(ok=True, json=lambda: {"dag_runs": runs})
+        run_id = url.split("/dagRuns/")[1].split("/")[0].replace("%3A", ":").replace("%2B", "+")
+        return SimpleNamespace(ok=True, json=lambda: {"task_instances": self.looks[self.at][run_id]})
 
 
-def test_the_drain_pauses_ingest_and_waits_for_its_run_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
-    from flinktune.rehearsal import scenario
+def test_the_drain_unpauses_only_while_a_collect_waits_for_its_etl(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flinktune.rehearsal import drain
 
-    monkeypatch.setattr(scenario.time, "sleep", lambda _s: None)
-    api = _IngestApi(running=2)
+    monkeypatch.setattr(drain.time, "sleep", lambda _s: None)
+    run = "scheduled__2026-11-28T10:01:42+00:00"  # quoted into the URL
+    looks = [
+        {run: [_ti("collect", "success"), _ti("etl_features", "scheduled")]},  # caught half-way: unpause
+        {run: [_ti("collect", "success"), _ti("etl_features", "running")]},
+        {run: [_ti("collect", "success"), _ti("etl_features", "success")], "next": []},  # ETL ended: pause
+        {run: [_ti("collect", "success"), _ti("etl_features", "success")], "next": []},  # paused and still: drained
+    ]
+    api = _IngestApi(looks)
     topo = SimpleNamespace(api="http://af", session=lambda: api)
-    assert scenario._drain_ingest(topo, timeout_s=60, check=lambda: None)  # type: ignore[arg-type]
-    assert api.calls[0] == ("PATCH", "http://af/api/v2/dags/flinktune_ingest", {"is_paused": True})
-    polls = [c for c in api.calls if c[0] == "GET"]
-    assert len(polls) == 3 and {("state", "queued"), ("state", "running")} <= set(polls[0][2])
-    # A run that never ends: False once the time is up, not a wait for ever.
-    stuck = _IngestApi(running=10**9)
-    assert not scenario._drain_ingest(SimpleNamespace(api="http://af", session=lambda: stuck), timeout_s=0, check=lambda: None)  # type: ignore[arg-type]
+    assert drain.drain_ingest(topo, timeout_s=60, check=lambda: None)  # type: ignore[arg-type]
+    assert api.pauses == [False, True] and api.at == 3
+    # Nothing half-way: paused at once, drained on the look after the pause.
+    api = _IngestApi([{"queued": []}])
+    assert drain.drain_ingest(SimpleNamespace(api="http://af", session=lambda: api), timeout_s=60, check=lambda: None)  # type: ignore[arg-type]
+    assert api.pauses == [True]
+    # A run whose ETL never ends: False once the time is up, not a wait for ever, and the DAG is left paused.
+    stuck = _IngestApi([{run: [_ti("collect", "success"), _ti("etl_features", "running")]}])
+    assert not drain.drain_ingest(SimpleNamespace(api="http://af", session=lambda: stuck), timeout_s=0, check=lambda: None)  # type: ignore[arg-type]
+    assert stuck.pauses == [False, True]

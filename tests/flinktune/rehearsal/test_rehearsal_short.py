@@ -103,7 +103,7 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
     env = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true"}
     proc = subprocess.run([sys.executable, "-m", "flinktune.cli.main", "rehearse", "--minutes", "2", "--var-dir", str(var),
                            "--jar", str(flink_setup), "--ingest-every-s", "20"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1100)  # fmt: skip
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     summary = json.loads((var / "rehearsal" / "rehearsal.json").read_text())
