@@ -45,6 +45,7 @@ _OPERATOR_GAUGES = {
     "latencyP95Ms": ("latencyP95Ms", "max"),
     "latencyP99Ms": ("latencyP99Ms", "max"),
 }
+_RELIST_S = 30.0  # how often a vertex's gauge names are listed again (one REST call per vertex)
 
 
 class RestMetricsSource:
@@ -67,21 +68,24 @@ class RestMetricsSource:
         self.keep_s = keep_s
         self._frames: list[pd.DataFrame] = []
         self._lock = threading.Lock()
-        self._names: dict[tuple[str, str], list[str]] = {}
+        self._names: dict[tuple[str, str], tuple[list[str], float | None]] = {}  # (job, vertex) -> (gauges, listed at)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.errors: list[str] = []
 
     # -- sampling --------------------------------------------------------------------------------
     def _operator_names(self, jid: str, vid: str) -> list[str]:
-        key = (jid, vid)
-        if key not in self._names:
-            names = [m["id"] for m in self.rest.get(f"/jobs/{jid}/vertices/{vid}/subtasks/metrics")]
-            found = [n for n in names if "." in n and n.rsplit(".", 1)[1] in _OPERATOR_GAUGES]
-            if not found:
-                return []  # the first answers for a new job can be empty: ask again next time
-            self._names[key] = found
-        return self._names[key]
+        """The vertex's operator-scoped gauges, listed again every ``_RELIST_S``: a listing taken while the
+        source's ``open()`` was registering them can hold some and not the rest (one loaded CI run had
+        ``pendingRecords`` for a whole minute and never ``offeredRate``), and one vertex may never have them all."""
+        key, now = (jid, vid), self.clock.now()
+        names, listed_at = self._names.get(key, ([], None))
+        if listed_at is None or now - listed_at >= _RELIST_S:
+            listing = [m["id"] for m in self.rest.get(f"/jobs/{jid}/vertices/{vid}/subtasks/metrics")]
+            names = [n for n in listing if "." in n and n.rsplit(".", 1)[1] in _OPERATOR_GAUGES]
+            # A new job's first answers can be empty: ask again at the next sample, not after _RELIST_S.
+            self._names[key] = (names, now if names else None)
+        return names
 
     def sample(self) -> pd.DataFrame:
         """Read the job's metrics now, buffer them, and return this sample's rows."""

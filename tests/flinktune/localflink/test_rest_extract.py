@@ -37,8 +37,10 @@ class FakeFlinkRest:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.port = self.server.server_port
 
-    @staticmethod
-    def answer(path: str, q: dict[str, str]) -> object:
+        self.listings = 0  # answers to the gauge listing; ``partial_first`` of them lack offeredRate
+        self.partial_first = 0
+
+    def answer(self, path: str, q: dict[str, str]) -> object:
         if path == "/overview":
             return {"taskmanagers": 1, "slots-total": 2}
         if path == "/jobs/overview":
@@ -46,6 +48,9 @@ class FakeFlinkRest:
         if path == "/jobs/j1":
             return {"state": "RUNNING", "vertices": [{"id": "v1", "name": "map", "parallelism": 2}]}
         if path == "/jobs/j1/vertices/v1/subtasks/metrics":
+            self.listings += 1
+            if self.listings <= self.partial_first:  # listed while the source's open() was registering its gauges
+                return [{"id": "Source.pendingRecords"}, {"id": "numRecordsIn"}]
             return [{"id": "Source.offeredRate"}, {"id": "Source.pendingRecords"}, {"id": "numRecordsIn"}]
         if path == "/jobs/j1/vertices/v1/metrics":
             return [{"id": i, "value": str(100.0 + int(i.split(".")[0]))} for i in q["get"].split(",")]
@@ -105,3 +110,17 @@ def test_extract_from_the_buffer_is_idempotent(flink, tmp_path):
     again = extract_from_source(source, RawSink(lake), job="demo", start_ms=T0 * 1000, end_ms=(T0 + 10) * 1000, name="flink-rest")
     assert first.rows == again.rows == len(lake.read_raw("demo")) > 0
     assert len(list(tmp_path.rglob("*.parquet"))) == 1
+
+
+def test_a_gauge_missing_from_the_first_listing_is_found_when_listed_again(flink):
+    flink.partial_first = 1
+    clock = ManualClock(T0)
+    source = rest_source(flink.port, "demo", clock=clock)
+    seen = []
+    for _ in range(40):
+        sample = source.sample()
+        seen.append("workloadRate" in set(sample["metric"]))
+        clock.advance(1)
+    # Listed at 0 s without offeredRate, and again 30 s later: the offered rate is read from then on.
+    assert seen[:30] == [False] * 30 and all(seen[30:])
+    assert flink.listings == 2 and "pendingRecords" in set(sample["metric"])
