@@ -24,7 +24,7 @@ the default and returns mean little there).
 
 ``--redeploy-fit``: fit the redeploy's downtime and warm-up on the measured ``--method``'s own changes
 (:func:`flinktune.twin.redeploy_downtime.calibrate_downtime_on_folder` with ``method``; the twin's profile is
-fitted on the operator's) and print the note beside the operator-fitted values, instead of replaying: what a
+fitted on the operator's and Demeter's pooled) and print the note beside the twin's values, instead of replaying: what a
 change of that method cost, measured (:func:`method_redeploy_fit`).
 
 ``--carry-profiles``: per seed, a chain of as many replays as the folder has measured Demeter runs,
@@ -171,13 +171,13 @@ def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
 def method_redeploy_fit(data: Path, method: str = "demeter") -> str:
     """The redeploy downtime and warm-up fitted on ``method``'s measured changes (the backlog after its
     scale-downs, as the twin's own fit reads the operator's), starting from the benchmark's calibrated
-    twin, with the operator-fitted values beside: one line of text."""
+    twin, with the twin's own (pooled) values beside: one line of text."""
     runs_csv = pd.read_csv(data / "profiling_runs.csv")
     space = space_from_runs(runs_csv)
     profile = calibrated_twin(data, runs_csv, ClusterProfile.default("ysb"), space).profile
     fit = calibrate_downtime_on_folder(data, profile, space.maximum, warmup_on_backlog=True, method=method)
     return (
-        f"operator-fitted (the twin's): redeploy_base_s {profile.redeploy_base_s:g}, redeploy_warmup_s "
+        f"the twin's (fitted on the pooled scale-downs): redeploy_base_s {profile.redeploy_base_s:g}, redeploy_warmup_s "
         f"{profile.redeploy_warmup_s}; fitted on {method}'s own changes: {fit.note}"
     )
 

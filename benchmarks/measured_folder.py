@@ -28,7 +28,7 @@ from flinktune.policies.autoscaler import AutoscalerPolicy  # noqa: E402
 from flinktune.replay.decision_noise import DEFAULT_SIGMAS, fit_decision_noise  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.twin.busy_calibration import calibrate_busy_noise_on_folder, calibrate_busy_on_folder  # noqa: E402
-from flinktune.twin.folder_calibration import calibrate_beside  # noqa: E402
+from flinktune.twin.folder_calibration import REDEPLOY_METHODS, calibrate_beside  # noqa: E402
 from flinktune.twin.grey_box import fit_grey_box  # noqa: E402
 from flinktune.twin.measured_changes import count_changes_on_folder  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
@@ -165,7 +165,7 @@ class CalibratedTwin:
 def calibrated_twin(
     data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
     calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, redeploy_fit: str = "backlog",
-    source_partitions: int | None = 1, redeploy_methods: str = "operator",
+    source_partitions: int | None = 1, redeploy_methods: str = REDEPLOY_METHODS,
 ) -> CalibratedTwin:  # fmt: skip
     """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
     measured methods in ``data``, in the order each calibration needs: the restart cost on the

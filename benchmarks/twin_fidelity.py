@@ -74,7 +74,7 @@ from flinktune.policies.autoscaler import VERSIONS  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402
 from flinktune.replay.runner import run_replays  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
-from flinktune.twin.folder_calibration import REDEPLOY_FITS  # noqa: E402
+from flinktune.twin.folder_calibration import REDEPLOY_FITS, REDEPLOY_METHODS  # noqa: E402
 from flinktune.twin.grey_box_scores import cross_validate  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 from flinktune.twin.recovery_checks import DEMETER_CHECKS, on_schedule  # noqa: E402
@@ -110,7 +110,7 @@ def run(
     data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
     policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
     operator: str = DEFAULT_OPERATOR, busy_noise: str = "changes", redeploy_fit: str = "backlog",
-    source_partitions: int | None = 1, carry_profiles: bool = False, redeploy_methods: str = "operator",
+    source_partitions: int | None = 1, carry_profiles: bool = False, redeploy_methods: str = REDEPLOY_METHODS,
 ) -> dict:  # fmt: skip
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
 
@@ -322,9 +322,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--redeploy-methods",
-        default="operator",
+        default=REDEPLOY_METHODS,
         help="Whose measured scale-downs the redeploy's downtime and warm-up are fitted on: a method of the folder's "
-        "measured_60s file names, or several joined by commas, pooled (e.g. operator,demeter). Default operator.",
+        f"measured_60s file names, or several joined by commas, pooled. Default {REDEPLOY_METHODS} (operator alone "
+        "until session 21).",
     )
     ap.add_argument(
         "--source-partitions",

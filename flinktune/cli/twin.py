@@ -46,6 +46,11 @@ def twin_calibrate(
         "after their scale-downs), downtime (the downtime on it, the warm-up on their latency) or latency (the "
         "warm-up alone, on their latency; sessions 13-15).",
     ),
+    redeploy_methods: str = typer.Option(
+        "operator,demeter",
+        help="With --group-by: whose measured scale-downs (measured_60s file names) the redeploy is fitted on, "
+        "several joined by commas and pooled; a method without files is left out.",
+    ),
 ) -> None:
     """Fit the twin's parameters to profiling observations and report the held-out error.
 
@@ -57,9 +62,10 @@ def twin_calibrate(
     Then, with measured reactive runs there (``measured_60s/*reactive*.csv``), the restart cost
     (warm-up, per-TaskManager restart time, pod start) is fitted on their rescales
     (``flinktune.twin.restart_calibration``); without them it stays as it was and the output says so.
-    With measured operator-autoscaler runs (``measured_60s/*operator*.csv``), the warm-up after a
-    savepoint redeploy and its downtime are fitted on the backlog after their scale-downs
-    (``flinktune.twin.redeploy_downtime``; ``--redeploy-fit`` for the other ways).
+    With measured operator-autoscaler or Demeter runs (``measured_60s/*operator*.csv``, ``*demeter*.csv``),
+    the warm-up after a savepoint redeploy and its downtime are fitted on the backlog after their
+    scale-downs, pooled (``flinktune.twin.redeploy_downtime``; ``--redeploy-fit`` for the other ways,
+    ``--redeploy-methods`` for other methods).
     """
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
     from flinktune.twin.profile import ClusterProfile, ProfileError
@@ -67,7 +73,16 @@ def twin_calibrate(
     out = out_file(out)
     if group_by:
         _twin_calibrate_grey_box(
-            observations, out, profile, workload, group_by, recovery_cap_s, duration_s, max_nfev, redeploy_fit
+            observations,
+            out,
+            profile,
+            workload,
+            group_by,
+            recovery_cap_s,
+            duration_s,
+            max_nfev,
+            redeploy_fit,
+            redeploy_methods,
         )
         return
     try:
@@ -94,6 +109,7 @@ def _twin_calibrate_grey_box(
     duration_s: int,
     max_nfev: int,
     redeploy_fit: str = "backlog",
+    redeploy_methods: str = "operator,demeter",
 ) -> None:
     import pandas as pd
 
@@ -115,7 +131,16 @@ def _twin_calibrate_grey_box(
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
     try:
         maximum = space_from_runs(obs).maximum
-        cal = calibrate_beside(observations.parent, twin, runs, base, maximum, redeploy_fit=redeploy_fit, **kwargs)
+        cal = calibrate_beside(
+            observations.parent,
+            twin,
+            runs,
+            base,
+            maximum,
+            redeploy_fit=redeploy_fit,
+            redeploy_methods=redeploy_methods,
+            **kwargs,
+        )
     except ValueError as exc:
         fail(str(exc))
     twin = cal.twin

@@ -8,7 +8,8 @@ profile are fitted on those, not on the profiling runs, and each reads the one b
    mechanism's recovery stage was fitted with the old restart terms, so the mechanism is refitted
    with the fitted ones held (it then fits detection and ``restart_base_s``, not these);
 2. the fixed part of a savepoint redeploy's downtime (``redeploy_base_s``) on the backlog after the
-   operator runs' scale-downs, its first minute (:mod:`flinktune.twin.redeploy_downtime`);
+   scale-downs of the operator's and Demeter's runs pooled (:data:`REDEPLOY_METHODS`; both change the
+   job by the same savepoint redeploy), its first minute (:mod:`flinktune.twin.redeploy_downtime`);
 3. the warm-up after a savepoint redeploy, the downtime held: with ``redeploy_fit="backlog"`` (the
    default) on the same backlog's second minute, alternated with step 2 until both settle; with
    ``"downtime"`` on the scale-downs' latency read per minute over the seconds the job runs
@@ -39,10 +40,15 @@ from flinktune.twin.redeploy_calibration import calibrate_redeploy_on_folder
 from flinktune.twin.redeploy_downtime import calibrate_downtime_on_folder
 from flinktune.twin.restart_calibration import calibrate_restart_on_folder
 
-__all__ = ["REDEPLOY_FITS", "FolderCalibration", "calibrate_beside"]
+__all__ = ["REDEPLOY_FITS", "REDEPLOY_METHODS", "FolderCalibration", "calibrate_beside"]
 
 #: How the redeploy's terms are fitted on the operator runs (see the module's note, steps 2 and 3).
 REDEPLOY_FITS: tuple[str, ...] = ("backlog", "downtime", "latency")
+
+#: Whose measured scale-downs the redeploy's terms are fitted on, pooled: every savepoint redeploy the operator
+#: made counts once, whichever controller asked for it (the operator's alone until session 21: Demeter's p95 then
+#: came out 24x against 6.3x measured, 11x with both; docs/results/twin-fidelity-ads.md, session 21).
+REDEPLOY_METHODS = "operator,demeter"
 
 
 @dataclass(frozen=True)
@@ -62,14 +68,14 @@ def calibrate_beside(
     default: Configuration,
     *,
     redeploy_fit: str = "backlog",
-    redeploy_methods: str = "operator",
+    redeploy_methods: str = REDEPLOY_METHODS,
     **fit_kwargs: Any,
 ) -> FolderCalibration:
     """``twin`` (fitted by ``fit_grey_box(runs, base, **fit_kwargs)``) calibrated on ``folder``'s
     measured methods; ``default`` is the static configuration the measured runs deployed (the space's
     maximum). ``runs`` is the profiling table without any grouping column. ``redeploy_fit``: which of
     the redeploy's terms are fitted on what (:data:`REDEPLOY_FITS`, the module's note); ``redeploy_methods``:
-    whose measured scale-downs steps 2 and 3 read (comma-separated, pooled; default the operator's). A ``ValueError``
+    whose measured scale-downs steps 2 and 3 read (comma-separated, pooled; default :data:`REDEPLOY_METHODS`). A ``ValueError``
     names a measured file that cannot be read, or an unknown ``redeploy_fit``."""
     if redeploy_fit not in REDEPLOY_FITS:
         raise ValueError(f"redeploy_fit must be one of {list(REDEPLOY_FITS)}, got {redeploy_fit!r}")

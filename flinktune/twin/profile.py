@@ -140,8 +140,8 @@ class ClusterProfile(BaseModel):
         None,
         ge=0,
         description="Warm-up after a savepoint redeploy, whose TaskManagers are new pods (cold JVMs), s; empty: warmup_s. "
-        "Fitted on measured operator-autoscaler rescales (flinktune.twin.redeploy_downtime, or on their latency: "
-        "flinktune.twin.redeploy_calibration).",
+        "Fitted on measured savepoint redeploys (the operator autoscaler's and Demeter's scale-downs: "
+        "flinktune.twin.redeploy_downtime, or on their latency: flinktune.twin.redeploy_calibration).",
     )
     warmup_initial_capacity: float = Field(
         0.5, gt=0, le=1, description="Fraction of capacity right after a (re)start (ramps linearly to 1)."
@@ -163,7 +163,8 @@ class ClusterProfile(BaseModel):
         25.0,
         ge=0,
         description="Fixed time to tear down and redeploy the job (JobManager, pods), s. "
-        "Fitted on the backlog after measured operator-autoscaler rescales (flinktune.twin.redeploy_downtime).",
+        "Fitted on the backlog after measured savepoint redeploys (the operator autoscaler's and Demeter's "
+        "scale-downs: flinktune.twin.redeploy_downtime).",
     )
     redeploy_per_tm_s: float = Field(0.8, ge=0, description="Extra redeploy time per new TaskManager, s.")
     # --- latency ---

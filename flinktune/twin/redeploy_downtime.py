@@ -232,10 +232,11 @@ def calibrate_downtime_on_folder(
     """:func:`calibrate_downtime` on ``folder``'s ``measured_60s/*<method>*.csv`` (the lag x ``partitions``,
     default ``config``'s parallelism: the space's largest), leaving out episodes near the injections of
     ``results_recovery_per_injection.csv`` (column ``inj_ts``) when it has one. ``method``: whose
-    measured changes to fit; the twin's profile is fitted on the operator's (the default), another
-    method's (e.g. ``"demeter"``) says what its own redeploys cost (``benchmarks/demeter_trajectory.py
-    --redeploy-fit``), and several joined by commas (``"operator,demeter"``) pool their scale-downs: every
-    measured savepoint redeploy counts once, whichever controller asked for it."""
+    measured changes to fit: one method's (e.g. ``"demeter"``) says what its own redeploys cost
+    (``benchmarks/demeter_trajectory.py --redeploy-fit``), and several joined by commas pool their scale-downs:
+    every measured savepoint redeploy counts once, whichever controller asked for it. The twin's profile is
+    fitted on ``"operator,demeter"`` pooled (:data:`flinktune.twin.folder_calibration.REDEPLOY_METHODS`); a
+    method without files is left out of the pool."""
     names = [m.strip() for m in method.split(",")]
     if not all(names) or any(c in m for m in names for c in "*?[]/"):
         raise ValueError(f"method must name measured methods (e.g. 'operator', 'demeter,operator'), got {method!r}")
@@ -243,9 +244,9 @@ def calibrate_downtime_on_folder(
     # The operator's: what busy_calibration.find_operator_measurements reads.
     files = sorted({f for m in names for f in where.glob(f"*{m}*.csv")})
     if not files:
-        return DowntimeCalibration(
-            profile, None, None, None, None, 0, f"not calibrated: no measured {method} run ({where}/*{method}*.csv)"
-        )
+        none = " and ".join(f"no measured {m} run" for m in names)
+        globs = ", ".join(f"{where}/*{m}*.csv" for m in names)
+        return DowntimeCalibration(profile, None, None, None, None, 0, f"not calibrated: {none} ({globs})")
     scale = config.parallelism if partitions is None else partitions
     if scale < 1:
         raise ValueError(f"partitions must be at least 1, got {scale!r}")

@@ -71,8 +71,8 @@ def test_decision_path_reads_the_policys_wording(decision: dict, path: str) -> N
 
 
 def test_redeploy_fit_names_a_folder_without_the_methods_runs(tmp_path: Path, capsys) -> None:
-    # The slice has no measured_60s: the twin's operator-fitted values are printed, and the note says
+    # The slice has no measured_60s: the twin's own values are printed, and the note says
     # that the method's own changes could not be fitted (the real fit is in twin-fidelity-ads.md).
     assert main(["--data", str(ads_slice(tmp_path, hours=1)), "--redeploy-fit"]) == 0
     out = capsys.readouterr().out
-    assert "operator-fitted (the twin's): redeploy_base_s" in out and "no measured demeter run" in out
+    assert "the twin's (fitted on the pooled scale-downs): redeploy_base_s" in out and "no measured demeter run" in out

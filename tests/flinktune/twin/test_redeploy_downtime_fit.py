@@ -161,3 +161,17 @@ def test_the_warmup_read_per_minute_leaves_out_the_seconds_the_job_is_down():
     ]
     cal = calibrate_redeploy(BASE.with_(redeploy_base_s=60.0), SHAPE, pd.DataFrame(rows), per_minute=True)
     assert cal.redeploy_warmup_s == pytest.approx(30.0, abs=3.0) and "per minute" in cal.note
+
+
+def test_the_folder_sequence_pools_demeters_redeploys_by_default(tmp_path):
+    truth = BASE.with_(redeploy_base_s=40.0)
+    (tmp_path / "measured_60s").mkdir()
+    for i, run in enumerate(_measured_runs(truth, partitions=8)):
+        run.to_csv(tmp_path / "measured_60s" / f"{i}_demeter_ADS.csv", index=False)
+    twin = GreyBoxTwin(BASE, {"x": 1.0}, 100.0, 360.0, 180.0, 240, {"marker": object()})
+    # Demeter's runs alone: the default pool (operator and Demeter) fits on them; the operator's alone cannot.
+    pooled = calibrate_beside(tmp_path, twin, pd.DataFrame(), BASE, SHAPE, redeploy_fit="downtime")
+    assert pooled.twin.profile.redeploy_base_s == pytest.approx(40.0, abs=3.0)
+    assert "4 operator,demeter scale-downs" in pooled.notes["downtime"]  # of 5 moves, one a scale-up
+    alone = calibrate_beside(tmp_path, twin, pd.DataFrame(), BASE, SHAPE, redeploy_fit="downtime", redeploy_methods="operator")
+    assert alone.twin.profile == BASE and "no measured operator run" in alone.notes["downtime"]
