@@ -47,7 +47,7 @@ def twin_calibrate(
         "warm-up alone, on their latency; sessions 13-15).",
     ),
     redeploy_methods: str = typer.Option(
-        "operator,demeter",
+        "operator,demeter",  # folder_calibration.REDEPLOY_METHODS, spelled out: importing it here would load the twin
         help="With --group-by: whose measured scale-downs (measured_60s file names) the redeploy is fitted on, "
         "several joined by commas and pooled; a method without files is left out.",
     ),
@@ -108,8 +108,8 @@ def _twin_calibrate_grey_box(
     cap: float,
     duration_s: int,
     max_nfev: int,
-    redeploy_fit: str = "backlog",
-    redeploy_methods: str = "operator,demeter",
+    redeploy_fit: str,
+    redeploy_methods: str,
 ) -> None:
     import pandas as pd
 
