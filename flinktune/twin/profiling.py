@@ -110,11 +110,14 @@ def profile_run(
     seed: int = 0,
     job: str = "profiling",
     start_ts: int = DEFAULT_START_TS,
-    recovery_measure: str = "drained",
+    recovery_measure: str | Callable[[np.ndarray, int, float], float] = "drained",
 ) -> dict[str, object]:
     """One profiling run; returns one ``PROFILING_COLUMNS`` row as a dict (``recovery_measure``: one
-    of :data:`RECOVERY_MEASURES`)."""
-    _check_measure(recovery_measure)
+    of :data:`RECOVERY_MEASURES`, or a reading ``(lag, fail_index, rate) -> seconds`` of the run's
+    per-second lag, e.g. to read one run several ways: ``benchmarks/recovery_checks_fit.py``)."""
+    if not callable(recovery_measure):
+        _check_measure(recovery_measure)
+    measure = recovery_measure if callable(recovery_measure) else _MEASURES[recovery_measure]
     if duration_s < 60:
         raise ValueError(f"duration_s must be >= 60 s to warm up and measure, got {duration_s}")
     if not rate >= 0:
@@ -141,7 +144,7 @@ def profile_run(
         "input_rate": float(window["rate"].mean()),
         "throughput": float(window["throughput"].mean()),
         "latency_ms": float(window["latency_p95_ms"].mean()),
-        "recovery_s": _MEASURES[recovery_measure](lag, fail_at - start_ts, rate),
+        "recovery_s": measure(lag, fail_at - start_ts, rate),
         "cpu_used": float(window["cpu_used"].mean()),
         "memory_used_mb": float(window["memory_used_mb"].mean()),
     }

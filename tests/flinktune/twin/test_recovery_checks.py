@@ -46,7 +46,28 @@ def test_a_shrinking_backlog_is_recovered_at_the_first_check_before_it_drains() 
 
 def test_a_backlog_still_growing_at_a_check_waits_for_the_next_one() -> None:
     lag = _lag(rise_s=100, fall_per_s=0.5 * RATE)
-    assert checked_recovery_time(lag, FAIL, RATE) == DEMETER_CHECKS.first_check_s + DEMETER_CHECKS.check_every_s
+    unbounded = RecoveryChecks(backlog_s=float("inf"))  # the growth rule alone
+    assert checked_recovery_time(lag, FAIL, RATE, unbounded) == DEMETER_CHECKS.first_check_s + DEMETER_CHECKS.check_every_s
+
+
+def test_a_shrinking_backlog_still_over_the_ceiling_waits_until_it_is_under() -> None:
+    # 100 s of input drained at a tenth of the rate: shrinking at every check, but over 60 s of input
+    # (the default ceiling) until 400 s after the rise; the check at 367 s is past the cap, so never.
+    lag = _lag(rise_s=100, fall_per_s=0.1 * RATE)
+    assert checked_recovery_time(lag, FAIL, RATE) == DEMETER_CHECKS.cap_s
+    # A faster drain crosses the ceiling between two checks and is recovered at the next one.
+    lag = _lag(rise_s=100, fall_per_s=0.5 * RATE)  # 60 s of input left 180 s after the fault
+    c = DEMETER_CHECKS
+    expected = next(t for t in range(c.first_check_s, int(c.cap_s), c.check_every_s) if t >= 180)
+    assert checked_recovery_time(lag, FAIL, RATE) == expected
+    # Without a ceiling the same drain reads recovered once it stops growing.
+    assert checked_recovery_time(lag, FAIL, RATE, RecoveryChecks(backlog_s=float("inf"))) == c.first_check_s + c.check_every_s
+
+
+def test_the_ceiling_counts_from_the_pre_failure_level() -> None:
+    lag = _lag(rise_s=100, fall_per_s=0.5 * RATE)
+    behind = lag + 50 * RATE  # the same fault in a job that ran 50 s behind before it
+    assert checked_recovery_time(behind, FAIL, RATE) == checked_recovery_time(lag, FAIL, RATE) > DEMETER_CHECKS.first_check_s
 
 
 def test_a_job_that_stays_behind_never_recovers() -> None:
@@ -58,6 +79,8 @@ def test_a_job_that_stays_behind_never_recovers() -> None:
 def test_bad_schedules_and_measures_are_named() -> None:
     with pytest.raises(ValueError, match="first_check_s must lie in"):
         RecoveryChecks(first_check_s=400)
+    with pytest.raises(ValueError, match="backlog_s must be > 0 s of input, got 0"):
+        RecoveryChecks(backlog_s=0)
     with pytest.raises(ValueError, match="window_s and check_every_s"):
         RecoveryChecks(check_every_s=0)
     with pytest.raises(ValueError, match=r"unknown recovery measure 'fast'; known: drained, demeter"):
