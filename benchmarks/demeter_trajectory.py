@@ -53,7 +53,16 @@ from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 from flinktune.twin.redeploy_downtime import calibrate_downtime_on_folder  # noqa: E402
 
-__all__ = ["decision_path", "elevated_minutes_per_change", "measured_trajectory", "method_redeploy_fit", "twin_trajectory"]
+__all__ = [
+    "decision_path",
+    "elevated_minutes_per_change",
+    "measured_trajectory",
+    "method_redeploy_fit",
+    "twin_configs",
+    "twin_cpu_per_tm_away",
+    "twin_shapes",
+    "twin_trajectory",
+]
 
 
 def elevated_minutes_per_change(latency: np.ndarray, changes: np.ndarray, *, before: int = 2, after: int = 6) -> float:
@@ -131,7 +140,57 @@ def _row(run: PolicyRun, mx: Configuration) -> dict:
         **{f"by_{k}": int((changed == k).sum()) for k in ("fallback", "no_feasible", "switch")},
         "profile_decisions": int((paths == "profile").sum()),
         "profiling_runs": int(run.summary.get("profiling_runs", 0)),
+        **_away(float(at_default.mean()), float(m["total_cpu"].mean()), float(m["total_memory_mb"].mean()), mx),
+        "cpu_per_tm_away": twin_cpu_per_tm_away(run, mx),
+        "shapes": twin_shapes(run, mx),
     }
+
+
+def _away(at_default: float, cpu: float, memory_mb: float, mx: Configuration) -> dict[str, float]:
+    """CPU and memory reserved over the default's in the minutes *away* from the default, from the
+    run's means and its share at the default (the blend ``share + (1 - share) x away``)."""
+    if at_default >= 1.0:
+        return {"cpu_away": float("nan"), "memory_away": float("nan")}
+    return {
+        "cpu_away": (cpu / mx.total_cpu - at_default) / (1.0 - at_default),
+        "memory_away": (memory_mb / mx.total_memory_mb - at_default) / (1.0 - at_default),
+    }
+
+
+def twin_configs(run: PolicyRun, mx: Configuration) -> pd.Series:
+    """Minutes spent in each configuration of a replay (index: ``Configuration``), from the changed
+    decisions' targets; the run starts at ``mx`` (Demeter's default) and a change counts from its
+    decision (the redeploy's own minutes go to the new configuration)."""
+    t0 = float(pd.Timestamp(run.minutes.index[0]).timestamp())
+    t1 = t0 + 60.0 * len(run.minutes)
+    marks = [(t0, mx)] + [
+        (float(d["ts"]), Configuration.from_dict(d["target"])) for d in run.decisions if d["changed"] and d.get("target")
+    ]
+    spent: dict[Configuration, float] = {}
+    for (a, cfg), (b, _) in zip(marks, [*marks[1:], (t1, mx)]):
+        spent[cfg] = spent.get(cfg, 0.0) + max(b - a, 0.0) / 60.0
+    return pd.Series(spent, dtype=float)
+
+
+def twin_cpu_per_tm_away(run: PolicyRun, mx: Configuration) -> float:
+    """Minute-weighted CPU per TaskManager away from the default (the measured side's is inferred
+    from its cores and TaskManagers; see :func:`measured_trajectory`)."""
+    spent = twin_configs(run, mx)
+    away = spent[[c != mx for c in spent.index]]
+    if away.sum() <= 0:
+        return float("nan")
+    return float(sum(c.total_cpu * w for c, w in away.items()) / sum(c.taskmanagers * w for c, w in away.items()))
+
+
+def twin_shapes(run: PolicyRun, mx: Configuration) -> str:
+    """The most frequent shapes of a replay, ``<TaskManagers>x<slots> <cpu>c<GiB>g`` with their share of minutes."""
+    spent = twin_configs(run, mx)
+    by: dict[str, float] = {}
+    for c, w in spent.items():
+        k = f"{c.taskmanagers}x{c.task_slots} {c.cpu:g}c{c.memory_mb / 1024:g}g"
+        by[k] = by.get(k, 0.0) + w
+    top = sorted(by.items(), key=lambda kv: -kv[1])[:4]
+    return ", ".join(f"{k} {v / spent.sum():.0%}" for k, v in top)
 
 
 def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
@@ -140,6 +199,7 @@ def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
     latency-elevated minutes per change and the most frequent shapes. The default is the profiled
     space's maximum (Demeter's default is its largest configuration)."""
     mx = space_from_runs(pd.read_csv(data / "profiling_runs.csv")).maximum
+    summary = _measured_summary(data)
     default_shape = f"{mx.taskmanagers}x{mx.task_slots}"
     rows = []
     for f in sorted((data / "measured_60s").glob(f"*_{method}_*.csv")):
@@ -155,9 +215,17 @@ def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
         full = full.ffill()
         change_at = np.flatnonzero((full != full.shift()).to_numpy() & full.shift().notna().to_numpy())
         latency = d["latency"].to_numpy(dtype=float) if "latency" in d else np.full(len(d), np.nan)
+        run_id = f.name.split("_")[0]
+        means = summary.get(f.stem)
+        away = _away(float(default.mean()), means["cpu_cores_mean"], means["mem_gib_mean"] * 1024, mx) if means else {}
+        tm_away = float(tm[~default].mean()) if (~default).any() else float("nan")
         rows.append(
             {
-                "run": f.name.split("_")[0],
+                "run": run_id,
+                **away,
+                # Cores per TaskManager away from the default: the cores the summary reserves beyond the
+                # default's minutes over the minutes' mean TaskManagers (the per-minute files hold no CPU).
+                "cpu_per_tm_away": away["cpu_away"] * mx.total_cpu / tm_away if away else float("nan"),
                 "at_default": float(default.mean()),
                 "returns": int((runs.iloc[1:] == default_shape).sum()),
                 "changes": len(runs) - 1,
@@ -166,6 +234,21 @@ def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def _measured_summary(data: Path) -> dict[str, dict[str, float]]:
+    """``summary_per_run.csv``'s reserved CPU cores and memory (GiB) means by run name (the
+    measured file's stem); empty when the folder has no summary."""
+    path = data / "summary_per_run.csv"
+    if not path.exists():
+        return {}
+    d = pd.read_csv(path)
+    if not {"run", "cpu_cores_mean", "mem_gib_mean"} <= set(d.columns):
+        return {}
+    return {
+        str(r["run"]): {"cpu_cores_mean": float(r["cpu_cores_mean"]), "mem_gib_mean": float(r["mem_gib_mean"])}
+        for _, r in d.iterrows()
+    }
 
 
 def method_redeploy_fit(data: Path, method: str = "demeter") -> str:
@@ -215,8 +298,11 @@ def main(argv: list[str] | None = None) -> int:
         tw = twin_trajectory(a.data, [int(s) for s in a.seeds.split(",")], a.hours, carry=a.carry_profiles)
         print("twin\n", tw.to_string(index=False))
         if a.carry_profiles:
-            print("twin mean per run of the chain\n", tw.drop(columns="seed").groupby("run").mean().round(3).to_string())
-        print("twin mean\n", tw.drop(columns=["seed", "run"], errors="ignore").mean().round(3).to_string())
+            print(
+                "twin mean per run of the chain\n",
+                tw.drop(columns="seed").groupby("run").mean(numeric_only=True).round(3).to_string(),
+            )
+        print("twin mean\n", tw.drop(columns=["seed", "run"], errors="ignore").mean(numeric_only=True).round(3).to_string())
     return 0
 
 

@@ -331,6 +331,8 @@ def _note(decisions: list[dict[str, Any]], out: StepOutcome, now: float) -> None
                 "policy": out.decision.policy,
                 "changed": bool(out.result and out.result.changed),
                 "mode": out.result.mode if out.result else None,
+                # The configuration a change went to, as the measured side can be read against it.
+                "target": out.decision.target.to_dict() if out.decision.target is not None else None,
             }
         )
 
