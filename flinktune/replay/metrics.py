@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.twin.profiling import recovery_time
+from flinktune.twin.recovery_checks import pre_failure_lag
 
 __all__ = [
     "DETECTOR",
@@ -103,8 +104,7 @@ def detector_recovery_time(lag: np.ndarray, fail_index: int, rate: float, settin
     behind reads ``wait_s + points x point_s``. Returns ``cap_s`` when there are too few seconds left.
     """
     s = settings
-    pre = lag[max(0, fail_index - 60) : fail_index]
-    threshold = (pre.max() if pre.size else 0.0) + 0.5 * rate
+    threshold = pre_failure_lag(lag, fail_index) + 0.5 * rate
     start = fail_index + s.wait_s
     k = int((s.cap_s - s.wait_s) // s.point_s)
     seg = lag[start : start + k * s.point_s]

@@ -23,7 +23,7 @@ from flinktune.metrics.schema import PROFILING_COLUMNS, PROFILING_DTYPES
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.noise import normal
 from flinktune.twin.profile import ClusterProfile
-from flinktune.twin.recovery_checks import checked_recovery_time
+from flinktune.twin.recovery_checks import checked_recovery_time, pre_failure_lag
 from flinktune.twin.simulator import DEFAULT_START_TS, TwinJob
 
 __all__ = [
@@ -46,7 +46,6 @@ STABLE_S = 30
 #: what the replay benchmark's flinktune runs measure): a steady capacity settles well within it
 #: (docs/results/local-flink.md), so a longer run only spends more.
 PROFILE_RUN_S = 120
-_PRE_WINDOW_S = 60
 #: How a profiling run's recovery is read: ``drained`` (:func:`recovery_time`, the twin's own measure
 #: and flinktune's profiler's) or ``demeter`` (Demeter's profiler's checks,
 #: :func:`flinktune.twin.recovery_checks.checked_recovery_time`).
@@ -75,8 +74,7 @@ def recovery_time(
     input, for ``stable_s`` consecutive seconds; the recovery time is when that stretch starts.
     Returns ``cap_s`` when it never happens within the series or the cap.
     """
-    pre = lag[max(0, fail_index - _PRE_WINDOW_S) : fail_index]
-    threshold = (pre.max() if pre.size else 0.0) + 0.5 * rate
+    threshold = pre_failure_lag(lag, fail_index) + 0.5 * rate
     after = lag[fail_index + 1 :] <= threshold
     if after.size < stable_s:
         return float(cap_s)
@@ -91,9 +89,10 @@ def recovery_time(
 _MEASURES: dict[str, Callable[[np.ndarray, int, float], float]] = {"drained": recovery_time, "demeter": checked_recovery_time}
 
 
-def _check_measure(measure: str) -> None:
+def _measure(measure: str) -> Callable[[np.ndarray, int, float], float]:
     if measure not in _MEASURES:
         raise ValueError(f"unknown recovery measure {measure!r}; known: {', '.join(RECOVERY_MEASURES)}")
+    return _MEASURES[measure]
 
 
 def _run_id(job: str, cfg: Configuration, rate: float, seed: int, duration_s: int) -> str:
@@ -115,9 +114,7 @@ def profile_run(
     """One profiling run; returns one ``PROFILING_COLUMNS`` row as a dict (``recovery_measure``: one
     of :data:`RECOVERY_MEASURES`, or a reading ``(lag, fail_index, rate) -> seconds`` of the run's
     per-second lag, e.g. to read one run several ways: ``benchmarks/recovery_checks_fit.py``)."""
-    if not callable(recovery_measure):
-        _check_measure(recovery_measure)
-    measure = recovery_measure if callable(recovery_measure) else _MEASURES[recovery_measure]
+    measure = recovery_measure if callable(recovery_measure) else _measure(recovery_measure)
     if duration_s < 60:
         raise ValueError(f"duration_s must be >= 60 s to warm up and measure, got {duration_s}")
     if not rate >= 0:

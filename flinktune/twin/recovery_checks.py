@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DEMETER_CHECKS", "RecoveryChecks", "checked_recovery_time", "on_schedule"]
+__all__ = ["DEMETER_CHECKS", "PRE_WINDOW_S", "RecoveryChecks", "checked_recovery_time", "on_schedule", "pre_failure_lag"]
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,16 @@ class RecoveryChecks:
             )
 
 
-#: Seconds before the fault whose highest lag is the job's normal level (as the drained measure's).
-_PRE_WINDOW_S = 60
+#: Seconds before a fault whose highest lag is the job's normal level (every recovery reading's).
+PRE_WINDOW_S = 60
+
+
+def pre_failure_lag(lag: np.ndarray, fail_index: int) -> float:
+    """The job's normal lag before the fault at ``fail_index`` of a per-second lag series: the highest
+    over the :data:`PRE_WINDOW_S` seconds before it (0 when the fault is at the start)."""
+    pre = np.asarray(lag, dtype=float)[max(0, fail_index - PRE_WINDOW_S) : fail_index]
+    return float(pre.max()) if pre.size else 0.0
+
 
 #: Demeter's published profiler, its schedule read off the real ADS profiling runs (module docstring).
 DEMETER_CHECKS = RecoveryChecks()
@@ -89,10 +97,8 @@ DEMETER_CHECKS = RecoveryChecks()
 def checked_recovery_time(lag: np.ndarray, fail_index: int, rate: float, checks: RecoveryChecks = DEMETER_CHECKS) -> float:
     """Seconds from the fault at ``fail_index`` of a per-second lag series (records) to the first
     passing check (:class:`RecoveryChecks`); ``checks.cap_s`` when none passes within the series."""
-    series = np.asarray(lag, dtype=float)
-    pre = series[max(0, fail_index - _PRE_WINDOW_S) : fail_index]
-    ceiling = (pre.max() if pre.size else 0.0) + checks.backlog_s * rate
-    after = series[fail_index + 1 :]
+    ceiling = pre_failure_lag(lag, fail_index) + checks.backlog_s * rate
+    after = np.asarray(lag, dtype=float)[fail_index + 1 :]
     c = checks.first_check_s
     while c < checks.cap_s and c <= after.size:
         if after[c - 1] <= after[c - 1 - checks.window_s] + checks.slack_s * rate and after[c - 1] <= ceiling:
