@@ -19,6 +19,10 @@ counts, are left out of the configuration sequence).
 Both sides also give ``elevated_per_change``: per configuration change, the minutes from 2 before
 to 6 after it whose latency is over 3x the run's median latency (what a change costs the latency,
 the p95's main source once changes are frequent; :func:`elevated_minutes_per_change`).
+Both sides also give ``first_move_min``, the minute of the first move away from the default (a
+failure's fractional TaskManager count on the measured side is no move), and ``default_q1`` ..
+``default_q4``: the share of minutes at the default in each quartile band of the trace's rate
+(:func:`at_default_by_rate`; the measured minutes binned by their throughput).
 ``--method operator35`` reads another measured method's files for the measured side (its shares of
 the default and returns mean little there).
 
@@ -54,10 +58,13 @@ from flinktune.twin.profile import ClusterProfile  # noqa: E402
 from flinktune.twin.redeploy_downtime import calibrate_downtime_on_folder  # noqa: E402
 
 __all__ = [
+    "RATE_BANDS",
+    "at_default_by_rate",
     "decision_path",
     "elevated_minutes_per_change",
     "measured_trajectory",
     "method_redeploy_fit",
+    "rate_edges",
     "twin_configs",
     "twin_cpu_per_tm_away",
     "twin_shapes",
@@ -74,6 +81,28 @@ def elevated_minutes_per_change(latency: np.ndarray, changes: np.ndarray, *, bef
         return float("nan")
     high = lat > 3.0 * np.nanmedian(lat)
     return float(np.mean([high[max(int(c) - before, 0) : int(c) + after].sum() for c in changes]))
+
+
+#: Quantiles of the folder's trace rate that split the minutes into rate bands (quartiles).
+RATE_BANDS: tuple[float, ...] = (0.25, 0.5, 0.75)
+
+
+def rate_edges(data: Path, hours: float | None = None) -> np.ndarray:
+    """The inner limits (rec/s) of the rate bands: :data:`RATE_BANDS` quantiles of the folder's trace,
+    the same for the twin and the measured side."""
+    trace, _ = replay_trace(data, hours)
+    return np.quantile(trace.to_numpy(dtype=float), RATE_BANDS)
+
+
+def at_default_by_rate(rate: np.ndarray, at_default: np.ndarray, edges: np.ndarray) -> dict[str, float]:
+    """Share of minutes at the default in each rate band (``default_q1`` lowest rates ..), the minutes
+    binned by their ``rate`` at ``edges``; NaN for a band without minutes. Where the time at the default
+    is spent says which rates a policy cannot serve cheaper (session 23)."""
+    rate, at = np.asarray(rate, dtype=float), np.asarray(at_default, dtype=bool)
+    band = np.searchsorted(edges, rate, side="right")
+    return {
+        f"default_q{b + 1}": float(at[band == b].mean()) if (band == b).any() else float("nan") for b in range(len(edges) + 1)
+    }
 
 
 def decision_path(d: dict) -> str:
@@ -103,6 +132,7 @@ def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None, *,
     failures, _ = failure_spec(data)
     target = BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
     mx = space.maximum
+    edges = rate_edges(data, hours)
     rows = []
     for seed in seeds:
         st = ReplaySettings(
@@ -119,15 +149,23 @@ def twin_trajectory(data: Path, seeds: list[int], hours: float | None = None, *,
         )
         for rank, run in enumerate(chain, 1):
             rows.append(
-                {"seed": seed, **({"run": rank, "profiles_at_start": run.prior_profiles} if carry else {}), **_row(run, mx)}
+                {
+                    "seed": seed,
+                    **({"run": rank, "profiles_at_start": run.prior_profiles} if carry else {}),
+                    **_row(run, mx, edges),
+                }
             )
     return pd.DataFrame(rows)
 
 
-def _row(run: PolicyRun, mx: Configuration) -> dict:
+def _row(run: PolicyRun, mx: Configuration, edges: np.ndarray) -> dict:
     """One replay's trajectory figures (see the module docstring)."""
     m = run.minutes.dropna(subset=["total_cpu"])
     at_default = minutes_at_default(run.minutes, mx)
+    t0 = float(pd.Timestamp(run.minutes.index[0]).timestamp())
+    moves = [
+        float(d["ts"]) for d in run.decisions if d["changed"] and d.get("target") and Configuration.from_dict(d["target"]) != mx
+    ]
     paths = pd.Series([decision_path(d) for d in run.decisions], dtype=object)
     changed = pd.Series([decision_path(d) for d in run.decisions if d["changed"]], dtype=object)
     return {
@@ -142,6 +180,8 @@ def _row(run: PolicyRun, mx: Configuration) -> dict:
         "profiling_runs": int(run.summary.get("profiling_runs", 0)),
         **_away(float(at_default.mean()), float(m["total_cpu"].mean()), float(m["total_memory_mb"].mean()), mx),
         "cpu_per_tm_away": twin_cpu_per_tm_away(run, mx),
+        "first_move_min": (min(moves) - t0) / 60.0 if moves else float("nan"),
+        **at_default_by_rate(m.loc[at_default.index, "rate"].to_numpy(), at_default.to_numpy(), edges),
         "shapes": twin_shapes(run, mx),
     }
 
@@ -200,6 +240,10 @@ def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
     space's maximum (Demeter's default is its largest configuration)."""
     mx = space_from_runs(pd.read_csv(data / "profiling_runs.csv")).maximum
     summary = _measured_summary(data)
+    try:
+        edges: np.ndarray | None = rate_edges(data)
+    except FileNotFoundError:  # a folder of measured runs without its trace: no rate bands
+        edges = None
     default_shape = f"{mx.taskmanagers}x{mx.task_slots}"
     rows = []
     for f in sorted((data / "measured_60s").glob(f"*_{method}_*.csv")):
@@ -219,6 +263,9 @@ def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
         means = summary.get(f.stem)
         away = _away(float(default.mean()), means["cpu_cores_mean"], means["mem_gib_mean"] * 1024, mx) if means else {}
         tm_away = float(tm[~default].mean()) if (~default).any() else float("nan")
+        # The first whole-number minute away from the default: a failure's partitioned TaskManager shows
+        # as a fractional count for a minute or two and is no move.
+        moved = np.flatnonzero(whole & ~default)
         rows.append(
             {
                 "run": run_id,
@@ -230,6 +277,13 @@ def measured_trajectory(data: Path, method: str = "demeter") -> pd.DataFrame:
                 "returns": int((runs.iloc[1:] == default_shape).sum()),
                 "changes": len(runs) - 1,
                 "elevated_per_change": elevated_minutes_per_change(latency, change_at),
+                "first_move_min": float(moved[0]) if len(moved) else float("nan"),
+                # The measured minutes' rate is their throughput (the files hold no input rate).
+                **(
+                    at_default_by_rate(d["throughput"].to_numpy(dtype=float), default, edges)
+                    if "throughput" in d and edges is not None
+                    else {}
+                ),
                 "shapes": ", ".join(f"{k} {v / len(seq):.0%}" for k, v in seq.value_counts().head(4).items()),
             }
         )

@@ -138,6 +138,12 @@ class DemeterPolicy:
     #: published rule leaves a current one that is itself the cheapest for the best other);
     #: ``"all"`` ranks the current one too and keeps it when it ranks best (sessions up to 17).
     candidate_set: str = "others"
+    #: Which of a chunk's profiles train its models and count as the optimiser's completed trials
+    #: (ANCHORS.md 1.5): ``"published"`` keeps only the profiles inside the chunk once it holds
+    #: ``num_init`` of them with a good and a bad latency (``_filter_by_num_init``), for the target
+    #: chunk and the support chunks alike; ``"all"`` keeps every profile assigned to the chunk
+    #: (sessions up to 22). The profiling budget shrinks by ``budget_factor`` per trial counted.
+    chunk_training: str = "published"
     name: str = "demeter"
     _cfits: dict = field(default_factory=dict, repr=False)
     _clock: float | None = field(default=None, repr=False)
@@ -148,6 +154,12 @@ class DemeterPolicy:
             raise ValueError(f"keep_rule must be 'published' or 'symmetric', got {self.keep_rule!r}")
         if self.candidate_set not in ("others", "all"):
             raise ValueError(f"candidate_set must be 'others' or 'all', got {self.candidate_set!r}")
+        if self.chunk_training not in ("published", "all"):
+            raise ValueError(f"chunk_training must be 'published' or 'all', got {self.chunk_training!r}")
+
+    @property
+    def _direct_first(self) -> bool:
+        return self.chunk_training == "published"
 
     def _due(self, state: JobState) -> float | None:
         """Seconds still to wait on the optimisation clock (None: optimise now)."""
@@ -167,7 +179,11 @@ class DemeterPolicy:
         """The published constraint models of the target chunk ``[lo, hi]`` holding ``rows``
         (ANCHORS.md 1.3, 1.5; :func:`~flinktune.policies.demeter_constraints.fit_constraint_models`),
         with up to ``support_models`` higher chunks' support; cached on the chunks' profiles."""
-        support = support_chunks(obs, hi, self.chunk, latency_target_ms, self.support_models) if self.support_models > 0 else []
+        support = (
+            support_chunks(obs, hi, self.chunk, latency_target_ms, self.support_models, direct_first=self._direct_first)
+            if self.support_models > 0
+            else []
+        )
         key = (
             lo,
             hi,
@@ -216,7 +232,9 @@ class DemeterPolicy:
                     None,
                 )
             return context.surrogate, None, planned, None
-        rows = chunk_profiles(obs, planned, context.latency_target_ms, self.chunk, _finite(state.input_rate))
+        rows = chunk_profiles(
+            obs, planned, context.latency_target_ms, self.chunk, _finite(state.input_rate), direct_first=self._direct_first
+        )
         n_good = int((rows["latency_ms"] <= context.latency_target_ms).sum())
         lo = float(rows["input_rate"].iloc[0]) if len(rows) else planned
         if len(rows) < self.num_init:  # the published model is still Sobol: keep, and profile
@@ -232,7 +250,7 @@ class DemeterPolicy:
         except ValueError as exc:  # SurrogateInputError: too few distinct points for an outcome
             return context.surrogate, f"the rate chunk of {planned:,.0f} rec/s cannot be modelled yet ({exc})", planned, None
         _, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), planned, self.chunk, _finite(state.input_rate))
-        return model, None, lo, (lo, hi, chunk_rows(obs, lo, hi, context.latency_target_ms))
+        return model, None, lo, (lo, hi, chunk_rows(obs, lo, hi, context.latency_target_ms, direct_first=self._direct_first))
 
     def profiling_candidates(self, state: JobState, context: PolicyContext, rate: float) -> list[Configuration]:
         """The candidates Demeter accepts as profiling suggestions at ``rate`` (ANCHORS.md 1.5,
@@ -288,8 +306,18 @@ class DemeterPolicy:
         if due > 1e-9:
             return Decision.keep(self.name, f"{why}; next profiling round in {due:.0f} s", **inputs)
         obs = context.extras.get("observations")
+        # The published optimiser's completed trials are the profiles it was trained on.
         n_trials = (
-            len(chunk_profiles(obs, planned, context.latency_target_ms, self.chunk, _finite(state.input_rate)))
+            len(
+                chunk_profiles(
+                    obs,
+                    planned,
+                    context.latency_target_ms,
+                    self.chunk,
+                    _finite(state.input_rate),
+                    direct_first=self._direct_first,
+                )
+            )
             if (obs is not None and len(obs))
             else 0
         )

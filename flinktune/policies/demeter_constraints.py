@@ -28,8 +28,9 @@ four outcomes in log space, fitted noise, observation noise in the predictions) 
   observation noise [inferred]); the check is Demeter's: mean + std in linear space scaled by
   ``scaler`` (1.25) within the boundary, ``norm <= 0.5`` and ``recovery <= limit``.
 
-Not reproduced: the gradient-boosting latency normalisation, the support chunks'
-``_filter_by_num_init`` (direct-fit profiles only), and the published ``num_init`` of 1 with
+The target and support chunks' training sets are the policy's to choose
+(``DemeterPolicy.chunk_training``: the published ``_filter_by_num_init`` by default). Not
+reproduced: the gradient-boosting latency normalisation and the published ``num_init`` of 1 with
 support models (the policy keeps its Sobol gate of 3 target profiles).
 """
 

@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 
 from benchmarks.demeter_trajectory import (
+    _row,
+    at_default_by_rate,
     decision_path,
     elevated_minutes_per_change,
     main,
@@ -41,6 +43,12 @@ def test_measured_trajectory_of_the_real_runs() -> None:
     assert t["cpu_away"].round(2).tolist() == [0.78, 0.61, 0.6]
     assert t["memory_away"].round(2).tolist() == [0.27, 0.18, 0.24]
     assert t["cpu_per_tm_away"].round(1).tolist() == [1.8, 2.0, 1.4]
+    # Session 23: the first move away from the default came at minutes 102-110 (the one-minute dips at
+    # minutes 45-46 and 90-92 are failures' partitioned TaskManagers, no move), and the time at the
+    # default lies at the high rates: the trace's upper two rate quartiles hold most of it.
+    assert t["first_move_min"].tolist() == [107.0, 102.0, 110.0]
+    assert t["default_q1"].round(2).tolist() == [0.25, 0.17, 0.17]
+    assert t["default_q4"].round(2).tolist() == [0.9, 0.92, 0.51]
     op = measured_trajectory(DATA, "operator35")
     assert len(op) == 3 and (op["elevated_per_change"].between(3.5, 3.9)).all()
 
@@ -111,3 +119,38 @@ def test_the_twins_configurations_are_timed_from_its_changes() -> None:
     assert spent[mx] == 30.0 and spent[small] == 30.0
     assert twin_cpu_per_tm_away(run, mx) == 2.0  # 6 TaskManagers x 2 CPU
     assert twin_shapes(run, mx) == "24x1 1c4g 50%, 6x2 2c2g 50%"
+
+
+def test_the_time_at_the_default_is_split_by_rate_band() -> None:
+    rate = np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0])
+    at = np.array([False, True, True, True, True, True])
+    got = at_default_by_rate(rate, at, np.array([25.0, 45.0, 100.0]))
+    assert got["default_q1"] == 0.5 and got["default_q2"] == 1.0 and got["default_q3"] == 1.0
+    assert np.isnan(got["default_q4"])  # no minute above 100
+
+
+def test_the_twins_row_dates_its_first_move_and_bands_its_minutes() -> None:
+    mx = Configuration(parallelism=24, task_slots=1, cpu=1.0, memory_mb=4096, checkpoint_interval_s=10)
+    small = Configuration(parallelism=12, task_slots=2, cpu=2.0, memory_mb=2048, checkpoint_interval_s=90)
+    idx = pd.date_range("2026-01-01", periods=60, freq="1min")
+    t0 = idx[0].timestamp()
+    at_small = (idx >= idx[10]) & (idx < idx[40])
+    minutes = pd.DataFrame(
+        {
+            "rate": np.where(np.arange(60) < 30, 1000.0, 5000.0),
+            "latency_p95_ms": 100.0,
+            "total_cpu": np.where(at_small, small.total_cpu, mx.total_cpu),
+            "total_memory_mb": np.where(at_small, small.total_memory_mb, mx.total_memory_mb),
+        },
+        index=pd.Index(idx, name="ts"),
+    )
+    decisions = [
+        {"ts": t0 + 300, "changed": True, "target": mx.to_dict(), "action": "reconfigure", "reason": "go to the maximum"},  # to the default: no move
+        {"ts": t0 + 600, "changed": True, "target": small.to_dict(), "action": "reconfigure", "reason": "planned rate"},
+        {"ts": t0 + 2400, "changed": True, "target": mx.to_dict(), "action": "reconfigure", "reason": "go to the maximum"},
+    ]
+    run = SimpleNamespace(minutes=minutes, decisions=decisions, summary={})
+    row = _row(run, mx, np.array([3000.0]))
+    assert row["first_move_min"] == 10.0
+    # Minutes 0-29 at 1000 rec/s: 10 at the default of 30; minutes 30-59 at 5000: 20 of 30.
+    assert abs(row["default_q1"] - 10 / 30) < 1e-12 and abs(row["default_q2"] - 20 / 30) < 1e-12

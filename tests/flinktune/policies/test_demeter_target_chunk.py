@@ -111,3 +111,47 @@ def test_profiling_rounds_come_with_the_keeps_on_their_own_clock_within_the_budg
         _ctx(35000.0, three, [], per_slot_rate=100.0),
     )
     assert d2.action is Action.KEEP and "next profiling round in 300 s" in d2.reason
+
+
+def test_a_chunk_with_its_own_good_and_bad_profiles_trains_on_those_alone():
+    # Target chunk [40k, 50k] of a planned 35k: three profiles inside it, good and bad among them,
+    # and two it inherits (bad below, good above).
+    obs = _obs([
+        (12, 10000.0, 900.0),  # below, bad: inherited
+        (16, 41000.0, 900.0),  # inside, bad
+        (20, 45000.0, 100.0),  # inside, good
+        (24, 48000.0, 120.0),  # inside, good
+        (8, 60000.0, 100.0),   # above, good: inherited
+    ])  # fmt: skip
+    assert sorted(chunk_profiles(obs, 35000.0, 250.0, 10000.0)["parallelism"]) == [8, 12, 16, 20, 24]
+    own = chunk_profiles(obs, 35000.0, 250.0, 10000.0, direct_first=True)
+    assert sorted(own["parallelism"]) == [16, 20, 24]
+    # Without a bad latency inside (or with fewer than three inside) the inherited ones stay.
+    all_good = obs[obs["parallelism"] != 16]
+    assert len(chunk_profiles(all_good, 35000.0, 250.0, 10000.0, direct_first=True)) == 4
+    two_inside = obs[obs["parallelism"] != 24]
+    assert len(chunk_profiles(two_inside, 35000.0, 250.0, 10000.0, direct_first=True)) == 4
+
+
+def test_the_profiling_budget_counts_the_profiles_the_chunk_is_trained_on():
+    # A chunk trained on its own three profiles: the round's budget is 26 x 0.95^3, not 0.95^24 for
+    # all the chunk's 24 configurations, 21 of them small ones that fell behind at lower rates.
+    small = [(p, 10000.0 + 100.0 * (p - 1), 900.0) for p in range(1, 24)]
+    obs = _obs([*small, (16, 41000.0, 900.0), (20, 45000.0, 100.0), (24, 48000.0, 120.0)])
+    decided = {
+        mode: make_policy("demeter", SPACE, chunk_training=mode, constraint_models="surrogate").decide(
+            _state(), _ctx(35000.0, obs, [], per_slot_rate=100.0)
+        )
+        for mode in ("published", "all")
+    }
+    cap = {mode: sum(c.total_cpu for c in d.profile_configs) for mode, d in decided.items()}
+    assert decided["published"].action is Action.PROFILE, decided["published"].reason
+    assert 26.0 * 0.95**24 < cap["published"] <= 26.0 * 0.95**3 + 1e-9
+    assert cap["all"] <= 26.0 * 0.95**24 + 1e-9
+
+
+def test_an_unknown_chunk_training_is_rejected():
+    import pytest
+
+    with pytest.raises(ValueError, match="chunk_training must be"):
+        make_policy("demeter", SPACE, chunk_training="direct")
