@@ -30,7 +30,8 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
   and memory (0.25 while the production job's latency is good, 0.75 when not), not profiled in
   the target chunk already and not known to have fallen behind at or below the chunk's lower
   bound (1.5, profiling decision); the observations come from ``context.extras["observations"]``
-  when the loop provides them.
+  when the loop provides them. The accepted set and the round's budget are
+  :mod:`flinktune.policies.demeter_profiling`.
 - **Constraints** (1.3, 1.5 step 3): a candidate meets them when its predicted mean + 1 std,
   taken to linear space and scaled by 1.25, is within the boundary: recovery ``1.25 x
   exp(mean + std) <= limit`` and normalised latency ``1.25 x tanh(log_4(latency / lowest)) <= 0.5``
@@ -72,6 +73,7 @@ from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.stages import PolicyContext, Surrogate
 from flinktune.policies.demeter_chunks import chunk_profiles, chunk_rows, support_chunks, target_chunk
 from flinktune.policies.demeter_constraints import CONSTRAINT_SEM, ConstraintModels, fit_constraint_models
+from flinktune.policies.demeter_profiling import profiling_budget, profiling_candidates
 from flinktune.policies.demeter_ranking import demeter_objective, meets_constraints, screen_candidates
 from flinktune.tuner.profiling import propose_profiling
 from flinktune.tuner.selection import CandidateScores, score_candidates
@@ -232,9 +234,7 @@ class DemeterPolicy:
                     None,
                 )
             return context.surrogate, None, planned, None
-        rows = chunk_profiles(
-            obs, planned, context.latency_target_ms, self.chunk, _finite(state.input_rate), direct_first=self._direct_first
-        )
+        rows = self._target_rows(obs, state, context, planned)
         n_good = int((rows["latency_ms"] <= context.latency_target_ms).sum())
         lo = float(rows["input_rate"].iloc[0]) if len(rows) else planned
         if len(rows) < self.num_init:  # the published model is still Sobol: keep, and profile
@@ -253,46 +253,27 @@ class DemeterPolicy:
         return model, None, lo, (lo, hi, chunk_rows(obs, lo, hi, context.latency_target_ms, direct_first=self._direct_first))
 
     def profiling_candidates(self, state: JobState, context: PolicyContext, rate: float) -> list[Configuration]:
-        """The candidates Demeter accepts as profiling suggestions at ``rate`` (ANCHORS.md 1.5,
-        profiling decision): larger than ``ref_scale_factor`` x the production job's reserved CPU and
-        memory (0.25 when its latency is good, 0.75 when not), and not a configuration whose
-        profile fell behind (latency over the target) at a lower rate, nor one already profiled in
-        the rate chunk of ``rate``."""
-        cur = state.config
-        factor = 0.25 if state.latency_p95_ms <= context.latency_target_ms else 0.75
-        obs = context.extras.get("observations")
-        bottlenecked: set[Configuration] = set()  # and those already profiled in the chunk
-        if obs is not None and len(obs):
-            in_chunk = chunk_profiles(obs, rate, context.latency_target_ms, self.chunk, _finite(state.input_rate))
-            for r in in_chunk.itertuples(index=False):
-                bottlenecked.add(
-                    Configuration(
-                        int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s)
-                    )
-                )
-            lo, _ = target_chunk(obs["input_rate"].to_numpy(dtype=float), rate, self.chunk, _finite(state.input_rate))
-            bad = obs[(obs["latency_ms"] > context.latency_target_ms) & (obs["input_rate"] <= lo)]
-            for r in bad.itertuples(index=False):
-                bottlenecked.add(
-                    Configuration(
-                        int(r.parallelism), int(r.task_slots), float(r.cpu), int(r.memory_mb), int(r.checkpoint_interval_s)
-                    )
-                )
-        return [
-            c
-            for c in self.space.candidates()
-            if c.total_cpu >= factor * cur.total_cpu
-            and c.total_memory_mb >= factor * cur.total_memory_mb
-            and c not in bottlenecked
-        ]
+        """The candidates Demeter accepts as profiling suggestions at ``rate`` (ANCHORS.md 1.5;
+        :func:`~flinktune.policies.demeter_profiling.profiling_candidates`)."""
+        return profiling_candidates(
+            self.space,
+            state,
+            context.extras.get("observations"),
+            rate,
+            context.latency_target_ms,
+            self.chunk,
+            _finite(state.input_rate),
+        )
 
     def profiling_budget(self, state: JobState, n_trials: int) -> tuple[float, float]:
         """(CPU, memory MB) the next profiling round may reserve in all (ANCHORS.md 1.5, profiling
         decision): the cluster share less the production job's, shrunk by 0.95 per completed trial."""
-        shrink = self.budget_factor**n_trials
-        return (
-            max(0.0, self.cluster_cpu - state.config.total_cpu) * shrink,
-            max(0.0, self.cluster_memory_mb - state.config.total_memory_mb) * shrink,
+        return profiling_budget(state.config, n_trials, self.cluster_cpu, self.cluster_memory_mb, self.budget_factor)
+
+    def _target_rows(self, obs: pd.DataFrame, state: JobState, context: PolicyContext, planned: float) -> pd.DataFrame:
+        """The target chunk's training set (:func:`chunk_profiles` with this policy's ``chunk_training``)."""
+        return chunk_profiles(
+            obs, planned, context.latency_target_ms, self.chunk, _finite(state.input_rate), direct_first=self._direct_first
         )
 
     def _keep_and_profile(self, state: JobState, context: PolicyContext, planned: float, inputs: dict, why: str) -> Decision:
@@ -307,20 +288,7 @@ class DemeterPolicy:
             return Decision.keep(self.name, f"{why}; next profiling round in {due:.0f} s", **inputs)
         obs = context.extras.get("observations")
         # The published optimiser's completed trials are the profiles it was trained on.
-        n_trials = (
-            len(
-                chunk_profiles(
-                    obs,
-                    planned,
-                    context.latency_target_ms,
-                    self.chunk,
-                    _finite(state.input_rate),
-                    direct_first=self._direct_first,
-                )
-            )
-            if (obs is not None and len(obs))
-            else 0
-        )
+        n_trials = len(self._target_rows(obs, state, context, planned)) if (obs is not None and len(obs)) else 0
         cpu_cap, mem_cap = self.profiling_budget(state, n_trials)
         allowed = [
             c
