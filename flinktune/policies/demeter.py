@@ -26,11 +26,14 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
   default). Without per-chunk data: when the planned rate is over a chunk beyond the profiled
   range. The profiling jobs read the production job's input topic (1.1), so they run at the
   *current* rate (``profile_rate`` in the decision's inputs), not at the planned one. Its
-  suggestions are accepted only when larger than ``ref_scale_factor`` x the production job's CPU
-  and memory (0.25 while the production job's latency is good, 0.75 when not), not profiled in
-  the target chunk already and not known to have fallen behind at or below the chunk's lower
-  bound (1.5, profiling decision); the observations come from ``context.extras["observations"]``
-  when the loop provides them. The accepted set and the round's budget are
+  suggestions are accepted only when not profiled in the target chunk already and not known to
+  have fallen behind at or below the chunk's lower bound, and, once the chunk is modelled, larger
+  than ``ref_scale_factor`` x the production job's CPU and memory (0.25 while the production job's
+  latency is good, 0.75 when not) (1.5, profiling decision); the observations come from
+  ``context.extras["observations"]`` when the loop provides them. The suggestions are drawn as
+  published (``suggestions="published"``): quasi-random (seeded by the chunk) while the target
+  chunk holds fewer than ``num_init`` profiles, then by qNEHVI on the target chunk's model; each
+  round is packed into its budget. The accepted set, the budget and both suggestion steps are
   :mod:`flinktune.policies.demeter_profiling`.
 - **Constraints** (1.3, 1.5 step 3): a candidate meets them when its predicted mean + 1 std,
   taken to linear space and scaled by 1.25, is within the boundary: recovery ``1.25 x
@@ -73,7 +76,13 @@ from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.stages import PolicyContext, Surrogate
 from flinktune.policies.demeter_chunks import chunk_profiles, chunk_rows, support_chunks, target_chunk
 from flinktune.policies.demeter_constraints import CONSTRAINT_SEM, ConstraintModels, fit_constraint_models
-from flinktune.policies.demeter_profiling import profiling_budget, profiling_candidates
+from flinktune.policies.demeter_profiling import (
+    model_suggestions,
+    pack_budget,
+    profiling_budget,
+    profiling_candidates,
+    sobol_suggestions,
+)
 from flinktune.policies.demeter_ranking import demeter_objective, meets_constraints, screen_candidates
 from flinktune.tuner.profiling import propose_profiling
 from flinktune.tuner.selection import CandidateScores, score_candidates
@@ -146,6 +155,15 @@ class DemeterPolicy:
     #: chunk and the support chunks alike; ``"all"`` keeps every profile assigned to the chunk
     #: (sessions up to 22). The profiling budget shrinks by ``budget_factor`` per trial counted.
     chunk_training: str = "published"
+    #: How a profiling round's suggestions are drawn (ANCHORS.md 1.5, profiling decision):
+    #: ``"published"``, quasi-random while the target chunk holds fewer than ``num_init`` profiles,
+    #: then qNEHVI on the target chunk's model (:mod:`flinktune.policies.demeter_profiling`);
+    #: ``"surrogate"``, qLogNEHVI on the replay's surrogate at the planned rate, up to
+    #: ``profile_batch`` (sessions up to 23).
+    suggestions: str = "published"
+    #: The most suggestions the chunk's model is asked for in one round (the published search is
+    #: bounded by its 600 s instead; up to 6 parallel profiles were seen in its real runs).
+    max_suggestions: int = 6
     name: str = "demeter"
     _cfits: dict = field(default_factory=dict, repr=False)
     _clock: float | None = field(default=None, repr=False)
@@ -158,6 +176,8 @@ class DemeterPolicy:
             raise ValueError(f"candidate_set must be 'others' or 'all', got {self.candidate_set!r}")
         if self.chunk_training not in ("published", "all"):
             raise ValueError(f"chunk_training must be 'published' or 'all', got {self.chunk_training!r}")
+        if self.suggestions not in ("published", "surrogate"):
+            raise ValueError(f"suggestions must be 'published' or 'surrogate', got {self.suggestions!r}")
 
     @property
     def _direct_first(self) -> bool:
@@ -252,7 +272,9 @@ class DemeterPolicy:
         _, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), planned, self.chunk, _finite(state.input_rate))
         return model, None, lo, (lo, hi, chunk_rows(obs, lo, hi, context.latency_target_ms, direct_first=self._direct_first))
 
-    def profiling_candidates(self, state: JobState, context: PolicyContext, rate: float) -> list[Configuration]:
+    def profiling_candidates(
+        self, state: JobState, context: PolicyContext, rate: float, *, ref_scale: bool = True
+    ) -> list[Configuration]:
         """The candidates Demeter accepts as profiling suggestions at ``rate`` (ANCHORS.md 1.5;
         :func:`~flinktune.policies.demeter_profiling.profiling_candidates`)."""
         return profiling_candidates(
@@ -263,6 +285,7 @@ class DemeterPolicy:
             context.latency_target_ms,
             self.chunk,
             _finite(state.input_rate),
+            ref_scale=ref_scale,
         )
 
     def profiling_budget(self, state: JobState, n_trials: int) -> tuple[float, float]:
@@ -276,6 +299,52 @@ class DemeterPolicy:
             obs, planned, context.latency_target_ms, self.chunk, _finite(state.input_rate), direct_first=self._direct_first
         )
 
+    def _suggest(self, state: JobState, context: PolicyContext, planned: float) -> tuple[list[Configuration], str]:
+        """The profiling round's suggestions within its budget, and how they were drawn (ANCHORS.md
+        1.5; :mod:`flinktune.policies.demeter_profiling`)."""
+        obs = context.extras.get("observations")
+        have = obs is not None and len(obs) > 0
+        # The published optimiser's completed trials are the profiles it was trained on.
+        rows = self._target_rows(obs, state, context, planned) if have else None
+        n_trials = 0 if rows is None else len(rows)
+        cpu_cap, mem_cap = self.profiling_budget(state, n_trials)
+        budget = f"budget {cpu_cap:.1f} CPU, {mem_cap:,.0f} MB"
+        if self.suggestions == "surrogate":
+            allowed = [
+                c
+                for c in self.profiling_candidates(state, context, planned)
+                if c.total_cpu <= cpu_cap + 1e-9 and c.total_memory_mb <= mem_cap + 1e-9
+            ]
+            proposed = (
+                propose_profiling(context.surrogate, self.space, planned, context, self.profile_batch, state.config, allowed)
+                if allowed and context.surrogate is not None
+                else []
+            )
+            return pack_budget(proposed, cpu_cap, mem_cap), f"qLogNEHVI on the replay's surrogate, {budget}"
+        rates = obs["input_rate"].to_numpy(dtype=float) if obs is not None and have else np.zeros(0)
+        lo, hi = target_chunk(rates, planned, self.chunk, _finite(state.input_rate))
+        if obs is not None and rows is not None and n_trials >= self.num_init:
+            cands = self.profiling_candidates(state, context, planned)
+            try:
+                fit = self.constraint_fit(
+                    obs,
+                    lo,
+                    hi,
+                    chunk_rows(obs, lo, hi, context.latency_target_ms, direct_first=self._direct_first),
+                    context.latency_target_ms,
+                )
+            except ValueError as exc:  # a chunk its GPs cannot fit yet: draw as the quasi-random phase does
+                how = f"quasi-random, the chunk's model could not be fitted ({exc}), {budget}"
+                return sobol_suggestions(cands, (lo, hi), cpu_cap, mem_cap), how
+            configs = model_suggestions(
+                fit, self.space, cands, rows, cpu_cap, mem_cap, context.recovery_limit_s,
+                max_suggestions=self.max_suggestions, seed=int(round(lo + hi)),
+            )  # fmt: skip
+            return configs, f"qNEHVI on the target chunk's model of {n_trials} profiles, {budget}"
+        cands = self.profiling_candidates(state, context, planned, ref_scale=False)
+        how = f"quasi-random: the target chunk holds {n_trials} profiles ({self.num_init} needed), {budget}"
+        return sobol_suggestions(cands, (lo, hi), cpu_cap, mem_cap), how
+
     def _keep_and_profile(self, state: JobState, context: PolicyContext, planned: float, inputs: dict, why: str) -> Decision:
         """Keep the configuration; profile when the profiling thread's round is due (ANCHORS.md 1.1:
         it runs on its own loop beside the optimiser; a step here does one action, so its rounds
@@ -286,39 +355,19 @@ class DemeterPolicy:
         due = self.profile_every_s - (ts - self._profiled)
         if due > 1e-9:
             return Decision.keep(self.name, f"{why}; next profiling round in {due:.0f} s", **inputs)
-        obs = context.extras.get("observations")
-        # The published optimiser's completed trials are the profiles it was trained on.
-        n_trials = len(self._target_rows(obs, state, context, planned)) if (obs is not None and len(obs)) else 0
-        cpu_cap, mem_cap = self.profiling_budget(state, n_trials)
-        allowed = [
-            c
-            for c in self.profiling_candidates(state, context, planned)
-            if c.total_cpu <= cpu_cap + 1e-9 and c.total_memory_mb <= mem_cap + 1e-9
-        ]
-        proposed = (
-            propose_profiling(context.surrogate, self.space, planned, context, self.profile_batch, state.config, allowed)
-            if allowed and context.surrogate is not None
-            else []
-        )
-        configs, used_cpu, used_mem = [], 0.0, 0.0
-        for c in proposed:  # the suggestions together must fit the budget
-            if used_cpu + c.total_cpu <= cpu_cap + 1e-9 and used_mem + c.total_memory_mb <= mem_cap + 1e-9:
-                configs.append(c)
-                used_cpu, used_mem = used_cpu + c.total_cpu, used_mem + c.total_memory_mb
+        configs, how = self._suggest(state, context, planned)
         if not configs:
-            return Decision.keep(
-                self.name, f"{why}; no profiling suggestion fits the budget ({cpu_cap:.1f} CPU, {mem_cap:,.0f} MB)", **inputs
-            )
+            return Decision.keep(self.name, f"{why}; no profiling suggestion fits the budget ({how})", **inputs)
         self._profiled = ts
         # The profiling jobs read the production job's input topic: they see the current rate.
         at = _finite(state.input_rate) if self.profile_at_current_rate else None
         at = planned if at is None else at
         return Decision(
             Action.PROFILE,
-            f"{why}: keep, and profile {len(configs)} configurations at {at:,.0f} rec/s",
+            f"{why}: keep, and profile {len(configs)} configurations at {at:,.0f} rec/s ({how})",
             self.name,
             profile_configs=tuple(configs),
-            inputs={**inputs, "profile_rate": at},
+            inputs={**inputs, "profile_rate": at, "suggestion_step": how},
         )
 
     def decide(self, state: JobState, context: PolicyContext) -> Decision:

@@ -1,20 +1,53 @@
 """Demeter's profiling thread (ANCHORS.md 1.5, profiling decision): which configurations it accepts
-as suggestions, and how much of the cluster a round may reserve.
+as suggestions, how much of the cluster a round may reserve, and how the suggestions are drawn.
 
-Use :func:`profiling_candidates` for the accepted set at a rate and :func:`profiling_budget` for the
-round's CPU and memory; :class:`~flinktune.policies.demeter.DemeterPolicy` does, with the target
-chunk's training set (:func:`~flinktune.policies.demeter_chunks.chunk_profiles`) as the trial count.
+Use :func:`profiling_candidates` for the accepted set at a rate, :func:`profiling_budget` for the
+round's CPU and memory, and then one of the two published suggestion steps:
+
+- :func:`sobol_suggestions` while the target chunk's optimiser is still quasi-random (fewer than
+  ``num_init`` profiles): the published loop draws Sobol points for the whole 600 s search, which
+  covers the configuration grid many times over, and accepts each allowed one while the round's
+  total still fits the budget. Here: the allowed candidates in a random order seeded by the sum of
+  the chunk's bounds (the published Sobol seed), packed into the budget.
+- :func:`model_suggestions` once it models the chunk: qNEHVI on the target chunk's own model,
+  whose objectives are log CPU and log memory with Demeter's reference point and whose
+  constraints are the chunk's latency and recovery models (Demeter's outcome spaces, RGPE support:
+  :mod:`flinktune.policies.demeter_constraints`); the chunk's profiles are the baseline. The
+  suggestions are then packed into the budget in the acquisition's order.
+
+Inferred, not reproduced: the published loop completes each rejected suggestion with artificial
+"out-of-boundary" outcomes and asks again, which over a discrete grid tends to the search among
+the allowed candidates that is done here; the objectives are known exactly here (the published
+optimiser fits GPs to them); the most suggestions asked of the model per round is bounded
+(``max_suggestions``; the published search is bounded by its 600 s).
+
+:class:`~flinktune.policies.demeter.DemeterPolicy` uses them, with the target chunk's training set
+(:func:`~flinktune.policies.demeter_chunks.chunk_profiles`) as the trial count.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
+import numpy as np
 import pandas as pd
 
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import JobState
 from flinktune.policies.demeter_chunks import chunk_profiles, target_chunk
+from flinktune.policies.demeter_constraints import ConstraintModels
 
-__all__ = ["profiling_budget", "profiling_candidates"]
+__all__ = [
+    "model_suggestions",
+    "pack_budget",
+    "profiling_budget",
+    "profiling_candidates",
+    "sobol_suggestions",
+]
+
+#: Demeter's margin between an objective's log-maximum and its reference point (ANCHORS.md 1.3).
+_REF_MARGIN = 0.45
 
 
 def _configs(rows: pd.DataFrame) -> set[Configuration]:
@@ -32,23 +65,26 @@ def profiling_candidates(
     latency_target_ms: float,
     chunk: float,
     current_rate: float | None,
+    *,
+    ref_scale: bool = True,
 ) -> list[Configuration]:
-    """The candidates Demeter accepts as profiling suggestions at ``rate``: larger than
-    ``ref_scale_factor`` x the production job's reserved CPU and memory (0.25 when its latency is
-    good, 0.75 when not), and not a configuration whose profile fell behind (latency over the
-    target) at a lower rate, nor one already profiled in the rate chunk of ``rate`` (``obs``: the
-    profiles so far, or None)."""
+    """The candidates Demeter accepts as profiling suggestions at ``rate``: not the production
+    configuration, not a configuration whose profile fell behind (latency over the target) at a
+    lower rate, nor one already profiled in the rate chunk of ``rate`` (``obs``: the profiles so
+    far, or None); with ``ref_scale``, also larger than ``ref_scale_factor`` x the production job's
+    reserved CPU and memory (0.25 when its latency is good, 0.75 when not). The published optimiser
+    applies that size rule only once its model predicts; while it is quasi-random it does not."""
     cur = state.config
-    factor = 0.25 if state.latency_p95_ms <= latency_target_ms else 0.75
-    bottlenecked: set[Configuration] = set()  # and those already profiled in the chunk
+    factor = (0.25 if state.latency_p95_ms <= latency_target_ms else 0.75) if ref_scale else 0.0
+    excluded: set[Configuration] = {cur.with_(vertex_parallelism={})}  # and those known or profiled
     if obs is not None and len(obs):
-        bottlenecked |= _configs(chunk_profiles(obs, rate, latency_target_ms, chunk, current_rate))
+        excluded |= _configs(chunk_profiles(obs, rate, latency_target_ms, chunk, current_rate))
         lo, _ = target_chunk(obs["input_rate"].to_numpy(dtype=float), rate, chunk, current_rate)
-        bottlenecked |= _configs(obs[(obs["latency_ms"] > latency_target_ms) & (obs["input_rate"] <= lo)])
+        excluded |= _configs(obs[(obs["latency_ms"] > latency_target_ms) & (obs["input_rate"] <= lo)])
     return [
         c
         for c in space.candidates()
-        if c.total_cpu >= factor * cur.total_cpu and c.total_memory_mb >= factor * cur.total_memory_mb and c not in bottlenecked
+        if c.total_cpu >= factor * cur.total_cpu and c.total_memory_mb >= factor * cur.total_memory_mb and c not in excluded
     ]
 
 
@@ -62,3 +98,90 @@ def profiling_budget(
         max(0.0, cluster_cpu - config.total_cpu) * shrink,
         max(0.0, cluster_memory_mb - config.total_memory_mb) * shrink,
     )
+
+
+def pack_budget(configs: Sequence[Configuration], cpu_cap: float, mem_cap: float) -> list[Configuration]:
+    """The ``configs`` accepted in order while the round's total CPU and memory still fit the budget
+    (a suggestion that would overflow it is passed over and the next one tried, as published)."""
+    out: list[Configuration] = []
+    used_cpu = used_mem = 0.0
+    for c in configs:
+        if c in out:
+            continue
+        if used_cpu + c.total_cpu <= cpu_cap + 1e-9 and used_mem + c.total_memory_mb <= mem_cap + 1e-9:
+            out.append(c)
+            used_cpu, used_mem = used_cpu + c.total_cpu, used_mem + c.total_memory_mb
+    return out
+
+
+def sobol_suggestions(
+    candidates: Sequence[Configuration], bounds: tuple[float, float], cpu_cap: float, mem_cap: float
+) -> list[Configuration]:
+    """The quasi-random phase's suggestions: ``candidates`` (the accepted set) in a random order
+    seeded by the sum of the target chunk's ``bounds`` (the published Sobol seed), packed into the
+    budget. The same chunk gives the same order at every round; profiled ones drop out."""
+    order = np.random.default_rng(int(round(sum(bounds))) % (2**32)).permutation(len(candidates))
+    return pack_budget([candidates[int(i)] for i in order], cpu_cap, mem_cap)
+
+
+class _ChunkOutcomes:
+    """The chunk's constraint models in the face :func:`~models.surrogate.acquisition.suggest_profiling`
+    reads (``outcome_model``); the chunk models have no rate input."""
+
+    def __init__(self, fit: ConstraintModels) -> None:
+        self._models = {"latency": fit.latency, "recovery": fit.recovery}
+
+    def outcome_model(self, outcome: str, rate: float) -> object:
+        return self._models[outcome]
+
+
+def _reference(space: ConfigSpace) -> list[float]:
+    """Demeter's hypervolume reference per objective, ``max(1.1 v, v + 0.45)`` with ``v`` the log of
+    the maximum total, in the maximised space ``-log(reserved)``."""
+    mx = space.maximum
+    return [-max(1.1 * math.log(v), math.log(v) + _REF_MARGIN) for v in (mx.total_cpu, mx.total_memory_mb)]
+
+
+def model_suggestions(
+    fit: ConstraintModels,
+    space: ConfigSpace,
+    candidates: Sequence[Configuration],
+    profiled: pd.DataFrame,
+    cpu_cap: float,
+    mem_cap: float,
+    recovery_limit_s: float,
+    *,
+    max_suggestions: int = 6,
+    seed: int = 0,
+) -> list[Configuration]:
+    """The modelled phase's suggestions: up to ``max_suggestions`` of the accepted ``candidates``,
+    each within the budget on its own, by qNEHVI on the chunk's models ``fit`` (constraints:
+    Demeter's normalised latency ``<= 0.5``, recovery ``<= recovery_limit_s``), improving on the
+    configurations of the chunk's ``profiled`` rows (its training set); then packed into the budget
+    in that order."""
+    from models.surrogate.acquisition import suggest_profiling
+
+    inside = [c for c in candidates if c.total_cpu <= cpu_cap + 1e-9 and c.total_memory_mb <= mem_cap + 1e-9]
+    if not inside:
+        return []
+    # The baseline: the chunk's profiled configurations that lie in the space (a GP reads any).
+    base = sorted(_configs(profiled) - set(inside), key=repr)
+    X = np.array([space.normalise(c) for c in [*inside, *base]], dtype=float).reshape(-1, len(space.normalise(inside[0])))
+    in_space = np.all((X >= 0.0) & (X <= 1.0), axis=1)
+    keep = np.flatnonzero(in_space | (np.arange(len(X)) < len(inside)))
+    pool, X = [[*inside, *base][int(i)] for i in keep], X[keep]
+    idx = suggest_profiling(
+        _ChunkOutcomes(fit),
+        X,
+        1.0,  # the chunk's models have no rate input
+        latency_limit_log=math.log1p(0.5),
+        recovery_limit_log=math.log(recovery_limit_s),
+        budget_mask=np.arange(len(pool)) < len(inside),
+        reserved=np.array([(c.total_cpu, c.total_memory_mb) for c in pool], dtype=float),
+        q=min(int(max_suggestions), len(inside)),
+        seed=seed,
+        profiled=list(range(len(inside), len(pool))) or None,
+        outcomes=("latency", "recovery"),
+        ref_point=_reference(space),
+    )
+    return pack_budget([pool[int(i)] for i in idx], cpu_cap, mem_cap)

@@ -65,8 +65,10 @@ def constraint_models(surrogate: Any, X: torch.Tensor, rate: float, outcomes: Se
     if hasattr(surrogate, "outcome_model"):
         return [surrogate.outcome_model(o, rate) for o in outcomes]
     pred = surrogate.predict(X.cpu().numpy(), float(rate))
-    return [TabulatedModel(X, torch.as_tensor(pred.mean[:, pred.outcomes.index(o)]).to(X),
-                           torch.as_tensor(pred.std_of(o)).to(X)) for o in outcomes]
+    return [
+        TabulatedModel(X, torch.as_tensor(pred.mean[:, pred.outcomes.index(o)]).to(X), torch.as_tensor(pred.std_of(o)).to(X))
+        for o in outcomes
+    ]
 
 
 def _check(X_candidates, budget_mask, reserved, q, latency_limit_log, recovery_limit_log, profiled):
@@ -112,6 +114,7 @@ def suggest_profiling(
     profiled: Sequence[int] | None = None,
     num_mc_samples: int = 128,
     outcomes: tuple[str, str] = ("latency_ms", "recovery_s"),
+    ref_point: Sequence[float] | None = None,
 ) -> np.ndarray:
     """Indices into ``X_candidates`` of up to ``q`` configurations to profile at ``rate``, best first.
 
@@ -119,10 +122,14 @@ def suggest_profiling(
     the profiling budget; ``reserved`` (m, 2): each candidate's reserved [CPU, memory] (any
     positive units); limits in model space (``log(ms)``, ``log(s)``). Returns every budget
     candidate when there are at most ``q`` of them (cheapest first) and an empty array when
-    there is none. Seeded: the same inputs give the same picks. Bad input raises ``ValueError``
-    naming the argument.
+    there is none. Seeded: the same inputs give the same picks. ``ref_point``: the hypervolume
+    reference per objective in the maximised space ``-log(reserved)`` (default: see the module
+    doc). Bad input raises ``ValueError`` naming the argument.
     """
     X, mask, res, prof = _check(X_candidates, budget_mask, reserved, q, latency_limit_log, recovery_limit_log, profiled)
+    ref = None if ref_point is None else np.asarray(ref_point, dtype="float64").reshape(-1)
+    if ref is not None and (ref.shape != (2,) or not np.isfinite(ref).all()):
+        raise ValueError(f"ref_point must be 2 finite values (CPU, memory in -log(reserved) space), got {ref_point!r}")
     inside = np.flatnonzero(mask)
     if inside.size <= q:
         return inside[np.argsort(res[inside].sum(axis=1) / res.max(axis=0).sum(), kind="stable")]
@@ -142,7 +149,7 @@ def suggest_profiling(
         Z = torch.cat([tx, torch.as_tensor(obj, dtype=torch.float64)], dim=-1)  # knobs + known objectives
         lo, hi = obj[inside].min(axis=0), obj[inside].max(axis=0)
         span = np.where(hi - lo > 0, hi - lo, 1.0)
-        ref_point = torch.as_tensor(lo - 0.1 * span, dtype=torch.float64)
+        ref_point = torch.as_tensor(lo - 0.1 * span if ref is None else ref, dtype=torch.float64)
         base = prof if prof.size else inside[[int(np.argmin(obj[inside].sum(axis=1)))]]
         with torch.random.fork_rng(devices=[]), single_thread():
             torch.manual_seed(int(seed))
@@ -155,15 +162,15 @@ def suggest_profiling(
                 ref_point=ref_point.to(dev),
                 X_baseline=Zd[torch.as_tensor(base, device=dev)],
                 sampler=SobolQMCNormalSampler(sample_shape=torch.Size([num_mc_samples]), seed=int(seed)),
-                objective=GenericMCMultiOutputObjective(
-                    lambda samples, X: X[..., d:].expand(*samples.shape[:-1], 2)),
+                objective=GenericMCMultiOutputObjective(lambda samples, X: X[..., d:].expand(*samples.shape[:-1], 2)),
                 constraints=[lambda s: s[..., 0] - lat_lim, lambda s: s[..., 1] - rec_lim],
                 prune_baseline=False,
                 cache_root=False,
             )
             with torch.no_grad():
-                picked, _ = optimize_acqf_discrete(acq, q=int(q), choices=Zd[torch.as_tensor(inside, device=dev)],
-                                                   max_batch_size=256, unique=True)
+                picked, _ = optimize_acqf_discrete(
+                    acq, q=int(q), choices=Zd[torch.as_tensor(inside, device=dev)], max_batch_size=256, unique=True
+                )
         # Map the chosen rows back to candidate indices (rows are distinct).
         dist = torch.cdist(picked[:, :d].cpu(), tx)
         return dist.argmin(dim=-1).numpy().astype("int64")
@@ -172,5 +179,17 @@ def suggest_profiling(
     share = active_share()
     if share is None:
         return _acquire(float(rate))
-    question = (X, mask, res, int(q), lat_lim, rec_lim, prof, int(seed), int(num_mc_samples), tuple(outcomes))
+    question = (
+        X,
+        mask,
+        res,
+        int(q),
+        lat_lim,
+        rec_lim,
+        prof,
+        int(seed),
+        int(num_mc_samples),
+        tuple(outcomes),
+        None if ref is None else tuple(ref),
+    )
     return share.picks(surrogate, float(rate), question, _acquire)
