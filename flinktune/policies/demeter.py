@@ -161,6 +161,11 @@ class DemeterPolicy:
     #: ``"surrogate"``, qLogNEHVI on the replay's surrogate at the planned rate, up to
     #: ``profile_batch`` (sessions up to 23).
     suggestions: str = "published"
+    #: Which rate places a profile in Demeter's chunks (ANCHORS.md 1.5: the chunks cut the
+    #: throughput axis): ``"throughput"``, the throughput the profile reached (a configuration that
+    #: fell behind sits at what it could process), as published; ``"input"``, the rate it was
+    #: offered (sessions up to 23).
+    chunk_rate: str = "input"
     #: The most suggestions the chunk's model is asked for in one round (the published search is
     #: bounded by its 600 s instead; up to 6 parallel profiles were seen in its real runs).
     max_suggestions: int = 6
@@ -176,8 +181,18 @@ class DemeterPolicy:
             raise ValueError(f"candidate_set must be 'others' or 'all', got {self.candidate_set!r}")
         if self.chunk_training not in ("published", "all"):
             raise ValueError(f"chunk_training must be 'published' or 'all', got {self.chunk_training!r}")
+        if self.chunk_rate not in ("throughput", "input"):
+            raise ValueError(f"chunk_rate must be 'throughput' or 'input', got {self.chunk_rate!r}")
         if self.suggestions not in ("published", "surrogate"):
             raise ValueError(f"suggestions must be 'published' or 'surrogate', got {self.suggestions!r}")
+
+    def _observations(self, context: PolicyContext) -> pd.DataFrame | None:
+        """The profiles as the chunks see them: with ``chunk_rate="throughput"`` each at the
+        throughput it reached (the published chunks' axis), else at the rate it was offered."""
+        obs = context.extras.get("observations")
+        if obs is None or self.chunk_rate == "input" or "throughput" not in obs.columns:
+            return obs
+        return obs.assign(input_rate=obs["throughput"].to_numpy(dtype=float))
 
     @property
     def _direct_first(self) -> bool:
@@ -225,7 +240,7 @@ class DemeterPolicy:
         self, scores: CandidateScores, context: PolicyContext, chunk: tuple[float, float, pd.DataFrame] | None
     ) -> tuple[np.ndarray, dict]:
         """Which candidates meet the constraints, and what to record of how it was judged."""
-        obs = context.extras.get("observations")
+        obs = self._observations(context)
         if self.constraint_models == "published" and chunk is not None and obs is not None:
             lo, hi, rows = chunk
             fit = self.constraint_fit(obs, lo, hi, rows, context.latency_target_ms)
@@ -243,7 +258,7 @@ class DemeterPolicy:
     ) -> tuple[Surrogate | None, str | None, float, tuple[float, float, pd.DataFrame] | None]:
         """(surrogate to score with, why to profile instead or None, rate to score at, the target
         chunk's (lower, upper, profiles) when it is modelled from per-chunk data)."""
-        obs, fit = context.extras.get("observations"), context.extras.get("fit_surrogate")
+        obs, fit = self._observations(context), context.extras.get("fit_surrogate")
         if obs is None or fit is None or not len(obs):
             covered = float(context.extras.get("profiled_max_rate", 0.0))
             if planned > covered + self.chunk:
@@ -280,7 +295,7 @@ class DemeterPolicy:
         return profiling_candidates(
             self.space,
             state,
-            context.extras.get("observations"),
+            self._observations(context),
             rate,
             context.latency_target_ms,
             self.chunk,
@@ -302,7 +317,7 @@ class DemeterPolicy:
     def _suggest(self, state: JobState, context: PolicyContext, planned: float) -> tuple[list[Configuration], str]:
         """The profiling round's suggestions within its budget, and how they were drawn (ANCHORS.md
         1.5; :mod:`flinktune.policies.demeter_profiling`)."""
-        obs = context.extras.get("observations")
+        obs = self._observations(context)
         have = obs is not None and len(obs) > 0
         # The published optimiser's completed trials are the profiles it was trained on.
         rows = self._target_rows(obs, state, context, planned) if have else None

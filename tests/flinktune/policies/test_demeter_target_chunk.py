@@ -7,6 +7,7 @@ published profiling jobs read the production job's input topic)."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from flinktune.config_space import default_space
 from flinktune.decision import Action, JobState
@@ -151,7 +152,23 @@ def test_the_profiling_budget_counts_the_profiles_the_chunk_is_trained_on():
 
 
 def test_an_unknown_chunk_training_is_rejected():
-    import pytest
-
     with pytest.raises(ValueError, match="chunk_training must be"):
         make_policy("demeter", SPACE, chunk_training="direct")
+
+
+def test_the_published_chunks_place_a_profile_at_the_throughput_it_reached():
+    # Offered 45k, it processed 22k and fell behind: on the throughput axis it sits at 22k, below
+    # the target chunk [40k, 50k] with a bad latency (inherited), not inside it.
+    obs = _obs([(16, 45000.0, 900.0), (20, 45000.0, 100.0), (24, 48000.0, 120.0)]).assign(throughput=[22000.0, 45000.0, 48000.0])
+    seen: dict[str, pd.DataFrame] = {}
+    for axis in ("input", "throughput"):
+        pol = make_policy("demeter", SPACE, chunk_rate=axis)
+        seen[axis] = pol._observations(_ctx(35000.0, obs, []))
+    assert seen["input"] is obs
+    assert seen["throughput"]["input_rate"].tolist() == [22000.0, 45000.0, 48000.0]
+    lo = chunk_profiles(seen["throughput"], 35000.0, 250.0, 10000.0)
+    assert sorted(lo["parallelism"]) == [16, 20, 24]  # 16 comes in as bad below the chunk
+    # With the chunks starting at 22k the planned 35k's target chunk is [42k, 52k].
+    assert target_chunk(seen["throughput"]["input_rate"].to_numpy(), 35000.0, 10000.0) == (42000.0, 52000.0)
+    with pytest.raises(ValueError, match="chunk_rate must be"):
+        make_policy("demeter", SPACE, chunk_rate="output")

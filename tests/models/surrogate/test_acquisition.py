@@ -62,6 +62,19 @@ def test_uncertain_cheaper_candidates_join_the_batch_and_the_budget_is_kept():
     assert again.tolist() == picks.tolist()
 
 
+def test_a_given_reference_point_is_the_hypervolume_reference():
+    X, reserved = grid()
+    lat = np.log(np.array([160, 150, 140, 60, 55, 50, 45, 40.0]))  # 0-2 likely too slow, 3.. surely fine
+    std = np.array([0.3, 0.3, 0.3, 0.02, 0.02, 0.02, 0.02, 0.02])
+    sur = TableSurrogate(X, lat, std, np.full(8, np.log(60.0)))
+    kw = dict(latency_limit_log=LAT, recovery_limit_log=REC, budget_mask=np.ones(8, bool), reserved=reserved, q=1, seed=0)
+    assert suggest_profiling(sur, X, 30_000, **kw).tolist() == [3]  # the cheapest surely feasible one
+    # A reference just beyond candidate 2's costs: 3 and the costlier ones add no hypervolume, so the
+    # pick is one of the cheap ones, unlikely as they are.
+    tight = suggest_profiling(sur, X, 30_000, ref_point=-np.log(reserved[2]) - 1e-3, **kw)
+    assert tight.tolist()[0] in (0, 1, 2)
+
+
 def test_small_and_empty_budgets():
     X, reserved = grid()
     sur = TableSurrogate(X, np.zeros(8), np.ones(8), np.zeros(8))
@@ -80,6 +93,8 @@ def test_small_and_empty_budgets():
     (lambda a: {**a, "q": 0}, "q must be >= 1"),
     (lambda a: {**a, "latency_limit_log": float("nan")}, "latency_limit_log must be finite"),
     (lambda a: {**a, "profiled": [9]}, "profiled indices"),
+    (lambda a: {**a, "ref_point": [0.0]}, "ref_point must be 2 finite values"),
+    (lambda a: {**a, "ref_point": [0.0, float("inf")]}, "ref_point must be 2 finite values"),
     (lambda a: {**a, "X_candidates": np.where(np.eye(8, 2, dtype=bool), np.nan, a["X_candidates"])}, "row 0 has a NaN"),
 ])
 def test_bad_input_is_refused(change, match):
