@@ -37,6 +37,7 @@ from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import JobState
 from flinktune.policies.demeter_chunks import chunk_profiles, target_chunk
 from flinktune.policies.demeter_constraints import ConstraintModels
+from flinktune.policies.demeter_ranking import demeter_reference
 
 __all__ = [
     "model_suggestions",
@@ -45,9 +46,6 @@ __all__ = [
     "profiling_candidates",
     "sobol_suggestions",
 ]
-
-#: Demeter's margin between an objective's log-maximum and its reference point (ANCHORS.md 1.3).
-_REF_MARGIN = 0.45
 
 
 def _configs(rows: pd.DataFrame) -> set[Configuration]:
@@ -135,13 +133,6 @@ class _ChunkOutcomes:
         return self._models[outcome]
 
 
-def _reference(space: ConfigSpace) -> list[float]:
-    """Demeter's hypervolume reference per objective, ``max(1.1 v, v + 0.45)`` with ``v`` the log of
-    the maximum total, in the maximised space ``-log(reserved)``."""
-    mx = space.maximum
-    return [-max(1.1 * math.log(v), math.log(v) + _REF_MARGIN) for v in (mx.total_cpu, mx.total_memory_mb)]
-
-
 def model_suggestions(
     fit: ConstraintModels,
     space: ConfigSpace,
@@ -182,6 +173,6 @@ def model_suggestions(
         seed=seed,
         profiled=list(range(len(inside), len(pool))) or None,
         outcomes=("latency", "recovery"),
-        ref_point=_reference(space),
+        ref_point=[-r for r in demeter_reference(space)],  # in the maximised -log(reserved)
     )
     return pack_budget([pool[int(i)] for i in idx], cpu_cap, mem_cap)

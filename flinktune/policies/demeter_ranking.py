@@ -16,7 +16,7 @@ from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.policies.demeter_constraints import BAD_LATENCY
 from flinktune.tuner.selection import CandidateScores
 
-__all__ = ["demeter_objective", "meets_constraints", "screen_candidates"]
+__all__ = ["demeter_objective", "demeter_reference", "meets_constraints", "screen_candidates"]
 
 #: Demeter's margin between an objective's log-maximum and its hypervolume reference point: the
 #: largest |N(0, 0.1)| of 1e5 draws (about 0.45), beside 10 % of the log-maximum (ANCHORS.md 1.3).
@@ -38,15 +38,19 @@ def meets_constraints(
     return (scaler * norm <= 0.5) & (scaler * rec_hi <= recovery_limit_s)
 
 
+def demeter_reference(space: ConfigSpace) -> tuple[float, float]:
+    """Demeter's hypervolume reference (its objective thresholds) for log total CPU and log total
+    memory (MB): ``max(1.1 v, v + 0.45)`` with ``v`` the log of the space maximum's total (ANCHORS.md 1.3)."""
+    mx = space.maximum
+    cpu, mem = (math.log(most) for most in (mx.total_cpu, mx.total_memory_mb))
+    return max(1.1 * cpu, cpu + _REF_MARGIN), max(1.1 * mem, mem + _REF_MARGIN)
+
+
 def demeter_objective(cfg: Configuration, space: ConfigSpace) -> float:
     """Demeter's scalarised usage of ``cfg``: ``log(total CPU) / ref_cpu + log(total memory) / ref_mem``
     (ANCHORS.md 1.3 and 1.5 step 3; lower is better; the maximum configuration scores just under 2)."""
-    mx = space.maximum
-    out = 0.0
-    for used, most in ((cfg.total_cpu, mx.total_cpu), (cfg.total_memory_mb, mx.total_memory_mb)):
-        v = math.log(most)
-        out += math.log(used) / max(1.1 * v, v + _REF_MARGIN)
-    return out
+    ref_cpu, ref_mem = demeter_reference(space)
+    return math.log(cfg.total_cpu) / ref_cpu + math.log(cfg.total_memory_mb) / ref_mem
 
 
 def screen_candidates(usages: np.ndarray, feasible: np.ndarray, factor: float = 1.25, quantile: float = 0.25) -> np.ndarray:
