@@ -284,8 +284,7 @@ class DemeterPolicy:
             model = fit(rows)
         except ValueError as exc:  # SurrogateInputError: too few distinct points for an outcome
             return context.surrogate, f"the rate chunk of {planned:,.0f} rec/s cannot be modelled yet ({exc})", planned, None
-        _, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), planned, self.chunk, _finite(state.input_rate))
-        return model, None, lo, (lo, hi, chunk_rows(obs, lo, hi, context.latency_target_ms, direct_first=self._direct_first))
+        return model, None, lo, self._chunk(obs, state, context, planned)
 
     def profiling_candidates(
         self, state: JobState, context: PolicyContext, rate: float, *, ref_scale: bool = True
@@ -308,6 +307,13 @@ class DemeterPolicy:
         decision): the cluster share less the production job's, shrunk by 0.95 per completed trial."""
         return profiling_budget(state.config, n_trials, self.cluster_cpu, self.cluster_memory_mb, self.budget_factor)
 
+    def _chunk(
+        self, obs: pd.DataFrame, state: JobState, context: PolicyContext, planned: float
+    ) -> tuple[float, float, pd.DataFrame]:
+        """The target chunk's (lower, upper, profiles at their measured rates) for the constraint models."""
+        lo, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), planned, self.chunk, _finite(state.input_rate))
+        return lo, hi, chunk_rows(obs, lo, hi, context.latency_target_ms, direct_first=self._direct_first)
+
     def _target_rows(self, obs: pd.DataFrame, state: JobState, context: PolicyContext, planned: float) -> pd.DataFrame:
         """The target chunk's training set (:func:`chunk_profiles` with this policy's ``chunk_training``)."""
         return chunk_profiles(
@@ -318,9 +324,8 @@ class DemeterPolicy:
         """The profiling round's suggestions within its budget, and how they were drawn (ANCHORS.md
         1.5; :mod:`flinktune.policies.demeter_profiling`)."""
         obs = self._observations(context)
-        have = obs is not None and len(obs) > 0
         # The published optimiser's completed trials are the profiles it was trained on.
-        rows = self._target_rows(obs, state, context, planned) if have else None
+        rows = self._target_rows(obs, state, context, planned) if obs is not None and len(obs) else None
         n_trials = 0 if rows is None else len(rows)
         cpu_cap, mem_cap = self.profiling_budget(state, n_trials)
         budget = f"budget {cpu_cap:.1f} CPU, {mem_cap:,.0f} MB"
@@ -336,18 +341,11 @@ class DemeterPolicy:
                 else []
             )
             return pack_budget(proposed, cpu_cap, mem_cap), f"qLogNEHVI on the replay's surrogate, {budget}"
-        rates = obs["input_rate"].to_numpy(dtype=float) if obs is not None and have else np.zeros(0)
-        lo, hi = target_chunk(rates, planned, self.chunk, _finite(state.input_rate))
         if obs is not None and rows is not None and n_trials >= self.num_init:
             cands = self.profiling_candidates(state, context, planned)
+            lo, hi, chunk = self._chunk(obs, state, context, planned)
             try:
-                fit = self.constraint_fit(
-                    obs,
-                    lo,
-                    hi,
-                    chunk_rows(obs, lo, hi, context.latency_target_ms, direct_first=self._direct_first),
-                    context.latency_target_ms,
-                )
+                fit = self.constraint_fit(obs, lo, hi, chunk, context.latency_target_ms)
             except ValueError as exc:  # a chunk its GPs cannot fit yet: draw as the quasi-random phase does
                 how = f"quasi-random, the chunk's model could not be fitted ({exc}), {budget}"
                 return sobol_suggestions(cands, (lo, hi), cpu_cap, mem_cap), how
@@ -356,6 +354,8 @@ class DemeterPolicy:
                 max_suggestions=self.max_suggestions, seed=int(round(lo + hi)),
             )  # fmt: skip
             return configs, f"qNEHVI on the target chunk's model of {n_trials} profiles, {budget}"
+        rates = obs["input_rate"].to_numpy(dtype=float) if rows is not None and obs is not None else np.zeros(0)
+        lo, hi = target_chunk(rates, planned, self.chunk, _finite(state.input_rate))
         cands = self.profiling_candidates(state, context, planned, ref_scale=False)
         how = f"quasi-random: the target chunk holds {n_trials} profiles ({self.num_init} needed), {budget}"
         return sobol_suggestions(cands, (lo, hi), cpu_cap, mem_cap), how
