@@ -23,7 +23,8 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
   profiles, whatever their latencies, the published model is still Sobol (``num_init`` 3): the
   job keeps its configuration and the chunk is profiled; with 3 or more the model decides, even
   when none had a good latency (then nothing is feasible and the job goes to, or stays at, the
-  default). Without per-chunk data: when the planned rate is over a chunk beyond the profiled
+  default). When a higher chunk holds enough profiles to support it (RGPE), the published target
+  optimiser's ``num_init`` is 1, so one profile suffices (``sobol_gate``). Without per-chunk data: when the planned rate is over a chunk beyond the profiled
   range. The profiling jobs read the production job's input topic (1.1), so they run at the
   *current* rate (``profile_rate`` in the decision's inputs), not at the planned one. Its
   suggestions are accepted only when not profiled in the target chunk already and not known to
@@ -117,6 +118,11 @@ class DemeterPolicy:
     const_scaler: float = 1.25
     #: Profiles in the target chunk before its model predicts (Ax's Sobol steps, ``num_init``).
     num_init: int = 3
+    #: When the target chunk's model starts predicting (ANCHORS.md 1.5): ``"published"``, after
+    #: one profile when a higher chunk supports it (the published target optimiser takes
+    #: ``num_init`` 1 when it has RGPE support models, 3 without), else after ``num_init``;
+    #: ``"num_init"``, after ``num_init`` always (sessions up to 24).
+    sobol_gate: str = "published"
     #: Profile at the production job's current rate (the published profiling jobs read its input
     #: topic) rather than at the planned rate.
     profile_at_current_rate: bool = True
@@ -185,6 +191,8 @@ class DemeterPolicy:
             raise ValueError(f"chunk_rate must be 'throughput' or 'input', got {self.chunk_rate!r}")
         if self.suggestions not in ("published", "surrogate"):
             raise ValueError(f"suggestions must be 'published' or 'surrogate', got {self.suggestions!r}")
+        if self.sobol_gate not in ("published", "num_init"):
+            raise ValueError(f"sobol_gate must be 'published' or 'num_init', got {self.sobol_gate!r}")
 
     def _observations(self, context: PolicyContext) -> pd.DataFrame | None:
         """The profiles as the chunks see them: with ``chunk_rate="throughput"`` each at the
@@ -210,17 +218,27 @@ class DemeterPolicy:
         self._clock = state.ts
         return None
 
+    def _support(self, obs: pd.DataFrame, hi: float, latency_target_ms: float) -> list[tuple[float, float, pd.DataFrame]]:
+        """The higher chunks whose models support the target chunk ending at ``hi`` (RGPE)."""
+        if self.support_models <= 0:
+            return []
+        return support_chunks(obs, hi, self.chunk, latency_target_ms, self.support_models, direct_first=self._direct_first)
+
+    def _needed(self, obs: pd.DataFrame | None, state: JobState, context: PolicyContext, planned: float) -> int:
+        """Profiles the target chunk needs before its model predicts: 1 with support models under the
+        published gate, else ``num_init``."""
+        if self.sobol_gate != "published" or obs is None or not len(obs):
+            return self.num_init
+        _, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), planned, self.chunk, _finite(state.input_rate))
+        return 1 if self._support(obs, hi, context.latency_target_ms) else self.num_init
+
     def constraint_fit(
         self, obs: pd.DataFrame, lo: float, hi: float, rows: pd.DataFrame, latency_target_ms: float
     ) -> ConstraintModels:
         """The published constraint models of the target chunk ``[lo, hi]`` holding ``rows``
         (ANCHORS.md 1.3, 1.5; :func:`~flinktune.policies.demeter_constraints.fit_constraint_models`),
         with up to ``support_models`` higher chunks' support; cached on the chunks' profiles."""
-        support = (
-            support_chunks(obs, hi, self.chunk, latency_target_ms, self.support_models, direct_first=self._direct_first)
-            if self.support_models > 0
-            else []
-        )
+        support = self._support(obs, hi, latency_target_ms)
         key = (
             lo,
             hi,
@@ -272,18 +290,23 @@ class DemeterPolicy:
         rows = self._target_rows(obs, state, context, planned)
         n_good = int((rows["latency_ms"] <= context.latency_target_ms).sum())
         lo = float(rows["input_rate"].iloc[0]) if len(rows) else planned
-        if len(rows) < self.num_init:  # the published model is still Sobol: keep, and profile
+        needed = self._needed(obs, state, context, planned)
+        if len(rows) < needed:  # the published model is still Sobol: keep, and profile
             return (
                 context.surrogate,
                 f"the target rate chunk of {planned:,.0f} rec/s holds {len(rows)} profiles, {n_good} with a good "
-                f"latency ({self.num_init} needed)",
+                f"latency ({needed} needed)",
                 planned,
                 None,
             )
         try:
             model = fit(rows)
         except ValueError as exc:  # SurrogateInputError: too few distinct points for an outcome
-            return context.surrogate, f"the rate chunk of {planned:,.0f} rec/s cannot be modelled yet ({exc})", planned, None
+            if len(rows) >= self.num_init or self.constraint_models != "published":
+                return context.surrogate, f"the rate chunk of {planned:,.0f} rec/s cannot be modelled yet ({exc})", planned, None
+            # Too few profiles for a chunk surrogate, but the published check rests on the chunk's
+            # constraint models with support: score with the replay's models at the planned rate.
+            return context.surrogate, None, planned, self._chunk(obs, state, context, planned)
         return model, None, lo, self._chunk(obs, state, context, planned)
 
     def profiling_candidates(
@@ -327,6 +350,7 @@ class DemeterPolicy:
         # The published optimiser's completed trials are the profiles it was trained on.
         rows = self._target_rows(obs, state, context, planned) if obs is not None and len(obs) else None
         n_trials = 0 if rows is None else len(rows)
+        needed = self._needed(obs, state, context, planned)
         cpu_cap, mem_cap = self.profiling_budget(state, n_trials)
         budget = f"budget {cpu_cap:.1f} CPU, {mem_cap:,.0f} MB"
         if self.suggestions == "surrogate":
@@ -341,7 +365,7 @@ class DemeterPolicy:
                 else []
             )
             return pack_budget(proposed, cpu_cap, mem_cap), f"qLogNEHVI on the replay's surrogate, {budget}"
-        if obs is not None and rows is not None and n_trials >= self.num_init:
+        if obs is not None and rows is not None and n_trials >= needed:
             cands = self.profiling_candidates(state, context, planned)
             lo, hi, chunk = self._chunk(obs, state, context, planned)
             try:
@@ -357,7 +381,7 @@ class DemeterPolicy:
         rates = obs["input_rate"].to_numpy(dtype=float) if rows is not None and obs is not None else np.zeros(0)
         lo, hi = target_chunk(rates, planned, self.chunk, _finite(state.input_rate))
         cands = self.profiling_candidates(state, context, planned, ref_scale=False)
-        how = f"quasi-random: the target chunk holds {n_trials} profiles ({self.num_init} needed), {budget}"
+        how = f"quasi-random: the target chunk holds {n_trials} profiles ({needed} needed), {budget}"
         return sobol_suggestions(cands, (lo, hi), cpu_cap, mem_cap), how
 
     def _keep_and_profile(self, state: JobState, context: PolicyContext, planned: float, inputs: dict, why: str) -> Decision:

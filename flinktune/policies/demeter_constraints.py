@@ -30,8 +30,7 @@ four outcomes in log space, fitted noise, observation noise in the predictions) 
 
 The target and support chunks' training sets are the policy's to choose
 (``DemeterPolicy.chunk_training``: the published ``_filter_by_num_init`` by default). Not
-reproduced: the gradient-boosting latency normalisation and the published ``num_init`` of 1 with
-support models (the policy keeps its Sobol gate of 3 target profiles).
+reproduced: the gradient-boosting latency normalisation.
 """
 
 from __future__ import annotations
@@ -163,14 +162,16 @@ def fit_constraint_models(
     seed: int = 0,
 ) -> ConstraintModels:
     """Fit the target chunk's constraint models ``(lower, upper, rows)`` with the ``support`` chunks'
-    (ANCHORS.md 1.3, 1.5; see the module doc). The target needs at least 2 rows; with support and
-    fewer than 3 the weights are uniform (the published rule), with 3 or more they are rank weights
-    per outcome."""
+    (ANCHORS.md 1.3, 1.5; see the module doc). The target needs at least 2 rows, or 1 with support
+    (the published target optimiser models from one profile when it has support models); with
+    support and fewer than 3 the weights are uniform (the published rule), with 3 or more they are
+    rank weights per outcome."""
     from models.surrogate.rgpe import RGPEModel, compute_rank_weights
 
     rows = target[2]
-    if len(rows) < 2:
-        raise ValueError(f"the target chunk holds {len(rows)} profiles; its constraint models need at least 2")
+    need = 1 if support else 2
+    if len(rows) < need:
+        raise ValueError(f"the target chunk holds {len(rows)} profiles; its constraint models need at least {need}")
     fitted: dict[str, list[Any]] = {"latency": [], "recovery": []}
     for k, (s_lo, s_hi, s_rows) in enumerate([*support, target]):
         x = _inputs(s_rows, space)

@@ -172,3 +172,28 @@ def test_the_published_chunks_place_a_profile_at_the_throughput_it_reached():
     assert target_chunk(seen["throughput"]["input_rate"].to_numpy(), 35000.0, 10000.0) == (42000.0, 52000.0)
     with pytest.raises(ValueError, match="chunk_rate must be"):
         make_policy("demeter", SPACE, chunk_rate="output")
+
+
+def test_with_a_supporting_higher_chunk_one_profile_lets_the_model_decide():
+    # Target chunk [42k, 52k] for a planned 35k holds one profile; the chunk above, [52k, 62k], holds
+    # three of its own (and the bad one below it): it supports the target (RGPE), so the published
+    # target optimiser's num_init is 1 and the model decides from that one profile.
+    obs = _obs([(16, 45000.0, 900.0), (4, 55000.0, 900.0), (8, 56000.0, 900.0), (12, 58000.0, 900.0)])
+    fitted: list = []
+    d = make_policy("demeter", SPACE).decide(_state(), _ctx(35000.0, obs, fitted))
+    assert len(fitted) == 1 and len(fitted[0]) == 1
+    assert "no configuration meets the goals" in d.reason and "holds" not in d.reason
+    assert d.inputs["constraint_support"] == 1
+    if d.action is Action.PROFILE:  # its round, when it comes with the keep, is drawn from the chunk's model
+        assert "qNEHVI on the target chunk's model of 1 profiles" in d.inputs["suggestion_step"]
+    # The gate of sessions up to 24 waits for three profiles in the target chunk whatever supports it.
+    old = make_policy("demeter", SPACE, sobol_gate="num_init").decide(_state(), _ctx(35000.0, obs, []))
+    assert old.action is Action.PROFILE and "holds 1 profiles, 0 with a good latency (3 needed)" in old.reason
+    # Without a supporting chunk (the higher profiles dropped) one profile is not enough.
+    alone = make_policy("demeter", SPACE).decide(_state(), _ctx(35000.0, obs.iloc[:1], []))
+    assert alone.action is Action.PROFILE and "(3 needed)" in alone.reason
+
+
+def test_an_unknown_sobol_gate_is_rejected():
+    with pytest.raises(ValueError, match="sobol_gate must be 'published' or 'num_init'"):
+        make_policy("demeter", SPACE, sobol_gate="two")
