@@ -24,8 +24,8 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
   job keeps its configuration and the chunk is profiled; with 3 or more the model decides, even
   when none had a good latency (then nothing is feasible and the job goes to, or stays at, the
   default). When a higher chunk holds enough profiles to support it (RGPE), the published target
-  optimiser's ``num_init`` is 1, so one profile suffices (``sobol_gate``). Without per-chunk data: when the planned rate is over a chunk beyond the profiled
-  range. The profiling jobs read the production job's input topic (1.1), so they run at the
+  optimiser's ``num_init`` is 1, so one profile suffices (``sobol_gate``). Without per-chunk
+  data: when the planned rate is over a chunk beyond the profiled range. The profiling jobs read the production job's input topic (1.1), so they run at the
   *current* rate (``profile_rate`` in the decision's inputs), not at the planned one. Its
   suggestions are accepted only when not profiled in the target chunk already and not known to
   have fallen behind at or below the chunk's lower bound, and, once the chunk is modelled, larger
@@ -350,7 +350,6 @@ class DemeterPolicy:
         # The published optimiser's completed trials are the profiles it was trained on.
         rows = self._target_rows(obs, state, context, planned) if obs is not None and len(obs) else None
         n_trials = 0 if rows is None else len(rows)
-        needed = self._needed(obs, state, context, planned)
         cpu_cap, mem_cap = self.profiling_budget(state, n_trials)
         budget = f"budget {cpu_cap:.1f} CPU, {mem_cap:,.0f} MB"
         if self.suggestions == "surrogate":
@@ -365,6 +364,7 @@ class DemeterPolicy:
                 else []
             )
             return pack_budget(proposed, cpu_cap, mem_cap), f"qLogNEHVI on the replay's surrogate, {budget}"
+        needed = self._needed(obs, state, context, planned)
         if obs is not None and rows is not None and n_trials >= needed:
             cands = self.profiling_candidates(state, context, planned)
             lo, hi, chunk = self._chunk(obs, state, context, planned)
