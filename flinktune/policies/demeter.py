@@ -18,7 +18,9 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
   bound wins), with no rate input. This needs ``context.extras["observations"]`` and
   ``context.extras["fit_surrogate"]`` (the replay's models give both); without them
   ``context.surrogate`` (all profiles, rate as an input) is used. The chunks and which profiles
-  each holds are :mod:`flinktune.policies.demeter_chunks`.
+  each holds are :mod:`flinktune.policies.demeter_chunks`, and what the target chunk's models
+  know (when they predict, which candidates they judge feasible) is
+  :mod:`flinktune.policies.demeter_models`.
 - **Profiling** (1.5 step 2 and the profiling thread): while the target chunk holds fewer than 3
   profiles, whatever their latencies, the published model is still Sobol (``num_init`` 3): the
   job keeps its configuration and the chunk is profiled; with 3 or more the model decides, even
@@ -70,13 +72,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
-from flinktune.config_space import ConfigSpace, Configuration
+from flinktune.config_space import Configuration
 from flinktune.decision import Action, Decision, JobState
-from flinktune.decision.stages import PolicyContext, Surrogate
-from flinktune.policies.demeter_chunks import chunk_profiles, chunk_rows, support_chunks, target_chunk
-from flinktune.policies.demeter_constraints import CONSTRAINT_SEM, ConstraintModels, fit_constraint_models
+from flinktune.decision.stages import PolicyContext
+from flinktune.policies.demeter_chunks import target_chunk
+from flinktune.policies.demeter_models import DemeterChunkModels
 from flinktune.policies.demeter_profiling import (
     model_suggestions,
     pack_budget,
@@ -84,45 +85,27 @@ from flinktune.policies.demeter_profiling import (
     profiling_candidates,
     sobol_suggestions,
 )
-from flinktune.policies.demeter_ranking import demeter_objective, meets_constraints, screen_candidates
+from flinktune.policies.demeter_ranking import demeter_objective, screen_candidates
 from flinktune.tuner.profiling import propose_profiling
-from flinktune.tuner.selection import CandidateScores, score_candidates
+from flinktune.tuner.selection import score_candidates
 
-__all__ = [
-    "DemeterPolicy",
-    "chunk_profiles",
-    "demeter_objective",
-    "meets_constraints",
-    "screen_candidates",
-    "target_chunk",
-]
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if x is not None and np.isfinite(x) and x > 0 else None
+__all__ = ["DemeterPolicy"]
 
 
 @dataclass
-class DemeterPolicy:
-    """Stateful: keeps Demeter's 10-minute optimisation clock (reset by failures)."""
+class DemeterPolicy(DemeterChunkModels):
+    """Stateful: keeps Demeter's 10-minute optimisation clock (reset by failures) and its profiling
+    thread's. The options that shape the target chunk's models (``chunk``, ``num_init``,
+    ``sobol_gate``, ``constraint_models``, ``support_models``, ``chunk_training``, ``chunk_rate``)
+    are :class:`~flinktune.policies.demeter_models.DemeterChunkModels`'."""
 
-    space: ConfigSpace
     confidence: float = 0.95
     buffer: float = 1.10
     min_improvement: float = 0.05
-    chunk: float = 10_000.0
     profile_batch: int = 3
     eval_interval_s: float = 600.0
     screen_factor: float = 1.25
     screen_quantile: float = 0.25
-    const_scaler: float = 1.25
-    #: Profiles in the target chunk before its model predicts (Ax's Sobol steps, ``num_init``).
-    num_init: int = 3
-    #: When the target chunk's model starts predicting (ANCHORS.md 1.5): ``"published"``, after
-    #: one profile when a higher chunk supports it (the published target optimiser takes
-    #: ``num_init`` 1 when it has RGPE support models, 3 without), else after ``num_init``;
-    #: ``"num_init"``, after ``num_init`` always (sessions up to 24).
-    sobol_gate: str = "published"
     #: Profile at the production job's current rate (the published profiling jobs read its input
     #: topic) rather than at the planned rate.
     profile_at_current_rate: bool = True
@@ -135,14 +118,6 @@ class DemeterPolicy:
     cluster_cpu: float = 50.0
     cluster_memory_mb: float = 430_000.0
     budget_factor: float = 0.95
-    #: How the constraints are checked with per-chunk data: ``"published"`` (ANCHORS.md 1.3, 1.5:
-    #: :mod:`flinktune.policies.demeter_constraints`) or ``"surrogate"`` (the chunk surrogate's
-    #: latency and recovery, session 14).
-    constraint_models: str = "published"
-    #: RGPE support models from higher chunks (published ``max_num_support_models``; 0: none).
-    support_models: int = 2
-    #: The constraint observations' noise and fixed SEM (None: no noise added, noise fitted).
-    constraint_sem: float | None = CONSTRAINT_SEM
     #: When a current configuration that meets the goals is kept (ANCHORS.md 1.5 step 4):
     #: ``"published"``, the published code's condition, keeps it only when the best candidate is
     #: cheaper by at most ``min_improvement`` and otherwise moves to the best, a costlier one
@@ -155,56 +130,27 @@ class DemeterPolicy:
     #: published rule leaves a current one that is itself the cheapest for the best other);
     #: ``"all"`` ranks the current one too and keeps it when it ranks best (sessions up to 17).
     candidate_set: str = "others"
-    #: Which of a chunk's profiles train its models and count as the optimiser's completed trials
-    #: (ANCHORS.md 1.5): ``"published"`` keeps only the profiles inside the chunk once it holds
-    #: ``num_init`` of them with a good and a bad latency (``_filter_by_num_init``), for the target
-    #: chunk and the support chunks alike; ``"all"`` keeps every profile assigned to the chunk
-    #: (sessions up to 22). The profiling budget shrinks by ``budget_factor`` per trial counted.
-    chunk_training: str = "published"
     #: How a profiling round's suggestions are drawn (ANCHORS.md 1.5, profiling decision):
     #: ``"published"``, quasi-random while the target chunk holds fewer than ``num_init`` profiles,
     #: then qNEHVI on the target chunk's model (:mod:`flinktune.policies.demeter_profiling`);
     #: ``"surrogate"``, qLogNEHVI on the replay's surrogate at the planned rate, up to
     #: ``profile_batch`` (sessions up to 23).
     suggestions: str = "published"
-    #: Which rate places a profile in Demeter's chunks (ANCHORS.md 1.5: the chunks cut the
-    #: throughput axis): ``"throughput"``, the throughput the profile reached (a configuration that
-    #: fell behind sits at what it could process), as published; ``"input"``, the rate it was
-    #: offered (sessions up to 23).
-    chunk_rate: str = "input"
     #: The most suggestions the chunk's model is asked for in one round (the published search is
     #: bounded by its 600 s instead; up to 6 parallel profiles were seen in its real runs).
     max_suggestions: int = 6
     name: str = "demeter"
-    _cfits: dict = field(default_factory=dict, repr=False)
     _clock: float | None = field(default=None, repr=False)
     _profiled: float | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.keep_rule not in ("published", "symmetric"):
             raise ValueError(f"keep_rule must be 'published' or 'symmetric', got {self.keep_rule!r}")
         if self.candidate_set not in ("others", "all"):
             raise ValueError(f"candidate_set must be 'others' or 'all', got {self.candidate_set!r}")
-        if self.chunk_training not in ("published", "all"):
-            raise ValueError(f"chunk_training must be 'published' or 'all', got {self.chunk_training!r}")
-        if self.chunk_rate not in ("throughput", "input"):
-            raise ValueError(f"chunk_rate must be 'throughput' or 'input', got {self.chunk_rate!r}")
         if self.suggestions not in ("published", "surrogate"):
             raise ValueError(f"suggestions must be 'published' or 'surrogate', got {self.suggestions!r}")
-        if self.sobol_gate not in ("published", "num_init"):
-            raise ValueError(f"sobol_gate must be 'published' or 'num_init', got {self.sobol_gate!r}")
-
-    def _observations(self, context: PolicyContext) -> pd.DataFrame | None:
-        """The profiles as the chunks see them: with ``chunk_rate="throughput"`` each at the
-        throughput it reached (the published chunks' axis), else at the rate it was offered."""
-        obs = context.extras.get("observations")
-        if obs is None or self.chunk_rate == "input" or "throughput" not in obs.columns:
-            return obs
-        return obs.assign(input_rate=obs["throughput"].to_numpy(dtype=float))
-
-    @property
-    def _direct_first(self) -> bool:
-        return self.chunk_training == "published"
 
     def _due(self, state: JobState) -> float | None:
         """Seconds still to wait on the optimisation clock (None: optimise now)."""
@@ -218,97 +164,6 @@ class DemeterPolicy:
         self._clock = state.ts
         return None
 
-    def _support(self, obs: pd.DataFrame, hi: float, latency_target_ms: float) -> list[tuple[float, float, pd.DataFrame]]:
-        """The higher chunks whose models support the target chunk ending at ``hi`` (RGPE)."""
-        if self.support_models <= 0:
-            return []
-        return support_chunks(obs, hi, self.chunk, latency_target_ms, self.support_models, direct_first=self._direct_first)
-
-    def _needed(self, obs: pd.DataFrame | None, state: JobState, context: PolicyContext, planned: float) -> int:
-        """Profiles the target chunk needs before its model predicts: 1 with support models under the
-        published gate, else ``num_init``."""
-        if self.sobol_gate != "published" or obs is None or not len(obs):
-            return self.num_init
-        _, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), planned, self.chunk, _finite(state.input_rate))
-        return 1 if self._support(obs, hi, context.latency_target_ms) else self.num_init
-
-    def constraint_fit(
-        self, obs: pd.DataFrame, lo: float, hi: float, rows: pd.DataFrame, latency_target_ms: float
-    ) -> ConstraintModels:
-        """The published constraint models of the target chunk ``[lo, hi]`` holding ``rows``
-        (ANCHORS.md 1.3, 1.5; :func:`~flinktune.policies.demeter_constraints.fit_constraint_models`),
-        with up to ``support_models`` higher chunks' support; cached on the chunks' profiles."""
-        support = self._support(obs, hi, latency_target_ms)
-        key = (
-            lo,
-            hi,
-            latency_target_ms,
-            *(pd.util.hash_pandas_object(r, index=False).to_numpy().tobytes() for _, _, r in [*support, (lo, hi, rows)]),
-            *((a, b) for a, b, _ in support),
-        )
-        fit = self._cfits.get(key)
-        if fit is None:
-            fit = fit_constraint_models((lo, hi, rows), support, self.space, latency_target_ms, sem=self.constraint_sem)
-            if len(self._cfits) >= 16:
-                self._cfits.pop(next(iter(self._cfits)))
-            self._cfits[key] = fit
-        return fit
-
-    def _feasible(
-        self, scores: CandidateScores, context: PolicyContext, chunk: tuple[float, float, pd.DataFrame] | None
-    ) -> tuple[np.ndarray, dict]:
-        """Which candidates meet the constraints, and what to record of how it was judged."""
-        obs = self._observations(context)
-        if self.constraint_models == "published" and chunk is not None and obs is not None:
-            lo, hi, rows = chunk
-            fit = self.constraint_fit(obs, lo, hi, rows, context.latency_target_ms)
-            X = np.array([self.space.normalise(c) for c in scores.candidates], dtype=float)
-            return fit.feasible(X, context.recovery_limit_s, self.const_scaler), {
-                "constraint_support": fit.n_support,
-                "constraint_target_weight": {k: v[-1] for k, v in fit.weights.items()},
-            }
-        if self.constraint_models not in ("published", "surrogate"):
-            raise ValueError(f"constraint_models must be 'published' or 'surrogate', got {self.constraint_models!r}")
-        return meets_constraints(scores, context.latency_target_ms, context.recovery_limit_s, self.const_scaler), {}
-
-    def _chunk_model(
-        self, state: JobState, context: PolicyContext, planned: float
-    ) -> tuple[Surrogate | None, str | None, float, tuple[float, float, pd.DataFrame] | None]:
-        """(surrogate to score with, why to profile instead or None, rate to score at, the target
-        chunk's (lower, upper, profiles) when it is modelled from per-chunk data)."""
-        obs, fit = self._observations(context), context.extras.get("fit_surrogate")
-        if obs is None or fit is None or not len(obs):
-            covered = float(context.extras.get("profiled_max_rate", 0.0))
-            if planned > covered + self.chunk:
-                return (
-                    context.surrogate,
-                    f"planned rate {planned:,.0f} rec/s is beyond the profiled range (up to {covered:,.0f} rec/s)",
-                    planned,
-                    None,
-                )
-            return context.surrogate, None, planned, None
-        rows = self._target_rows(obs, state, context, planned)
-        n_good = int((rows["latency_ms"] <= context.latency_target_ms).sum())
-        lo = float(rows["input_rate"].iloc[0]) if len(rows) else planned
-        needed = self._needed(obs, state, context, planned)
-        if len(rows) < needed:  # the published model is still Sobol: keep, and profile
-            return (
-                context.surrogate,
-                f"the target rate chunk of {planned:,.0f} rec/s holds {len(rows)} profiles, {n_good} with a good "
-                f"latency ({needed} needed)",
-                planned,
-                None,
-            )
-        try:
-            model = fit(rows)
-        except ValueError as exc:  # SurrogateInputError: too few distinct points for an outcome
-            if len(rows) >= self.num_init or self.constraint_models != "published":
-                return context.surrogate, f"the rate chunk of {planned:,.0f} rec/s cannot be modelled yet ({exc})", planned, None
-            # Too few profiles for a chunk surrogate, but the published check rests on the chunk's
-            # constraint models with support: score with the replay's models at the planned rate.
-            return context.surrogate, None, planned, self._chunk(obs, state, context, planned)
-        return model, None, lo, self._chunk(obs, state, context, planned)
-
     def profiling_candidates(
         self, state: JobState, context: PolicyContext, rate: float, *, ref_scale: bool = True
     ) -> list[Configuration]:
@@ -321,7 +176,7 @@ class DemeterPolicy:
             rate,
             context.latency_target_ms,
             self.chunk,
-            _finite(state.input_rate),
+            self._current_rate(state),
             ref_scale=ref_scale,
         )
 
@@ -329,19 +184,6 @@ class DemeterPolicy:
         """(CPU, memory MB) the next profiling round may reserve in all (ANCHORS.md 1.5, profiling
         decision): the cluster share less the production job's, shrunk by 0.95 per completed trial."""
         return profiling_budget(state.config, n_trials, self.cluster_cpu, self.cluster_memory_mb, self.budget_factor)
-
-    def _chunk(
-        self, obs: pd.DataFrame, state: JobState, context: PolicyContext, planned: float
-    ) -> tuple[float, float, pd.DataFrame]:
-        """The target chunk's (lower, upper, profiles at their measured rates) for the constraint models."""
-        lo, hi = target_chunk(obs["input_rate"].to_numpy(dtype=float), planned, self.chunk, _finite(state.input_rate))
-        return lo, hi, chunk_rows(obs, lo, hi, context.latency_target_ms, direct_first=self._direct_first)
-
-    def _target_rows(self, obs: pd.DataFrame, state: JobState, context: PolicyContext, planned: float) -> pd.DataFrame:
-        """The target chunk's training set (:func:`chunk_profiles` with this policy's ``chunk_training``)."""
-        return chunk_profiles(
-            obs, planned, context.latency_target_ms, self.chunk, _finite(state.input_rate), direct_first=self._direct_first
-        )
 
     def _suggest(self, state: JobState, context: PolicyContext, planned: float) -> tuple[list[Configuration], str]:
         """The profiling round's suggestions within its budget, and how they were drawn (ANCHORS.md
@@ -379,7 +221,7 @@ class DemeterPolicy:
             )  # fmt: skip
             return configs, f"qNEHVI on the target chunk's model of {n_trials} profiles, {budget}"
         rates = obs["input_rate"].to_numpy(dtype=float) if rows is not None and obs is not None else np.zeros(0)
-        lo, hi = target_chunk(rates, planned, self.chunk, _finite(state.input_rate))
+        lo, hi = target_chunk(rates, planned, self.chunk, self._current_rate(state))
         cands = self.profiling_candidates(state, context, planned, ref_scale=False)
         how = f"quasi-random: the target chunk holds {n_trials} profiles ({needed} needed), {budget}"
         return sobol_suggestions(cands, (lo, hi), cpu_cap, mem_cap), how
@@ -399,7 +241,7 @@ class DemeterPolicy:
             return Decision.keep(self.name, f"{why}; no profiling suggestion fits the budget ({how})", **inputs)
         self._profiled = ts
         # The profiling jobs read the production job's input topic: they see the current rate.
-        at = _finite(state.input_rate) if self.profile_at_current_rate else None
+        at = self._current_rate(state) if self.profile_at_current_rate else None
         at = planned if at is None else at
         return Decision(
             Action.PROFILE,

@@ -13,7 +13,7 @@ from flinktune.decision import Action, JobState
 from flinktune.decision.stages import PolicyContext
 from flinktune.decision.testing import FunctionSurrogate, StaticForecaster
 from flinktune.policies import make_policy
-from flinktune.policies.demeter import demeter_objective, meets_constraints, screen_candidates
+from flinktune.policies.demeter_ranking import demeter_objective, meets_constraints, screen_candidates
 from flinktune.tuner.selection import score_candidates
 
 SPACE = default_space()

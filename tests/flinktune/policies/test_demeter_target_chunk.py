@@ -14,7 +14,7 @@ from flinktune.decision import Action, JobState
 from flinktune.decision.stages import PolicyContext
 from flinktune.decision.testing import FunctionSurrogate, StaticForecaster
 from flinktune.policies import make_policy
-from flinktune.policies.demeter import chunk_profiles, target_chunk
+from flinktune.policies.demeter_chunks import chunk_profiles, target_chunk
 
 SPACE = default_space()
 MAX = SPACE.maximum
