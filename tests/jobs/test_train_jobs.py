@@ -230,7 +230,7 @@ def test_the_registered_champion_is_the_benchmarks_winner_on_the_same_trace(sett
     from benchmarks.forecasting import run_trace
 
     base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
-    feats = _features(hours=6.0, seed=4)
+    feats = _features(hours=4.0, seed=4)
     _write(base / "date=2024-03-01" / "part-0.parquet", feats.drop(columns=["job"]))
     pool = ("peak-gbm", "darts-peak-linear", "darts-peak-ensemble")
     out = train_forecaster.run(job="demo", settings=settings, candidates=pool, stride_bins=3, select_refits=2)
