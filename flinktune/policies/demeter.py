@@ -145,12 +145,11 @@ class DemeterPolicy(DemeterChunkModels):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.keep_rule not in ("published", "symmetric"):
-            raise ValueError(f"keep_rule must be 'published' or 'symmetric', got {self.keep_rule!r}")
-        if self.candidate_set not in ("others", "all"):
-            raise ValueError(f"candidate_set must be 'others' or 'all', got {self.candidate_set!r}")
-        if self.suggestions not in ("published", "surrogate"):
-            raise ValueError(f"suggestions must be 'published' or 'surrogate', got {self.suggestions!r}")
+        self._check_choices(
+            keep_rule=("published", "symmetric"),
+            candidate_set=("others", "all"),
+            suggestions=("published", "surrogate"),
+        )
 
     def _due(self, state: JobState) -> float | None:
         """Seconds still to wait on the optimisation clock (None: optimise now)."""

@@ -75,14 +75,19 @@ class DemeterChunkModels:
     _cfits: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        if self.chunk_training not in ("published", "all"):
-            raise ValueError(f"chunk_training must be 'published' or 'all', got {self.chunk_training!r}")
-        if self.chunk_rate not in ("throughput", "input"):
-            raise ValueError(f"chunk_rate must be 'throughput' or 'input', got {self.chunk_rate!r}")
-        if self.sobol_gate not in ("published", "num_init"):
-            raise ValueError(f"sobol_gate must be 'published' or 'num_init', got {self.sobol_gate!r}")
-        if self.constraint_models not in ("published", "surrogate"):
-            raise ValueError(f"constraint_models must be 'published' or 'surrogate', got {self.constraint_models!r}")
+        self._check_choices(
+            chunk_training=("published", "all"),
+            chunk_rate=("throughput", "input"),
+            sobol_gate=("published", "num_init"),
+            constraint_models=("published", "surrogate"),
+        )
+
+    def _check_choices(self, **options: tuple[str, str]) -> None:
+        """Refuse an option whose value is not one of its two choices, naming both."""
+        for name, (first, second) in options.items():
+            value = getattr(self, name)
+            if value not in (first, second):
+                raise ValueError(f"{name} must be {first!r} or {second!r}, got {value!r}")
 
     @staticmethod
     def _current_rate(state: JobState) -> float | None:
