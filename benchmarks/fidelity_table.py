@@ -15,12 +15,24 @@ from benchmarks.carried_profiles import share_at_default
 from benchmarks.measured_folder import METHODS
 from flinktune.replay.metrics import relative_table
 
-__all__ = ["CARRIED", "TWIN_MEASURES", "compare", "rank_table", "replayed_table", "with_default"]
+__all__ = ["CARRIED", "TOLERANCES", "TWIN_MEASURES", "compare", "rank_table", "replayed_table", "with_default", "within_tolerance"]
 
 #: The policy whose replay ``--carry-profiles`` chains (the one with a measured profile database).
 CARRIED = "demeter"
 #: Figures the twin measures its own way, reported beside the measured figure they stand for (no target).
 TWIN_MEASURES = {"slow_recoveries_twin_measure": "slow_recoveries", "p95_every_second": "p95"}
+#: The replay targets on resources and latency, figure -> (kind, tolerance): "abs", within +-tolerance of
+#: the measured figure; "factor", within that factor of it either way.
+TOLERANCES = {"cpu": ("abs", 0.08), "memory": ("abs", 0.08), "p50": ("factor", 2.0), "p95": ("factor", 2.0),
+              "p99": ("factor", 2.0)}  # fmt: skip
+
+
+def within_tolerance(figure: str, twin: float, measured: float) -> bool:
+    """Whether ``twin`` meets the target of ``figure`` (a key of :data:`TOLERANCES`) against ``measured``."""
+    kind, tol = TOLERANCES[figure]
+    if kind == "abs":
+        return abs(twin - measured) <= tol
+    return twin > 0 and measured > 0 and max(twin / measured, measured / twin) <= tol
 
 
 def replayed_table(runs: dict, recovery_limit_s: float = 180.0) -> pd.DataFrame:
@@ -80,10 +92,9 @@ def compare(replayed: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
             if not np.isfinite(m):
                 rows.append((pol, fig, t, m, "not measured", None))
                 continue
-            if fig in ("cpu", "memory"):
-                target, ok = "within +-0.08", abs(t - m) <= 0.08
-            elif fig in ("p50", "p95", "p99"):
-                target, ok = "within 2x", (t > 0 and m > 0 and max(t / m, m / t) <= 2.0)
+            if fig in TOLERANCES:
+                kind, tol = TOLERANCES[fig]
+                target, ok = f"within +-{tol:g}" if kind == "abs" else f"within {tol:g}x", within_tolerance(fig, t, m)
             elif fig == "profiling_cpu":
                 target, ok = "(reported)", None
             else:

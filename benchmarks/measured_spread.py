@@ -30,13 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.fidelity_table import TOLERANCES, within_tolerance  # noqa: E402
 from benchmarks.measured_folder import METHODS, relative_to_static  # noqa: E402
 
-__all__ = ["TOLERANCES", "main", "parse_twin", "spread_table"]
-
-#: Figure -> (kind, tolerance): "abs", within +-tolerance of the measured mean; "factor", within a factor.
-TOLERANCES = {"cpu": ("abs", 0.08), "memory": ("abs", 0.08), "p50": ("factor", 2.0), "p95": ("factor", 2.0),
-              "p99": ("factor", 2.0)}  # fmt: skip
+__all__ = ["main", "parse_twin", "spread_table"]
 _NEEDED = ["run", "method", "cpu_cores_mean", "mem_gib_mean", "lat_median_ms", "lat_p95_ms", "lat_p99_ms",
            "n_rec_gt180", "n_reconfigs"]  # fmt: skip
 
@@ -54,19 +51,13 @@ def _read(data: Path) -> pd.DataFrame:
     return runs
 
 
-def _within(kind: str, tol: float, twin: float, measured: float) -> bool:
-    if kind == "abs":
-        return abs(twin - measured) <= tol + 1e-12
-    return measured > 0 and twin > 0 and abs(math.log(twin / measured)) <= math.log(tol) + 1e-12
-
-
 def spread_table(data: Path, twin: dict[tuple[str, str], float] | None = None) -> pd.DataFrame:
     """One row per (method, figure) of :data:`TOLERANCES` for each measured method but static: the
     runs relative to static (``runs``, in run order), ``mean``, ``se`` (its standard error: absolute
     for CPU and memory, a factor for latency), ``tolerance``, ``se_over_tolerance`` (the error as a
     share of the tolerance: absolute, or on the log scale) and, with ``twin`` ((policy, figure) ->
     value, policy names as the replay has them), ``twin``, ``meets_mean`` ("yes"/"no": the target
-    as the fidelity benchmark judges it) and ``within_runs`` (the runs, numbered in file order, within
+    as the fidelity benchmark judges it, :func:`~benchmarks.fidelity_table.within_tolerance`) and ``within_runs`` (the runs, numbered in file order, within
     the tolerance of the twin's value, or "none")."""
     runs = _read(data)
     static = runs[runs["method"] == "baseline"]
@@ -83,24 +74,18 @@ def spread_table(data: Path, twin: dict[tuple[str, str], float] | None = None) -
             vals = vals[np.isfinite(vals) & (vals > 0)]
             if not len(vals):
                 continue
-            if kind == "abs":
-                mean = float(vals.mean())
-                se = float(vals.std(ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else float("nan")
-                share = se / tol
-            else:
-                logs = np.log(vals)
-                mean = float(math.exp(logs.mean()))
-                se_log = float(logs.std(ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else float("nan")
-                se, share = math.exp(se_log), se_log / math.log(tol)
-                mean_arith = float(vals.mean())
+            # The targets compare with the runs' arithmetic mean; latency's error is read on the log scale.
+            x = vals if kind == "abs" else np.log(vals)
+            se_x = float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")
+            se, share = (se_x, se_x / tol) if kind == "abs" else (math.exp(se_x), se_x / math.log(tol))
             row = {"policy": policy, "figure": fig, "runs": " / ".join(f"{v:.3g}" for v in vals), "n": len(vals),
-                   "mean": mean if kind == "abs" else mean_arith, "geometric_mean": None if kind == "abs" else mean,
+                   "mean": float(vals.mean()), "geometric_mean": None if kind == "abs" else float(math.exp(x.mean())),
                    "se": se, "kind": kind, "tolerance": tol, "se_over_tolerance": share}  # fmt: skip
             if twin is not None and (policy, fig) in twin:
                 t = twin[(policy, fig)]
                 row["twin"] = t
-                row["meets_mean"] = "yes" if _within(kind, tol, t, row["mean"]) else "no"
-                near = [f"run {i + 1}" for i, v in enumerate(vals) if _within(kind, tol, t, float(v))]
+                row["meets_mean"] = "yes" if within_tolerance(fig, t, row["mean"]) else "no"
+                near = [f"run {i + 1}" for i, v in enumerate(vals) if within_tolerance(fig, t, float(v))]
                 row["within_runs"] = ", ".join(near) or "none"
             rows.append(row)
     return pd.DataFrame(rows)

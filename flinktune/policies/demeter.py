@@ -22,22 +22,22 @@ Facts carried over (see ../shared/docs/ANCHORS.md section 1):
   know (when they predict, which candidates they judge feasible) is
   :mod:`flinktune.policies.demeter_models`.
 - **Profiling** (1.5 step 2 and the profiling thread): while the target chunk holds fewer than 3
-  profiles, whatever their latencies, the published model is still Sobol (``num_init`` 3): the
-  job keeps its configuration and the chunk is profiled; with 3 or more the model decides, even
-  when none had a good latency (then nothing is feasible and the job goes to, or stays at, the
-  default). When a higher chunk holds enough profiles to support it (RGPE), the published target
-  optimiser's ``num_init`` is 1, so one profile suffices (``sobol_gate``). Without per-chunk
-  data: when the planned rate is over a chunk beyond the profiled range. The profiling jobs read the production job's input topic (1.1), so they run at the
-  *current* rate (``profile_rate`` in the decision's inputs), not at the planned one. Its
-  suggestions are accepted only when not profiled in the target chunk already and not known to
-  have fallen behind at or below the chunk's lower bound, and, once the chunk is modelled, larger
-  than ``ref_scale_factor`` x the production job's CPU and memory (0.25 while the production job's
-  latency is good, 0.75 when not) (1.5, profiling decision); the observations come from
-  ``context.extras["observations"]`` when the loop provides them. The suggestions are drawn as
-  published (``suggestions="published"``): quasi-random (seeded by the chunk) while the target
-  chunk holds fewer than ``num_init`` profiles, then by qNEHVI on the target chunk's model; each
-  round is packed into its budget. The accepted set, the budget and both suggestion steps are
-  :mod:`flinktune.policies.demeter_profiling`.
+  profiles, whatever their latencies, the published model is still Sobol (``num_init`` 3): the job
+  keeps its configuration and the chunk is profiled; with 3 or more the model decides, even when
+  none had a good latency (then nothing is feasible and the job goes to, or stays at, the default).
+  When a higher chunk holds enough profiles to support it (RGPE), the published target optimiser's
+  ``num_init`` is 1, so one profile suffices (``sobol_gate``). Without per-chunk data: when the
+  planned rate is over a chunk beyond the profiled range. The profiling jobs read the production
+  job's input topic (1.1), so they run at the *current* rate (``profile_rate`` in the decision's
+  inputs), not at the planned one. Its suggestions are accepted only when not profiled in the target
+  chunk already and not known to have fallen behind at or below the chunk's lower bound, and, once
+  the chunk is modelled, larger than ``ref_scale_factor`` x the production job's CPU and memory
+  (0.25 while the production job's latency is good, 0.75 when not) (1.5, profiling decision); the
+  observations come from ``context.extras["observations"]`` when the loop provides them. The
+  suggestions are drawn as published (``suggestions="published"``): quasi-random (seeded by the
+  chunk) while the target chunk holds fewer than ``num_init`` profiles, then by qNEHVI on the target
+  chunk's model; each round is packed into its budget. The accepted set, the budget and both
+  suggestion steps are :mod:`flinktune.policies.demeter_profiling`.
 - **Constraints** (1.3, 1.5 step 3): a candidate meets them when its predicted mean + 1 std,
   taken to linear space and scaled by 1.25, is within the boundary: recovery ``1.25 x
   exp(mean + std) <= limit`` and normalised latency ``1.25 x tanh(log_4(latency / lowest)) <= 0.5``
