@@ -1,14 +1,13 @@
-"""Demeter's workload-rate chunks (ANCHORS.md 1.5): which profiles each per-rate model is fitted on.
+"""Demeter's workload-rate chunks: which profiles each per-rate model is fitted on.
 
 Use :func:`chunk_profiles` for the target chunk of a planned rate, :func:`chunk_rows` for the
 profiles of any chunk and :func:`support_chunks` for the higher chunks whose models support the
 target one (RGPE). The rate axis is cut into chunks of ``chunk`` rec/s (10k published) from the
 lowest profiled, current or planned rate; a profile belongs to a chunk when it lies inside it, or
-above it with a good latency (a configuration that coped with more load copes with less), or below
-it with a bad one (one that failed at less load fails at more); one per configuration. With
-``direct_first`` a chunk holding at least ``num_init`` profiles of its own (inside it), good and bad
-latencies among them, is trained on those alone (the published ``_filter_by_num_init``): the
-profiles it inherits from other rates are then dropped.
+above it with a good latency, or below it with a bad one; one per configuration. With
+``direct_first`` a chunk holding at least ``num_init`` profiles of its own, good and bad latencies
+among them, is trained on those alone (the published ``_filter_by_num_init``). The published rules
+are in ``docs/baselines.md`` (demeter: per-rate models).
 """
 
 from __future__ import annotations

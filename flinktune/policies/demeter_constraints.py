@@ -1,36 +1,14 @@
-"""Demeter's constraint models in the target rate chunk, as published (ANCHORS.md 1.3 and 1.5).
+"""Demeter's constraint models in the target rate chunk, as published.
 
 Use :func:`fit_constraint_models` for the latency and recovery feasibility of every candidate in
-Demeter's target chunk; :class:`DemeterPolicy` does when ``constraint_models="published"``. What
-it reproduces of the published optimiser that the replay's per-chunk :class:`GPSurrogate` (all
-four outcomes in log space, fitted noise, observation noise in the predictions) does not:
-
-- **Constraint outcomes** (1.3): latency is modelled as ``log1p(norm)`` with
-  ``norm = max(0, tanh(log_4(latency / lowest)))`` (bounded: a configuration that fell far behind
-  weighs as much as one just over the boundary), recovery as ``log(recovery s)``. The lowest
-  latency is taken as the target / 4^atanh(0.5), as :func:`~flinktune.policies.demeter_ranking.meets_constraints`
-  does (the published one is the smallest gradient-boosted profile latency [inferred: not
-  reproduced]).
-- **Fixed observation noise** (1.3, ``EvaluatorBO.finalize_scores``): each observation is
-  ``value + N(0, 0.1)`` with a fixed SEM of 0.1, modelled by a fixed-noise GP
-  (:func:`fit_fixed_noise_gp`; BoTorch's ``FixedNoiseGP`` is a ``SingleTaskGP`` given
-  ``train_Yvar``). The noise comes from ``np.random.RandomState(int(lower + upper))`` of the
-  chunk (each published optimiser seeds ``np.random`` with the sum of its chunk's bounds), four
-  draws per profile in the chunk's order (the published outcomes: CPU, memory, latency,
-  recovery; the last two are used here) [inferred: order of the draws].
-- **RGPE support models** (1.5): up to ``max_support`` (2) models fitted on the profiles of the
-  higher chunks (lower bound at or above the target's upper bound; the closest first [inferred]),
-  each with at least 3 profiles, support the target chunk's model in a rank-weighted ensemble
-  (:mod:`models.surrogate.rgpe`: 1024 posterior draws, ties split, weight dilution over 20
-  target points); the weights are computed per outcome. Without support models the target model
-  alone is used.
-- **Predictions** are the latent posterior (Ax's ``predict`` reads ``model.posterior(X)`` without
-  observation noise [inferred]); the check is Demeter's: mean + std in linear space scaled by
-  ``scaler`` (1.25) within the boundary, ``norm <= 0.5`` and ``recovery <= limit``.
-
-The target and support chunks' training sets are the policy's to choose
-(``DemeterPolicy.chunk_training``: the published ``_filter_by_num_init`` by default). Not
-reproduced: the gradient-boosting latency normalisation.
+Demeter's target chunk (:class:`DemeterPolicy` does when ``constraint_models="published"``): latency
+modelled as ``log1p(norm)`` and recovery as log seconds, each observation given N(0, 0.1) noise with a
+fixed standard error of 0.1 (a fixed-noise GP, the noise seeded by the chunk's bounds), supported by
+RGPE models of up to ``max_support`` higher chunks (:mod:`models.surrogate.rgpe`, weights per
+outcome), and checked as Demeter does: mean + std in linear space scaled by 1.25 within the boundary.
+Not reproduced: the gradient-boosted latency normalisation (the lowest latency is taken as the target
+/ 4^atanh(0.5)). The published method is in ``docs/baselines.md`` (demeter: objectives and constraints,
+per-rate models).
 """
 
 from __future__ import annotations

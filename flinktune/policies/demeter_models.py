@@ -1,18 +1,13 @@
-"""What Demeter's models know at the target rate chunk (ANCHORS.md 1.3, 1.5): which profiles train
-them, when they start to predict, and which candidates they judge to meet the constraints.
+"""What Demeter's models know at the target rate chunk: which profiles train them, when they start to
+predict, and which candidates they judge to meet the constraints.
 
-Use :class:`DemeterChunkModels` as the base of :class:`~flinktune.policies.demeter.DemeterPolicy`:
-it holds the options that shape the models (chunk width, training set, Sobol gate, constraint
-models and their RGPE support) and answers, for a step's state and context, with the surrogate to
-score with and the target chunk (lower, upper, profiles), or with why the chunk must be profiled
-first. The policy decides what to do with that; the chunks themselves are
-:mod:`flinktune.policies.demeter_chunks` and the published constraint models
-:mod:`flinktune.policies.demeter_constraints`.
-
-The profiles come from ``context.extras["observations"]`` (a frame with ``input_rate``,
-``latency_ms``, the knobs and, for ``chunk_rate="throughput"``, ``throughput``), and a chunk's
-surrogate from ``context.extras["fit_surrogate"]``; without them ``context.surrogate`` (all
-profiles, rate as an input) is used and only the profiled range is checked.
+Use :class:`DemeterChunkModels` as the base of :class:`~flinktune.policies.demeter.DemeterPolicy`: it
+holds the options that shape the models (chunk width, training set, Sobol gate, constraint models and
+their RGPE support) and answers, for a step's state and context, with the surrogate to score with and
+the target chunk (lower, upper, profiles), or with why the chunk must be profiled first. The profiles
+come from ``context.extras["observations"]`` and a chunk's surrogate from
+``context.extras["fit_surrogate"]``; without them ``context.surrogate`` (all profiles, rate as an
+input) is used and only the profiled range is checked.
 """
 
 from __future__ import annotations

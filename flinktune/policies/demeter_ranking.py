@@ -1,9 +1,9 @@
-"""How Demeter ranks candidates (ANCHORS.md 1.3, 1.5 step 3): its constraint check on predicted
-latency and recovery, its scalarised CPU and memory objective, and the screen that removes the
-cheapest feasible candidates before ranking.
+"""How Demeter ranks candidates: its constraint check on predicted latency and recovery, its scalarised
+CPU and memory objective, and the screen that removes the cheapest feasible candidates before ranking.
 
 Use these from :class:`flinktune.policies.demeter.DemeterPolicy` (which re-exports them) or to score
-candidates the way Demeter would; arrays are one entry per candidate.
+candidates the way Demeter would; arrays are one entry per candidate. The published rescale decision
+is in ``docs/baselines.md`` (demeter: rescale decision).
 """
 
 from __future__ import annotations
