@@ -1,4 +1,4 @@
-"""Replay benchmark: every policy on the built-in 18 h traces, failures every 45 min (DESIGN.md section 7).
+"""Replay benchmark: every policy on the built-in 18 h traces, failures every 45 min (docs/DESIGN.md section 7).
 
 ``python benchmarks/replay.py [--traces ysb,tsw] [--hours 18] [--seed 7] [--forecaster peak] [--out docs/results]``
 writes ``replay-<trace>.md`` / ``.json`` / plots per trace (see :mod:`flinktune.replay`).

@@ -153,7 +153,7 @@ def run(
     trace, forecaster = replay_trace(data, hours)
     failures, failures_from = failure_spec(data)
     # The latency goal of every policy and the guard: Demeter's published boundary, 2.14 x the lowest
-    # profiled latency (ANCHORS.md 1.3), from this folder's runs (a fixed 1 s would call every
+    # profiled latency (docs/baselines.md, demeter), from this folder's runs (a fixed 1 s would call every
     # configuration of a job whose idle latency is above 1 s "bad").
     latency_target_ms = BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
     per_seed, per_rank = [], []

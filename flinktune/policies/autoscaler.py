@@ -26,9 +26,9 @@ __all__ = ["SCALE_DOWN_MODES", "VERSIONS", "AutoscalerPolicy"]
 
 SCALE_DOWN_MODES: tuple[str, ...] = ("interval", "grace")
 
-#: Published behaviours, as constructor options (ANCHORS.md section 3 and the 1.6.0 sources cited above).
+#: Published behaviours, as constructor options (docs/baselines.md, autoscaler and the 1.6.0 sources cited above).
 VERSIONS: dict[str, dict[str, Any]] = {
-    # The snapshot of ANCHORS.md section 3 (1.10+): the class defaults.
+    # The snapshot of docs/baselines.md, autoscaler (1.10+): the class defaults.
     "newest": {},
     # Operator 1.6.0's AutoScalerOptions defaults, on Flink 1.17 (no in-place rescaling).
     "1.6": {

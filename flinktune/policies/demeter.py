@@ -53,7 +53,7 @@ class DemeterPolicy(DemeterChunkModels):
     #: Profile at the production job's current rate (the published profiling jobs read its input
     #: topic) rather than at the planned rate.
     profile_at_current_rate: bool = True
-    #: The profiling thread's round (ANCHORS.md 1.1, 1.5): 600 s of suggestion search
+    #: The profiling thread's round (docs/baselines.md, demeter): 600 s of suggestion search
     #: (``profiling_timeout``), then at least 300 s of profiling runs (120 s start, 60 s measure, the
     #: failure and its recovery); it also waits 600 s before its first round.
     profile_every_s: float = 900.0
@@ -62,19 +62,19 @@ class DemeterPolicy(DemeterChunkModels):
     cluster_cpu: float = 50.0
     cluster_memory_mb: float = 430_000.0
     budget_factor: float = 0.95
-    #: When a current configuration that meets the goals is kept (ANCHORS.md 1.5 step 4):
+    #: When a current configuration that meets the goals is kept (docs/baselines.md, demeter: rescale decision step 4):
     #: ``"published"``, the published code's condition, keeps it only when the best candidate is
     #: cheaper by at most ``min_improvement`` and otherwise moves to the best, a costlier one
     #: included; ``"symmetric"`` keeps it whenever the best is within ``min_improvement`` either
     #: way (sessions up to 16).
     keep_rule: str = "published"
-    #: Which configurations are ranked against the current one (ANCHORS.md 1.5 step 3):
+    #: Which configurations are ranked against the current one (docs/baselines.md, demeter: rescale decision step 3):
     #: ``"others"``, as published, ranks every configuration but the current one, and a current
     #: one that meets the goals, or is the default, is then kept or left by the keep rule (so the
     #: published rule leaves a current one that is itself the cheapest for the best other);
     #: ``"all"`` ranks the current one too and keeps it when it ranks best (sessions up to 17).
     candidate_set: str = "others"
-    #: How a profiling round's suggestions are drawn (ANCHORS.md 1.5, profiling decision):
+    #: How a profiling round's suggestions are drawn (docs/baselines.md, demeter: profiling decision):
     #: ``"published"``, quasi-random while the target chunk holds fewer than ``num_init`` profiles,
     #: then qNEHVI on the target chunk's model (:mod:`flinktune.policies.demeter_profiling`);
     #: ``"surrogate"``, qLogNEHVI on the replay's surrogate at the planned rate, up to
@@ -99,7 +99,7 @@ class DemeterPolicy(DemeterChunkModels):
         """Seconds still to wait on the optimisation clock (None: optimise now)."""
         if self._clock is None:  # the clock starts with the job (its first window)
             self._clock = state.ts - state.window_s
-        if state.restarts > 0:  # a failure injection resets the clock (ANCHORS.md 1.1)
+        if state.restarts > 0:  # a failure injection resets the clock (docs/baselines.md, demeter)
             self._clock = state.ts
         wait = self.eval_interval_s - (state.ts - self._clock)
         if wait > 1e-9:
@@ -110,7 +110,7 @@ class DemeterPolicy(DemeterChunkModels):
     def profiling_candidates(
         self, state: JobState, context: PolicyContext, rate: float, *, ref_scale: bool = True
     ) -> list[Configuration]:
-        """The candidates Demeter accepts as profiling suggestions at ``rate`` (ANCHORS.md 1.5;
+        """The candidates Demeter accepts as profiling suggestions at ``rate`` (docs/baselines.md, demeter;
         :func:`~flinktune.policies.demeter_profiling.profiling_candidates`)."""
         return profiling_candidates(
             self.space,
@@ -124,13 +124,13 @@ class DemeterPolicy(DemeterChunkModels):
         )
 
     def profiling_budget(self, state: JobState, n_trials: int) -> tuple[float, float]:
-        """(CPU, memory MB) the next profiling round may reserve in all (ANCHORS.md 1.5, profiling
-        decision): the cluster share less the production job's, shrunk by 0.95 per completed trial."""
+        """(CPU, memory MB) the next profiling round may reserve in all (docs/baselines.md, demeter:
+        profiling decision): the cluster share less the production job's, shrunk by 0.95 per completed trial."""
         return profiling_budget(state.config, n_trials, self.cluster_cpu, self.cluster_memory_mb, self.budget_factor)
 
     def _suggest(self, state: JobState, context: PolicyContext, planned: float) -> tuple[list[Configuration], str]:
-        """The profiling round's suggestions within its budget, and how they were drawn (ANCHORS.md
-        1.5; :mod:`flinktune.policies.demeter_profiling`)."""
+        """The profiling round's suggestions within its budget, and how they were drawn
+        (docs/baselines.md, demeter; :mod:`flinktune.policies.demeter_profiling`)."""
         obs = self._observations(context)
         # The published optimiser's completed trials are the profiles it was trained on.
         rows = self._target_rows(obs, state, context, planned) if obs is not None and len(obs) else None
@@ -170,7 +170,7 @@ class DemeterPolicy(DemeterChunkModels):
         return sobol_suggestions(cands, (lo, hi), cpu_cap, mem_cap), how
 
     def _keep_and_profile(self, state: JobState, context: PolicyContext, planned: float, inputs: dict, why: str) -> Decision:
-        """Keep the configuration; profile when the profiling thread's round is due (ANCHORS.md 1.1:
+        """Keep the configuration; profile when the profiling thread's round is due (docs/baselines.md, demeter:
         it runs on its own loop beside the optimiser; a step here does one action, so its rounds
         fall on the optimiser's keeps). The round's suggestions are trimmed to the budget."""
         ts = float(state.ts)

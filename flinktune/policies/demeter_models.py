@@ -43,12 +43,12 @@ class DemeterChunkModels:
     const_scaler: float = 1.25
     #: Profiles in the target chunk before its model predicts (Ax's Sobol steps, ``num_init``).
     num_init: int = 3
-    #: When the target chunk's model starts predicting (ANCHORS.md 1.5): ``"published"``, after
+    #: When the target chunk's model starts predicting (docs/baselines.md, demeter): ``"published"``, after
     #: one profile when a higher chunk supports it (the published target optimiser takes
     #: ``num_init`` 1 when it has RGPE support models, 3 without), else after ``num_init``;
     #: ``"num_init"``, after ``num_init`` always (sessions up to 24).
     sobol_gate: str = "published"
-    #: How the constraints are checked with per-chunk data: ``"published"`` (ANCHORS.md 1.3, 1.5:
+    #: How the constraints are checked with per-chunk data: ``"published"`` (docs/baselines.md, demeter:
     #: :mod:`flinktune.policies.demeter_constraints`) or ``"surrogate"`` (the chunk surrogate's
     #: latency and recovery, session 14).
     constraint_models: str = "published"
@@ -57,12 +57,12 @@ class DemeterChunkModels:
     #: The constraint observations' noise and fixed SEM (None: no noise added, noise fitted).
     constraint_sem: float | None = CONSTRAINT_SEM
     #: Which of a chunk's profiles train its models and count as the optimiser's completed trials
-    #: (ANCHORS.md 1.5): ``"published"`` keeps only the profiles inside the chunk once it holds
+    #: (docs/baselines.md, demeter): ``"published"`` keeps only the profiles inside the chunk once it holds
     #: ``num_init`` of them with a good and a bad latency (``_filter_by_num_init``), for the target
     #: chunk and the support chunks alike; ``"all"`` keeps every profile assigned to the chunk
     #: (sessions up to 22). The profiling budget shrinks by ``budget_factor`` per trial counted.
     chunk_training: str = "published"
-    #: Which rate places a profile in Demeter's chunks (ANCHORS.md 1.5: the chunks cut the
+    #: Which rate places a profile in Demeter's chunks (docs/baselines.md, demeter: the chunks cut the
     #: throughput axis): ``"throughput"``, the throughput the profile reached (a configuration that
     #: fell behind sits at what it could process), as published; ``"input"``, the rate it was
     #: offered (sessions up to 23).
@@ -120,7 +120,7 @@ class DemeterChunkModels:
         self, obs: pd.DataFrame, lo: float, hi: float, rows: pd.DataFrame, latency_target_ms: float
     ) -> ConstraintModels:
         """The published constraint models of the target chunk ``[lo, hi]`` holding ``rows``
-        (ANCHORS.md 1.3, 1.5; :func:`~flinktune.policies.demeter_constraints.fit_constraint_models`),
+        (docs/baselines.md, demeter; :func:`~flinktune.policies.demeter_constraints.fit_constraint_models`),
         with up to ``support_models`` higher chunks' support; cached on the chunks' profiles."""
         support = self._support(obs, hi, latency_target_ms)
         key = (

@@ -1,4 +1,4 @@
-"""Demeter's target chunk (ANCHORS.md 1.5): the first 10k rec/s chunk whose lower bound is at or
+"""Demeter's target chunk (docs/baselines.md, demeter): the first 10k rec/s chunk whose lower bound is at or
 above the planned rate, its profiles (inside, bounds included; good above; bad below; one per
 configuration, the closest to the chunk's upper bound), the Sobol rule (fewer than 3 profiles in
 the chunk: keep and profile, whatever their latencies) and profiling at the current rate (the
