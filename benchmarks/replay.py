@@ -23,8 +23,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--failures", default="every:45m")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--forecaster", default="peak", choices=list(FORECASTERS),
-                   help="forecaster of the model-based policies (default peak since round 4: quantiles of the next "
-                        "10 min's peak, seasonal naive until 31 min of history; naive was the default before)")
+                   help="forecaster of the model-based policies (default peak: quantiles of the next "
+                        "10 min's peak, seasonal naive until 31 min of history)")
     p.add_argument("--watch-every-s", type=int, default=60,
                    help="seconds between the watch's checks that let flinktune decide early when the backlog grows (0: off)")
     p.add_argument("--workers", type=int, default=2)

@@ -66,19 +66,19 @@ class DemeterPolicy(DemeterChunkModels):
     #: ``"published"``, the published code's condition, keeps it only when the best candidate is
     #: cheaper by at most ``min_improvement`` and otherwise moves to the best, a costlier one
     #: included; ``"symmetric"`` keeps it whenever the best is within ``min_improvement`` either
-    #: way (sessions up to 16).
+    #: way.
     keep_rule: str = "published"
     #: Which configurations are ranked against the current one (docs/baselines.md, demeter: rescale decision step 3):
     #: ``"others"``, as published, ranks every configuration but the current one, and a current
     #: one that meets the goals, or is the default, is then kept or left by the keep rule (so the
     #: published rule leaves a current one that is itself the cheapest for the best other);
-    #: ``"all"`` ranks the current one too and keeps it when it ranks best (sessions up to 17).
+    #: ``"all"`` ranks the current one too and keeps it when it ranks best.
     candidate_set: str = "others"
     #: How a profiling round's suggestions are drawn (docs/baselines.md, demeter: profiling decision):
     #: ``"published"``, quasi-random while the target chunk holds fewer than ``num_init`` profiles,
     #: then qNEHVI on the target chunk's model (:mod:`flinktune.policies.demeter_profiling`);
     #: ``"surrogate"``, qLogNEHVI on the replay's surrogate at the planned rate, up to
-    #: ``profile_batch`` (sessions up to 23).
+    #: ``profile_batch``.
     suggestions: str = "published"
     #: The most suggestions the chunk's model is asked for in one round (the published search is
     #: bounded by its 600 s instead; up to 6 parallel profiles were seen in its real runs).

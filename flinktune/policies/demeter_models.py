@@ -46,11 +46,11 @@ class DemeterChunkModels:
     #: When the target chunk's model starts predicting (docs/baselines.md, demeter): ``"published"``, after
     #: one profile when a higher chunk supports it (the published target optimiser takes
     #: ``num_init`` 1 when it has RGPE support models, 3 without), else after ``num_init``;
-    #: ``"num_init"``, after ``num_init`` always (sessions up to 24).
+    #: ``"num_init"``, after ``num_init`` always.
     sobol_gate: str = "published"
     #: How the constraints are checked with per-chunk data: ``"published"`` (docs/baselines.md, demeter:
     #: :mod:`flinktune.policies.demeter_constraints`) or ``"surrogate"`` (the chunk surrogate's
-    #: latency and recovery, session 14).
+    #: latency and recovery).
     constraint_models: str = "published"
     #: RGPE support models from higher chunks (published ``max_num_support_models``; 0: none).
     support_models: int = 2
@@ -59,13 +59,13 @@ class DemeterChunkModels:
     #: Which of a chunk's profiles train its models and count as the optimiser's completed trials
     #: (docs/baselines.md, demeter): ``"published"`` keeps only the profiles inside the chunk once it holds
     #: ``num_init`` of them with a good and a bad latency (``_filter_by_num_init``), for the target
-    #: chunk and the support chunks alike; ``"all"`` keeps every profile assigned to the chunk
-    #: (sessions up to 22). The profiling budget shrinks by ``budget_factor`` per trial counted.
+    #: chunk and the support chunks alike; ``"all"`` keeps every profile assigned to the chunk.
+    #: The profiling budget shrinks by ``budget_factor`` per trial counted.
     chunk_training: str = "published"
     #: Which rate places a profile in Demeter's chunks (docs/baselines.md, demeter: the chunks cut the
     #: throughput axis): ``"throughput"``, the throughput the profile reached (a configuration that
     #: fell behind sits at what it could process), as published; ``"input"``, the rate it was
-    #: offered (sessions up to 23).
+    #: offered.
     chunk_rate: str = "input"
     _cfits: dict = field(default_factory=dict, repr=False)
 
