@@ -170,23 +170,21 @@ def scenario_bounds(
     rates = np.asarray(rates, dtype=float)
     out: dict[str, Any] = dict(per_second or {})
     if "per_second" not in out:
-        try:
-            out.update(bound_for_rates(rates, profile, recovery_limit_s), clipped_share=0.0, clip_rate=None)
-        except ValueError:
-            level = _static_carry(rates, profile, recovery_limit_s)
-            if level <= 0:
-                return {
-                    "per_second": float("nan"),
-                    "single_shape": float("nan"),
-                    "clipped_share": 1.0,
-                    "clip_rate": 0.0,
-                    "capped": {},
-                }
-            out.update(
-                bound_for_rates(np.minimum(rates, level), profile, recovery_limit_s),
-                clipped_share=float((rates > level).mean()),
-                clip_rate=level,
-            )
+        level = _static_carry(rates, profile, recovery_limit_s)
+        if level <= 0:
+            return {
+                "per_second": float("nan"),
+                "single_shape": float("nan"),
+                "clipped_share": 1.0,
+                "clip_rate": 0.0,
+                "capped": {},
+            }
+        clip = level if rates.max() > level else None
+        out.update(
+            bound_for_rates(np.minimum(rates, level) if clip else rates, profile, recovery_limit_s),
+            clipped_share=float((rates > level).mean()) if clip else 0.0,
+            clip_rate=clip,
+        )
     clip = out.get("clip_rate")
     capped_rates = np.minimum(rates, clip) if clip else rates
     ks = sorted({int(k) for k in changes})
