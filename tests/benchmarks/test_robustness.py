@@ -80,7 +80,7 @@ def test_slo_and_cheapest_rules() -> None:
             "oracle": (_summary(3.0, 1000.0), 0),
         }
     )
-    mean, per_seed = rb.scenario_table(scen, prices)
+    mean, _ = rb.scenario_table(scen, prices)
     assert dict(mean["slo"]) == {"static": 1, "cheap_but_slow": 0, "late": 0, "lost": 0, "good": 1, "oracle": 1}
     assert mean.loc["good", "cpu_x_capped"] == pytest.approx(0.6 / 0.5)
     assert mean.loc["good", "cpu_x_bound"] == pytest.approx(0.6 / 0.4)
