@@ -317,7 +317,12 @@ def _render(results: dict[str, Any], prices: PriceList, matrix: list[Scenario]) 
         "",
         f"Command: `{results['command']}`",
         "",
-        f"Scenarios done: {len(scens)} ({', '.join(order)}). Seeds {results['seeds_text']}; failures `{results['failures']}`, "
+        *(
+            ["Rows kept from earlier runs of (newest last): " + "; ".join(f"`{c}`" for c in results["earlier_commands"]), ""]
+            if results.get("earlier_commands")
+            else []
+        ),
+        f"Scenarios done: {len(scens)} of the matrix's {len(matrix)} ({', '.join(order)}). Seeds {results['seeds_text']}; failures `{results['failures']}`, "
         f"recovery limit {results['recovery_limit_s']:g} s, forecaster {results['forecaster']}; matrix `{results['matrix']}`, "
         f"data folder `{results['data']}`"
         + (f", ads profile `{results['profile_ads']}`" if results.get("profile_ads") else "")
@@ -401,6 +406,13 @@ def _write(results: dict[str, Any], out: Path, prices: PriceList, matrix: list[S
     atomic_write(out, (_render(results, prices, matrix) + "\n").encode())
 
 
+def _shown(path: str | Path) -> str:
+    """``path`` as the page shows it: relative to the repository when it is inside it or beside it, else absolute."""
+    full = os.path.abspath(path)  # not resolved: a linked data folder keeps the name it is given by
+    rel = os.path.relpath(full, ROOT)
+    return rel if not rel.startswith(os.path.join("..", "..")) else full
+
+
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -450,9 +462,10 @@ def run(
     results: dict[str, Any] = {
         "kind": "robustness",
         "command": command,
-        "matrix": str(matrix),
-        "data": str(data),
-        "profile_ads": str(profile_ads) if profile_ads is not None else None,
+        "matrix": _shown(matrix),
+        "data": _shown(data),
+        "profile_ads": _shown(profile_ads) if profile_ads is not None else None,
+        "earlier_commands": [],
         "seeds_text": seeds_text,
         "policies": pols,
         "failures": failures,
@@ -470,6 +483,8 @@ def run(
         if old.get("kind") != "robustness":
             raise ValueError(f"--resume: {out.with_suffix('.json')} is not a robustness result")
         results["scenarios"] = old.get("scenarios", {})
+        earlier = [*old.get("earlier_commands", []), old.get("command", "")]
+        results["earlier_commands"] = [c for c in dict.fromkeys(earlier) if c and c != command][-10:]
 
     units: list[tuple[Scenario, ClusterProfile, dict[int, tuple[pd.Series | None, pd.Series, str]]]] = []
     for sc in chosen:
@@ -517,6 +532,9 @@ def run(
         shared: dict[str, Any] | None = None
         for seed, (_, series, _) in traces.items():
             stored = entry["seeds"][str(seed)]
+            # Rows in the order asked for (static first), whatever order the pool finished them in.
+            rank = {p: i for i, p in enumerate(pols)}
+            stored["policies"] = dict(sorted(stored["policies"].items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
             changes = sorted({int(r["summary"]["reconfigurations"]) for r in stored["policies"].values()})
             b = stored.get("bound") or {}
             if "per_second" not in b or any(str(k) not in b.get("capped", {}) for k in changes):
@@ -605,7 +623,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--recovery-limit-s", type=float, default=180.0)
     p.add_argument("--forecaster", default="peak", choices=list(FORECASTERS))
     p.add_argument("--workers", type=int, default=2, help="processes replaying (scenario, seed, policy) units side by side")
-    p.add_argument("--resume", action="store_true", help="keep the JSON's rows made with the same settings and code")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the JSON's rows made with the same settings and code (without it the page and JSON start afresh)",
+    )
     p.add_argument("--out", default=str(ROOT / "docs" / "results" / "robustness.md"), help="Markdown file; a .json beside it")
     a = p.parse_args(args)
     command = "python benchmarks/robustness.py " + shlex.join(x for x in args if x != "--debug")
