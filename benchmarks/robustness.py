@@ -32,6 +32,7 @@ matrix line, a missing file) is one line naming ``file:line`` and exit code 2, b
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import multiprocessing
@@ -39,8 +40,9 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -137,13 +139,14 @@ def _replay_one(
     """One policy's replay (what :func:`flinktune.replay.harness.replay_policy` does, keeping the twin's
     per-second history for the minutes over target); runs in a pool process."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rig = prepare_replay(name, trace, profile, default_space(), settings, policy_options=options)
     run = run_rig(rig, trace, started=t0)
     return {
         "summary": run.summary,
         "minutes_over": minutes_over_target(rig.twin.history(), settings.latency_target_ms),
         "wall_s": time.perf_counter() - t0,
+        "cpu_s": time.process_time() - c0,
     }
 
 
@@ -370,8 +373,7 @@ def _render(results: dict[str, Any], prices: PriceList, matrix: list[Scenario]) 
             for s in seeds
         )
         walls = {
-            p: [scen["seeds"][str(s)]["policies"][p]["wall_s"] for s in seeds if p in scen["seeds"][str(s)]["policies"]]
-            for p in mean.index
+            p: [scen["seeds"][str(s)]["policies"][p] for s in seeds if p in scen["seeds"][str(s)]["policies"]] for p in mean.index
         }
         old = sorted({r["code_version"] for s in seeds for r in scen["seeds"][str(s)]["policies"].values()} - {current})
         lines += [
@@ -383,9 +385,14 @@ def _render(results: dict[str, Any], prices: PriceList, matrix: list[Scenario]) 
             + "".join(f", {n} with {', '.join(f'{k}={v:g}' for k, v in o.items())}" for n, o in st["policy_options"].items())
             + f"; seeds {', '.join(map(str, seeds))}; {minutes} minutes replayed, SLO allowance {MINUTES_ALLOWANCE * minutes:.1f} "
             f"minutes over target beyond static's. Bound (CPU relative to static) per seed: {bounds}. "
-            f"Replay time (s, one process each, mean over seeds): "
-            + ", ".join(f"{p} {np.mean(w):.0f}" for p, w in walls.items() if w)
-            + f"; {sum(sum(w) for w in walls.values()):.0f} s in all."
+            f"Replay wall time (s, one process each, mean over seeds; CPU seconds in brackets): "
+            + ", ".join(
+                f"{p} {np.mean([r['wall_s'] for r in w]):.0f}"
+                + (f" (CPU {np.mean([r['cpu_s'] for r in w]):.0f})" if all("cpu_s" in r for r in w) else "")
+                for p, w in walls.items()
+                if w
+            )
+            + f"; {sum(r['wall_s'] for w in walls.values() for r in w):.0f} s in all."
             + (f" Rows from earlier code ({', '.join(old)}) are kept for the policies not rerun." if old else ""),
             "",
             "| policy | " + " | ".join(h for _, h, _ in COLUMNS) + " | SLO (mean) | seeds meeting it |",
@@ -494,6 +501,7 @@ def run(
 
     # What is left to replay: a stored row is reused under the same settings, trace, profile and code.
     plan: dict[str, list[tuple[int, str]]] = {}
+    work: dict[str, dict[str, Any]] = {}
     for sc, prof, traces in units:
         settings = {
             **sc.settings(),
@@ -502,12 +510,12 @@ def run(
             "forecaster": forecaster,
             "profile_digest": _digest(prof.model_dump_json()),
         }
-        entry = results["scenarios"].get(sc.name)
+        entry = copy.deepcopy(results["scenarios"].get(sc.name))
         if entry is not None and entry.get("settings") != settings:
             _log(f"{sc.name}: its settings or profile differ from the stored ones: replayed afresh")
             entry = None
         entry = entry or {"settings": settings, "seeds": {}}
-        results["scenarios"][sc.name] = entry
+        work[sc.name] = entry  # into the results when the scenario is finished: a stopped run shows only whole ones
         todo: list[tuple[int, str]] = []
         for seed, (history, series, _) in traces.items():
             digest = _digest(series.to_numpy(), history.to_numpy() if history is not None else "")
@@ -528,7 +536,7 @@ def run(
 
     def finish(sc: Scenario, prof: ClusterProfile, traces: dict[int, Any]) -> None:
         """The scenario's bounds (only what is missing: the capped bound at a change count not seen yet), then the files."""
-        entry = results["scenarios"][sc.name]
+        entry = work[sc.name]
         shared: dict[str, Any] | None = None
         for seed, (_, series, _) in traces.items():
             stored = entry["seeds"][str(seed)]
@@ -542,12 +550,13 @@ def run(
                 stored["bound"] = scenario_bounds(series.to_numpy(), prof, recovery_limit_s, changes, per_second=known)
             if sc.trace not in WORKLOADS:  # a file's replayed span is the same on every seed
                 shared = {k: stored["bound"][k] for k in _PER_SECOND}
+        results["scenarios"][sc.name] = entry
         _write(results, out, prices, all_scenarios)
 
     def record(sc: Scenario, seed: int, p: str, res: dict[str, Any]) -> float:
         nonlocal done
         done += 1
-        results["scenarios"][sc.name]["seeds"][str(seed)]["policies"][p] = {**res, "code_version": version}
+        work[sc.name]["seeds"][str(seed)]["policies"][p] = {**res, "code_version": version}
         _log(f"[{done}/{total}] {sc.name} seed {seed} {p}: {res['wall_s']:.0f} s ({time.perf_counter() - t_start:.0f} s in all)")
         return float(res["wall_s"])
 
@@ -564,33 +573,45 @@ def run(
         )
         return (p, series, prof, st, sc.policy_options.get(p))
 
+    def outcome(sc: Scenario, seed: int, p: str, get: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            return get()
+        except Exception as exc:  # the unit is named; the scenarios already written stay
+            raise RuntimeError(f"{sc.name} seed {seed} {p}: the replay failed: {type(exc).__name__}: {exc}") from exc
+
     if workers <= 1:
         for sc, prof, traces in units:
-            spent = sum(record(sc, seed, p, _replay_one(*unit_args(sc, prof, traces, seed, p))) for seed, p in plan[sc.name])
+            spent = 0.0
+            for seed, p in plan[sc.name]:
+                args = unit_args(sc, prof, traces, seed, p)
+                spent += record(sc, seed, p, outcome(sc, seed, p, partial(_replay_one, *args)))
             _finish_log(sc, plan, spent)
             finish(sc, prof, traces)
     else:
         # Spawned, not forked (as flinktune.replay.runner): the caller may hold threads.
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures: list[tuple[Scenario, ClusterProfile, dict[int, Any], list[tuple[int, str, Future[dict[str, Any]]]]]] = []
-            for sc, prof, traces in units:
-                futures.append(
-                    (
-                        sc,
-                        prof,
-                        traces,
-                        [(s, p, pool.submit(_replay_one, *unit_args(sc, prof, traces, s, p))) for s, p in plan[sc.name]],
-                    )
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            futures = [
+                (
+                    sc,
+                    prof,
+                    traces,
+                    [(s, p, pool.submit(_replay_one, *unit_args(sc, prof, traces, s, p))) for s, p in plan[sc.name]],
                 )
+                for sc, prof, traces in units
+            ]
             # Scenarios are written in matrix order; the pool takes their replays in the same order.
             for sc, prof, traces, futs in futures:
                 spent = 0.0
                 pending = {f: (s, p) for s, p, f in futs}
                 for f in as_completed(pending):
                     s, p = pending[f]
-                    spent += record(sc, s, p, f.result())
+                    spent += record(sc, s, p, outcome(sc, s, p, f.result))
                 _finish_log(sc, plan, spent)
                 finish(sc, prof, traces)
+        finally:
+            # On an error or Ctrl-C the queued replays are dropped; only the running ones are waited for.
+            pool.shutdown(wait=True, cancel_futures=True)
     if not units:
         _write(results, out, prices, all_scenarios)
     results["out"] = str(out)

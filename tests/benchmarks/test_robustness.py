@@ -150,3 +150,21 @@ def test_workers_give_the_same_rows_as_one_process(tmp_path: Path) -> None:
     two = rb.run(m, workers=2, out=tmp_path / "two.md", **common)  # type: ignore[arg-type]
     rows = [{p: r["summary"] for p, r in x["scenarios"]["tiny"]["seeds"]["1"]["policies"].items()} for x in (one, two)]
     assert rows[0] == rows[1]
+
+
+def test_a_failed_replay_names_its_unit_and_keeps_the_scenarios_done(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    m = tmp_path / "m.csv"
+    m.write_text(",".join(COLUMNS) + "\nfirst,ysb,none,ysb,none,536,1,0,\nsecond,tsw,none,tsw,none,651,1,0,\n")
+    real = rb._replay_one
+
+    def broken_on_tsw(name: str, trace: pd.Series, profile: Any, settings: Any, options: Any) -> dict[str, Any]:
+        if settings.workload == "tsw":
+            raise ZeroDivisionError("a policy bug")
+        return real(name, trace, profile, settings, options)
+
+    monkeypatch.setattr(rb, "_replay_one", broken_on_tsw)
+    out = tmp_path / "r.md"
+    with pytest.raises(RuntimeError, match="^second seed 1 static: the replay failed: ZeroDivisionError: a policy bug"):
+        rb.run(m, seeds_text="1", policies="static", workers=1, data=tmp_path, out=out)
+    assert set(json.loads(out.with_suffix(".json").read_text())["scenarios"]["first"]["seeds"]["1"]["policies"]) == {"static"}
+    assert "### first" in out.read_text() and "### second" not in out.read_text()
