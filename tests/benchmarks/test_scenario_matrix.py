@@ -197,3 +197,10 @@ def test_a_trace_too_short_for_the_row(tmp_path: Path) -> None:
         MatrixError, match=rf"^{path}:3: .*1.00 h after the transforms, the row needs history_hours \+ hours = 1.5 h"
     ):
         scenario_trace(sc, tmp_path, 1)
+
+
+def test_profile_ads_replaces_the_shipped_calibration(tmp_path: Path) -> None:
+    calibrated = resolve_profile("ads", "ysb").with_(base_latency_ms=777.0).to_yaml(tmp_path / "calibrated.yaml")
+    (sc,) = load_matrix(_matrix(tmp_path, "a,ads,none,ads,base_latency:2,2369,12,6,"))
+    assert scenario_profile(sc, tmp_path, calibrated).base_latency_ms == pytest.approx(2 * 777.0)
+    assert scenario_profile(sc, tmp_path).base_latency_ms == pytest.approx(2 * resolve_profile("ads", "ysb").base_latency_ms)
