@@ -4,29 +4,13 @@
 --policies static,flinktune,reactive,autoscaler,demeter,ds2 --workers 2 --out docs/results/robustness.md
 [--scenarios NAME,...] [--data DIR] [--profile-ads PATH] [--resume]``
 
-Use it to see whether a policy change holds beyond the ADS job and the two generators: each line
-of the matrix file (:mod:`benchmarks.scenario_matrix`) is a trace (real ADS, ysb, tsw, a CSV file;
-time-compressed, scaled or with a flash crowd) on a cluster profile (ads, ysb, tsw, a YAML file;
-perturbed: capacity, base latency, redeploy warm-up, restart cost) with its latency target. Every
-policy is replayed on every seed through the real decision loop, as ``flinktune replay`` does
-(:func:`flinktune.replay.harness.prepare_replay`; the twin's seed and failure times are the same for
-every policy of a seed), and per policy the page gives CPU, memory, priced cost and p95 relative
-to static, minutes over the absolute target (minutes whose p95, the 95th percentile of the minute's
-per-second p95 samples, exceeds it), recoveries over the limit, changes, and CPU over the bound
-(:mod:`benchmarks.replay_bound`: per second, and with at most the policy's own number of changes).
-The SLO of a scenario: p95 <= 1.5x static's, minutes over the target <= static's + 1 % of the
-replayed minutes, no recovery over the limit; judged on the mean over seeds and on each seed. The
-summary gives each policy's share of scenarios meeting it and the share where it is the cheapest
-(priced cost) of the policies meeting it (the oracle is a reference, not a competitor).
-
-The Markdown page and the JSON beside it are rewritten after every scenario, so a stopped run keeps
-what it finished. ``--resume`` keeps the JSON's results: a policy's row is reused when the
-scenario's settings, the seed's trace and profile, and the flinktune code (a digest of the package's
-source) are the same; the other policies' rows stay as they are, so after a change to one policy
-``--policies flinktune --resume`` reruns only it (and static, the reference, when the code moved).
-``--workers N`` replays (scenario, seed, policy) units in N spawned processes, slowest first
-within a scenario. Bad input (an unknown trace, profile, transform or perturbation, a malformed
-matrix line, a missing file) is one line naming ``file:line`` and exit code 2, before any replay.
+Use it to see whether a policy change holds beyond the ADS job and the two generators: each line of
+the matrix file (:mod:`benchmarks.scenario_matrix`) is a trace on a perturbed cluster profile with
+its latency target, every policy is replayed on every seed through the real decision loop as
+``flinktune replay`` does (:func:`flinktune.replay.harness.prepare_replay`), and the page
+(Markdown, a JSON beside it, rewritten after every scenario) gives per scenario and policy the
+figures, the SLO met or missed and, over all scenarios, each policy's share meeting the SLO and
+being the cheapest that does (:data:`DETAILS`).
 """
 
 from __future__ import annotations
@@ -75,9 +59,40 @@ from flinktune.twin.mechanics import steady_state  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 from flinktune.twin.workload import WORKLOADS  # noqa: E402
 
-__all__ = ["P95_LIMIT", "SLOW_FIRST", "code_version", "main", "minutes_over_target", "run", "scenario_bounds", "scenario_table"]
+__all__ = [
+    "DETAILS",
+    "P95_LIMIT",
+    "SLOW_FIRST",
+    "code_version",
+    "main",
+    "minutes_over_target",
+    "run",
+    "scenario_bounds",
+    "scenario_table",
+]
 
 PROG = "benchmarks/robustness.py"
+#: The rules, as ``--help`` prints them after the description.
+DETAILS = """\
+Per policy: CPU, memory, priced cost and p95 relative to static; minutes over the absolute target
+(minutes whose p95, the 95th percentile of the minute's per-second p95 samples, exceeds it);
+recoveries over the limit; changes; CPU over the replay bound (benchmarks/replay_bound.py: per
+second, and with at most the policy's own number of changes). The twin's seed and failure times
+are the same for every policy of a seed. The SLO of a scenario: p95 <= 1.5x static's, minutes over
+the target <= static's + 1 % of the replayed minutes, no recovery over the limit; judged on the
+mean over seeds and on each seed. Cheapest: the lowest priced cost of the policies meeting the SLO
+(the oracle is a reference, not a competitor).
+
+--resume keeps the JSON's results: a policy's row is reused when the scenario's settings, the
+seed's trace and profile, and the flinktune code (a digest of the package's source) are the same;
+the other policies' rows stay as they are, so after a change to one policy `--policies flinktune
+--resume` reruns only it (and static, the reference, when the code moved). A scenario enters the
+page only when all its replays are done, so a stopped run keeps what it finished. --workers N
+replays (scenario, seed, policy) units in N spawned processes, slowest first within a scenario,
+without a wait between scenarios. Bad input (an unknown trace, profile, transform or
+perturbation, a malformed matrix line, a missing file) is one line naming file:line and exit
+code 2, before any replay.
+"""
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "demeter-ads"
 #: The SLO's p95 limit relative to static, and the minutes over target allowed beyond static's (share of the replayed minutes).
 P95_LIMIT = 1.5
@@ -627,7 +642,7 @@ def _finish_log(sc: Scenario, plan: dict[str, list[tuple[int, str]]], spent: flo
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = list(sys.argv[1:] if argv is None else argv)
-    p = OneLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(prog=PROG, description=__doc__, epilog=DETAILS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--matrix", default=str(ROOT / "benchmarks" / "robustness_matrix.csv"), help="the scenario matrix (CSV)")
     p.add_argument("--seeds", default="1-2", help="seeds, e.g. 1-2, 7 or 1-3,9")
     p.add_argument(
