@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.config_space import ConfigError, Configuration, default_space
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake
 from flinktune.limits import check_rate
@@ -160,7 +160,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.profile``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.profile``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.profile", _main, argv)
 
 

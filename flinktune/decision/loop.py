@@ -23,12 +23,12 @@ import logging
 import math
 from dataclasses import dataclass, replace
 
-from flinktune.analysis.explain import annotate
-from flinktune.backends import Backend
 from flinktune.clock import Clock
 from flinktune.config_space import ConfigSpace, Configuration
+from flinktune.decision.backend import Backend
 from flinktune.decision.decision import Action, Decision, JobState
 from flinktune.decision.evaluation import evaluate
+from flinktune.decision.explain import annotate
 from flinktune.decision.guard import GuardRules, SafetyGuard
 from flinktune.decision.reconfig import ReconfigMode, same_shape
 from flinktune.decision.stages import (
