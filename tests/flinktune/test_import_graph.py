@@ -60,6 +60,14 @@ def test_no_forbidden_arrow(sources: str, target: str, why: str) -> None:
     assert _arrows(sources, target) == [], why
 
 
+def test_dag_files_reach_the_project_only_through_dag_tasks() -> None:
+    # DAG files are wiring: every task body is a function of flinktune.orchestration.dag_tasks.
+    own = ("flinktune", "jobs", "models", "data_contracts", "plugins", "benchmarks")
+    arrows = [(p.name, n) for p in sorted((REPO / "dags").glob("*.py")) for n in sorted(_imports(p)) if n.split(".")[0] in own]
+    assert arrows, "the DAG files import dag_tasks: the arrow finder must see them"
+    assert [a for a in arrows if not a[1].startswith("flinktune.orchestration.dag_tasks")] == []
+
+
 def test_orchestration_is_imported_only_by_dags_plugins_and_itself() -> None:
     # The demo and the rehearsal start Airflow through flinktune.airflow_local, not through orchestration.
     stray = [a for a in _arrows("flinktune", "flinktune.orchestration") if not a.startswith("flinktune.orchestration")]
