@@ -32,7 +32,9 @@ def test_good_runs_are_written_once_per_run_set_and_one_job_only(settings):
     assert write_observations(runs(), settings) == first  # the same runs rewrite the same file
     assert first.parent.name == "job=demo" and "job" not in pd.read_parquet(first).columns
     assert len(list(Lake(settings.lake_dir).curated_dir("profiling_observations").rglob("*.parquet"))) == 1
-    with pytest.raises(ValueError, match=r"profiling_observations: expected observations of exactly one job, got \['demo', 'other'\]"):
+    with pytest.raises(
+        ValueError, match=r"profiling_observations: expected observations of exactly one job, got \['demo', 'other'\]"
+    ):
         write_observations(pd.concat([runs(), runs().assign(job="other", run_id="r9")]), settings)
 
 
@@ -57,3 +59,23 @@ def test_data_docs_switch_decides_whether_the_batch_runs_as_a_logged_checkpoint(
     off = Settings(var_dir=tmp_path / "off", data_docs=False)
     assert validate_observations(runs(), off, "p6", job="demo").passed
     assert not (off.lake_dir / "quality").exists(), "no Checkpoint, Data Docs or batch log when switched off"
+
+
+def test_profiling_observations_failing_their_contract_are_quarantined_not_written(settings):
+    row = {c: 1.0 for c in PROFILING_COLUMNS}
+    row.update(
+        job="demo",
+        run_id="r1",
+        ts_ms=1_704_067_200_000,
+        parallelism=8,
+        task_slots=1,
+        cpu=1.0,
+        memory_mb=1024,
+        checkpoint_interval_s=10,
+        input_rate=-5.0,
+    )
+    df = pd.DataFrame([row, {**row, "run_id": "r2", "input_rate": 1000.0}, {**row, "run_id": "r3", "input_rate": 2000.0}])
+    with pytest.raises(ContractViolation, match="input_rate"):
+        write_observations(df, settings)
+    assert not list(Lake(settings.lake_dir).curated_dir("profiling_observations").rglob("*.parquet"))
+    assert list(Lake(settings.lake_dir).quarantine_dir("profiling_observations").rglob("report.md"))
