@@ -82,15 +82,9 @@ def flinktune_decide() -> None:
     @task(execution_timeout=timedelta(minutes=30), pool=FLEET_POOL, map_index_template="{{ task.op_kwargs['target']['job'] }}")
     def decide(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)
-        from flinktune.settings import load_settings
-        from jobs import decide as job
+        from flinktune.orchestration.dag_tasks.tasks import decide as decide_task
 
-        decided = job.run(
-            job=target["job"], ticks=params["ticks"], policy=target["policy"], dry_run=target["dry_run"],
-            settings=load_settings().model_copy(update=target["goals"]),  # the job's own goals from the fleet
-            trigger=params["trigger"] or None,
-        )
-        return {**decided, "dry_run": target["dry_run"]}
+        return decide_task(target, ticks=params["ticks"], trigger=params["trigger"])
 
     # all_done: the jobs that decided get their profiling even when another job's decision failed.
     @task(execution_timeout=timedelta(minutes=5), trigger_rule="all_done")

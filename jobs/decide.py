@@ -38,18 +38,18 @@ import pandas as pd
 
 from flinktune.backends import Backend
 from flinktune.backends.kubernetes import kubernetes_backend
-from flinktune.backends.twin import twin_backend
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.clock import ManualClock
 from flinktune.config_space import ConfigSpace, Configuration, default_space
 from flinktune.decision.evaluation import rate_series
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.watch import WATCHED_POLICIES, WatchRule, step_if_alarmed, watch_chunks
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake, LakeMetricsSource
 from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.settings import Settings, load_settings
+from flinktune.twin.backend import twin_backend
 from flinktune.twin.job_store import job_dir
 from flinktune.twin.simulator import TwinJob
 
@@ -290,7 +290,7 @@ def _watch_step(loop: Any, now: float) -> dict | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.decide``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.decide``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.decide", _main, argv)
 
 

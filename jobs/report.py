@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.config_space import default_space
 from flinktune.decision.store import SqliteStateStore
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake
 from flinktune.pricing import load_prices
@@ -125,7 +125,7 @@ def run(*, job: str, since_ms: int | None = None, settings: Settings | None = No
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.report``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.report``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.report", _main, argv)
 
 

@@ -44,7 +44,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from flinktune.cli.entry import OneLineParser, run_main
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
@@ -326,7 +326,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.train_forecaster``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.train_forecaster``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.train_forecaster", _main, argv)
 
 

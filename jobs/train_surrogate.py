@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.config_space import KNOBS, ConfigError, ConfigSpace, Configuration
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.metrics.schema import PROFILING_DTYPES
@@ -192,7 +192,7 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.train_surrogate``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.train_surrogate``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.train_surrogate", _main, argv)
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.watch import check_cluster
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.settings import Settings, load_settings
 
@@ -42,7 +42,7 @@ def run(*, job: str, settings: Settings | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.watch``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.watch``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.watch", _main, argv)
 
 

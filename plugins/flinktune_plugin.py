@@ -1,7 +1,7 @@
 """Airflow plugin: a read-only view of flinktune's jobs, served by the Airflow API server.
 
 Mounted at ``/flinktune`` on the API server (``airflow api-server``) when the plugins folder is
-this repository's ``plugins/`` (see :mod:`flinktune.orchestration.local.airflow_home`). HTML pages:
+this repository's ``plugins/`` (see :mod:`flinktune.airflow_local.airflow_home`). HTML pages:
 
 - ``GET /flinktune/`` -> the jobs with recorded decisions, each linking to its page.
 - ``GET /flinktune/job/<job>`` -> the configuration in force, the last decisions with reasons,

@@ -16,11 +16,11 @@ import os
 import typer
 
 from flinktune.cli import pipeline
-from flinktune.cli.entry import BoundaryGroup
 from flinktune.cli.fleet import fleet_app
 from flinktune.cli.local_flink import local_app
 from flinktune.cli.rehearse import rehearse
 from flinktune.cli.twin import twin_app
+from flinktune.entry import BoundaryGroup
 
 __all__ = ["app", "main"]
 
@@ -34,7 +34,7 @@ def _root(
     ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show the traceback of an unexpected error.")
 ) -> None:
     """Keep Flink jobs near their cheapest safe configuration."""
-    # An error in any subcommand is one line and exit code 2 (flinktune.cli.entry); --debug keeps tracebacks.
+    # An error in any subcommand is one line and exit code 2 (flinktune.entry); --debug keeps tracebacks.
     ctx.meta["flinktune.debug"] = debug
 
 

@@ -130,7 +130,7 @@ def nothing_left_on_refusal(folder: Path) -> Iterator[None]:
     """Run a step in ``folder``; when it refuses (missing input, bad value), remove what it created
     there (empty databases, folders) and end with a one-line error.
 
-    Other errors go on to the error boundary (:mod:`flinktune.cli.entry`) untouched: what a failing run
+    Other errors go on to the error boundary (:mod:`flinktune.entry`) untouched: what a failing run
     wrote may be needed to find out why.
     """
     before = _snapshot(folder)

@@ -83,7 +83,7 @@ def demo(
 
     var_dir = var_dir.resolve()
     _fresh_demo_dir(var_dir)
-    from flinktune.orchestration.local.runner import LocalPipeline
+    from flinktune.airflow_local.runner import LocalPipeline
 
     t0 = time.monotonic()
     from flinktune.settings import load_settings

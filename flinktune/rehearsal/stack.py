@@ -20,11 +20,11 @@ from pathlib import Path
 
 import requests
 
+from flinktune.airflow_local.airflow_home import airflow_env
 from flinktune.config_space import Configuration
 from flinktune.localflink import ClusterSpec, JobControl, LocalFlinkCluster, LocalFlinkRealizer, RateFile
 from flinktune.localflink.attach import Attachment, write_attachment
 from flinktune.localflink.jobcontrol import JobSpec
-from flinktune.orchestration.local.airflow_home import airflow_env
 from flinktune.rehearsal.servers import Databases, Server, Stack, StackError, free_port, free_port_range, http_ok, tcp_open
 
 __all__ = ["DAGS", "PROMETHEUS_CONN_ID", "JobPlan", "Topology", "start_topology"]

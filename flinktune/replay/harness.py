@@ -15,7 +15,6 @@ from typing import Any
 
 import pandas as pd
 
-from flinktune.backends.twin import twin_backend
 from flinktune.clock import ManualClock
 from flinktune.config_space import ConfigSpace
 from flinktune.decision.guard import GuardRules
@@ -26,6 +25,7 @@ from flinktune.policies import MODEL_POLICIES, make_policy
 from flinktune.replay.metrics import recoveries, summarize
 from flinktune.replay.models import ReplayModels, TraceForecast, make_forecaster
 from flinktune.tuner.shapes import startup_design
+from flinktune.twin.backend import twin_backend
 from flinktune.twin.oracle import oracle_schedule
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import PROFILE_RUN_S

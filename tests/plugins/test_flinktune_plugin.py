@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from flinktune.airflow_local.airflow_home import airflow_env
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision
 from flinktune.decision.evaluation import evaluate
 from flinktune.decision.stages import RealizeResult
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import raw_samples
-from flinktune.orchestration.local.airflow_home import airflow_env
 
 pytestmark = pytest.mark.airflow
 

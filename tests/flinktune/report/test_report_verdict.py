@@ -143,7 +143,7 @@ def test_the_html_report_and_the_plugin_page_render_in_headless_chromium(missed_
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium package (scripts/bootstrap.sh does it as root)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-    from flinktune.orchestration.local.airflow_home import airflow_env
+    from flinktune.airflow_local.airflow_home import airflow_env
 
     # the plugin serves the latest report of job j from the state database the decisions are in
     db = tmp_path / "state.db"
