@@ -99,6 +99,9 @@ def configure(tracking_uri: str, artifact_root: str | Path, *, request_timeout_s
         os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(int(max_retries))
     if tracking_uri.startswith("sqlite:///"):
         Path(tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        from models.store_home import follow_home
+
+        follow_home(tracking_uri)  # a copied state folder logs into itself, not into the folder it was copied from
     root = Path(artifact_root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     mlflow.set_tracking_uri(tracking_uri)

@@ -55,6 +55,9 @@ def ui(
         prepare_airflow_home(folder)  # the demo's home is ready already; a folder without one gets it once
     except AirflowHomeError as exc:
         fail(str(exc))
+    from models.store_home import follow_home
+
+    follow_home(f"sqlite:///{folder / 'mlflow' / 'mlflow.db'}")  # a copied folder shows its own artifacts
     airflow, mlflow = ui_servers(folder, airflow_port=a_port, mlflow_port=m_port)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
