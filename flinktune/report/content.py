@@ -102,7 +102,7 @@ def _saved(cost: float, other: float, cmp: Any) -> str:
     if abs(saved) < 0.005:
         return f"the same cost over these {cmp.hours:.1f} h: nothing saved"
     head = f"saved {money(saved)}" if saved > 0 else f"cost {money(-saved)} more"
-    return f"{head} over these {cmp.hours:.1f} h ({cost / other if other else float('nan'):.2f} x its cost)"
+    return f"{head} over these {cmp.hours:.1f} h, {cost / other if other else float('nan'):.2f} x the cost"
 
 
 def _context_table(inputs: ReportInputs, whole: dict[str, float]) -> dict[str, Any] | None:
