@@ -59,7 +59,9 @@ def ui(
 
     follow_home(f"sqlite:///{folder / 'mlflow' / 'mlflow.db'}")  # a copied folder shows its own artifacts
     airflow, mlflow = ui_servers(folder, airflow_port=a_port, mlflow_port=m_port)
-    signal.signal(signal.SIGTERM, _interrupt)
+    # Ctrl-C even where a shell started this in the background with SIGINT ignored; SIGTERM alike.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _interrupt)
     try:
         with Stack(folder / "logs" / "ui", log=lambda line: typer.echo(f"  {line}")) as stack:
             started = [(s, stack.start(s.name, s.command, env=s.env)) for s in (airflow, mlflow)]  # both start at once
