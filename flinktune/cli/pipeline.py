@@ -17,6 +17,7 @@ import typer
 from flinktune.cli.options import (
     DEFAULT_VAR_DIR,
     DEMO_MARKER,
+    DEMO_SETTINGS,
     DEMO_VAR_DIR,
     VAR_DIR_HELP,
     PolicyName,
@@ -26,6 +27,7 @@ from flinktune.cli.options import (
     nothing_left_on_refusal,
     out_dir,
     state_dir,
+    state_settings,
 )
 
 __all__ = ["COMMANDS", "decide", "demo", "replay", "report"]
@@ -100,6 +102,7 @@ def demo(
     _warn_below_rest(latency_target_ms, None, workload.value)
     var_dir = var_dir.resolve()
     _fresh_demo_dir(var_dir)
+    (var_dir / DEMO_SETTINGS).write_text(json.dumps({"latency_target_ms": latency_target_ms}) + "\n")
     from flinktune.orchestration.local.runner import LocalPipeline
 
     t0 = time.monotonic()
@@ -167,7 +170,8 @@ def decide(
     from jobs.decide import run
 
     with nothing_left_on_refusal(folder):
-        result = run(job=job, ticks=ticks, policy=policy.value, dry_run=dry_run, settings=load_settings(var_dir=folder))
+        settings = load_settings(var_dir=folder, **state_settings(folder))
+        result = run(job=job, ticks=ticks, policy=policy.value, dry_run=dry_run, settings=settings)
     typer.echo(json.dumps(result, indent=2))
 
 
@@ -187,7 +191,8 @@ def report(
         typer.echo(f"[{time.monotonic() - started:4.0f} s] {step}")
 
     with nothing_left_on_refusal(folder):
-        result = run(job=job, settings=load_settings(var_dir=folder), progress=progress, warn=_warn)
+        settings = load_settings(var_dir=folder, **state_settings(folder))
+        result = run(job=job, settings=settings, progress=progress, warn=_warn)
     typer.echo(f"report: {result['report']}")
     typer.echo(f"html report: {result['html']}")
     typer.echo(f"verdict: {result['verdict']}")

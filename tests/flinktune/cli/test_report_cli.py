@@ -68,3 +68,16 @@ def test_a_target_below_the_latency_at_rest_is_warned_about_in_one_line(tmp_path
     warnings = [ln for ln in res.output.splitlines() if ln.startswith("warning:")]
     assert warnings == [f"warning: the latency target 50 ms is below the job's p95 at rest, {best:,.0f} ms (its best minute in the "
                         "lake): no configuration can meet it; choose a target above it"]  # fmt: skip
+
+
+def test_a_demo_folder_is_judged_on_the_target_the_demo_ran_with(tmp_path: Path, monkeypatch) -> None:
+    var = state_folder(tmp_path / "var")
+    (var / "demo-settings.json").write_text('{"latency_target_ms": 2500}')
+    monkeypatch.delenv("FLINKTUNE_LATENCY_TARGET_MS", raising=False)
+    res = CliRunner().invoke(app, ["report", "--job", "j", "--var-dir", str(var)])
+    assert res.exit_code == 0 and "on the 2,500 ms p95 target" in res.output.strip().splitlines()[-1], res.output
+    res = CliRunner().invoke(app, ["report", "--job", "j", "--var-dir", str(var)], env={"FLINKTUNE_LATENCY_TARGET_MS": "3000"})
+    assert res.exit_code == 0 and "on the 3,000 ms p95 target" in res.output.strip().splitlines()[-1], "the environment wins"
+    (var / "demo-settings.json").write_text("{}")
+    res = CliRunner().invoke(app, ["report", "--job", "j", "--var-dir", str(var)])
+    assert res.exit_code == 2 and "demo-settings.json: not a demo settings file" in res.output
