@@ -22,7 +22,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 __all__ = ["PriceList", "load_prices"]
 
 
-
 class PriceList(BaseSettings):
     """Prices of one reserved CPU core and one GiB of memory for one hour (read from ``FLINKTUNE_PRICE_*``)."""
 
