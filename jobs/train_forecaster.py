@@ -316,6 +316,8 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
         name, version, PROMOTION_METRIC, challenger=scores[best][PROMOTION_METRIC],
         incumbent=None if champion is None else champion[PROMOTION_METRIC], margin=margin, relative=True,
         requirement=requirement, context=f"same window from {spans['report_start'].isoformat()}",
+        data=f"It is the {best} forecaster, chosen among {len(scores)} candidates ({choice.reason}), on the per-minute "
+             f"input rate of job {job} (features_1m-{job}); champion and challenger were scored on the same backtest window.",
     )
     return {"model_name": name, "version": version, "promoted": promotion.promoted, "promotion": promotion.reason,
             "champion": registry.champion_version(name),

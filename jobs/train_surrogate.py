@@ -186,6 +186,8 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
     promotion = registry.promote(
         name, version, PROMOTION_METRIC, challenger=metrics[PROMOTION_METRIC], lower_is_better=False,
         requirement=(not bad, f"finite metrics{' (non-finite: ' + ', '.join(bad) + ')' if bad else ''}"),
+        data=f"Trained on {len(df)} profiling observations of job {job} ({DATASET}-{job}, {len(np.unique(X, axis=0))} distinct "
+             "configurations); more observations replace a champion trained on fewer.",
     )
     return {"model_name": name, "version": version, "promoted": promotion.promoted, "promotion": promotion.reason,
             "champion": registry.champion_version(name), "metrics": metrics}

@@ -1,4 +1,5 @@
-"""``flinktune fleet list``: the jobs flinktune manages, from a fleet file or labelled FlinkDeployments."""
+"""``flinktune fleet``: ``init`` writes a commented fleet.yaml, ``validate`` checks one, ``list`` shows the jobs
+flinktune manages, from a fleet file or labelled FlinkDeployments (format: docs/fleet.md)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,7 @@ fleet_app = typer.Typer(
 
 @fleet_app.command("list")
 def fleet_list(
-    file: Path | None = typer.Option(
-        None, "--file", help="A fleet.yaml (the twin's fleet; format in flinktune/fleet/registry.py)."
-    ),
+    file: Path | None = typer.Option(None, "--file", help="A fleet.yaml (the twin's fleet; format in docs/fleet.md)."),
     kubernetes: bool = typer.Option(False, "--kubernetes", help="Discover FlinkDeployments labelled flinktune.io/managed=true."),
     namespace: str | None = typer.Option(None, help="With --kubernetes: one namespace (default: every namespace)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per job instead of a table."),
@@ -63,3 +62,42 @@ def fleet_list(
                 f"{'yes' if s.dry_run else 'no':>7}"
             )
     typer.echo(f"{len(fleet.managed())} managed, {len(fleet.held())} held")
+
+
+@fleet_app.command("init")
+def fleet_init(
+    path: Path = typer.Argument(Path("fleet.yaml"), help="Where to write the fleet file."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Write a commented fleet.yaml: every setting with its meaning and default, and two example jobs."""
+    from flinktune.cli.options import out_file
+    from flinktune.fleet.template import fleet_template
+    from flinktune.lake.atomic import atomic_write
+
+    out_file(path, "PATH")
+    if path.exists() and not force:
+        fail(f"{path} exists; pass --force to overwrite it or give another path")
+    atomic_write(path, fleet_template().encode())
+    typer.echo(f"wrote {path}; edit the jobs, then `flinktune fleet validate {path}`")
+
+
+@fleet_app.command("validate")
+def fleet_validate(file: Path = typer.Argument(..., help="The fleet.yaml to check.")) -> None:
+    """Check a fleet file: every job managed (exit 0), or each held job named with what is wrong (exit 2)."""
+    import logging
+
+    from flinktune.fleet import FleetError, load_fleet_file
+
+    logging.getLogger("flinktune.fleet.registry").setLevel(logging.ERROR)  # each held job is shown below, once
+    try:
+        fleet = load_fleet_file(file)
+    except FleetError as exc:
+        fail(str(exc))
+    if not fleet.entries:
+        fail(f"{file}: 'jobs' is empty; add at least one job with a name")
+    held = fleet.held()
+    for entry in held:
+        typer.secho(f"held {entry.name}: {entry.held}", fg=typer.colors.RED, err=True)
+    if held:
+        fail(f"{file}: {len(held)} of {len(fleet.entries)} jobs held; fix the settings named above")
+    typer.echo(f"{file}: {len(fleet.entries)} jobs, all valid ({', '.join(e.name for e in fleet.entries)})")
