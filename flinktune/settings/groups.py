@@ -96,6 +96,13 @@ class Settings(BaseSettings):
     state_db: Path | None = Field(
         None, description="SQLite file of decisions and observations; defaults to <var_dir>/state/flinktune.db."
     )
+    state_url: str | None = Field(
+        None,
+        pattern=r"^postgresql(\+psycopg2)?://",
+        description="SQLAlchemy URL of a PostgreSQL state store (postgresql://user@host:5432/db), shared by every "
+        "worker and the API server; the password comes by reference (PGPASSWORD or a .pgpass from a Secret), never in "
+        "the URL. Unset: the embedded SQLite file state_db.",
+    )
     twin_dir: Path | None = Field(None, description="Persisted twin state per job; defaults to <var_dir>/twin.")
     mlflow_tracking_uri: str | None = Field(
         None, description="MLflow tracking URI; defaults to sqlite:///<var_dir>/mlflow/mlflow.db."
