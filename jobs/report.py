@@ -20,7 +20,7 @@ import pandas as pd
 
 from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.config_space import default_space
-from flinktune.decision.store import SqliteStateStore
+from flinktune.decision.store import open_state_store
 from flinktune.job_name import job_name
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake
 from flinktune.pricing import load_prices
@@ -104,7 +104,7 @@ def run(*, job: str, since_ms: int | None = None, settings: Settings | None = No
     job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
     features = read_features(settings, job)  # first: a job without features is refused before the store is opened (created)
-    store = SqliteStateStore(settings.state_db)
+    store = open_state_store(settings)
     since = pd.Timestamp(since_ms, unit="ms", tz="UTC") if since_ms is not None else None
     decisions = store.decisions(job)
     used = policy or (str(decisions["policy"].mode().iloc[0]) if len(decisions) else "flinktune")

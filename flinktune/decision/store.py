@@ -57,6 +57,7 @@ __all__ = [
     "STATUSES",
     "UNSETTLED",
     "MemoryStateStore",
+    "NoStateStore",
     "SqlStateStore",
     "SqliteStateStore",
     "StateStoreError",
@@ -148,6 +149,10 @@ _SCHEMA_LOCK_KEY = 0x666C696E6B74756E  # "flinktun"
 
 class StateStoreError(ValueError):
     """The state store cannot be opened as one (the message names where it is and what to do)."""
+
+
+class NoStateStore(StateStoreError):
+    """A read-only open found no store yet: nothing has been recorded."""
 
 
 def _status(result: RealizeResult | None, status: str | None) -> str:
@@ -258,8 +263,8 @@ class SqlStateStore:
                     _META.create_all(con)
                     self._migrate(con)
                 elif not inspect(con).has_table("decisions"):
-                    raise StateStoreError(f"state store {self.where}: holds no flinktune tables yet (no decision recorded)")
-        except SQLAlchemyError as exc:
+                    raise NoStateStore(f"state store {self.where}: holds no flinktune tables yet (no decision recorded)")
+        except SQLAlchemyError as exc:  # unreachable server, refused login, damaged file: one line, no traceback
             raise StateStoreError(f"state store {self.where}: cannot be opened ({_first_line(exc)})") from None
 
     def _engine_options(self) -> dict[str, Any]:
@@ -298,7 +303,9 @@ class SqlStateStore:
         payload = _memory_json(memory)
         values = dict(zip(DECISION_COLUMNS[1:], _row(job, ts, state, decision, result, dry_run, status, error)))
         with self.engine.begin() as con:
-            decision_id = int(con.execute(_DECISIONS.insert().values(**values)).inserted_primary_key[0])
+            key = con.execute(_DECISIONS.insert().values(**values)).inserted_primary_key
+            assert key is not None  # an INSERT of one row always has one
+            decision_id = int(key[0])
             if memory is not None:
                 row = {"job": job, "policy": memory[0], "ts": ts, "decision_id": decision_id, "memory": payload}
                 _upsert(con, _MEMORY, row, ("job", "policy"))
@@ -403,7 +410,7 @@ def _check_sqlite_file(path: Path, *, create: bool) -> None:
         raise StateStoreError(f"state store {path}: is a folder, not a SQLite file; point FLINKTUNE_STATE_DB at a file")
     if not path.exists():
         if not create:
-            raise StateStoreError(f"state store {path}: no such file (no decision recorded yet)")
+            raise NoStateStore(f"state store {path}: no such file (no decision recorded yet)")
         if path.parent.exists() and not path.parent.is_dir():
             raise StateStoreError(f"state store {path}: its folder {path.parent} is a file")
         return

@@ -234,9 +234,9 @@ def profile_request(job: str, decided: Mapping[str, Any], *, dry_run: bool) -> d
     ticks = {float(d["ts"]) for d in decided.get("decisions", []) if d.get("action") == "profile"}
     if dry_run or not ticks or load_backends().cluster == "twin":
         return None
-    from flinktune.decision.store import SqliteStateStore
+    from flinktune.decision.store import open_state_store
 
-    rows = SqliteStateStore(_settings().state_db).decisions(job, limit=max(len(decided["decisions"]), 1))
+    rows = open_state_store(_settings()).decisions(job, limit=max(len(decided["decisions"]), 1))
     rows = rows[(rows["action"] == "profile") & rows["ts"].isin(ticks)]
     if rows.empty:
         raise LookupError(f"decide reported profile decisions at {sorted(ticks)} for job {job!r} but the state store has none")
