@@ -124,7 +124,7 @@ def lint(path: str | Path, *, python_spec: str | None = None) -> list[Finding]:
     stages: dict[str, str] = {}  # stage name -> its base image
     base, spark_copied, entry = "", False, None  # of the stage being read (the final one at the end)
     for number, word, rest in instructions:
-        def add(rule: str, message: str) -> None:
+        def add(rule: str, message: str, number: int = number) -> None:
             found.append(Finding(str(path), number, rule, message))
 
         if word == "FROM":
