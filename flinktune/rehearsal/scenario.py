@@ -137,7 +137,7 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
             next_line = 0.0
             from flinktune.decision.store import SqlStateStore
 
-            store = SqlStateStore(topo.env["FLINKTUNE_STATE_URL"])
+            store = SqlStateStore(topo.state_url)
             while (elapsed := time.time() - t0) < seconds:
                 for name, plan in plans.items():
                     topo.rates[name].set(plan.rate_at(elapsed))

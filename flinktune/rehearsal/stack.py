@@ -61,6 +61,7 @@ class Topology:
     prometheus: str = ""
     spark_master: str = ""
     queue: str = ""
+    state_url: str = ""  # the state store the workers share (PostgreSQL)
 
     def session(self) -> requests.Session:
         s = requests.Session()
@@ -282,7 +283,7 @@ def start_topology(
     _airflow_env(var_dir, env, airflow_db)
     migrate = stack.start("airflow-db-migrate", [sys.executable, "-m", "airflow", "db", "migrate"], env=env, oneshot=True)
     reporter_base = free_port_range(_REPORTER_PORTS * len(jobs))
-    topo = Topology(var_dir, env, "", "")
+    topo = Topology(var_dir, env, "", "", state_url=state_db)
     _flink(stack, var_dir, jobs, jar, reporter_base, topo)
     topo.prometheus = _prometheus(stack, var_dir, reporter_base, _REPORTER_PORTS * len(jobs))
     topo.spark_master = _spark(stack, var_dir, base_env, spark_workers)

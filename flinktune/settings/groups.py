@@ -99,9 +99,9 @@ class Settings(BaseSettings):
     state_url: str | None = Field(
         None,
         pattern=r"^postgresql(\+psycopg2)?://",
-        description="SQLAlchemy URL of a PostgreSQL state store (postgresql://user@host:5432/db), shared by every "
-        "worker and the API server; the password comes by reference (PGPASSWORD or a .pgpass from a Secret), never in "
-        "the URL. Unset: the embedded SQLite file state_db.",
+        description="SQLAlchemy URL of a PostgreSQL state store (postgresql://user:password@host:5432/db), shared by "
+        "every worker and the API server; pass it from a Secret (or leave the password out and set PGPASSWORD), never "
+        "in a file or a spec; messages print it without the password. Unset: the embedded SQLite file state_db.",
     )
     twin_dir: Path | None = Field(None, description="Persisted twin state per job; defaults to <var_dir>/twin.")
     mlflow_tracking_uri: str | None = Field(
