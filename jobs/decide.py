@@ -274,7 +274,8 @@ def run(
                 if dry_run and diff:
                     print(diff, flush=True)
                 summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
-                                  "changed": bool(outcome.result and outcome.result.changed), "diff": diff if dry_run else None})
+                                  "changed": bool(outcome.result and outcome.result.changed), "diff": diff if dry_run else None,
+                                  "data_age_s": _age(outcome)})
                 print(f"[decide] {outcome.line()}", flush=True)
                 continue
             start = pd.Timestamp(twin.now, unit="s", tz="UTC")
@@ -311,9 +312,15 @@ def run(
             if replay_models is not None and models_file is not None:
                 replay_models.save(models_file)  # a profiling decision refitted the surrogate
             summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
-                              "changed": bool(outcome.result and outcome.result.changed)})
+                              "changed": bool(outcome.result and outcome.result.changed), "data_age_s": _age(outcome)})
             print(f"[decide {i + 1}/{ticks}] {outcome.line()}", flush=True)
         return {"job": job, "policy": policy, "decisions": summaries, "end_ms": int(clock.now() * 1000), **advice}
+
+
+def _age(outcome: Any) -> float | None:
+    """Seconds from the newest sample the decision used to the decision (None without any sample)."""
+    age = float(outcome.state.data_age_s)
+    return None if np.isnan(age) else age
 
 
 def _watch_step(loop: Any, now: float) -> dict | None:
@@ -322,7 +329,7 @@ def _watch_step(loop: Any, now: float) -> dict | None:
     if outcome is None:
         return None
     return {"ts": now, "action": outcome.decision.action.value, "reason": outcome.decision.reason,
-            "changed": bool(outcome.result and outcome.result.changed), "early": True}  # fmt: skip
+            "changed": bool(outcome.result and outcome.result.changed), "early": True, "data_age_s": _age(outcome)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

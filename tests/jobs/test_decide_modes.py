@@ -52,6 +52,7 @@ def test_without_apply_an_acting_job_only_records(twin):
     open_state_store(twin).set_mode("demo", "act", by="alice")
     out = decide.run(job="demo", ticks=1, policy="reactive", settings=twin)
     assert out["mode"] == "act" and out["dry_run"] is True
+    assert all(isinstance(d["data_age_s"], float) and 0 <= d["data_age_s"] < 60 for d in out["decisions"]), out["decisions"]
     assert open_state_store(twin).decisions("demo")["dry_run"].tolist() == [1]
 
 
