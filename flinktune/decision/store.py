@@ -324,6 +324,8 @@ class SqlStateStore:
         memory, in the same transaction). A KeyError names an unknown id."""
         payload = _memory_json(memory)
         outcome = dict(zip(("changed", "mode", "downtime_s", "status", "error"), _outcome(result, status, error)))
+        if result is not None and str(result.mode) == "dry-run":
+            outcome["dry_run"] = 1  # a realizer that only computed the change (advice on Kubernetes): never applied
         with self.engine.begin() as con:
             cur = con.execute(update(_DECISIONS).where(_DECISIONS.c.id == int(decision_id)).values(**outcome))
             if cur.rowcount != 1:
@@ -520,6 +522,8 @@ class MemoryStateStore:
         payload = _memory_json(memory)
         row = self._rows[decision_id - 1]
         row.update(zip(("changed", "mode", "downtime_s", "status", "error"), _outcome(result, status, error)))
+        if result is not None and str(result.mode) == "dry-run":
+            row["dry_run"] = 1
         if memory is not None and payload is not None:
             self._memory[(row["job"], memory[0])] = payload
 
