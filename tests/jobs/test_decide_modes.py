@@ -100,3 +100,12 @@ def test_the_cli_decides_dry_by_default_and_switches_modes_with_who(twin):
     assert open_state_store(twin).job_mode("demo")["set_by"] == "bob"
     res = runner.invoke(app, ["decide", "--job", "demo", "--var-dir", var, "--apply", "--dry-run"])
     assert res.exit_code == 2 and "not both" in res.output
+
+
+def test_a_switch_on_an_empty_state_file_is_refused_in_one_line_and_leaves_it(tmp_path):
+    db = tmp_path / "var" / "state" / "flinktune.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"")
+    res = CliRunner().invoke(app, ["fleet", "act", "demo", "--by", "alice", "--var-dir", str(tmp_path / "var")])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert "the file is empty (0 bytes)" in res.output and db.read_bytes() == b""
