@@ -7,6 +7,10 @@ the same job at the same time (it decides nothing).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
@@ -15,6 +19,12 @@ from flinktune.decision.store import open_state_store
 from flinktune.twin.job_store import job_dir
 from flinktune.twin.simulator import TwinJob
 from jobs import decide, simulate
+from tests.pg_database import drop_store_tables, throwaway_database
+
+
+@pytest.fixture(scope="module")
+def pg_url():
+    yield from throwaway_database("flinktune_decide")
 
 
 @pytest.fixture
@@ -67,22 +77,40 @@ def test_the_fleet_file_mode_switches_a_job_and_an_advise_anywhere_wins(twin, tm
     assert out["mode"] == "advise" and out["dry_run"] is True and "by bob" in out["mode_why"]
 
 
+def _decide_in_another_process(settings, **env) -> subprocess.CompletedProcess:
+    code = (
+        "import json; from flinktune.settings import load_settings; from jobs import decide; "
+        f"print(json.dumps(decide.run(job='demo', policy='reactive', apply=True, settings=load_settings(var_dir={str(settings.var_dir)!r}))))"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "FLINKTUNE_CLUSTER": "twin", **env})  # fmt: skip
+
+
 def test_a_second_decider_for_the_same_job_decides_nothing(twin):
     with open_state_store(twin).decision_lock("demo") as held:
-        assert held
-        # A POSIX record lock is per process: the second decider must be another process to be refused.
-        import subprocess
-        import sys
-
-        code = (
-            "import json, os; from flinktune.settings import load_settings; from jobs import decide; "
-            f"print(json.dumps(decide.run(job='demo', policy='reactive', apply=True, settings=load_settings(var_dir={str(twin.var_dir)!r}))))"
-        )
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                              env={**__import__("os").environ, "FLINKTUNE_CLUSTER": "twin"})  # fmt: skip
+        assert held  # a POSIX record lock is per process: the second decider is another process
+        proc = _decide_in_another_process(twin)
     assert proc.returncode == 0, proc.stderr[-800:]
     assert "holds job 'demo''s decider lock" in proc.stdout
     assert open_state_store(twin).decisions("demo").empty
+
+
+def test_on_postgresql_a_decider_waits_for_none_and_acts_once_the_lock_is_free(twin, pg_url):
+    from flinktune.decision.store import SqlStateStore
+
+    drop_store_tables(pg_url)
+    store = SqlStateStore(pg_url)
+    store.set_mode("demo", "act", by="alice")
+    with store.decision_lock("demo") as held:
+        assert held
+        blocked = _decide_in_another_process(twin, FLINKTUNE_STATE_URL=pg_url)
+    assert blocked.returncode == 0 and "decider lock" in blocked.stdout, blocked.stderr[-800:]
+    assert store.decisions("demo").empty
+    acted = _decide_in_another_process(twin, FLINKTUNE_STATE_URL=pg_url)
+    assert acted.returncode == 0, acted.stderr[-800:]
+    rows = store.decisions("demo")
+    assert len(rows) == 1 and int(rows["dry_run"].iloc[0]) == 0 and rows["status"].iloc[0] == "applied"
+    assert not (twin.var_dir / "state" / "flinktune.db").exists(), "the PostgreSQL store, not the SQLite file"
 
 
 def test_the_cli_decides_dry_by_default_and_switches_modes_with_who(twin):

@@ -13,43 +13,22 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.exc import OperationalError
 
 from flinktune.decision.store import SqliteStateStore, SqlStateStore, StateStoreError, open_state_store
 from flinktune.settings import load_settings
+from tests.pg_database import drop_store_tables, throwaway_database
 from tests.stage_contracts import check_state_store
 
 REPO = Path(__file__).resolve().parents[3]
-ADMIN_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 
 
 @pytest.fixture(scope="module")
 def pg_url():
     """A fresh PostgreSQL database for this module, dropped afterwards (skip when no server answers)."""
-    name = f"flinktune_store_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3})
-    try:
-        with admin.connect() as con:
-            con.execute(text(f'CREATE DATABASE "{name}"'))
-    except OperationalError as exc:
-        admin.dispose()
-        pytest.skip(f"PostgreSQL at 127.0.0.1:5432 is not reachable as user postgres: {str(exc.orig).strip().splitlines()[0]}")
-    yield f"postgresql://postgres@127.0.0.1:5432/{name}"
-    with admin.connect() as con:
-        con.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
-
-
-def _empty(url: str) -> None:
-    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg2://", 1))
-    with engine.begin() as con:
-        con.execute(text("DROP TABLE IF EXISTS decisions, policy_memory, forecasts, job_modes"))
-    engine.dispose()
+    yield from throwaway_database("flinktune_store")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -58,7 +37,7 @@ def store_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'state.db'}"
     url = request.getfixturevalue("pg_url")
-    _empty(url)
+    drop_store_tables(url)
     return url
 
 
@@ -78,7 +57,7 @@ def test_a_second_store_object_sees_what_the_first_wrote(store_url):
 
 
 def test_settings_choose_postgresql_when_a_url_is_set(pg_url, tmp_path):
-    _empty(pg_url)
+    drop_store_tables(pg_url)
     store = open_state_store(load_settings(var_dir=tmp_path, state_url=pg_url))
     assert store.dialect == "postgresql" and not (tmp_path / "state").exists()
     assert open_state_store(load_settings(var_dir=tmp_path)).dialect == "sqlite"
