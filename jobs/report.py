@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from flinktune.config_space import default_space
-from flinktune.decision.store import SqliteStateStore
+from flinktune.decision.store import open_state_store
 from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake
@@ -124,7 +124,7 @@ def run(
     warning = target_warning(settings.latency_target_ms, measured_rest_p95_ms(features), "its best minute in the lake")
     if warning:
         (warn or log.warning)(warning)
-    store = SqliteStateStore(settings.state_db)
+    store = open_state_store(settings)
     since = pd.Timestamp(since_ms, unit="ms", tz="UTC") if since_ms is not None else None
     decisions = store.decisions(job)
     used = policy or (str(decisions["policy"].mode().iloc[0]) if len(decisions) else "flinktune")

@@ -104,10 +104,16 @@ def demo(
     _fresh_demo_dir(var_dir)
     (var_dir / DEMO_SETTINGS).write_text(json.dumps({"latency_target_ms": latency_target_ms}) + "\n")
     from flinktune.airflow_local.runner import LocalPipeline
+    from flinktune.decision.store import open_state_store
 
     t0 = time.monotonic()
     from flinktune.settings import load_settings
 
+    # The twin is a simulation: the demo switches its job to act on it, as an operator would with
+    # `flinktune fleet act JOB` on a real cluster (every job starts in advice).
+    open_state_store(load_settings(var_dir=var_dir)).set_mode(job, "act", by="flinktune demo (the twin is a simulation)")
+
+    t0 = time.monotonic()
     # One tick per decision interval (what the decide job runs the twin for), whatever it is set to.
     ticks = max(1, int(round(tuned_hours * 3600 / load_settings(var_dir=var_dir).decision_interval_s)))
     conf_common: dict[str, Any] = {"job": job}
@@ -160,10 +166,17 @@ def decide(
     job: str = typer.Option(..., help="Job name."),
     ticks: int = typer.Option(1, min=1, max=500, help="Decision intervals to run (the twin advances one interval per tick)."),
     policy: PolicyName = typer.Option(PolicyName.flinktune),
-    dry_run: bool = typer.Option(False, help="Decide and record, but change nothing."),
+    apply: bool = typer.Option(
+        False,
+        "--apply",
+        help="Apply the decisions if the job's mode is act (`flinktune fleet act JOB`); default: record them as advice.",
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", hidden=True, help="The default (advice only); accepted for older scripts."),
     var_dir: Path | None = typer.Option(None, help=VAR_DIR_HELP),
 ) -> None:
-    """Run the decision task for a job (state in --var-dir; other FLINKTUNE_* settings from the environment)."""
+    """Run the decision task for a job and record its decisions; nothing changes without --apply on a job in act mode."""
+    if apply and dry_run:
+        fail("give --apply or --dry-run, not both")
     job = checked_job(job)
     folder = state_dir(var_dir)
     from flinktune.settings import load_settings
@@ -171,7 +184,7 @@ def decide(
 
     with nothing_left_on_refusal(folder):
         settings = load_settings(var_dir=folder, **state_settings(folder))
-        result = run(job=job, ticks=ticks, policy=policy.value, dry_run=dry_run, settings=settings)
+        result = run(job=job, ticks=ticks, policy=policy.value, apply=apply, settings=settings)
     typer.echo(json.dumps(result, indent=2))
 
 

@@ -84,6 +84,8 @@ class JobState:
     restarts: int = 0
     #: Where the window's time went (bottleneck, stragglers, hot channel); None without per-vertex busy time.
     analysis: CriticalityAnalysis | None = None
+    #: Seconds from the newest sample the decision used to the decision (NaN without any sample).
+    data_age_s: float = float("nan")
 
     def vertex(self, name: str) -> VertexMetrics:
         """The metrics of vertex ``name``; KeyError lists the known vertices."""

@@ -200,6 +200,7 @@ def evaluate(
         vertices=vertex_metrics(df, config) if not df.empty else (),
         restarts=restarts(df),
         analysis=_analysis(df, config) if not df.empty else None,
+        data_age_s=round(now - newest, 3) if not df.empty else float("nan"),
     )
 
 

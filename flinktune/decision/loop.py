@@ -170,6 +170,9 @@ class DecisionLoop:
         state = evaluate(
             s.job, samples, current, now, window_s=window, max_staleness_s=s.max_staleness_s, frozen_after_s=s.frozen_after_s
         )
+        held = getattr(self.realizer, "held", None)
+        if held:  # one controller per job: another one sizes it (flinktune.kubernetes.controllers)
+            return self._hold_for(now, state, str(held))
         # A model store that cannot be reached is a problem of the data the decision stands on: the guard holds.
         stage_problems = tuple(p for p in (_problem(self.models), _problem(self.forecaster)) if p)
         if stage_problems:
@@ -309,6 +312,14 @@ class DecisionLoop:
         self.guard.record_attempt(now, before_state, current)
         log.warning("%s @%.0f %s", self.settings.job, now, reason)
         return reason
+
+    def _hold_for(self, now: float, state: JobState, why: str) -> StepOutcome:
+        """A hold that no policy or guard can lift: recorded with its reason, nothing planned or applied."""
+        decision = Decision.keep("guard", f"hold: {why}", held_by="another controller")
+        decision_id = self.store.record_decision(self.settings.job, now, state, decision, None, dry_run=self.settings.dry_run)
+        outcome = StepOutcome(state, decision, None, decision_id)
+        log.warning("%s @%.0f %s", self.settings.job, now, outcome.line())
+        return outcome
 
     def _hold_blind(self, now: float, problem: str) -> StepOutcome:
         """A hold recorded without the cluster's answer, on the configuration the store last knew."""

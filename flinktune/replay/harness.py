@@ -282,6 +282,7 @@ def replay_loop(rig: ReplayRig, trace: pd.Series, store: Any, clock: ManualClock
     :func:`~flinktune.decision.loop.build_decision_loop` with ``store``'s memory restored."""
     s = rig.settings
     backend = twin_backend(rig.twin, clock, profiler=rig.models)
+    # The twin is a simulation: the replay acts on it (a job's advice/act mode gates jobs.decide, not the loop).
     return build_decision_loop(
         backend,
         LoopSettings("replay", s.latency_target_ms, s.recovery_limit_s, window_s=rig.interval, max_staleness_s=rig.interval),

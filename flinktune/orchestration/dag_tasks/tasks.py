@@ -176,17 +176,20 @@ def profile_on_twin(job: str) -> dict[str, Any]:
 
 def decide(target: Mapping[str, Any], *, ticks: int, trigger: str | None = None) -> dict[str, Any]:
     """One fleet job's decide run (``jobs.decide``): ``target`` is a fleet target (``job``, ``policy``,
-    ``dry_run``, ``goals``: the job's own goals over the settings); ``trigger`` the watch alarm's reason
-    of an early decision. The run's summary with ``dry_run``."""
+    ``dry_run``, ``mode`` and its source, ``goals``: the job's own goals over the settings); ``trigger``
+    the watch alarm's reason of an early decision. It acts only when the run is not dry and the job's
+    mode is act (:mod:`flinktune.decision.modes`). The run's summary with ``dry_run``."""
     from jobs import decide as job_module
 
     decided = job_module.run(
         job=target["job"],
         ticks=ticks,
         policy=target["policy"],
-        dry_run=target["dry_run"],
+        apply=not target["dry_run"],
         settings=_settings().model_copy(update=target["goals"]),
         trigger=trigger or None,
+        fleet_mode=target.get("mode"),
+        fleet_source=target.get("mode_source"),
     )
     return {**decided, "dry_run": target["dry_run"]}
 
@@ -278,9 +281,9 @@ def profile_request(job: str, decided: Mapping[str, Any], *, dry_run: bool) -> d
     ticks = {float(d["ts"]) for d in decided.get("decisions", []) if d.get("action") == "profile"}
     if dry_run or not ticks or load_backends().cluster == "twin":
         return None
-    from flinktune.decision.store import SqliteStateStore
+    from flinktune.decision.store import open_state_store
 
-    rows = SqliteStateStore(_settings().state_db).decisions(job, limit=max(len(decided["decisions"]), 1))
+    rows = open_state_store(_settings()).decisions(job, limit=max(len(decided["decisions"]), 1))
     rows = rows[(rows["action"] == "profile") & rows["ts"].isin(ticks)]
     if rows.empty:
         raise LookupError(f"decide reported profile decisions at {sorted(ticks)} for job {job!r} but the state store has none")
