@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from flinktune.cli.options import fail
+from flinktune.quantities import LATENCY_MS, QuantityError, check, cron, finite
 
 __all__ = ["rehearse"]
 
@@ -44,6 +45,15 @@ def rehearse(
 
     if policy not in POLICY_NAMES:
         fail(f"--policy {policy!r}: unknown; known: {', '.join(POLICY_NAMES)}")
+    # Every option is checked here, before the stack's minutes of start-up.
+    try:
+        check(LATENCY_MS, latency_target_ms, "--latency-target-ms")
+        cron(decide_cron, "--decide-cron")
+        cron(retrain_cron, "--retrain-cron")
+        finite(drain_timeout_s, "--drain-timeout-s")
+        finite(minutes, "--minutes")
+    except QuantityError as exc:
+        fail(str(exc))
     jar = jar or repo_root() / "var" / "localflink" / "flinkjob.jar"
     if not jar.is_file():
         fail(f"the benchmark jar {jar} is missing: run scripts/setup_local_flink.sh")

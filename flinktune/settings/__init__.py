@@ -92,6 +92,8 @@ def read_group(cls: type[G], environ: Mapping[str, str] | None = None) -> G:
 
 def _one_line(cls: type[BaseSettings], exc: ValidationError, data: Mapping[str, str]) -> str:
     err = exc.errors()[0]
+    if not err["loc"]:  # a model-level error (pydantic-settings' own): the message says what it can
+        return str(err["msg"]).removeprefix("Value error, ")
     field, rest = str(err["loc"][0]), err["loc"][1:]
     name = next((n for n in cls.model_fields if field in (n, _variable(cls, n))), field)
     var = _variable(cls, name)
@@ -101,12 +103,15 @@ def _one_line(cls: type[BaseSettings], exc: ValidationError, data: Mapping[str, 
         kind = "object" if err["type"] == "dict_type" else "list"
         msg = f"must be a JSON {kind}, got {type(err['input']).__name__}"
     elif err["type"] == "string_pattern_mismatch":
-        msg = "must be an http(s):// URL"
+        pattern = str(err.get("ctx", {}).get("pattern", ""))
+        msg = "must be an http(s):// URL" if "http" in pattern else f"must match {pattern}"
     elif err["type"] == "literal_error":
         msg = f"must be {err.get('ctx', {}).get('expected', 'one of the documented values')}"
     # A secret, or a URL that may carry one, is never echoed.
     hidden = "SecretStr" in str(cls.model_fields[name].annotation) or cls is PrometheusSettings
-    shown = "" if hidden else f"={data.get(field, '')!r}"
+    raw = data.get(field, "")
+    # A quantity's message already names the value (and its unit).
+    shown = "" if hidden or (raw and (repr(raw) in msg or raw.strip() in msg)) else f"={raw!r}"
     return f"{where}{shown}: {msg}"
 
 
