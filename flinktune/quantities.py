@@ -99,13 +99,13 @@ MEMORY_GIB_HOUR_PRICE = Quantity(
 
 def finite(value: Any, where: str) -> float:
     """``value`` as a finite float, else one line naming ``where`` (infinity and NaN included)."""
-    at = _at(where, value)
+    at = f"{where}: {value!r}" if where else repr(value)
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise QuantityError(f"{at}: not a number") from None
+        raise QuantityError(f"{at} is not a number") from None
     if not math.isfinite(v):
-        raise QuantityError(f"{at}: not a finite number (give a plain number)")
+        raise QuantityError(f"{at} is not a finite number (give a plain number)")
     return v
 
 

@@ -59,7 +59,8 @@ log = logging.getLogger(__name__)
 
 #: How much input-rate history the forecaster sees at predict time.
 FORECAST_HISTORY_S = 6 * 3600
-#: Hold when the live metrics have not moved for this long (a metrics pipeline that stopped refreshing).
+#: Hold when the live metrics have not moved for this long (a metrics pipeline that stopped refreshing);
+#: at most 3/4 of the evaluated window (flinktune.metrics.quality.frozen_limit_s), so it can fire.
 FROZEN_AFTER_S = 300.0
 
 

@@ -174,6 +174,7 @@ def twin_predict(
     ),
 ) -> None:
     """Predict throughput, p95 latency, recovery time and CPU for each row."""
+    from flinktune.signing import SignatureError
     from flinktune.twin.calibration import CalibrationError, predict_table, read_observations
     from flinktune.twin.grey_box import GreyBoxTwin
     from flinktune.twin.profile import ClusterProfile, ProfileError
@@ -185,7 +186,7 @@ def twin_predict(
         else:
             prof = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
             pred = predict_table(prof, read_observations(str(table)))
-    except (CalibrationError, ProfileError) as exc:
+    except (CalibrationError, ProfileError, SignatureError) as exc:
         fail(str(exc))
     if out:
         pred.to_csv(out, index=False)

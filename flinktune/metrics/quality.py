@@ -29,11 +29,13 @@ from flinktune.config_space import Configuration
 
 __all__ = [
     "CPU_SLACK",
+    "FROZEN_WINDOW_SHARE",
     "LIVE_METRICS",
     "MIN_LATENCY_MS",
     "MIN_STEP_MS",
     "duplicate_problems",
     "frozen_for_s",
+    "frozen_limit_s",
     "quality_problems",
     "staleness_problem",
     "unit_problems",
@@ -47,8 +49,18 @@ MIN_LATENCY_MS = 1.0
 CPU_SLACK = 1.5
 #: Two samples of one series closer than this are overlapping sources (no scraper samples faster).
 MIN_STEP_MS = 250
+#: The frozen rule fires on a frozen span of at most this share of the evaluated window.
+FROZEN_WINDOW_SHARE = 0.75
 _LATENCIES = ("latencyP50Ms", "latencyP95Ms", "latencyP99Ms")
 _KEY = ["metric", "vertex", "subtask", "ts_ms"]
+
+
+def frozen_limit_s(frozen_after_s: float, window_s: float) -> float:
+    """The frozen rule's limit for a window of ``window_s``: ``frozen_after_s``, but at most
+    :data:`FROZEN_WINDOW_SHARE` of the window. A frozen span measured inside the window is shorter
+    than the window (it runs from the first sample to the newest), so a limit as long as the window
+    could never be reached; with the share, a window frozen from end to end always holds."""
+    return min(float(frozen_after_s), FROZEN_WINDOW_SHARE * float(window_s))
 
 
 def frozen_for_s(df: pd.DataFrame, newest: float) -> float:

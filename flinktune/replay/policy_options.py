@@ -27,7 +27,7 @@ def parse_policy_options(items: Sequence[str]) -> dict[str, dict[str, float]]:
         name, dot, key = head.partition(".")
         if not (eq and dot and name and key.isidentifier()):
             raise ValueError(f"--policy-option {item!r}: expected POLICY.ARGUMENT=NUMBER, e.g. reactive.target_utilization=0.35")
-        number = finite(value, f"--policy-option {head}")
+        number = finite(value, f"--policy-option {item!r}")
         if key.endswith(("utilization", "_fraction")):
             number = check(UTILIZATION, number, f"--policy-option {head}")
         out.setdefault(name, {})[key] = number

@@ -36,6 +36,7 @@ from flinktune.settings.groups import (
     PrometheusSettings,
     ScheduleSettings,
     Settings,
+    SigningSettings,
     SparkSettings,
     TimeoutSettings,
     TrainerSettings,
@@ -51,6 +52,7 @@ __all__ = [
     "ScheduleSettings",
     "Settings",
     "SettingsError",
+    "SigningSettings",
     "SparkSettings",
     "TimeoutSettings",
     "TrainerSettings",
@@ -139,6 +141,7 @@ def _groups() -> list[type[BaseSettings]]:
         LocalFlinkSettings,
         PrometheusSettings,
         ScheduleSettings,
+        SigningSettings,
         PriceList,
         Goals,
     ]
