@@ -85,7 +85,7 @@ DURATION_S = Quantity(
 )
 RATE = Quantity("rate", "rec/s", 0.0, 1e9, above=lambda v: f"did you mean {_g(v / 1000)} rec/s (a per-millisecond count)?")
 UTILIZATION = Quantity(
-    "utilization", "fraction", 0.0, 1.0, above=lambda v: f"did you mean {_g(v / 100)} (a percentage)?", low_open=True
+    "utilization (a fraction)", "", 0.0, 1.0, above=lambda v: f"did you mean {_g(v / 100)} (a percentage)?", low_open=True
 )
 CPU_CORE_HOUR_PRICE = Quantity(
     "price", "per CPU core-hour", 0.0, 10.0,
@@ -113,14 +113,14 @@ def check(q: Quantity, value: Any, where: str) -> float:
     """``value`` as a float if it is a finite ``q`` inside its plausible range; else
     :class:`QuantityError` naming ``where``, the value, the unit and the likely mistake."""
     v = finite(value, where)
-    head = f"{where}={_g(v)} {q.unit}" if where else f"{_g(v)} {q.unit}"
+    head = (f"{where}={_g(v)} {q.unit}" if where else f"{_g(v)} {q.unit}").rstrip()
     if v > q.high:
         hint = f"; {q.above(v)}" if q.above else ""
-        raise QuantityError(f"{head}: more than the plausible {_g(q.high)} {q.unit} for a {q.name}{hint}")
+        raise QuantityError(f"{head}: more than the plausible {_g(q.high)} {q.unit}".rstrip() + f" for a {q.name}{hint}")
     if v < q.low or (q.low_open and v == q.low):
         hint = f"; {q.below(v)}" if q.below and v > 0 else ""
         bound = f"more than {_g(q.low)}" if q.low_open else f"at least {_g(q.low)}"
-        raise QuantityError(f"{head}: a {q.name} must be {bound} {q.unit}{hint}")
+        raise QuantityError(f"{head}: a {q.name} must be {bound} {q.unit}".rstrip() + hint)
     return v
 
 

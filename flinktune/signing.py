@@ -74,6 +74,8 @@ def read_signed(path: str | Path, what: str) -> bytes:
     """The payload of a file :func:`write_signed` wrote with this key; :class:`SignatureError`
     (one line naming ``path`` and ``what`` it should be) for anything else. Nothing is unpickled here."""
     path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such {what}")
     data = path.read_bytes()
     head, body = data[: len(MAGIC) + _DIGEST_LEN + 1], data[len(MAGIC) + _DIGEST_LEN + 1 :]
     refusal = (

@@ -172,6 +172,11 @@ def run(
     if ticks < 1:
         raise ValueError(f"ticks must be >= 1, got {ticks}")
     job = job_name(job)  # before it reaches any path, model name or API call
+    if models_file is not None:
+        from flinktune.signing import read_signed
+
+        # The file's signature, before anything else starts (its pickle is read only further down).
+        read_signed(models_file, "saved ReplayModels file")
     settings = settings or load_settings()
     from models.registry import configure
 

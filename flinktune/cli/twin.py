@@ -51,6 +51,9 @@ def twin_calibrate(
         help="With --group-by: whose measured scale-downs (measured_60s file names) the redeploy is fitted on, "
         "several joined by commas and pooled; a method without files is left out.",
     ),
+    strict: bool = typer.Option(
+        False, help="Refuse a file with any row that fails the physical checks, instead of dropping the row with a line."
+    ),
 ) -> None:
     """Fit the twin's parameters to profiling observations and report the held-out error.
 
@@ -68,6 +71,7 @@ def twin_calibrate(
     ``--redeploy-methods`` for other methods).
     """
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
+    from flinktune.twin.observation_checks import ObservationError
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     out = out_file(out)
@@ -83,13 +87,15 @@ def twin_calibrate(
             max_nfev,
             redeploy_fit,
             redeploy_methods,
+            strict,
         )
         return
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
-        result = calibrate(read_observations(str(observations)), base, holdout=holdout, seed=seed, duration_s=duration_s)
+        rows = _screened(read_observations(str(observations)), observations, strict)
+        result = calibrate(rows, base, holdout=holdout, seed=seed, duration_s=duration_s)
         result.profile.to_yaml(out)
-    except (CalibrationError, ProfileError) as exc:
+    except (CalibrationError, ProfileError, ObservationError) as exc:
         fail(str(exc))
     typer.echo(result.summary())
     typer.echo(
@@ -97,6 +103,16 @@ def twin_calibrate(
             {"profile": str(out), "params": result.params, "train": result.train, "holdout": result.holdout}, default=float
         )
     )
+
+
+def _screened(df: Any, observations: Path, strict: bool) -> Any:
+    """The rows of a profiling table that pass the physical checks; one line on stderr per dropped row."""
+    from flinktune.twin.observation_checks import screen_observations
+
+    screened = screen_observations(df, str(observations), strict=strict)
+    for line in (*screened.dropped, *screened.notes):
+        typer.echo(line, err=True)
+    return screened.rows
 
 
 def _twin_calibrate_grey_box(
@@ -110,6 +126,7 @@ def _twin_calibrate_grey_box(
     max_nfev: int,
     redeploy_fit: str,
     redeploy_methods: str,
+    strict: bool,
 ) -> None:
     import pandas as pd
 
@@ -118,16 +135,17 @@ def _twin_calibrate_grey_box(
     from flinktune.twin.folder_calibration import calibrate_beside
     from flinktune.twin.grey_box import fit_grey_box
     from flinktune.twin.grey_box_scores import cross_validate
+    from flinktune.twin.observation_checks import ObservationError
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
-        obs = pd.read_csv(observations)
+        obs = _screened(pd.read_csv(observations), observations, strict)
         kwargs: dict[str, Any] = {"recovery_cap_s": cap, "duration_s": duration_s, "max_nfev": max_nfev}
         folds = cross_validate(obs, base, group_by=group_by, **kwargs)
         runs = obs.drop(columns=[group_by])
         twin = fit_grey_box(runs, base, **kwargs)
-    except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+    except (CalibrationError, ProfileError, ObservationError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
     try:
         maximum = space_from_runs(obs).maximum

@@ -26,13 +26,14 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from flinktune.job_name import JobName
 from flinktune.pricing import PriceList, load_prices
+from flinktune.quantities import CPU_CORE_HOUR_PRICE, MEMORY_GIB_HOUR_PRICE, Latency, Recovery, checked, dns_label
 
 __all__ = [
     "ANNOTATION_PREFIX",
@@ -67,18 +68,20 @@ class JobSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: JobName
-    namespace: str = Field("default", description="Kubernetes namespace of the FlinkDeployment.")
+    namespace: Annotated[str, AfterValidator(lambda v: dns_label(v, ""))] = Field(
+        "default", description="Kubernetes namespace of the FlinkDeployment (a DNS-1123 label)."
+    )
     kind: str | None = Field(None, description="Workload kind; jobs of one kind share surrogate base models.")
     policy: str = Field("flinktune", description="Policy that decides for this job.")
-    latency_target_ms: float = Field(1000.0, gt=0, le=3_600_000, description="p95 end-to-end latency target, ms.")
-    recovery_limit_s: float = Field(180.0, gt=0, le=86_400, description="Recovery-time limit after a failure, s.")
+    latency_target_ms: Latency = Field(1000.0, description="p95 end-to-end latency target, ms.")
+    recovery_limit_s: Recovery = Field(180.0, description="Recovery-time limit after a failure, s.")
     dry_run: bool = Field(False, description="Decide and record, but never apply a change.")
     min_parallelism: int | None = Field(None, ge=1, le=10_000, description="Lowest parallelism flinktune may set.")
     max_parallelism: int | None = Field(None, ge=1, le=10_000, description="Highest parallelism flinktune may set.")
-    price_cpu_core_hour: float | None = Field(
+    price_cpu_core_hour: Annotated[float, checked(CPU_CORE_HOUR_PRICE)] | None = Field(
         None, gt=0, description="Price of one reserved core-hour for this job (else the price list)."
     )
-    price_memory_gib_hour: float | None = Field(
+    price_memory_gib_hour: Annotated[float, checked(MEMORY_GIB_HOUR_PRICE)] | None = Field(
         None, gt=0, description="Price of one reserved GiB-hour for this job (else the price list)."
     )
 
