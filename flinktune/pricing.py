@@ -33,7 +33,9 @@ class PriceList(BaseSettings):
     """Prices of one reserved CPU core and one GiB of memory for one hour (read from ``FLINKTUNE_PRICE_*``)."""
 
     # A blank variable counts as unset, as everywhere in flinktune's settings.
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_PRICE_", extra="forbid", validate_default=True, env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_PRICE_", extra="forbid", validate_default=True, env_ignore_empty=True, allow_inf_nan=False
+    )
 
     cpu_core_hour: Annotated[float, checked(CPU_CORE_HOUR_PRICE)] = Field(
         0.04048, description="Price of one reserved CPU core (vCPU) for one hour."

@@ -65,7 +65,7 @@ class JobSettings(BaseModel):
     ``flinktune.io/<name with dashes>`` (``flinktune.io/latency-target-ms: "800"``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: JobName
     namespace: Annotated[str, AfterValidator(lambda v: dns_label(v, ""))] = Field(
@@ -246,8 +246,16 @@ def discover_flinkdeployments(api: Any, namespace: str | None = None) -> Fleet:
         listed = api.list_cluster_custom_object(GROUP, VERSION, PLURAL, label_selector=selector)
     else:
         listed = api.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, label_selector=selector)
+    items = listed.get("items") if isinstance(listed, dict) else None
+    if not isinstance(items, list) or not all(isinstance(o, dict) for o in items):
+        # A proxy's or login page's HTML, or another API's JSON: not the Kubernetes API server.
+        got = f"{type(listed).__name__} {str(listed)[:60]!r}"
+        raise FleetError(
+            f"the Kubernetes API answered the FlinkDeployment list with {got}, not a list of objects; "
+            "check the server in KUBECONFIG (a proxy or login page?)"
+        )
     entries = []
-    for obj in listed.get("items", []):
+    for obj in items:
         meta = obj.get("metadata") or {}
         name, ns = meta.get("name", "?"), meta.get("namespace", namespace or "default")
         fields = settings_from_annotations(meta.get("annotations") or {})

@@ -26,7 +26,9 @@ __all__ = ["GoalCheck", "Goals", "Verdict", "judge", "judge_alone"]
 class Goals(BaseSettings):
     """How much worse than static the tuner may be on latency while it saves money."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_GOAL_", extra="forbid", validate_default=True, env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_GOAL_", extra="forbid", validate_default=True, env_ignore_empty=True, allow_inf_nan=False
+    )
 
     p95_vs_static: float = Field(1.5, ge=1.0, description="p95 latency may be at most this many times static's on the same load.")
     extra_minutes_per_hour: float = Field(

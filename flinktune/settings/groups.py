@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from flinktune.quantities import CronText, K8sCpu, K8sMemory, Latency, Recovery, TrackingUri, cron
+from flinktune.quantities import CronText, K8sCpu, K8sMemory, Latency, Recovery, TrackingUri, cron, dns_label
 
 __all__ = [
     "PREFIX",
@@ -89,7 +89,9 @@ class TimeoutSettings(BaseSettings):
 class Settings(BaseSettings):
     """Where flinktune keeps its data and how it talks to its tracking and compute back ends."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_", extra="forbid", validate_default=True, env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_", extra="forbid", validate_default=True, env_ignore_empty=True, allow_inf_nan=False
+    )
 
     var_dir: Path = Field(Path("var"), description="Root of all local state (lake, MLflow, reports, twin).")
     lake_dir: Path | None = Field(None, description="Metric lake root; defaults to <var_dir>/lake.")
@@ -154,7 +156,7 @@ def _lower(value: Any) -> Any:
 class BackendSettings(BaseSettings):
     """Which back end each stage uses (see :mod:`flinktune.backends.choice`)."""
 
-    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="forbid", env_ignore_empty=True)
+    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     cluster: Annotated[Literal["twin", "kubernetes", "local-flink"], BeforeValidator(_lower)] = Field(
         "twin", description="Where decisions are applied and profiling runs: twin, kubernetes or local-flink (the rehearsal)."
@@ -173,12 +175,13 @@ class KubernetesSettings(BaseSettings):
     """Where the Flink jobs live on Kubernetes. Credentials come from the pod's service account or
     ``KUBECONFIG`` (the client's own variable), never from here."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_K8S_", extra="forbid", env_ignore_empty=True)
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_K8S_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
-    namespace: str = Field("", description="Namespace of the FlinkDeployments (required with FLINKTUNE_CLUSTER=kubernetes).")
-    home_namespace: str = Field(
+    namespace: Annotated[str, AfterValidator(lambda v: dns_label(v, "") if v else v)] = Field(
+        "", description="Namespace of the FlinkDeployments (required with FLINKTUNE_CLUSTER=kubernetes)."
+    )
+    home_namespace: Annotated[str, AfterValidator(lambda v: dns_label(v, ""))] = Field(
         "flinktune",
-        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
         description="Namespace of flinktune's own pods (trainer pods, Spark executors), where its volume claim and "
         "Secrets live; never the FlinkDeployments' namespace, which holds neither.",
     )
@@ -195,7 +198,7 @@ class KubernetesSettings(BaseSettings):
 class SparkSettings(BaseSettings):
     """Extra Spark properties and Spark on Kubernetes (master and partitions are on :class:`Settings`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SPARK_", extra="forbid", env_ignore_empty=True)
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SPARK_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     conf: JsonObject = Field(
         default_factory=dict, description='JSON object of extra Spark properties, e.g. {"spark.executor.memory": "4g"}.'
@@ -228,7 +231,7 @@ class TrainerSettings(BaseSettings):
     """The GPU trainer pod (``FLINKTUNE_TRAINING=kubernetes``; :mod:`flinktune.orchestration.dag_tasks.trainer_pod`,
     run by ``KubernetesPodOperator``: :mod:`flinktune.orchestration.dag_tasks.k8s_operators`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_TRAINER_", extra="forbid", env_ignore_empty=True)
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_TRAINER_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     image: str = Field("", description="Image of docker/Dockerfile.trainer (required with FLINKTUNE_TRAINING=kubernetes).")
     service_account: str = Field("flinktune-trainer", description="Service account of the trainer pod.")
@@ -252,7 +255,7 @@ class TrainerSettings(BaseSettings):
 class SigningSettings(BaseSettings):
     """The key that signs model files written to disk (:mod:`flinktune.signing`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SIGNING_", extra="forbid", env_ignore_empty=True)
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SIGNING_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     key_file: Path | None = Field(
         None,
@@ -264,7 +267,9 @@ class SigningSettings(BaseSettings):
 class ProfilingSettings(BaseSettings):
     """What one profiling deployment on Kubernetes may use, JobManager included."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_PROFILE_BUDGET_", extra="forbid", env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_PROFILE_BUDGET_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False
+    )
 
     cpu: float = Field(50.0, gt=0, description="Most CPU cores one profiling deployment may reserve.")
     memory_mb: int = Field(430000, gt=0, description="Most memory one profiling deployment may reserve, MiB.")
@@ -273,7 +278,7 @@ class ProfilingSettings(BaseSettings):
 class MLflowSettings(BaseSettings):
     """The MLflow UI (tracking URI and artifact root are on :class:`Settings`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_MLFLOW_", extra="forbid", env_ignore_empty=True)
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_MLFLOW_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     ui_url: str = Field(
         "http://127.0.0.1:5000",
@@ -285,7 +290,7 @@ class MLflowSettings(BaseSettings):
 class LocalFlinkSettings(BaseSettings):
     """Where the local Flink distribution is (:mod:`flinktune.localflink.distribution`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_FLINK_", extra="forbid", env_ignore_empty=True)
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_FLINK_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     home: Path | None = Field(None, description="A Flink distribution folder; default: the pyflink of the Flink venv.")
     venv: Path | None = Field(None, description="The virtualenv holding apache-flink; default: <repo>/.venv-flink.")
@@ -297,7 +302,9 @@ class LocalFlinkSettings(BaseSettings):
 class PrometheusSettings(BaseSettings):
     """Prometheus from the environment when no Airflow connection is given (:mod:`flinktune.extract.endpoint`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_PROMETHEUS_", extra="forbid", env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_PROMETHEUS_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False
+    )
 
     conn_id: str = Field(
         "",
@@ -320,7 +327,9 @@ class ScheduleSettings(BaseSettings):
     """The DAGs' cadences (read when the DAG files are parsed). Production keeps the defaults; the
     rehearsal (:mod:`flinktune.rehearsal`) shortens them to run the whole chain in minutes."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SCHEDULE_", extra="forbid", env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_SCHEDULE_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False
+    )
 
     ingest_every_s: int = Field(300, ge=10, le=86400, description="Seconds between flinktune_ingest runs.")
     decide_cron: CronText = Field(
