@@ -19,7 +19,10 @@ MASK = "***"
 
 # scheme://user[:password]@host: the user info goes (a user name alone may be a token, too).
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@'\"]+@")
-_KEYS = r"(?:password|passwd|pwd|token|access_token|refresh_token|api[_-]?key|apikey|secret|client_secret|access_key|secret_key|private_key|auth|credentials?)"
+_KEYS = (
+    r"(?:password|passwd|pwd|token|access_token|refresh_token|api[_.-]?key|apikey|secret|client[_.-]?secret"
+    r"|access[_.-]?key|secret[_.-]?key|private[_.-]?key|auth|credentials?)"
+)
 # key=value, key='value', "key": "value" (JSON, connection extras); a bare "NAME: text" is a
 # message naming a variable, not a pair.
 _PAIR = re.compile(

@@ -187,7 +187,6 @@ def replay(
     ),
     latency_target_ms: float = typer.Option(
         1000.0,
-        min=1.0,
         help="The policies' and the guard's latency goal, ms (ads: its idle latency is about 1.1 s; Demeter's boundary there is 2369 ms).",
     ),
     history_hours: float = typer.Option(

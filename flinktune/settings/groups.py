@@ -64,7 +64,7 @@ class TimeoutSettings(BaseSettings):
     wait and a rollback together); :meth:`apply_budget` keeps it inside the decision interval."""
 
     model_config = SettingsConfigDict(
-        env_prefix="FLINKTUNE_TIMEOUT_", extra="forbid", validate_default=True, env_ignore_empty=True
+        env_prefix="FLINKTUNE_TIMEOUT_", extra="forbid", validate_default=True, env_ignore_empty=True, allow_inf_nan=False
     )
 
     kubernetes_request_s: float = Field(

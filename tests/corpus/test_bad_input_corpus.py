@@ -1,0 +1,193 @@
+"""The bad-input and fault corpus: every case of ``cases.yaml`` through a real entry point, one runner.
+
+Each case names what runs (``run``: the ``flinktune`` CLI in process, a ``python -m jobs.<name>``
+main, the settings start-up check, a fleet file, a quantity check, the redaction of a message,
+a log record or a decision's reason), the files and environment it gets, and its expected outcome:
+
+- ``refused``: exit code 2 and exactly one line on stderr, ``error: ...``, holding ``says``;
+- ``held``: the fleet keeps the job out of management with a reason holding ``says``;
+- ``accepted``: exit code 0 (``says``, when given, appears in the output: a dropped row named).
+
+For every case: no traceback, no "unexpected ... (a bug)", no hang (an alarm stops a case after
+60 s; a refusal takes under 15 s), no credential (``S3CRETpw``) in any output, and no code from a
+crafted model file run (the file its pickle would create is absent). ``{tmp}`` is the case's
+folder, ``{in}`` its input files, ``{var}`` a state folder (``state/`` present, nothing else).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import logging
+import pickle
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from flinktune import quantities
+from flinktune.cli.entry import run_main
+from flinktune.cli.main import app
+
+CASES: list[dict[str, Any]] = yaml.safe_load((Path(__file__).parent / "cases.yaml").read_text())
+SECRET = "S3CRETpw"
+#: A refusal is checked before any work: it comes at once (a rehearsal used to start its stack first).
+REFUSAL_S = 15.0
+
+
+class Outcome(NamedTuple):
+    code: int
+    stdout: str
+    stderr: str
+
+
+class _Planted:
+    """A pickle whose loading creates a file: what a crafted model file does."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open, (self.marker, "w"))
+
+
+def _fill(value: str, tmp: Path) -> str:
+    return value.replace("{tmp}", str(tmp)).replace("{in}", str(tmp / "in")).replace("{var}", str(tmp / "var"))
+
+
+def _write_files(files: dict[str, Any], tmp: Path) -> None:
+    for name, body in files.items():
+        path = tmp / "in" / name
+        if isinstance(body, dict):
+            from flinktune.signing import MAGIC
+
+            payload = pickle.dumps(_Planted(str(tmp / "pwned")))
+            data = {"crafted_pickle": payload, "forged_pickle": MAGIC + b"0" * 64 + b"\n" + payload}[body["make"]]
+            path.write_bytes(data)
+        else:
+            path.write_text(body)
+
+
+@contextlib.contextmanager
+def _captured() -> Iterator[tuple[io.StringIO, io.StringIO]]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        yield out, err
+
+
+def _all_settings() -> None:
+    from flinktune.pricing import load_prices
+    from flinktune.settings import load_settings
+
+    load_settings()
+    load_prices()
+
+
+def _run(case: dict[str, Any], tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Outcome:
+    kind, *args = case["run"]
+    args = [_fill(a, tmp) for a in args]
+    env = {k: _fill(v, tmp) for k, v in (case.get("env") or {}).items()}
+    if kind == "flinktune":
+        res = CliRunner().invoke(app, args, env=env)
+        return Outcome(res.exit_code, res.stdout, res.stderr)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with _captured() as (out, err):
+        if kind.startswith("jobs."):
+            code = importlib.import_module(kind).main(args)
+        elif kind == "settings":
+            code = run_main("settings", lambda _: _all_settings(), [])
+        elif kind == "quantity":
+            name, value = args
+            target = getattr(quantities, name)
+            if isinstance(target, quantities.Quantity):
+                code = run_main("quantity", lambda _: quantities.check(target, value, "value"), [])
+            else:
+                code = run_main("quantity", lambda _: target(value, "value"), [])
+        elif kind == "fleet-file":
+            from flinktune.fleet import load_fleet_file
+
+            entry = load_fleet_file(Path(args[0])).get(args[1])
+            print(entry.held or "managed")
+            code = 0 if entry.managed else 3
+        elif kind == "redact":
+            from flinktune.redaction import redact
+
+            print(redact(args[0]))
+            code = 0
+        elif kind == "decision-reason":
+            import json
+
+            from flinktune.decision import Decision
+
+            print(json.dumps(Decision.keep("probe", f"hold: {args[0]}").to_dict()))
+            code = 0
+        elif kind == "log":
+            from flinktune.redaction import install_log_redaction
+
+            install_log_redaction()
+            buffer = io.StringIO()
+            handler = logging.StreamHandler(buffer)
+            log = logging.getLogger("flinktune.corpus")
+            log.addHandler(handler)
+            try:
+                log.warning("%s", args[0])
+            finally:
+                log.removeHandler(handler)
+            print(buffer.getvalue())
+            code = 0
+        else:
+            raise AssertionError(f"unknown kind {kind!r}")
+    return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise TimeoutError("the case hung (over 60 s)")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_case(case: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "var" / "state").mkdir(parents=True)
+    _write_files(case.get("files") or {}, tmp_path)
+    monkeypatch.chdir(tmp_path)  # a default var/ or model file lands in the case's folder
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(60)
+    t0 = time.monotonic()
+    try:
+        got = _run(case, tmp_path, monkeypatch)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    wall = time.monotonic() - t0
+    text = got.stdout + got.stderr
+    assert "Traceback" not in text and "(a bug;" not in text, text
+    assert SECRET not in text, f"a credential was shown: {text}"
+    assert not (tmp_path / "pwned").exists(), "a crafted model file ran code"
+    says = case.get("says", "")
+    if case["expect"] == "refused":
+        lines = [line for line in got.stderr.splitlines() if line.strip()]
+        assert got.code == 2, f"exit {got.code}; {text}"
+        assert len(lines) == 1 and lines[0].startswith("error:"), got.stderr
+        assert says in lines[0], f"{says!r} not in {lines[0]!r}"
+        assert wall < REFUSAL_S, f"refused after {wall:.0f} s"
+    elif case["expect"] == "held":
+        assert got.code == 3 and says in got.stdout, text
+    else:
+        assert case["expect"] == "accepted"
+        assert got.code == 0, text
+        assert says in text, f"{says!r} not in {text!r}"
+
+
+def test_the_corpus_is_large_and_covers_every_entry_point() -> None:
+    kinds = {c["run"][0] if c["run"][0] != "flinktune" else " ".join(c["run"][:2]) for c in CASES}
+    assert len(CASES) >= 250 and len({c["id"] for c in CASES}) == len(CASES)
+    for needed in ("settings", "flinktune replay", "flinktune rehearse", "flinktune twin", "flinktune report", "flinktune fleet",
+                   "jobs.decide", "fleet-file", "quantity", "redact", "decision-reason", "log"):  # fmt: skip
+        assert needed in kinds, needed
