@@ -93,8 +93,8 @@ def screen_observations(df: pd.DataFrame, where: str, *, strict: bool = False) -
             dropped.append(f"{where}: row {i} dropped: {problem}")
             keep[i] = False
     dup = df.duplicated(keep="first").to_numpy() & keep
-    for i in np.flatnonzero(dup):
-        dropped.append(f"{where}: row {int(i)} dropped: an exact duplicate of an earlier row (counted once)")
+    for d in np.flatnonzero(dup):
+        dropped.append(f"{where}: row {int(d)} dropped: an exact duplicate of an earlier row (counted once)")
     keep &= ~dup
     if dropped and strict:
         raise ObservationError(f"{dropped[0]} (--strict: the file is refused; {len(dropped)} row(s) fail)")
