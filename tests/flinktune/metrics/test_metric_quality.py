@@ -98,3 +98,21 @@ def test_the_frozen_gate_fires_at_the_default_window_and_limit():
     assert not any(
         p.startswith("frozen") for p in evaluate("j", live, BIG, now=now, window_s=window, frozen_after_s=FROZEN_AFTER_S).problems
     )
+
+
+def test_metrics_that_disagree_with_the_clusters_configuration_hold_with_the_reason():
+    """Metrics saying parallelism 16 while the cluster says 24: the change is held, the reason names both."""
+    from flinktune.decision import Decision
+
+    config = BIG  # the cluster's configuration in force
+    reported = moving()
+    reported = reported[reported["metric"] == "workloadRate"].assign(metric="configParallelism", value=16.0)
+    df = pd.concat([moving(), reported], ignore_index=True)
+    state = evaluate("j", df, config, now=1600, window_s=600, frozen_after_s=FROZEN_AFTER_S)
+    reason = next(p for p in state.problems if p.startswith("metrics disagree"))
+    assert f"configParallelism reports 16 but the cluster's configuration has parallelism {config.parallelism}" in reason
+    planned = Decision(Action.RECONFIGURE, "scale down", "policy", target=Configuration(8, 4, 1.0, 1024, 30))
+    decision = SafetyGuard(SPACE, 1000.0).review(planned, state, 1600)
+    assert decision.action is Action.KEEP and "metrics disagree" in decision.reason
+    agreeing = pd.concat([moving(), reported.assign(value=float(config.parallelism))], ignore_index=True)
+    assert not any(p.startswith("metrics disagree") for p in evaluate("j", agreeing, config, now=1600, window_s=600).problems)
