@@ -125,3 +125,13 @@ def test_promote_relative_margin_requirement_and_given_scores(mlflow_home, surro
     assert won.reason.startswith("promoted: mae 9 vs champion v1 10") and won.reason.endswith("under_rate 0.01 vs 0.02")
     with pytest.raises(ValueError, match="margin must be >= 0"):
         registry.promote(name, v2, "mae", margin=-0.1)
+
+
+def test_a_corrupt_local_store_is_unavailable_not_no_champion(tmp_path) -> None:
+    from models.registry import ModelStoreUnavailable, champion_version, configure
+
+    db = tmp_path / "mlflow.db"
+    db.write_bytes(b"\x00garbage" * 500)
+    configure(f"sqlite:///{db}", tmp_path / "artifacts", request_timeout_s=2, max_retries=0)
+    with pytest.raises(ModelStoreUnavailable, match="cannot be read .*not a database"):
+        champion_version("flinktune-surrogate-demo")
