@@ -86,6 +86,10 @@ class JobState:
     #: Where the window's time went (bottleneck, stragglers, hot channel); None without per-vertex busy time.
     analysis: CriticalityAnalysis | None = None
 
+    def __post_init__(self) -> None:
+        # Problems quote errors from outside (a model store's URI): stored with the decision, never a credential.
+        object.__setattr__(self, "problems", tuple(redact(p) for p in self.problems))
+
     def vertex(self, name: str) -> VertexMetrics:
         """The metrics of vertex ``name``; KeyError lists the known vertices."""
         for v in self.vertices:
