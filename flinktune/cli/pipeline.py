@@ -172,7 +172,7 @@ def report(
 def replay(
     trace: str = typer.Option("ysb", help="Built-in trace (ysb, tsw) or a CSV trace file."),
     policies: str = typer.Option("all", help="Comma-separated policy names, or 'all'."),
-    hours: float = typer.Option(18.0, min=0.5, max=48.0, help="Hours of trace to replay."),
+    hours: float = typer.Option(18.0, help="Hours of trace to replay (0.5 to 48)."),
     failures: str = typer.Option("every:45m", help="Failure schedule: none, every:<N>m, random:<N>/h."),
     seed: int = typer.Option(7, help="Seed of the trace, noise and failures."),
     out: Path | None = typer.Option(None, help="Folder for the table (Markdown, JSON) and plots; default <var-dir>/replay."),
@@ -211,6 +211,14 @@ def replay(
     from flinktune.replay import cli_replay
     from flinktune.replay.policy_options import parse_policy_options
 
+    from flinktune.quantities import QuantityError, finite
+
+    try:
+        if not 0.5 <= finite(hours, "--hours") <= 48.0:
+            fail(f"--hours {hours:g}: replay 0.5 to 48 hours")
+        finite(history_hours, "--history-hours")
+    except QuantityError as exc:
+        fail(str(exc))
     out = out_dir(out, "--out") if out is not None else out_dir(var_dir / "replay", "--var-dir")
     try:
         result = cli_replay(
