@@ -208,10 +208,9 @@ def replay(
     ),
 ) -> None:
     """Replay every policy on the same trace, seed and failures; write the comparison table."""
+    from flinktune.quantities import QuantityError, finite
     from flinktune.replay import cli_replay
     from flinktune.replay.policy_options import parse_policy_options
-
-    from flinktune.quantities import QuantityError, finite
 
     try:
         if not 0.5 <= finite(hours, "--hours") <= 48.0:
