@@ -57,7 +57,6 @@ def demo(
     seed: int = typer.Option(7, help="Seed of the trace, the twin's noise and failures."),
     latency_target_ms: float = typer.Option(
         600.0,
-        min=1.0,
         help="The demo job's p95 latency target, ms: the tuner sizes the job to stay under it at the least cost "
         "(600: about 1.5 x the twin job's p95 at rest on the full-size configuration).",
     ),
@@ -65,6 +64,14 @@ def demo(
     var_dir: Path = typer.Option(DEMO_VAR_DIR, help="State folder of the demo (recreated on every run)."),
 ) -> None:
     """Run the whole pipeline on the twin and print the report's path."""
+    from flinktune.quantities import LATENCY_MS, QuantityError, check, finite
+
+    try:  # before the demo folder is recreated
+        check(LATENCY_MS, latency_target_ms, "--latency-target-ms")
+        finite(history_hours, "--history-hours")
+        finite(tuned_hours, "--tuned-hours")
+    except QuantityError as exc:
+        fail(str(exc))
     job = checked_job(job)
     if trace_file is not None:
         from flinktune.twin.workload import TraceError, load_trace_csv
