@@ -35,7 +35,7 @@ def twin_calibrate(
         None, help="Column naming each real run (e.g. run): fit the grey-box twin and score it leave-one-group-out."
     ),
     recovery_cap_s: float = typer.Option(
-        360.0, min=1.0, help="The profiler's recovery cap (with --group-by): a recovery at or above it did not recover."
+        360.0, help="The profiler's recovery cap (with --group-by): a recovery at or above it did not recover."
     ),
     max_nfev: int = typer.Option(
         60, min=1, help="Model evaluations per mechanism-fit stage (with --group-by; lower: faster, coarser)."
@@ -70,10 +70,16 @@ def twin_calibrate(
     scale-downs, pooled (``flinktune.twin.redeploy_downtime``; ``--redeploy-fit`` for the other ways,
     ``--redeploy-methods`` for other methods).
     """
+    from flinktune.quantities import RECOVERY_S, QuantityError, check, finite
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
     from flinktune.twin.observation_checks import ObservationError
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
+    try:
+        check(RECOVERY_S, recovery_cap_s, "--recovery-cap-s")
+        finite(holdout, "--holdout")
+    except QuantityError as exc:
+        fail(str(exc))
     out = out_file(out)
     if group_by:
         _twin_calibrate_grey_box(
