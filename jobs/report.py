@@ -98,7 +98,9 @@ def _log_to_mlflow(settings: Settings, job: str, folder: Path, summary: dict) ->
             mlflow.log_metrics({"hours": float(summary["hours"]), **metrics})
             return run.info.run_id
     except Exception as exc:  # the report on disk is what matters; say why MLflow did not get it
-        log.warning("report for %s written without the MLflow logging: %s", job, " ".join(str(exc).split())[:300])
+        from flinktune.redaction import redact
+
+        log.warning("report for %s written without the MLflow logging: %s", job, redact(" ".join(str(exc).split())[:300]))
         return None
 
 

@@ -205,7 +205,11 @@ def load_settings(**overrides: Any) -> Settings:
 
     This is the start-up check of every job: it warns once about unknown ``FLINKTUNE_*`` variables
     and validates every settings group, so a bad value (in any group, used or not by this job)
-    raises :class:`SettingsError` before any work is done."""
+    raises :class:`SettingsError` before any work is done. From here on every log record is redacted
+    (:mod:`flinktune.redaction`): a job run by Airflow logs no credential either."""
+    from flinktune.redaction import install_log_redaction
+
+    install_log_redaction()
     check_environment()
     for group in _groups():
         if group not in (Settings, TimeoutSettings):  # these two are validated by Settings itself
