@@ -189,5 +189,5 @@ def test_the_corpus_is_large_and_covers_every_entry_point() -> None:
     kinds = {c["run"][0] if c["run"][0] != "flinktune" else " ".join(c["run"][:2]) for c in CASES}
     assert len(CASES) >= 250 and len({c["id"] for c in CASES}) == len(CASES)
     for needed in ("settings", "flinktune replay", "flinktune rehearse", "flinktune twin", "flinktune report", "flinktune fleet",
-                   "jobs.decide", "fleet-file", "quantity", "redact", "decision-reason", "log"):  # fmt: skip
+                   "jobs.decide", "jobs.extract_metrics", "fleet-file", "quantity", "redact", "decision-reason", "log"):  # fmt: skip
         assert needed in kinds, needed
