@@ -113,7 +113,8 @@ def _one_line(cls: type[BaseSettings], exc: ValidationError, data: Mapping[str, 
     hidden = "SecretStr" in str(cls.model_fields[name].annotation) or cls is PrometheusSettings
     raw = data.get(field, "")
     # A quantity's message already names the value (and its unit).
-    shown = "" if hidden or (raw and (repr(raw) in msg or raw.strip() in msg)) else f"={raw!r}"
+    quoted = raw and (msg.startswith(repr(raw)) or msg.startswith(raw.strip() + " "))
+    shown = "" if hidden or quoted else f"={raw!r}"
     return f"{where}{shown}: {msg}"
 
 
