@@ -3,9 +3,9 @@
 Use :func:`check` (or a :data:`Latency`-style annotated type on a pydantic field) wherever a
 latency, recovery time, rate, price, utilization or duration enters: settings, CLI options,
 fleet entries, profiling files, traces. A value outside its range is refused with ONE line that
-names the value, its unit and the likely mistake ("FLINKTUNE_RECOVERY_LIMIT_S=180000 s: more than
-the plausible 3600 s; did you mean 180 s (a value in milliseconds)?"); infinity and NaN are refused
-everywhere. :func:`k8s_quantity`, :func:`cron`, :func:`tracking_uri` and :func:`dns_label` check the
+names the value, its unit and the likely mistake ("--recovery-cap-s=180000 s: more than the
+plausible 3600 s for a recovery time; did you mean 180 s (a value in milliseconds)?"); infinity and
+NaN are refused everywhere. :func:`k8s_quantity`, :func:`cron`, :func:`tracking_uri` and :func:`dns_label` check the
 text quantities the same way.
 """
 
