@@ -5,7 +5,8 @@ main, the settings start-up check, a fleet file, a quantity check, the redaction
 a log record or a decision's reason), the files and environment it gets, and its expected outcome:
 
 - ``refused``: exit code 2 and exactly one line on stderr, ``error: ...``, holding ``says``;
-- ``held``: the fleet keeps the job out of management with a reason holding ``says``;
+- ``held``: the fleet keeps the job out of management, or the guard holds a planned scale-down over
+  a faulty metrics window (``gate``, every setting at its default), with a reason holding ``says``;
 - ``accepted``: exit code 0 (``says``, when given, appears in the output: a dropped row named).
 
 For every case: no traceback, no "unexpected ... (a bug)", no hang (an alarm stops a case after
@@ -81,6 +82,58 @@ def _captured() -> Iterator[tuple[io.StringIO, io.StringIO]]:
         yield out, err
 
 
+def _faulty_window(fault: str, window: int, now: int) -> Any:
+    """A window of raw samples ending at ``now`` with one fault, as the decide job would fetch it."""
+    import pandas as pd
+
+    from flinktune.decision.testing import raw_samples
+
+    df = raw_samples("j", now - window, window, rate=30000, lag=500, p95=180)
+    if fault != "frozen":  # live values move every second, as a refreshing pipeline's do
+        wiggle = (df["ts_ms"] // 1000 % 7).astype(float)
+        df.loc[df["metric"].isin(["workloadRate", "latencyP95Ms"]), "value"] += wiggle
+    rate = df[df["metric"] == "workloadRate"]
+    if fault == "stale":
+        df = df[df["ts_ms"] < (now - 600) * 1000] if window > 600 else df.assign(ts_ms=df["ts_ms"] - 900_000)
+    elif fault == "duplicates":
+        df = pd.concat([df, rate], ignore_index=True)
+    elif fault == "cpu-in-percent":
+        df.loc[df["metric"] == "cpuLoad", "value"] = 400.0
+    elif fault == "heap-in-bytes":
+        df.loc[df["metric"] == "heapUsedMb", "value"] = 2048.0 * 2**20
+    elif fault == "latency-in-seconds":
+        df.loc[df["metric"].isin(["latencyP95Ms", "latencyP50Ms"]), "value"] = 0.18
+    elif fault == "parallelism-16-on-24":
+        df = pd.concat([df, rate.assign(metric="configParallelism", value=16.0)], ignore_index=True)
+    elif fault == "nan-values":
+        df.loc[df["metric"] == "workloadRate", "value"] = float("nan")
+    elif fault == "missing-rate":
+        df = df[df["metric"] != "workloadRate"]
+    elif fault == "job-stopped":
+        df.loc[df["metric"] == "jobRunning", "value"] = 0.0
+    elif fault != "frozen":
+        raise AssertionError(f"unknown fault {fault!r}")
+    return df
+
+
+def _gate(fault: str) -> str:
+    """The guard's decision on a planned scale-down over a faulty window, everything at its defaults."""
+    from flinktune.config_space import Configuration, default_space
+    from flinktune.decision import Action, Decision
+    from flinktune.decision.evaluation import evaluate
+    from flinktune.decision.guard import SafetyGuard
+    from flinktune.settings import Settings
+    from jobs.decide import FROZEN_AFTER_S
+
+    s, space = Settings(), default_space()
+    now = 100_000
+    state = evaluate("j", _faulty_window(fault, s.decision_interval_s, now), space.maximum, now,
+                     window_s=s.decision_interval_s, frozen_after_s=FROZEN_AFTER_S)  # fmt: skip
+    planned = Decision(Action.RECONFIGURE, "scale down", "policy", target=Configuration(8, 4, 1.0, 1024, 30))
+    decision = SafetyGuard(space, s.latency_target_ms).review(planned, state, now)
+    return decision.reason if decision.action is Action.KEEP else ""
+
+
 def _all_settings() -> None:
     from flinktune.pricing import load_prices
     from flinktune.settings import load_settings
@@ -110,6 +163,10 @@ def _run(case: dict[str, Any], tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Ou
                 code = run_main("quantity", lambda _: quantities.check(target, value, "value"), [])
             else:
                 code = run_main("quantity", lambda _: target(value, "value"), [])
+        elif kind == "gate":
+            reason = _gate(args[0])
+            print(reason or "applied")
+            code = 3 if reason else 0
         elif kind == "fleet-file":
             from flinktune.fleet import load_fleet_file
 
@@ -189,5 +246,5 @@ def test_the_corpus_is_large_and_covers_every_entry_point() -> None:
     kinds = {c["run"][0] if c["run"][0] != "flinktune" else " ".join(c["run"][:2]) for c in CASES}
     assert len(CASES) >= 250 and len({c["id"] for c in CASES}) == len(CASES)
     for needed in ("settings", "flinktune replay", "flinktune rehearse", "flinktune twin", "flinktune report", "flinktune fleet",
-                   "jobs.decide", "jobs.extract_metrics", "fleet-file", "quantity", "redact", "decision-reason", "log"):  # fmt: skip
+                   "jobs.decide", "jobs.extract_metrics", "fleet-file", "gate", "quantity", "redact", "decision-reason", "log"):  # fmt: skip
         assert needed in kinds, needed
