@@ -12,7 +12,8 @@ a log record or a decision's reason), the files and environment it gets, and its
 For every case: no traceback, no "unexpected ... (a bug)", no hang (an alarm stops a case after
 60 s; a refusal takes under 15 s), no credential (``S3CRETpw``) in any output, and no code from a
 crafted model file run (the file its pickle would create is absent). ``{tmp}`` is the case's
-folder, ``{in}`` its input files, ``{var}`` a state folder (``state/`` present, nothing else).
+folder, ``{in}`` its input files, ``{var}`` a state folder (``state/`` present, nothing else); ``server: html`` starts a local server
+answering a login page, at ``{port}``.
 """
 
 from __future__ import annotations
@@ -58,11 +59,43 @@ class _Planted:
         return (open, (self.marker, "w"))
 
 
-def _fill(value: str, tmp: Path) -> str:
-    return value.replace("{tmp}", str(tmp)).replace("{in}", str(tmp / "in")).replace("{var}", str(tmp / "var"))
+def _fill(value: str, tmp: Path, port: int = 0) -> str:
+    out = value.replace("{tmp}", str(tmp)).replace("{in}", str(tmp / "in")).replace("{var}", str(tmp / "var"))
+    return out.replace("{port}", str(port))
 
 
-def _write_files(files: dict[str, Any], tmp: Path) -> None:
+@contextlib.contextmanager
+def _server(kind: str | None) -> Iterator[int]:
+    """``html``: a 127.0.0.1 server answering every GET with a login page (a proxy in front of an API)."""
+    if kind is None:
+        yield 0
+        return
+    import http.server
+    import threading
+
+    class Html(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<html><body>Please sign in</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Html)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _write_files(files: dict[str, Any], tmp: Path, port: int = 0) -> None:
     for name, body in files.items():
         path = tmp / "in" / name
         if isinstance(body, dict):
@@ -72,7 +105,7 @@ def _write_files(files: dict[str, Any], tmp: Path) -> None:
             data = {"crafted_pickle": payload, "forged_pickle": MAGIC + b"0" * 64 + b"\n" + payload}[body["make"]]
             path.write_bytes(data)
         else:
-            path.write_text(body)
+            path.write_text(_fill(body, tmp, port))
 
 
 @contextlib.contextmanager
@@ -142,10 +175,10 @@ def _all_settings() -> None:
     load_prices()
 
 
-def _run(case: dict[str, Any], tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Outcome:
+def _run(case: dict[str, Any], tmp: Path, monkeypatch: pytest.MonkeyPatch, port: int = 0) -> Outcome:
     kind, *args = case["run"]
-    args = [_fill(a, tmp) for a in args]
-    env = {k: _fill(v, tmp) for k, v in (case.get("env") or {}).items()}
+    args = [_fill(a, tmp, port) for a in args]
+    env = {k: _fill(v, tmp, port) for k, v in (case.get("env") or {}).items()}
     if kind == "flinktune":
         res = CliRunner().invoke(app, args, env=env)
         return Outcome(res.exit_code, res.stdout, res.stderr)
@@ -212,13 +245,14 @@ def _alarm(signum: int, frame: object) -> None:
 def test_case(case: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "in").mkdir()
     (tmp_path / "var" / "state").mkdir(parents=True)
-    _write_files(case.get("files") or {}, tmp_path)
     monkeypatch.chdir(tmp_path)  # a default var/ or model file lands in the case's folder
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(60)
     t0 = time.monotonic()
     try:
-        got = _run(case, tmp_path, monkeypatch)
+        with _server(case.get("server")) as port:
+            _write_files(case.get("files") or {}, tmp_path, port)
+            got = _run(case, tmp_path, monkeypatch, port)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
