@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator
 
@@ -213,8 +214,14 @@ def tracking_uri(text: str, where: str) -> str:
     m = re.fullmatch(r"([a-z][a-z0-9+.-]*):(//)?\S+", value)
     scheme = m.group(1).split("+")[0] if m else ""
     if value.startswith("/") or scheme in _URI_SCHEMES:
-        if scheme in ("http", "https") and not re.fullmatch(r"https?://[^/\s]+(/\S*)?", value):
-            raise QuantityError(f"{where or 'tracking URI'}: {scheme} URI without a host")
+        if scheme in ("http", "https"):
+            try:
+                parts = urlsplit(value)
+                host = parts.hostname if parts.port is None or parts.port > 0 else None
+            except ValueError:  # a port that is no number, a bracket left open
+                host = None
+            if not host or not re.fullmatch(r"https?://\S+", value):
+                raise QuantityError(f"{where or 'tracking URI'}: {scheme} URI without a valid host (and port)")
         return value
     shown = re.sub(r"//[^/@\s]*@", "//***@", value)
     raise QuantityError(
