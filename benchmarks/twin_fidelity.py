@@ -76,6 +76,7 @@ from flinktune.replay.runner import run_replays  # noqa: E402
 from flinktune.twin.calibration import BAD_LATENCY_FACTOR  # noqa: E402
 from flinktune.twin.folder_calibration import REDEPLOY_FITS, REDEPLOY_METHODS  # noqa: E402
 from flinktune.twin.grey_box_scores import cross_validate  # noqa: E402
+from flinktune.twin.observation_checks import screen_observations  # noqa: E402
 from flinktune.twin.profile import ClusterProfile  # noqa: E402
 from flinktune.twin.recovery_checks import DEMETER_CHECKS, on_schedule  # noqa: E402
 
@@ -93,6 +94,14 @@ CV_TARGETS = {
 
 #: How the operator's busy-time spread is fitted (``--busy-noise``).
 BUSY_NOISE_FITS = ("changes", "decisions", "off")
+
+
+def _screened_runs(data: Path) -> pd.DataFrame:
+    """The folder's profiling runs that pass the physical checks; a line on stderr per dropped row."""
+    screened = screen_observations(pd.read_csv(data / "profiling_runs.csv"), str(data / "profiling_runs.csv"))
+    for line in (*screened.dropped, *screened.notes):
+        print(line, file=sys.stderr)
+    return screened.rows
 
 
 def _fmt(v: object) -> str:
@@ -125,7 +134,7 @@ def run(
     of runs sharing one profile database (module docstring); the result's ``per_rank`` compares each rank.
     """
     t0 = time.perf_counter()
-    runs_csv = pd.read_csv(data / "profiling_runs.csv")
+    runs_csv = _screened_runs(data)
     if rows:
         runs_csv = runs_csv.groupby("run", group_keys=False).head(int(np.ceil(rows / runs_csv["run"].nunique()))).head(rows)
     base = ClusterProfile.default("ysb")
@@ -348,9 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/twin_fidelity.py " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.loro_only:
         t0 = time.perf_counter()
-        folds = cross_validate(
-            pd.read_csv(args.data / "profiling_runs.csv"), ClusterProfile.default("ysb"), group_by="run", max_nfev=args.max_nfev
-        )
+        folds = cross_validate(_screened_runs(args.data), ClusterProfile.default("ysb"), group_by="run", max_nfev=args.max_nfev)
         print(render_loro(folds, command, time.perf_counter() - t0))
         return 0
     r = run(

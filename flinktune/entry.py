@@ -18,6 +18,8 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
+from flinktune.redaction import install_log_redaction, redact
+
 __all__ = ["BUG_EXIT", "KNOWN_EXIT", "BoundaryGroup", "OneLineParser", "is_known", "one_line", "run_main"]
 
 KNOWN_EXIT = 2
@@ -58,7 +60,7 @@ def one_line(exc: BaseException) -> str:
     text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
     if isinstance(exc, KeyError) and len(exc.args) == 1:
         text = f"missing key {exc.args[0]!r}"
-    return text or type(exc).__name__
+    return redact(text) or type(exc).__name__
 
 
 def _report(prog: str, exc: BaseException) -> int:
@@ -81,13 +83,14 @@ class OneLineParser(argparse.ArgumentParser):
         self.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
 
     def error(self, message: str) -> NoReturn:
-        print(f"error: {self.prog}: {message}; see --help", file=sys.stderr)
+        print(f"error: {self.prog}: {redact(message)}; see --help", file=sys.stderr)
         raise SystemExit(KNOWN_EXIT)
 
 
 def run_main(prog: str, main: Callable[[list[str]], Any], argv: Sequence[str] | None = None) -> int:
     """Run ``main(argv)`` inside the boundary; returns the exit code (0 when ``main`` returns)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    install_log_redaction()
     try:
         main(args)
     except SystemExit as exc:  # argparse's --help and usage errors already said what they had to
@@ -104,6 +107,7 @@ class BoundaryGroup(TyperGroup):
     command (``flinktune --debug ...``) keeps tracebacks."""
 
     def invoke(self, ctx: Any) -> Any:  # click's Context (typer vendors click; its path is private)
+        install_log_redaction()
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort):

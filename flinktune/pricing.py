@@ -14,10 +14,12 @@ Set ``FLINKTUNE_PRICE_CPU_CORE_HOUR`` / ``FLINKTUNE_PRICE_MEMORY_GIB_HOUR`` /
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from flinktune.quantities import CPU_CORE_HOUR_PRICE, MEMORY_GIB_HOUR_PRICE, checked
 
 __all__ = ["PriceList", "load_prices"]
 
@@ -25,10 +27,17 @@ __all__ = ["PriceList", "load_prices"]
 class PriceList(BaseSettings):
     """Prices of one reserved CPU core and one GiB of memory for one hour (read from ``FLINKTUNE_PRICE_*``)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_PRICE_", extra="forbid", validate_default=True)
+    # A blank variable counts as unset, as everywhere in flinktune's settings.
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_PRICE_", extra="forbid", validate_default=True, env_ignore_empty=True, allow_inf_nan=False
+    )
 
-    cpu_core_hour: float = Field(0.04048, ge=0, description="Price of one reserved CPU core (vCPU) for one hour.")
-    memory_gib_hour: float = Field(0.004445, ge=0, description="Price of one reserved GiB of memory for one hour.")
+    cpu_core_hour: Annotated[float, checked(CPU_CORE_HOUR_PRICE)] = Field(
+        0.04048, description="Price of one reserved CPU core (vCPU) for one hour."
+    )
+    memory_gib_hour: Annotated[float, checked(MEMORY_GIB_HOUR_PRICE)] = Field(
+        0.004445, description="Price of one reserved GiB of memory for one hour."
+    )
     currency: str = Field("USD", min_length=1, max_length=8, description="Currency of both prices, e.g. USD or EUR.")
     source: str = Field("AWS Fargate on-demand, Linux/x86, us-east-1", description="Where the prices come from.")
 

@@ -60,7 +60,8 @@ log = logging.getLogger(__name__)
 
 #: How much input-rate history the forecaster sees at predict time.
 FORECAST_HISTORY_S = 6 * 3600
-#: Hold when the live metrics have not moved for this long (a metrics pipeline that stopped refreshing).
+#: Hold when the live metrics have not moved for this long (a metrics pipeline that stopped refreshing);
+#: at most 3/4 of the evaluated window (flinktune.metrics.quality.frozen_limit_s), so it can fire.
 FROZEN_AFTER_S = 300.0
 
 
@@ -193,6 +194,11 @@ def run(
     if ticks < 1:
         raise ValueError(f"ticks must be >= 1, got {ticks}")
     job = job_name(job)  # before it reaches any path, model name or API call
+    if models_file is not None:
+        from flinktune.signing import read_signed
+
+        # The file's signature, before anything else starts (its pickle is read only further down).
+        read_signed(models_file, "saved ReplayModels file")
     settings = settings or load_settings()
     from models.registry import configure
 

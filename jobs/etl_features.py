@@ -56,13 +56,28 @@ def _ceil_minute(ms: int | None) -> int | None:
     return None if ms is None else -((-ms) // _MINUTE_MS) * _MINUTE_MS
 
 
-def _minute_range(raw: Any, start_ms: int | None, end_ms: int | None, where: str) -> tuple[int, int]:
-    """``[start, end)`` widened to whole minutes; open ends come from the data."""
+#: A sample later than now plus this is a clock or unit error upstream, not a measurement.
+FUTURE_SLACK_MS = 86_400_000
+
+
+def _minute_range(raw: Any, start_ms: int | None, end_ms: int | None, where: str, now_s: float | None = None) -> tuple[int, int]:
+    """``[start, end)`` widened to whole minutes; open ends come from the data. A sample in the future
+    (beyond ``now_s``, default the wall clock, plus a day) is refused here, naming it, before any
+    rule downstream fails on its consequences (a batch spanning decades)."""
     from pyspark.sql import functions as F
 
     lo, hi = raw.agg(F.min("ts_ms"), F.max("ts_ms")).collect()[0]
     if lo is None:
         raise NoRawDataError(f"no raw samples in [{start_ms}, {end_ms}) under {where}")
+    now_ms = int((time.time() if now_s is None else now_s) * 1000)
+    if hi > now_ms + FUTURE_SLACK_MS:
+        import datetime as dt
+
+        when = dt.datetime.fromtimestamp(hi / 1000, tz=dt.UTC)
+        raise ValueError(
+            f"{where}: a raw sample at ts_ms {hi} ({when:%Y-%m-%d %H:%M} UTC) is in the future; "
+            "a clock or unit error upstream: fix or remove that sample, or give --end-ms"
+        )
     start = lo if start_ms is None else start_ms
     end = hi + 1 if end_ms is None else end_ms
     return _floor_minute(start), _ceil_minute(end)  # type: ignore[return-value]
@@ -105,7 +120,7 @@ def run(
     if lake.raw_job_dir(job).is_dir():  # a missing folder is read_raw's NoRawDataError
         check_raw_files(lake.raw_job_dir(job), _floor_minute(start_ms), _ceil_minute(end_ms))
     raw = read_raw(spark, lake.raw_metrics_dir, job, _floor_minute(start_ms), _ceil_minute(end_ms))
-    start, end = _minute_range(raw, start_ms, end_ms, str(lake.raw_job_dir(job)))
+    start, end = _minute_range(raw, start_ms, end_ms, str(lake.raw_job_dir(job)), now)
     lap("read")
     batch_id = f"{job}-{start}-{end}"
 

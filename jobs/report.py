@@ -92,7 +92,9 @@ def _log_to_mlflow(settings: Settings, job: str, folder: Path, summary: dict) ->
 
         from models.registry import configure, ensure_experiment
 
-        configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
+        # Bounded by FLINKTUNE_TIMEOUT_MLFLOW_*: an unreachable MLflow costs seconds, and the report is written anyway.
+        configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root, request_timeout_s=settings.timeouts.mlflow_request_s,
+                  max_retries=settings.timeouts.mlflow_retries)  # fmt: skip
         with mlflow.start_run(experiment_id=ensure_experiment(f"flinktune-report-{job}"), run_name=folder.name) as run:
             mlflow.log_artifacts(str(folder), artifact_path="report")
             verdict = summary["verdict"]
@@ -102,7 +104,9 @@ def _log_to_mlflow(settings: Settings, job: str, folder: Path, summary: dict) ->
             mlflow.log_metrics({"hours": float(summary["hours"]), **metrics})
             return run.info.run_id
     except Exception as exc:  # the report on disk is what matters; say why MLflow did not get it
-        log.warning("report for %s not logged to MLflow: %s", job, exc)
+        from flinktune.redaction import redact
+
+        log.warning("report for %s written without the MLflow logging: %s", job, redact(" ".join(str(exc).split())[:300]))
         return None
 
 

@@ -245,7 +245,8 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
     spans = {"select_start": series.index[n_first_fit], "report_start": series.index[len(series) - n_hold],
              "horizon_s": horizon_s, "stride_bins": stride_bins, "select_refits": select_refits}
     name = f"flinktune-forecaster-{job}"
-    registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
+    registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root, request_timeout_s=settings.timeouts.mlflow_request_s,
+                       max_retries=settings.timeouts.mlflow_retries)  # fmt: skip
     experiment_id = registry.ensure_experiment(name)
     tags = {"job": job, "select_start": spans["select_start"].isoformat(), "window_start": spans["report_start"].isoformat(),
             "window_end": series.index[-1].isoformat()}

@@ -155,7 +155,8 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
                 if w["kind"] == "rgpe":
                     metrics[f"rgpe_target_weight.{outcome}.b{b}"] = w["weights"]["target"]
     name = f"flinktune-surrogate-{job}"
-    registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root)
+    registry.configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root, request_timeout_s=settings.timeouts.mlflow_request_s,
+                       max_retries=settings.timeouts.mlflow_retries)  # fmt: skip
     wrapper = SurrogatePyfunc(list(KNOBS), space.bounds())
     example = input_example(df)
     # The signature comes from the example and the fitted model's answer to it; the wrapper is

@@ -42,6 +42,8 @@ import mlflow.pyfunc
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
+from flinktune.redaction import redact
+
 __all__ = [
     "CHALLENGER",
     "CHAMPION",
@@ -237,8 +239,12 @@ def champion_version(model_name: str) -> str | None:
         if exc.error_code in _ABSENT_CODES:
             return None
         detail = " ".join(str(exc).split())[:200]
-        raise ModelStoreUnavailable(f"model store {mlflow.get_registry_uri()} did not answer for {model_name!r} "
-                                    f"({exc.error_code}: {detail})") from None  # fmt: skip
+        raise ModelStoreUnavailable(redact(f"model store {mlflow.get_registry_uri()} did not answer for {model_name!r} "
+                                           f"({exc.error_code}: {detail})")) from None  # fmt: skip
+    except Exception as exc:  # the store itself is broken (a corrupt database file): never "no champion"
+        detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ModelStoreUnavailable(redact(f"model store {mlflow.get_registry_uri()} cannot be read for {model_name!r} "
+                                           f"({type(exc).__name__}: {detail})")) from None  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,7 @@ def create_app(state_db: str | Path | None = None) -> FastAPI:
 
     @app.get("/job/{job}/report", response_class=HTMLResponse)
     def report_html(request: Request, job: str = PathParam(..., pattern=JOB_NAME_PATTERN)) -> str:
-        from flinktune.orchestration.plugin_ui.data_docs import data_docs_root, served_links
+        from flinktune.orchestration.plugin_ui.data_docs import data_docs_root, hide_server_paths, served_links
         from flinktune.orchestration.plugin_ui.overview import latest_report_dir
 
         settings = _settings()
@@ -159,7 +159,14 @@ def create_app(state_db: str | Path | None = None) -> FastAPI:
         if folder is None or not (folder / "report.html").is_file():
             raise HTTPException(status_code=404, detail=f"no HTML report for job {job} (run flinktune_report)")
         html = (folder / "report.html").read_text(encoding="utf-8")
-        return served_links(html, data_docs_root(settings.lake_dir), _base(request))
+        html = served_links(html, data_docs_root(settings.lake_dir), _base(request))
+        # The report was written to be read from disk and names its files: the plugin names none.
+        folders = {
+            "FLINKTUNE_REPORTS_DIR": settings.reports_dir, "FLINKTUNE_LAKE_DIR": settings.lake_dir,
+            "FLINKTUNE_TWIN_DIR": settings.twin_dir, "FLINKTUNE_MLFLOW_ARTIFACT_ROOT": settings.mlflow_artifact_root,
+            "FLINKTUNE_STATE_DB": settings.state_db, "FLINKTUNE_VAR_DIR": settings.var_dir,
+        }  # fmt: skip
+        return hide_server_paths(html, folders)
 
     @app.get("/data-docs/{path:path}")
     def data_docs(path: str) -> FileResponse:

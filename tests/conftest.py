@@ -19,6 +19,7 @@ slow tests are moved to the front: they start on the other worker while the stac
 from __future__ import annotations
 
 import os
+import tempfile
 
 # One thread per worker for BLAS and torch, set before anything imports numpy or torch (subprocesses
 # inherit it): the suite already runs two workers on two cores, and on the small matrices of the tests
@@ -34,6 +35,10 @@ from flinktune.settings import Settings  # noqa: E402
 # the tests of that feature switch it on themselves (tests/data_contracts/test_gx_checkpoint.py,
 # tests/flinktune/etl/test_observations.py, tests/flinktune/report/test_report_quality.py).
 os.environ.setdefault("FLINKTUNE_DATA_DOCS", "false")
+# Model files are signed (flinktune.signing): the suite signs with a key of its own, never the user's.
+os.environ.setdefault(
+    "FLINKTUNE_SIGNING_KEY_FILE", os.path.join(tempfile.gettempdir(), f"flinktune-tests-{os.getuid()}", "signing.key")
+)
 
 
 @pytest.fixture

@@ -31,6 +31,13 @@ def fleet_list(
 
     if (file is None) == (not kubernetes):
         fail("give exactly one of --file fleet.yaml or --kubernetes")
+    if namespace is not None:
+        from flinktune.quantities import QuantityError, dns_label
+
+        try:
+            dns_label(namespace, "--namespace")
+        except QuantityError as exc:
+            fail(str(exc))
     try:
         if file is not None:
             fleet = load_fleet_file(file)

@@ -18,6 +18,7 @@ from pathlib import Path
 import typer
 
 from flinktune.job_name import JobNameError, job_name
+from flinktune.redaction import redact
 from flinktune.settings import worker_var_dir
 
 __all__ = [
@@ -60,7 +61,7 @@ class PolicyName(str, Enum):
 
 def fail(message: str) -> None:
     """Refuse: ``error: <message>`` in red on stderr and exit code 2 (never returns)."""
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    typer.secho(f"error: {redact(message)}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code=2)
 
 

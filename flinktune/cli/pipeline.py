@@ -75,7 +75,6 @@ def demo(
     seed: int = typer.Option(7, help="Seed of the trace, the twin's noise and failures."),
     latency_target_ms: float = typer.Option(
         600.0,
-        min=1.0,
         help="The demo job's p95 latency target, ms: the tuner sizes the job to stay under it at the least cost "
         "(600: about 1.5 x the twin job's p95 at rest on the full-size configuration).",
     ),
@@ -83,6 +82,14 @@ def demo(
     var_dir: Path = typer.Option(DEMO_VAR_DIR, help="State folder of the demo (recreated on every run)."),
 ) -> None:
     """Run the whole pipeline on the twin and print the report's path."""
+    from flinktune.quantities import LATENCY_MS, QuantityError, check, finite
+
+    try:  # before the demo folder is recreated
+        check(LATENCY_MS, latency_target_ms, "--latency-target-ms")
+        finite(history_hours, "--history-hours")
+        finite(tuned_hours, "--tuned-hours")
+    except QuantityError as exc:
+        fail(str(exc))
     job = checked_job(job)
     if trace_file is not None:
         from flinktune.twin.workload import TraceError, load_trace_csv
@@ -218,7 +225,7 @@ def _warn(line: str) -> None:
 def replay(
     trace: str = typer.Option("ysb", help="Built-in trace (ysb, tsw) or a CSV trace file."),
     policies: str = typer.Option("all", help="Comma-separated policy names, or 'all'."),
-    hours: float = typer.Option(18.0, min=0.5, max=48.0, help="Hours of trace to replay."),
+    hours: float = typer.Option(18.0, help="Hours of trace to replay (0.5 to 48)."),
     failures: str = typer.Option("every:45m", help="Failure schedule: none, every:<N>m, random:<N>/h."),
     seed: int = typer.Option(7, help="Seed of the trace, noise and failures."),
     out: Path | None = typer.Option(None, help="Folder for the table (Markdown, JSON) and plots; default <var-dir>/replay."),
@@ -233,7 +240,6 @@ def replay(
     ),
     latency_target_ms: float = typer.Option(
         1000.0,
-        min=1.0,
         help="The policies' and the guard's latency goal, ms (ads: its idle latency is about 1.1 s; Demeter's boundary there is 2369 ms).",
     ),
     history_hours: float = typer.Option(
@@ -255,9 +261,16 @@ def replay(
     ),
 ) -> None:
     """Replay every policy on the same trace, seed and failures; write the comparison table."""
+    from flinktune.quantities import QuantityError, finite
     from flinktune.replay import cli_replay
     from flinktune.replay.policy_options import parse_policy_options
 
+    try:
+        if not 0.5 <= finite(hours, "--hours") <= 48.0:
+            fail(f"--hours {hours:g}: replay 0.5 to 48 hours")
+        finite(history_hours, "--history-hours")
+    except QuantityError as exc:
+        fail(str(exc))
     out = out_dir(out, "--out") if out is not None else out_dir(var_dir / "replay", "--var-dir")
     _warn_below_rest(latency_target_ms, profile, trace if trace in ("ysb", "tsw") else "ysb")
     try:

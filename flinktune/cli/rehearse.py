@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from flinktune.cli.options import fail
+from flinktune.quantities import LATENCY_MS, QuantityError, check, cron, finite
 
 __all__ = ["rehearse"]
 
@@ -19,7 +20,7 @@ def rehearse(
         None, help="Home of the whole run (lake, state, logs, Flink and Airflow homes); default var/rehearsal-<time>."
     ),
     policy: str = typer.Option("ds2", help="Policy of both jobs (fleet file); one that needs no trained model acts at once."),
-    latency_target_ms: float = typer.Option(3000.0, min=1.0, help="p95 latency target of both jobs, ms."),
+    latency_target_ms: float = typer.Option(3000.0, help="p95 latency target of both jobs, ms."),
     ingest_every_s: int = typer.Option(20, min=10, help="flinktune_ingest's cadence in the rehearsal, s."),
     decide_cron: str = typer.Option("* * * * *", help="flinktune_decide's schedule in the rehearsal (cron, UTC)."),
     retrain_cron: str = typer.Option("*/10 * * * *", help="flinktune_train's schedule in the rehearsal (cron, UTC)."),
@@ -44,6 +45,15 @@ def rehearse(
 
     if policy not in POLICY_NAMES:
         fail(f"--policy {policy!r}: unknown; known: {', '.join(POLICY_NAMES)}")
+    # Every option is checked here, before the stack's minutes of start-up.
+    try:
+        check(LATENCY_MS, latency_target_ms, "--latency-target-ms")
+        cron(decide_cron, "--decide-cron")
+        cron(retrain_cron, "--retrain-cron")
+        finite(drain_timeout_s, "--drain-timeout-s")
+        finite(minutes, "--minutes")
+    except QuantityError as exc:
+        fail(str(exc))
     jar = jar or repo_root() / "var" / "localflink" / "flinkjob.jar"
     if not jar.is_file():
         fail(f"the benchmark jar {jar} is missing: run scripts/setup_local_flink.sh")

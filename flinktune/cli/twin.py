@@ -35,7 +35,7 @@ def twin_calibrate(
         None, help="Column naming each real run (e.g. run): fit the grey-box twin and score it leave-one-group-out."
     ),
     recovery_cap_s: float = typer.Option(
-        360.0, min=1.0, help="The profiler's recovery cap (with --group-by): a recovery at or above it did not recover."
+        360.0, help="The profiler's recovery cap (with --group-by): a recovery at or above it did not recover."
     ),
     max_nfev: int = typer.Option(
         60, min=1, help="Model evaluations per mechanism-fit stage (with --group-by; lower: faster, coarser)."
@@ -50,6 +50,9 @@ def twin_calibrate(
         "operator,demeter",  # folder_calibration.REDEPLOY_METHODS, spelled out: importing it here would load the twin
         help="With --group-by: whose measured scale-downs (measured_60s file names) the redeploy is fitted on, "
         "several joined by commas and pooled; a method without files is left out.",
+    ),
+    strict: bool = typer.Option(
+        False, help="Refuse a file with any row that fails the physical checks, instead of dropping the row with a line."
     ),
 ) -> None:
     """Fit the twin's parameters to profiling observations and report the held-out error.
@@ -67,9 +70,16 @@ def twin_calibrate(
     scale-downs, pooled (``flinktune.twin.redeploy_downtime``; ``--redeploy-fit`` for the other ways,
     ``--redeploy-methods`` for other methods).
     """
+    from flinktune.quantities import RECOVERY_S, QuantityError, check, finite
     from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
+    from flinktune.twin.observation_checks import ObservationError
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
+    try:
+        check(RECOVERY_S, recovery_cap_s, "--recovery-cap-s")
+        finite(holdout, "--holdout")
+    except QuantityError as exc:
+        fail(str(exc))
     out = out_file(out)
     if group_by:
         _twin_calibrate_grey_box(
@@ -83,13 +93,15 @@ def twin_calibrate(
             max_nfev,
             redeploy_fit,
             redeploy_methods,
+            strict,
         )
         return
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
-        result = calibrate(read_observations(str(observations)), base, holdout=holdout, seed=seed, duration_s=duration_s)
+        rows = _screened(read_observations(str(observations)), observations, strict)
+        result = calibrate(rows, base, holdout=holdout, seed=seed, duration_s=duration_s)
         result.profile.to_yaml(out)
-    except (CalibrationError, ProfileError) as exc:
+    except (CalibrationError, ProfileError, ObservationError) as exc:
         fail(str(exc))
     typer.echo(result.summary())
     typer.echo(
@@ -97,6 +109,16 @@ def twin_calibrate(
             {"profile": str(out), "params": result.params, "train": result.train, "holdout": result.holdout}, default=float
         )
     )
+
+
+def _screened(df: Any, observations: Path, strict: bool) -> Any:
+    """The rows of a profiling table that pass the physical checks; one line on stderr per dropped row."""
+    from flinktune.twin.observation_checks import screen_observations
+
+    screened = screen_observations(df, str(observations), strict=strict)
+    for line in (*screened.dropped, *screened.notes):
+        typer.echo(line, err=True)
+    return screened.rows
 
 
 def _twin_calibrate_grey_box(
@@ -110,6 +132,7 @@ def _twin_calibrate_grey_box(
     max_nfev: int,
     redeploy_fit: str,
     redeploy_methods: str,
+    strict: bool,
 ) -> None:
     import pandas as pd
 
@@ -118,16 +141,17 @@ def _twin_calibrate_grey_box(
     from flinktune.twin.folder_calibration import calibrate_beside
     from flinktune.twin.grey_box import fit_grey_box
     from flinktune.twin.grey_box_scores import cross_validate
+    from flinktune.twin.observation_checks import ObservationError
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
-        obs = pd.read_csv(observations)
+        obs = _screened(pd.read_csv(observations), observations, strict)
         kwargs: dict[str, Any] = {"recovery_cap_s": cap, "duration_s": duration_s, "max_nfev": max_nfev}
         folds = cross_validate(obs, base, group_by=group_by, **kwargs)
         runs = obs.drop(columns=[group_by])
         twin = fit_grey_box(runs, base, **kwargs)
-    except (CalibrationError, ProfileError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+    except (CalibrationError, ProfileError, ObservationError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
     try:
         maximum = space_from_runs(obs).maximum
@@ -174,6 +198,7 @@ def twin_predict(
     ),
 ) -> None:
     """Predict throughput, p95 latency, recovery time and CPU for each row."""
+    from flinktune.signing import SignatureError
     from flinktune.twin.calibration import CalibrationError, predict_table, read_observations
     from flinktune.twin.grey_box import GreyBoxTwin
     from flinktune.twin.profile import ClusterProfile, ProfileError
@@ -185,7 +210,7 @@ def twin_predict(
         else:
             prof = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
             pred = predict_table(prof, read_observations(str(table)))
-    except (CalibrationError, ProfileError) as exc:
+    except (CalibrationError, ProfileError, SignatureError) as exc:
         fail(str(exc))
     if out:
         pred.to_csv(out, index=False)

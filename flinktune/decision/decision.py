@@ -13,6 +13,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from flinktune.config_space import Configuration
+from flinktune.redaction import redact
 
 if TYPE_CHECKING:  # the analysis never imports this module at run time either way
     from flinktune.analysis.criticality import CriticalityAnalysis
@@ -87,6 +88,10 @@ class JobState:
     #: Seconds from the newest sample the decision used to the decision (NaN without any sample).
     data_age_s: float = float("nan")
 
+    def __post_init__(self) -> None:
+        # Problems quote errors from outside (a model store's URI): stored with the decision, never a credential.
+        object.__setattr__(self, "problems", tuple(redact(p) for p in self.problems))
+
     def vertex(self, name: str) -> VertexMetrics:
         """The metrics of vertex ``name``; KeyError lists the known vertices."""
         for v in self.vertices:
@@ -122,6 +127,9 @@ class Decision:
     def __post_init__(self) -> None:
         if not self.reason.strip():
             raise ValueError("a decision needs a reason a person can read")
+        # A reason may quote an error from a client library (a tracking URI with its password):
+        # it is stored and shown to every viewer, so it never carries a credential.
+        object.__setattr__(self, "reason", redact(self.reason))
         if self.action is Action.RECONFIGURE and self.target is None:
             raise ValueError("a reconfigure decision needs a target configuration")
         if self.action is Action.PROFILE and not self.profile_configs:

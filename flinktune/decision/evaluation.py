@@ -21,7 +21,7 @@ import pandas as pd
 from flinktune.analysis.criticality import CriticalityAnalysis, analyse
 from flinktune.config_space import Configuration
 from flinktune.decision import JobState, VertexMetrics
-from flinktune.metrics.quality import quality_problems
+from flinktune.metrics.quality import frozen_limit_s, quality_problems
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,8 @@ def evaluate(
     newest = float(df["ts_ms"].max()) / 1000.0 if not df.empty else float("-inf")
     fresh = (now - newest) <= max_staleness_s
     # Staleness, frozen values, duplicate or overlapping samples, units out of range for `config`.
-    problems += quality_problems(df, config, now, max_staleness_s=max_staleness_s, frozen_after_s=frozen_after_s)
+    frozen = frozen_limit_s(frozen_after_s, window_s) if frozen_after_s is not None else None
+    problems += quality_problems(df, config, now, max_staleness_s=max_staleness_s, frozen_after_s=frozen)
 
     rate = _job_metric(df, "workloadRate")
     thr = _throughput(df)

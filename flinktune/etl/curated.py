@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from flinktune.etl.features import FEATURE_COLUMNS, INT_COLUMNS
 from flinktune.job_name import job_name
 from flinktune.lake.atomic import atomic_write
-from flinktune.lake.snapshot import collect_garbage, commit_snapshot, snapshot_files
+from flinktune.lake.snapshot import adopt_folders, collect_garbage, commit_snapshot, snapshot_files
 
 __all__ = ["FEATURES_SCHEMA", "part_name", "read_features", "to_features_frame", "write_features"]
 
@@ -115,6 +115,7 @@ def write_features(
     job = job_name(job)
     start, end = pd.Timestamp(start_ms, unit="ms", tz="UTC"), pd.Timestamp(end_ms, unit="ms", tz="UTC")
     checked = {ds: _check_rows(job, ds, rows, start, end) for ds, rows in frames.items()}
+    adopt_folders(root, job, list(checked))  # the pointer exists before any new file: first commits are atomic too
     collect_garbage(root, job)  # files of an interrupted commit
     staged = {
         ds: _stage_dataset(root / ds / f"job={job}", snapshot_files(root, ds, job), job, rows, start, end)

@@ -51,10 +51,13 @@ columns :data:`FEATURE_COLUMNS` (one row per job and window, see docs/CONTRACTS.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flinktune.metrics.schema import CONFIG_METRICS, COUNTER_METRICS, METRICS, RAW_COLUMNS
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -168,7 +171,9 @@ def read_raw(
             T.StructField("hour", T.IntegerType()),
         ]
     )
-    df = spark.read.schema(schema).option("basePath", str(raw_dir)).parquet(str(job_dir))
+    # Read below the job folder: ``job`` is then the files' own column (null when they carry none,
+    # as Lake.write_raw writes them), not the folder's name, so rows of another job are seen.
+    df = spark.read.schema(schema).parquet(str(job_dir))
 
     def day(ms: int) -> str:
         return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d")
@@ -177,7 +182,13 @@ def read_raw(
         df = df.filter((F.col("date") >= day(start_ms)) & (F.col("ts_ms") >= start_ms))
     if end_ms is not None:
         df = df.filter((F.col("date") <= day(end_ms - 1)) & (F.col("ts_ms") < end_ms))
-    return df.select(*RAW_COLUMNS)
+    foreign = F.col("job").isNotNull() & (F.col("job") != job)
+    others = [r["job"] for r in df.filter(foreign).select("job").distinct().limit(3).collect()]
+    if others:
+        # Curating them as this job would mix two jobs' load into one history: they are left out.
+        log.warning("raw metrics of job %r under %s: rows of job(s) %s in its partition dropped", job, job_dir, sorted(others))
+        df = df.filter(~foreign)
+    return df.withColumn("job", F.lit(job)).select(*RAW_COLUMNS)
 
 
 def _per_second(raw: DataFrame) -> DataFrame:

@@ -27,13 +27,14 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from flinktune.job_name import JobName
 from flinktune.pricing import PriceList, load_prices
+from flinktune.quantities import CPU_CORE_HOUR_PRICE, MEMORY_GIB_HOUR_PRICE, Latency, Recovery, checked, dns_label
 
 __all__ = [
     "ANNOTATION_PREFIX",
@@ -65,14 +66,16 @@ class JobSettings(BaseModel):
     ``flinktune.io/<name with dashes>`` (``flinktune.io/latency-target-ms: "800"``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: JobName
-    namespace: str = Field("default", description="Kubernetes namespace of the FlinkDeployment.")
+    namespace: Annotated[str, AfterValidator(lambda v: dns_label(v, ""))] = Field(
+        "default", description="Kubernetes namespace of the FlinkDeployment (a DNS-1123 label)."
+    )
     kind: str | None = Field(None, description="Workload kind; jobs of one kind share surrogate base models.")
     policy: str = Field("flinktune", description="Policy that decides for this job.")
-    latency_target_ms: float = Field(1000.0, gt=0, le=3_600_000, description="p95 end-to-end latency target, ms.")
-    recovery_limit_s: float = Field(180.0, gt=0, le=86_400, description="Recovery-time limit after a failure, s.")
+    latency_target_ms: Latency = Field(1000.0, description="p95 end-to-end latency target, ms.")
+    recovery_limit_s: Recovery = Field(180.0, description="Recovery-time limit after a failure, s.")
     mode: Literal["advise", "act"] | None = Field(
         None,
         description="advise (every job's start: decide and record, change nothing) or act (apply the decisions); "
@@ -80,10 +83,10 @@ class JobSettings(BaseModel):
     )
     min_parallelism: int | None = Field(None, ge=1, le=10_000, description="Lowest parallelism flinktune may set.")
     max_parallelism: int | None = Field(None, ge=1, le=10_000, description="Highest parallelism flinktune may set.")
-    price_cpu_core_hour: float | None = Field(
+    price_cpu_core_hour: Annotated[float, checked(CPU_CORE_HOUR_PRICE)] | None = Field(
         None, gt=0, description="Price of one reserved core-hour for this job (else the price list)."
     )
-    price_memory_gib_hour: float | None = Field(
+    price_memory_gib_hour: Annotated[float, checked(MEMORY_GIB_HOUR_PRICE)] | None = Field(
         None, gt=0, description="Price of one reserved GiB-hour for this job (else the price list)."
     )
 
@@ -248,8 +251,16 @@ def discover_flinkdeployments(api: Any, namespace: str | None = None) -> Fleet:
         listed = api.list_cluster_custom_object(GROUP, VERSION, PLURAL, label_selector=selector)
     else:
         listed = api.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, label_selector=selector)
+    items = listed.get("items") if isinstance(listed, dict) else None
+    if not isinstance(items, list) or not all(isinstance(o, dict) for o in items):
+        # A proxy's or login page's HTML, or another API's JSON: not the Kubernetes API server.
+        got = f"{type(listed).__name__} {str(listed)[:60]!r}"
+        raise FleetError(
+            f"the Kubernetes API answered the FlinkDeployment list with {got}, not a list of objects; "
+            "check the server in KUBECONFIG (a proxy or login page?)"
+        )
     entries = []
-    for obj in listed.get("items", []):
+    for obj in items:
         meta = obj.get("metadata") or {}
         name, ns = meta.get("name", "?"), meta.get("namespace", namespace or "default")
         fields = settings_from_annotations(meta.get("annotations") or {})

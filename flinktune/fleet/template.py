@@ -46,7 +46,7 @@ def fleet_template() -> str:
         "defaults:                  # applied to every job below",
         "  latency_target_ms: 1000",
         "  recovery_limit_s: 180",
-        "  dry_run: true            # decide and record only; set false once the decisions read right",
+        "  mode: advise             # decide and record only; `mode: act` (or `flinktune fleet act JOB`) once they read right",
         "",
         "jobs:",
         "  - name: checkout",

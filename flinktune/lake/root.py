@@ -20,6 +20,7 @@ before they become part of a path.
 from __future__ import annotations
 
 import functools
+import logging
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +30,8 @@ from flinktune.job_name import job_name
 from flinktune.lake.atomic import atomic_parquet
 from flinktune.lake.snapshot import snapshot_files
 from flinktune.metrics.schema import RAW_COLUMNS, empty_frame, validate_frame
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["PROFILING_OBSERVATIONS", "Lake"]
 
@@ -151,7 +154,7 @@ class Lake:
             span = _file_span(f.name)
             if span is not None and ((start_ms is not None and span[1] < start_ms) or (end_ms is not None and span[0] >= end_ms)):
                 continue
-            frames.append(_read_raw_file(f, tuple(metrics) if metrics else None))
+            frames.append(_own_rows(_read_raw_file(f, tuple(metrics) if metrics else None), job, f))
         if not frames:
             return empty_frame()
         out = pd.concat(frames, ignore_index=True)
@@ -161,6 +164,18 @@ class Lake:
         if end_ms is not None:
             out = out[out["ts_ms"] < end_ms]
         return validate_frame(out.reset_index(drop=True))
+
+
+def _own_rows(frame: pd.DataFrame, job: str, path: Path) -> pd.DataFrame:
+    """``frame`` without the rows that name another job in a ``job`` column of the file itself (a
+    writer that put them in the wrong partition); they are dropped with a warning naming the file."""
+    if "job" not in frame.columns:
+        return frame
+    foreign = frame["job"].notna() & (frame["job"].astype(str) != job)
+    if foreign.any():
+        others = sorted(set(frame.loc[foreign, "job"].astype(str)))[:3]
+        _log.warning("%s: %d row(s) of job(s) %s inside job %r's partition dropped", path, int(foreign.sum()), others, job)
+    return frame.loc[~foreign].drop(columns=["job"])
 
 
 def _read_raw_file(path: Path, metrics: tuple[str, ...] | None) -> pd.DataFrame:

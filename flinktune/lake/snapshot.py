@@ -13,7 +13,8 @@ readers that go through the pointer see the whole old snapshot or the whole new 
 whichever step a crash interrupts. Files the pointer does not name (left by an interrupted commit,
 or replaced by a newer one) are removed after the pointer is written and again before the next
 commit. A dataset the pointer does not know (written before snapshots, or by hand in a test) is
-listed from its folder.
+listed from its folder; a writer calls :func:`adopt_folders` first, so that even a job's first
+commit goes through the pointer.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from flinktune.lake.atomic import atomic_write
 __all__ = [
     "SNAPSHOT_DIR",
     "SnapshotError",
+    "adopt_folders",
     "collect_garbage",
     "commit_snapshot",
     "read_snapshot",
@@ -96,6 +98,17 @@ def commit_snapshot(curated_root: str | Path, job: str, datasets: Mapping[str, S
     path = atomic_write(snapshot_path(root, job), body.encode())  # the one step that switches every dataset
     collect_garbage(root, job)
     return path
+
+
+def adopt_folders(curated_root: str | Path, job: str, datasets: Sequence[str]) -> None:
+    """Before a commit: name in the pointer each of ``datasets`` it does not know yet, with the files
+    its folder holds now (none, on a job's first commit). Then the commit's new files stay invisible
+    until its own pointer names them: a first commit killed half-way leaves readers the whole old
+    state (nothing), not ``features_1m`` without ``features_10s``."""
+    root = Path(curated_root)
+    unknown = [ds for ds in datasets if ds not in read_snapshot(root, job)]
+    if unknown:
+        commit_snapshot(root, job, {ds: _folder_files(root / ds / f"job={job_name(job)}") for ds in unknown})
 
 
 def collect_garbage(curated_root: str | Path, job: str) -> list[Path]:

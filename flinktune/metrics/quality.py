@@ -11,7 +11,9 @@ The rules:
 - **staleness**: the newest sample is older than ``max_staleness_s``;
 - **units out of physical range for the configuration in force**: CPU used above the cores
   reserved (with ``cpu_slack``; a percentage read as cores), heap used above the memory
-  configured (bytes read as MB), latency below 1 ms (seconds read as milliseconds).
+  configured (bytes read as MB), latency below 1 ms (seconds read as milliseconds);
+- **configuration**: the newest ``config*`` samples report another configuration than the one the
+  cluster says is in force (metrics of another deployment, a stale exporter).
 
 The ETL's contracts carry the same unit rules (``data_contracts/contracts/features_*.yaml``,
 rules ``row.latency_in_milliseconds``, ``row.cpu_within_cores_reserved`` and
@@ -26,14 +28,18 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import Configuration
+from flinktune.metrics.schema import CONFIG_METRICS
 
 __all__ = [
     "CPU_SLACK",
+    "FROZEN_WINDOW_SHARE",
     "LIVE_METRICS",
     "MIN_LATENCY_MS",
     "MIN_STEP_MS",
+    "config_problems",
     "duplicate_problems",
     "frozen_for_s",
+    "frozen_limit_s",
     "quality_problems",
     "staleness_problem",
     "unit_problems",
@@ -47,8 +53,18 @@ MIN_LATENCY_MS = 1.0
 CPU_SLACK = 1.5
 #: Two samples of one series closer than this are overlapping sources (no scraper samples faster).
 MIN_STEP_MS = 250
+#: The frozen rule fires on a frozen span of at most this share of the evaluated window.
+FROZEN_WINDOW_SHARE = 0.75
 _LATENCIES = ("latencyP50Ms", "latencyP95Ms", "latencyP99Ms")
 _KEY = ["metric", "vertex", "subtask", "ts_ms"]
+
+
+def frozen_limit_s(frozen_after_s: float, window_s: float) -> float:
+    """The frozen rule's limit for a window of ``window_s``: ``frozen_after_s``, but at most
+    :data:`FROZEN_WINDOW_SHARE` of the window. A frozen span measured inside the window is shorter
+    than the window (it runs from the first sample to the newest), so a limit as long as the window
+    could never be reached; with the share, a window frozen from end to end always holds."""
+    return min(float(frozen_after_s), FROZEN_WINDOW_SHARE * float(window_s))
 
 
 def frozen_for_s(df: pd.DataFrame, newest: float) -> float:
@@ -133,6 +149,24 @@ def unit_problems(df: pd.DataFrame, config: Configuration, *, cpu_slack: float =
     return out
 
 
+def config_problems(df: pd.DataFrame, config: Configuration) -> list[str]:
+    """The configuration the newest samples report against ``config``, the one the cluster says is in
+    force: metrics of another deployment (or a stale exporter) would size the job on the wrong numbers."""
+    out = []
+    for knob, metric in CONFIG_METRICS.items():
+        series = df.loc[df["metric"] == metric]
+        if series.empty:
+            continue
+        newest = float(series.loc[series["ts_ms"] == series["ts_ms"].max(), "value"].max())
+        expected = float(getattr(config, knob))
+        if abs(newest - expected) > 1e-6 * max(1.0, abs(expected)):
+            out.append(
+                f"metrics disagree with the cluster: {metric} reports {newest:g} but the cluster's configuration has "
+                f"{knob} {expected:g}; the metrics may come from another deployment or a stale exporter"
+            )
+    return out
+
+
 def quality_problems(
     samples: pd.DataFrame,
     config: Configuration,
@@ -162,4 +196,5 @@ def quality_problems(
             )
     problems += duplicate_problems(samples)
     problems += unit_problems(samples, config)
+    problems += config_problems(samples, config)
     return problems

@@ -23,6 +23,7 @@ import numpy as np
 
 from flinktune.lake import Lake
 from flinktune.localflink.workload import RatePlan
+from flinktune.quantities import LATENCY_MS, check, cron, finite
 from flinktune.rehearsal.drain import drain_ingest
 from flinktune.rehearsal.servers import Stack, session_members
 from flinktune.rehearsal.stack import DAGS, JobPlan, Topology, start_topology
@@ -60,6 +61,14 @@ class RehearsalOptions:
     spark_workers: int = 2
     celery_workers: int = 2
     drain_ingest_s: float = 900.0  # at the end: how long the ingest run in flight may take to end (flinktune.rehearsal.drain)
+
+    def __post_init__(self) -> None:
+        # Checked here, before any server starts: a bad cron used to surface minutes later, from Airflow.
+        check(LATENCY_MS, self.latency_target_ms, "latency_target_ms")
+        cron(self.decide_cron, "decide_cron")
+        cron(self.retrain_cron, "retrain_cron")
+        for name in ("minutes", "drain_ingest_s"):
+            finite(getattr(self, name), name)
 
 
 def _plan(job: JobPlan, seconds: float) -> RatePlan:

@@ -26,8 +26,8 @@ import pandas as pd
 
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.stages import Forecaster, Surrogate
-from flinktune.lake.atomic import atomic_write
 from flinktune.metrics.schema import PROFILING_COLUMNS
+from flinktune.signing import read_signed, write_signed
 from flinktune.twin.mechanics import RECOVERY_CAP_S
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import STABLE_S, initial_design, profile_configs
@@ -208,19 +208,20 @@ class ReplayModels:
     def save(self, path: str | Path) -> Path:
         """Write these models (forecasters, surrogate, observations, profiling ledger) to ``path``
         atomically, for a later :meth:`load`: the decide job's ``--models`` runs a replay tick by tick."""
-        return atomic_write(path, pickle.dumps(self))
+        return write_signed(path, pickle.dumps(self))
 
     @classmethod
     def load(cls, path: str | Path) -> ReplayModels:
-        """The models :meth:`save` wrote to ``path`` (a pickle: load only files this code wrote).
+        """The models :meth:`save` wrote to ``path``, read only when its signature is this installation's.
 
         Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for one that holds no
         ``ReplayModels``."""
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"models file {path}: no such file (write one with ReplayModels.save)")
+        payload = read_signed(path, "saved ReplayModels file")  # checked before pickle runs anything
         try:
-            models = pickle.loads(path.read_bytes())
+            models = pickle.loads(payload)
         except Exception as exc:  # any unpickling error: the file is not what save() wrote
             raise ValueError(f"models file {path}: not a saved ReplayModels ({type(exc).__name__}: {exc})") from None
         if not isinstance(models, cls):

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from flinktune.config_space import default_space
-from flinktune.policies import make_policy
+from flinktune.policies import POLICY_NAMES, make_policy
+from flinktune.quantities import UTILIZATION, check, finite
 
 __all__ = ["check_policy_options", "describe_policy_options", "parse_policy_options"]
 
@@ -26,10 +27,9 @@ def parse_policy_options(items: Sequence[str]) -> dict[str, dict[str, float]]:
         name, dot, key = head.partition(".")
         if not (eq and dot and name and key.isidentifier()):
             raise ValueError(f"--policy-option {item!r}: expected POLICY.ARGUMENT=NUMBER, e.g. reactive.target_utilization=0.35")
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"--policy-option {item!r}: {value!r} is not a number") from None
+        number = finite(value, f"--policy-option {item!r}")
+        if key.endswith(("utilization", "_fraction")):
+            number = check(UTILIZATION, number, f"--policy-option {head}")
         out.setdefault(name, {})[key] = number
     return out
 
@@ -38,12 +38,27 @@ def check_policy_options(options: dict[str, dict[str, float]], names: Sequence[s
     """ValueError when an option names a policy that is not replayed (``names``) or an argument its
     constructor refuses; the policy is built once on the default space to find out."""
     for name, opts in options.items():
+        if name not in POLICY_NAMES:
+            raise ValueError(f"--policy-option {name}.*: unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}")
         if name not in names:
             raise ValueError(f"--policy-option {name}.*: {name!r} is not replayed (policies: {', '.join(names)})")
         try:
             make_policy(name, default_space(), **opts)
         except TypeError as exc:
-            raise ValueError(f"--policy-option {name}.*: the {name} policy refused {opts}: {exc}") from None
+            known = _arguments(name)
+            raise ValueError(
+                f"--policy-option {name}.*: the {name} policy refused {opts}: {exc}"
+                + (f"; its numeric arguments: {', '.join(known)}" if known else "")
+            ) from None
+
+
+def _arguments(name: str) -> list[str]:
+    """The numeric keyword arguments of policy ``name``'s class (what ``--policy-option`` can set)."""
+    import inspect
+
+    policy = make_policy(name, default_space())
+    params = inspect.signature(type(policy).__init__).parameters.values()
+    return [p.name for p in params if isinstance(p.default, (int, float)) and not isinstance(p.default, bool)]
 
 
 def describe_policy_options(options: dict[str, dict[str, float]]) -> str:

@@ -7,6 +7,7 @@ CSV file (``timestamp,value``); its dataflow is then ``ysb`` unless ``workload``
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import sys
@@ -19,8 +20,10 @@ from typing import Any, TextIO, TypeVar
 import pandas as pd
 
 from flinktune.config_space import ConfigSpace, default_space
-from flinktune.policies import POLICY_NAMES
+from flinktune.policies import MODEL_POLICIES, POLICY_NAMES
+from flinktune.quantities import DURATION_S, LATENCY_MS, RECOVERY_S, check, finite
 from flinktune.replay.harness import PolicyRun, ReplaySettings, replay_policy
+from flinktune.replay.models import FORECASTERS
 from flinktune.replay.output import write_results
 from flinktune.replay.policy_options import check_policy_options, describe_policy_options
 from flinktune.twin.failures import parse_failures
@@ -30,7 +33,9 @@ from flinktune.twin.workload import WORKLOADS, generate_trace, load_trace_csv
 K = TypeVar("K", bound=Hashable)
 
 __all__ = [
+    "FORECAST_POLICIES",
     "SHIPPED_PROFILES",
+    "check_forecaster",
     "cli_replay",
     "load_replay_trace",
     "load_with_history",
@@ -40,6 +45,10 @@ __all__ = [
     "run_replays",
     "split_history",
 ]
+
+#: The policies that plan from a forecast (the replay trains ``--forecaster`` for them).
+FORECAST_POLICIES: frozenset[str] = MODEL_POLICIES | {"barre"}
+DEFAULT_FORECASTER = ReplaySettings.__dataclass_fields__["forecaster"].default
 
 #: Calibrated profiles shipped beside the built-in ones (name -> file).
 SHIPPED_PROFILES: dict[str, Path] = {"ads": Path(__file__).resolve().parents[1] / "resources" / "cluster_profile_ads.yaml"}
@@ -52,10 +61,25 @@ def resolve_policies(policies: str | Sequence[str]) -> list[str]:
         if policies == "all"
         else [p.strip() for p in (policies.split(",") if isinstance(policies, str) else policies) if p.strip()]
     )
+    if not names:
+        raise ValueError(f"--policies {policies!r}: no policy named; give some of {', '.join(POLICY_NAMES)} or 'all'")
     unknown = [p for p in names if p not in POLICY_NAMES]
     if unknown:
         raise ValueError(f"--policies: unknown policy(ies) {unknown}; known: {', '.join(POLICY_NAMES)} or 'all'")
     return ["static"] + [p for p in dict.fromkeys(names) if p != "static"]
+
+
+def check_forecaster(forecaster: str, names: Sequence[str]) -> None:
+    """ValueError for an unknown forecaster, or one other than the default when none of the replayed
+    policies (``names``) uses a forecaster, so the option would change nothing."""
+    if forecaster not in FORECASTERS:
+        raise ValueError(f"--forecaster {forecaster!r}: unknown; known: {', '.join(FORECASTERS)}")
+    users = [n for n in names if n in FORECAST_POLICIES]
+    if forecaster != DEFAULT_FORECASTER and not users:
+        raise ValueError(
+            f"--forecaster {forecaster}: none of the replayed policies ({', '.join(names)}) uses a forecaster; "
+            f"add one of {', '.join(sorted(FORECAST_POLICIES))} to --policies or drop --forecaster"
+        )
 
 
 def load_replay_trace(trace: str, hours: float, seed: int) -> tuple[pd.Series, str]:
@@ -66,6 +90,13 @@ def load_replay_trace(trace: str, hours: float, seed: int) -> tuple[pd.Series, s
     if not path.exists():
         raise FileNotFoundError(f"--trace {trace!r}: neither a built-in workload ({', '.join(WORKLOADS)}) nor an existing file")
     series = load_trace_csv(path)
+    span_h = (series.index[-1] - series.index[0]).total_seconds() / 3600
+    # A minute of slack: a trace "of 2 h" often ends on its last whole step before the 2 h mark.
+    if span_h < hours - 1 / 60:
+        raise ValueError(
+            f"--trace {trace}: the file covers {span_h:.2f} h, less than the {hours:g} h to replay (--hours plus "
+            f"--history-hours); pass --hours {math.floor(span_h * 100) / 100:g} or less, or a longer trace"
+        )
     series = series[series.index < series.index[0] + pd.Timedelta(hours=hours)]
     full = series.resample("1s").mean().interpolate()
     return full, "ysb"
@@ -259,8 +290,13 @@ def cli_replay(
     setting; they are checked against the replayed policies before any work."""
     if not hours > 0:
         raise ValueError(f"--hours must be > 0, got {hours}")
+    check(DURATION_S, hours * 3600, "--hours (as seconds)")
+    check(LATENCY_MS, latency_target_ms, "--latency-target-ms")
+    check(RECOVERY_S, recovery_limit_s, "recovery limit")
+    finite(history_hours, "--history-hours")
     parse_failures(failures)  # a bad spec fails before any work
     names = resolve_policies(policies)
+    check_forecaster(forecaster, names)
     options = policy_options or {}
     check_policy_options(options, names)
     history, series, workload = load_with_history(trace, hours, seed, history_hours)

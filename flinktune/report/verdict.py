@@ -27,7 +27,9 @@ __all__ = ["GoalCheck", "Goals", "Verdict", "judge", "judge_alone"]
 class Goals(BaseSettings):
     """The latency objective the verdict holds a run to, besides its target (``FLINKTUNE_LATENCY_TARGET_MS``)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_GOAL_", extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_GOAL_", extra="forbid", validate_default=True, env_ignore_empty=True, allow_inf_nan=False
+    )
 
     error_budget: float = Field(
         0.05,

@@ -36,6 +36,7 @@ from flinktune.settings.groups import (
     PrometheusSettings,
     ScheduleSettings,
     Settings,
+    SigningSettings,
     SparkSettings,
     TimeoutSettings,
     TrainerSettings,
@@ -51,6 +52,7 @@ __all__ = [
     "ScheduleSettings",
     "Settings",
     "SettingsError",
+    "SigningSettings",
     "SparkSettings",
     "TimeoutSettings",
     "TrainerSettings",
@@ -92,6 +94,8 @@ def read_group(cls: type[G], environ: Mapping[str, str] | None = None) -> G:
 
 def _one_line(cls: type[BaseSettings], exc: ValidationError, data: Mapping[str, str]) -> str:
     err = exc.errors()[0]
+    if not err["loc"]:  # a model-level error (pydantic-settings' own): the message says what it can
+        return str(err["msg"]).removeprefix("Value error, ")
     field, rest = str(err["loc"][0]), err["loc"][1:]
     name = next((n for n in cls.model_fields if field in (n, _variable(cls, n))), field)
     var = _variable(cls, name)
@@ -101,12 +105,16 @@ def _one_line(cls: type[BaseSettings], exc: ValidationError, data: Mapping[str, 
         kind = "object" if err["type"] == "dict_type" else "list"
         msg = f"must be a JSON {kind}, got {type(err['input']).__name__}"
     elif err["type"] == "string_pattern_mismatch":
-        msg = "must be an http(s):// URL"
+        pattern = str(err.get("ctx", {}).get("pattern", ""))
+        msg = "must be an http(s):// URL" if "http" in pattern else f"must match {pattern}"
     elif err["type"] == "literal_error":
         msg = f"must be {err.get('ctx', {}).get('expected', 'one of the documented values')}"
     # A secret, or a URL that may carry one, is never echoed.
     hidden = "SecretStr" in str(cls.model_fields[name].annotation) or cls is PrometheusSettings
-    shown = "" if hidden else f"={data.get(field, '')!r}"
+    raw = data.get(field, "")
+    # A quantity's message already names the value (and its unit).
+    quoted = raw and (msg.startswith(repr(raw)) or msg.startswith(raw.strip() + " "))
+    shown = "" if hidden or quoted else f"={raw!r}"
     return f"{where}{shown}: {msg}"
 
 
@@ -134,6 +142,7 @@ def _groups() -> list[type[BaseSettings]]:
         LocalFlinkSettings,
         PrometheusSettings,
         ScheduleSettings,
+        SigningSettings,
         PriceList,
         Goals,
     ]
@@ -197,7 +206,11 @@ def load_settings(**overrides: Any) -> Settings:
 
     This is the start-up check of every job: it warns once about unknown ``FLINKTUNE_*`` variables
     and validates every settings group, so a bad value (in any group, used or not by this job)
-    raises :class:`SettingsError` before any work is done."""
+    raises :class:`SettingsError` before any work is done. From here on every log record is redacted
+    (:mod:`flinktune.redaction`): a job run by Airflow logs no credential either."""
+    from flinktune.redaction import install_log_redaction
+
+    install_log_redaction()
     check_environment()
     for group in _groups():
         if group not in (Settings, TimeoutSettings):  # these two are validated by Settings itself

@@ -12,8 +12,10 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from flinktune.quantities import CronText, K8sCpu, K8sMemory, Latency, Recovery, TrackingUri, cron, dns_label
 
 __all__ = [
     "PREFIX",
@@ -25,6 +27,7 @@ __all__ = [
     "PrometheusSettings",
     "ScheduleSettings",
     "Settings",
+    "SigningSettings",
     "SparkSettings",
     "TimeoutSettings",
     "TrainerSettings",
@@ -46,9 +49,11 @@ def _json_value(value: Any) -> Any:
 
 
 #: A field read as JSON from the environment (a JSON object or list, checked by the inner type).
-JsonObject = Annotated[dict[str, Any], BeforeValidator(_json_value)]
-JsonStrMap = Annotated[dict[str, str], BeforeValidator(_json_value)]
-JsonList = Annotated[list[dict[str, Any]], BeforeValidator(_json_value)]
+# NoDecode: the environment source hands the text over as is, so a bad JSON value is reported by
+# _json_value (naming the variable), not by pydantic-settings' own decoder.
+JsonObject = Annotated[dict[str, Any], NoDecode, BeforeValidator(_json_value)]
+JsonStrMap = Annotated[dict[str, str], NoDecode, BeforeValidator(_json_value)]
+JsonList = Annotated[list[dict[str, Any]], NoDecode, BeforeValidator(_json_value)]
 
 
 class TimeoutSettings(BaseSettings):
@@ -58,7 +63,9 @@ class TimeoutSettings(BaseSettings):
     only reads are retried on a server error. ``apply_budget_s`` bounds one apply (the stability
     wait and a rollback together); :meth:`apply_budget` keeps it inside the decision interval."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_TIMEOUT_", extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_TIMEOUT_", extra="forbid", validate_default=True, env_ignore_empty=True, allow_inf_nan=False
+    )
 
     kubernetes_request_s: float = Field(
         10.0, gt=0, le=300, description="Connect and read timeout of one Kubernetes API request, seconds."
@@ -82,7 +89,9 @@ class TimeoutSettings(BaseSettings):
 class Settings(BaseSettings):
     """Where flinktune keeps its data and how it talks to its tracking and compute back ends."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_", extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_", extra="forbid", validate_default=True, env_ignore_empty=True, allow_inf_nan=False
+    )
 
     var_dir: Path = Field(Path("var"), description="Root of all local state (lake, MLflow, reports, twin).")
     lake_dir: Path | None = Field(None, description="Metric lake root; defaults to <var_dir>/lake.")
@@ -104,7 +113,7 @@ class Settings(BaseSettings):
         "in a file or a spec; messages print it without the password. Unset: the embedded SQLite file state_db.",
     )
     twin_dir: Path | None = Field(None, description="Persisted twin state per job; defaults to <var_dir>/twin.")
-    mlflow_tracking_uri: str | None = Field(
+    mlflow_tracking_uri: TrackingUri | None = Field(
         None, description="MLflow tracking URI; defaults to sqlite:///<var_dir>/mlflow/mlflow.db."
     )
     mlflow_artifact_root: Path | None = Field(
@@ -112,8 +121,8 @@ class Settings(BaseSettings):
     )
     spark_master: str = Field("local[2]", description="Spark master URL (local[N], spark://..., k8s://...).")
     spark_shuffle_partitions: int = Field(4, ge=1, description="spark.sql.shuffle.partitions for the ETL.")
-    latency_target_ms: float = Field(1000.0, gt=0, description="Default p95 end-to-end latency target of a job, milliseconds.")
-    recovery_limit_s: float = Field(180.0, gt=0, description="Recovery-time limit after a failure, seconds.")
+    latency_target_ms: Latency = Field(1000.0, description="Default p95 end-to-end latency target of a job, milliseconds.")
+    recovery_limit_s: Recovery = Field(180.0, description="Recovery-time limit after a failure, seconds.")
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description="Probability the constraints must hold for a pick.")
     decision_interval_s: int = Field(
         300, ge=60, description="Seconds between decisions (the cadence the replay benchmark measured flinktune at)."
@@ -154,7 +163,7 @@ def _lower(value: Any) -> Any:
 class BackendSettings(BaseSettings):
     """Which back end each stage uses (see :mod:`flinktune.backends.choice`)."""
 
-    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="forbid")
+    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     cluster: Annotated[Literal["twin", "kubernetes", "local-flink"], BeforeValidator(_lower)] = Field(
         "twin", description="Where decisions are applied and profiling runs: twin, kubernetes or local-flink (the rehearsal)."
@@ -173,12 +182,13 @@ class KubernetesSettings(BaseSettings):
     """Where the Flink jobs live on Kubernetes. Credentials come from the pod's service account or
     ``KUBECONFIG`` (the client's own variable), never from here."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_K8S_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_K8S_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
-    namespace: str = Field("", description="Namespace of the FlinkDeployments (required with FLINKTUNE_CLUSTER=kubernetes).")
-    home_namespace: str = Field(
+    namespace: Annotated[str, AfterValidator(lambda v: dns_label(v, "") if v else v)] = Field(
+        "", description="Namespace of the FlinkDeployments (required with FLINKTUNE_CLUSTER=kubernetes)."
+    )
+    home_namespace: Annotated[str, AfterValidator(lambda v: dns_label(v, ""))] = Field(
         "flinktune",
-        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
         description="Namespace of flinktune's own pods (trainer pods, Spark executors), where its volume claim and "
         "Secrets live; never the FlinkDeployments' namespace, which holds neither.",
     )
@@ -195,7 +205,7 @@ class KubernetesSettings(BaseSettings):
 class SparkSettings(BaseSettings):
     """Extra Spark properties and Spark on Kubernetes (master and partitions are on :class:`Settings`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SPARK_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SPARK_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     conf: JsonObject = Field(
         default_factory=dict, description='JSON object of extra Spark properties, e.g. {"spark.executor.memory": "4g"}.'
@@ -228,13 +238,13 @@ class TrainerSettings(BaseSettings):
     """The GPU trainer pod (``FLINKTUNE_TRAINING=kubernetes``; :mod:`flinktune.orchestration.dag_tasks.trainer_pod`,
     run by ``KubernetesPodOperator``: :mod:`flinktune.orchestration.dag_tasks.k8s_operators`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_TRAINER_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_TRAINER_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     image: str = Field("", description="Image of docker/Dockerfile.trainer (required with FLINKTUNE_TRAINING=kubernetes).")
     service_account: str = Field("flinktune-trainer", description="Service account of the trainer pod.")
     gpus: int = Field(1, ge=0, description="GPUs the pod requests; 0 trains on CPU.")
-    cpu: str = Field("2", description="CPU request and limit of the pod (Kubernetes quantity).")
-    memory: str = Field("8Gi", description="Memory request and limit of the pod (Kubernetes quantity).")
+    cpu: K8sCpu = Field("2", description="CPU request and limit of the pod (Kubernetes quantity).")
+    memory: K8sMemory = Field("8Gi", description="Memory request and limit of the pod (Kubernetes quantity).")
     node_selector: JsonStrMap = Field(
         default_factory=lambda: {"nvidia.com/gpu.present": "true"}, description="JSON object: the pod's nodeSelector."
     )
@@ -249,10 +259,24 @@ class TrainerSettings(BaseSettings):
     var_pvc: str = Field("flinktune-var", description="PersistentVolumeClaim holding the state folder (lake, reports).")
 
 
+class SigningSettings(BaseSettings):
+    """The key that signs model files written to disk (:mod:`flinktune.signing`)."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SIGNING_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
+
+    key_file: Path | None = Field(
+        None,
+        description="File holding the HMAC key that signs model files (grey-box twins, saved replay models); "
+        "created on first use; default ~/.config/flinktune/signing.key. A file signed with another key is refused.",
+    )
+
+
 class ProfilingSettings(BaseSettings):
     """What one profiling deployment on Kubernetes may use, JobManager included."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_PROFILE_BUDGET_", extra="forbid")
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_PROFILE_BUDGET_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False
+    )
 
     cpu: float = Field(50.0, gt=0, description="Most CPU cores one profiling deployment may reserve.")
     memory_mb: int = Field(430000, gt=0, description="Most memory one profiling deployment may reserve, MiB.")
@@ -261,7 +285,7 @@ class ProfilingSettings(BaseSettings):
 class MLflowSettings(BaseSettings):
     """The MLflow UI (tracking URI and artifact root are on :class:`Settings`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_MLFLOW_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_MLFLOW_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     ui_url: str = Field(
         "http://127.0.0.1:5000",
@@ -273,7 +297,7 @@ class MLflowSettings(BaseSettings):
 class LocalFlinkSettings(BaseSettings):
     """Where the local Flink distribution is (:mod:`flinktune.localflink.distribution`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_FLINK_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_FLINK_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
 
     home: Path | None = Field(None, description="A Flink distribution folder; default: the pyflink of the Flink venv.")
     venv: Path | None = Field(None, description="The virtualenv holding apache-flink; default: <repo>/.venv-flink.")
@@ -285,7 +309,9 @@ class LocalFlinkSettings(BaseSettings):
 class PrometheusSettings(BaseSettings):
     """Prometheus from the environment when no Airflow connection is given (:mod:`flinktune.extract.endpoint`)."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_PROMETHEUS_", extra="forbid")
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_PROMETHEUS_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False
+    )
 
     conn_id: str = Field(
         "",
@@ -304,25 +330,22 @@ class PrometheusSettings(BaseSettings):
     )
 
 
-_CRON = r"^\S+ \S+ \S+ \S+ \S+$"
-
-
 class ScheduleSettings(BaseSettings):
     """The DAGs' cadences (read when the DAG files are parsed). Production keeps the defaults; the
     rehearsal (:mod:`flinktune.rehearsal`) shortens them to run the whole chain in minutes."""
 
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SCHEDULE_", extra="forbid")
+    model_config = SettingsConfigDict(
+        env_prefix="FLINKTUNE_SCHEDULE_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False
+    )
 
     ingest_every_s: int = Field(300, ge=10, le=86400, description="Seconds between flinktune_ingest runs.")
-    decide_cron: str = Field(
+    decide_cron: CronText = Field(
         "*/5 * * * *",
-        pattern=_CRON,
         description="Cron (UTC) of flinktune_decide's schedule (FLINKTUNE_DECISION_INTERVAL_S apart).",
     )
-    retrain_cron: str = Field("0 */6 * * *", pattern=_CRON, description="Cron (UTC) of flinktune_train's schedule.")
-    watch_cron: str = Field(
+    retrain_cron: CronText = Field("0 */6 * * *", description="Cron (UTC) of flinktune_train's schedule.")
+    watch_cron: Annotated[str, AfterValidator(lambda text: cron(text, "", allow=("off",)))] = Field(
         "* * * * *",
-        pattern=r"^(off|\S+ \S+ \S+ \S+ \S+)$",
         description="Cron (UTC) of flinktune_watch, which triggers flinktune_decide for a fleet job whose backlog outgrew "
         "its size between decisions; off: the watch runs only when triggered.",
     )

@@ -93,9 +93,15 @@ class CalibrationResult:
     def summary(self) -> str:
         fitted = ", ".join(f"{k}={v:.4g}" for k, v in self.params.items())
         h = self.holdout
+
+        def pct(key: str, absent: str) -> str:  # a score without data says so, never "nan%"
+            v = h[key]
+            return f"{v:.1%}" if np.isfinite(v) else absent
+
         return (
             f"fitted {fitted} on {self.n_train} runs; held-out ({self.n_holdout} runs): throughput MAPE "
-            f"{h['throughput_mape']:.1%}, recovery MAPE {h['recovery_mape']:.1%}, latency-class accuracy {h['latency_class_accuracy']:.1%}"
+            f"{pct('throughput_mape', 'n/a')}, recovery MAPE {pct('recovery_mape', 'n/a (no recovery_s measured)')}, "
+            f"latency-class accuracy {pct('latency_class_accuracy', 'n/a')}"
         )
 
 

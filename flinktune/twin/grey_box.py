@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import KNOBS, Configuration
+from flinktune.signing import SignatureError, read_signed, write_signed
 from flinktune.twin.calibration import PARAM_BOUNDS, CalibrationError, apply_params
 from flinktune.twin.capacity_correction import fit_capacity_correction
 from flinktune.twin.mechanics import steady_state
@@ -234,20 +235,29 @@ class GreyBoxTwin:
         return out
 
     def save(self, path: str | Path) -> Path:
-        """Write the whole fitted twin (mechanism and correction) to one file (joblib)."""
+        """Write the whole fitted twin (mechanism and correction) to one signed file (joblib)."""
+        import io
+
         import joblib
 
-        path = Path(path)
-        joblib.dump(self, path)
-        return path
+        buffer = io.BytesIO()
+        joblib.dump(self, buffer)
+        return write_signed(path, buffer.getvalue())
 
     @staticmethod
     def load(path: str | Path) -> GreyBoxTwin:
         """Read a file written by :meth:`save`; a clear error when it is something else."""
+        import io
+
         import joblib
 
+        # The signature is checked before joblib (a pickle) runs anything in the file.
         try:
-            obj = joblib.load(path)
+            payload = read_signed(path, "grey-box twin file")
+        except (OSError, SignatureError) as exc:
+            raise CalibrationError(str(exc)) from None
+        try:
+            obj = joblib.load(io.BytesIO(payload))
         except Exception as exc:
             raise CalibrationError(f"{path}: not a grey-box twin file: {exc}") from None
         if not isinstance(obj, GreyBoxTwin):

@@ -143,6 +143,11 @@ def _parse_ts(text: str, where: str) -> float:
     return ts.value / 1e9
 
 
+#: A column name: letters first (a timestamp or a rate never is one); "nan" and "inf" are values.
+_HEADER = re.compile(r"[A-Za-z_][A-Za-z0-9_ ()/.\[\]-]*")
+_NOT_NAMES = frozenset({"nan", "inf", "infinity", "-inf", "none", "null"})
+
+
 def load_trace_csv(path: str | Path, scale: float = 1.0, *, min_span_s: float = MIN_TRACE_S) -> pd.Series:
     """Read ``timestamp,value`` / ``timestamp|value`` lines (optional header) into a 1 s trace.
 
@@ -159,6 +164,7 @@ def load_trace_csv(path: str | Path, scale: float = 1.0, *, min_span_s: float = 
         raise TraceError(f"{path}: cannot read trace: {exc}") from None
     times: list[float] = []
     values: list[float] = []
+    header: str | None = None
     for lineno, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -167,8 +173,9 @@ def load_trace_csv(path: str | Path, scale: float = 1.0, *, min_span_s: float = 
         parts = [p.strip() for p in re.split(r"[,|]", line)]
         if len(parts) != 2 or not parts[0] or not parts[1]:
             raise TraceError(f"{where}: expected 'timestamp,value' or 'timestamp|value', got {raw!r}")
-        if not times and not values and not _NUMBER.match(parts[1]) and parts[1].lower() != "nan":
-            continue  # a header line
+        if not times and header is None and all(_HEADER.fullmatch(p) and p.lower() not in _NOT_NAMES for p in parts):
+            header = line  # the header line: two column names, nothing that could be data
+            continue
         try:
             value = float(parts[1])
         except ValueError:

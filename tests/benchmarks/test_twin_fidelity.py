@@ -71,3 +71,21 @@ def test_published_targets_come_from_the_measured_methods_names(tmp_path) -> Non
     assert published_targets(tmp_path) == {"reactive": {"target_utilization": 0.35}}
     (folder / "3_reactive50_X_24.csv").write_text("timestamp\n")
     assert published_targets(tmp_path) == {}  # two different targets: none is taken
+
+
+def test_a_zero_rate_row_in_the_profiling_runs_is_dropped_with_a_line(tmp_path, capsys) -> None:
+    """A gap in the rate reading (input_rate 0) in one real run's row: named and left out, no traceback."""
+    import pandas as pd
+
+    from benchmarks.twin_fidelity import _screened_runs
+
+    rows = [
+        {"run": r, "parallelism": p, "task_slots": 2, "cpu": 2.0, "memory_mb": 4096, "checkpoint_interval_s": 30,
+         "input_rate": 20_000.0 * r, "throughput": 20_000.0 * r, "latency_ms": 200.0, "recovery_s": 60.0}
+        for r in (1, 2, 3) for p in (4, 8, 12)
+    ]  # fmt: skip
+    rows[4]["input_rate"] = 0.0
+    pd.DataFrame(rows).to_csv(tmp_path / "profiling_runs.csv", index=False)
+    runs = _screened_runs(tmp_path)
+    assert len(runs) == 8 and (runs["input_rate"] > 0).all()
+    assert "profiling_runs.csv: row 4 dropped: input_rate 0 rec/s" in capsys.readouterr().err

@@ -242,6 +242,12 @@ def s_seconds_in_lake(lake):
     lake.write_raw(odd)
 
 
+def s_sample_in_2099(lake):
+    odd = good(1, START + 3 * MIN).head(3).copy()
+    odd["ts_ms"] = 4_070_908_800_000  # 2099-01-01: a producer's clock, not a restart counter, is wrong
+    lake.write_raw(odd)
+
+
 #: kind -> (how to break the lake after a good first run, exception, fragments the message must hold)
 SPARK_CASES: dict[str, tuple[Callable[[Lake], None], type[Exception], tuple[str, ...]]] = {
     "spark_nan_value": (s_nan, ContractViolation, ("'raw_metrics'", "rule value.finite", "[nan, nan]")),
@@ -249,6 +255,7 @@ SPARK_CASES: dict[str, tuple[Callable[[Lake], None], type[Exception], tuple[str,
     "truncated_file": (s_truncated, RawFileError, ("'raw_metrics'", "rule file.readable", "part-")),
     "file_with_wrong_column_type": (s_mistyped_file, RawFileError, ("'raw_metrics'", "rule file.schema", "'value' stored as string")),
     "samples_in_the_wrong_hour": (s_wrong_hour, RawFileError, ("'raw_metrics'", "rule file.partition", "2024-05-01 02:00:00")),
+    "a_sample_in_2099": (s_sample_in_2099, ValueError, ("ts_ms 4070908800000", "2099-01-01 00:00 UTC", "in the future")),
     "seconds_read_back_from_the_lake": (s_seconds_in_lake, ContractViolation, ("'raw_metrics'", "rule ts_ms.range", "1714521780")),
     "counter_falls_through_the_etl": (
         s_counter_falls, ContractViolation,

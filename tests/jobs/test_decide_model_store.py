@@ -74,3 +74,32 @@ def test_a_model_store_problem_is_a_hold_with_its_reason():
     )
     out = loop.step()
     assert out.decision.action is Action.KEEP and "model store unreachable" in out.decision.reason and not realizer.applied
+
+
+def test_a_tracking_uris_password_is_in_no_reason_message_or_stored_row(mlflow_at, tmp_path, caplog):
+    """The URI's user info reaches neither the champion problem, the decision's reason, the log,
+    nor the state store's row (which the plugin shows every viewer)."""
+    from flinktune.decision.store import SqliteStateStore
+    from jobs.decide import _load_champion
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+    uri = f"http://alice:S3CRETpw@127.0.0.1:{port}"
+    mlflow_at(uri)
+    with caplog.at_level("DEBUG"):
+        _, problem = _load_champion("flinktune-surrogate-demo")
+    assert problem and "S3CRETpw" not in problem and "S3CRETpw" not in caplog.text
+    models = FixedModels(FunctionSurrogate(SPACE), 1e6)
+    models.problem = f"model store unreachable: model store {uri} did not answer"  # as a client library might word it
+    store = SqliteStateStore(tmp_path / "state.db")
+    loop = build_decision_loop(
+        Backend("test", FrameMetricsSource(raw_samples("j", 0, 1200, rate=20000, p95=120)), RecordingRealizer(SPACE.maximum), ManualClock(600)),
+        LoopSettings("j", 250.0), policy=make_policy("flinktune", SPACE, memory_headroom=0.7), space=SPACE,
+        store=store, forecaster=FixedForecast(20000), models=models,
+    )  # fmt: skip
+    out = loop.step()
+    assert out.decision.action is Action.KEEP and "model store unreachable" in out.decision.reason
+    assert "S3CRETpw" not in out.decision.reason and "http://***@127.0.0.1" in out.decision.reason
+    rows = store.decisions("j")
+    assert len(rows) and not rows.astype(str).apply(lambda col: col.str.contains("S3CRETpw")).any().any()

@@ -249,3 +249,33 @@ def test_the_registered_champion_is_the_benchmarks_winner_on_the_same_trace(sett
     assert run.data.metrics["peak_mae"] == pytest.approx(bench["peak_mae"], rel=1e-3)
     assert run.data.metrics["selection_peak_mae"] > 0 and "under_rate" in run.data.metrics
 
+
+
+def test_train_surrogate_with_a_silent_mlflow_fails_within_seconds_in_one_line(tmp_path, monkeypatch, capsys):
+    """One bounded attempt (FLINKTUNE_TIMEOUT_MLFLOW_*), not MLflow's 120 s x 7 retries; no password shown."""
+    import socket
+    import time
+
+    for var in ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES"):
+        monkeypatch.setenv(var, "")  # restored after the test: configure() sets them
+    uris = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    var = tmp_path / "var"
+    _write(Lake(var / "lake").curated_dir("profiling_observations") / "job=demo" / "part-0.parquet", _observations(12, seed=1))
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)  # accepts, never answers
+        uri = f"http://alice:S3CRETpw@127.0.0.1:{listener.getsockname()[1]}"
+        for k, v in {"FLINKTUNE_VAR_DIR": str(var), "FLINKTUNE_DEVICE": "cpu", "FLINKTUNE_MLFLOW_TRACKING_URI": uri,
+                     "FLINKTUNE_TIMEOUT_MLFLOW_REQUEST_S": "2", "FLINKTUNE_TIMEOUT_MLFLOW_RETRIES": "0"}.items():  # fmt: skip
+            monkeypatch.setenv(k, v)
+        t0 = time.monotonic()
+        try:
+            code = train_surrogate.main(["--job", "demo"])
+        finally:
+            mlflow.set_tracking_uri(uris[0])
+            mlflow.set_registry_uri(uris[1])
+        wall = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert code == 2 and wall < 30, (code, f"{wall:.0f} s", err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: python -m jobs.train_surrogate") and "S3CRETpw" not in err

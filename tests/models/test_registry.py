@@ -132,3 +132,13 @@ def test_promote_relative_margin_requirement_and_given_scores(mlflow_home, surro
     assert client.get_model_version(name, v1).description.startswith("Champion: it is the first version")
     with pytest.raises(ValueError, match="margin must be >= 0"):
         registry.promote(name, v2, "mae", margin=-0.1)
+
+
+def test_a_corrupt_local_store_is_unavailable_not_no_champion(tmp_path) -> None:
+    from models.registry import ModelStoreUnavailable, champion_version, configure
+
+    db = tmp_path / "mlflow.db"
+    db.write_bytes(b"\x00garbage" * 500)
+    configure(f"sqlite:///{db}", tmp_path / "artifacts", request_timeout_s=2, max_retries=0)
+    with pytest.raises(ModelStoreUnavailable, match="cannot be read .*not a database"):
+        champion_version("flinktune-surrogate-demo")

@@ -16,8 +16,11 @@ and folder name, never by absolute path: a path tells a caller about the host). 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+from flinktune.settings import TimeoutSettings
 
 __all__ = ["CHAMPION_KINDS", "job_mode", "job_overview", "latest_report_dir", "mlflow_ui_url"]
 
@@ -42,21 +45,35 @@ def latest_report_dir(reports_dir: str | Path, job: str) -> Path | None:
     return dirs[-1] if dirs else None
 
 
-def _champions(job: str, tracking_uri: str) -> list[dict[str, Any]]:
+def _champions(job: str, tracking_uri: str, timeouts: TimeoutSettings | None = None) -> list[dict[str, Any]]:
+    """The champion of each kind; one bounded attempt (``FLINKTUNE_TIMEOUT_MLFLOW_*``): when MLflow does
+    not answer or its store cannot be read, every kind says so at once instead of waiting again."""
     names = [(kind, f"flinktune-{kind}-{job}") for kind in CHAMPION_KINDS]
     if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[len("sqlite:///") :]).is_file():
         return [{"kind": k, "model": n, "version": None, "url": None, "note": "no MLflow database yet"} for k, n in names]
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
-    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
-    out = []
+    from flinktune.redaction import redact
+
+    t = timeouts or TimeoutSettings()
+    # MLflow reads these for every HTTP request it makes (its defaults: 120 s and 7 retries).
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(max(1, int(round(t.mlflow_request_s))))
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(t.mlflow_retries)
+    out: list[dict[str, Any]] = []
     for kind, name in names:
         try:
+            client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)  # opens a local store
             version = str(client.get_model_version_by_alias(name, "champion").version)
-        except MlflowException:
-            out.append({"kind": kind, "model": name, "version": None, "url": None, "note": "no champion registered"})
-            continue
+        except MlflowException as exc:
+            if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "NOT_FOUND"):
+                out.append({"kind": kind, "model": name, "version": None, "url": None, "note": "no champion registered"})
+                continue
+            return _unavailable(names, redact(f"MLflow did not answer ({exc.error_code})"))
+        except Exception as exc:  # a corrupt store: an error to show, never "no champion"
+            return _unavailable(
+                names, redact(f"MLflow store unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
+            )
         out.append(
             {
                 "kind": kind,
@@ -67,6 +84,10 @@ def _champions(job: str, tracking_uri: str) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _unavailable(names: list[tuple[str, str]], note: str) -> list[dict[str, Any]]:
+    return [{"kind": k, "model": n, "version": None, "url": None, "note": note} for k, n in names]
 
 
 def _verdict(report_dir: Path) -> str | None:
@@ -145,6 +166,6 @@ def job_overview(job: str, settings: Any, *, limit: int = 10) -> dict[str, Any]:
         "config": config,
         "config_since": since,
         "decisions": decisions,
-        "champions": _champions(job, str(settings.mlflow_tracking_uri)),
+        "champions": _champions(job, str(settings.mlflow_tracking_uri), settings.timeouts),
         "report": report,
     }

@@ -3,6 +3,8 @@
 import json
 
 import numpy as np
+import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from flinktune.cli.main import app
@@ -110,3 +112,60 @@ def test_calibrate_group_by_run_writes_grey_box_that_predict_uses(tmp_path):
     assert "throughput_lo" in res.output.splitlines()[0]
     res = runner.invoke(app, ["twin", "calibrate", "--observations", str(csv), "--out", str(out), "--group-by", "nope"])
     assert res.exit_code != 0 and "missing column(s) ['nope']" in res.output
+
+
+def _observations(tmp_path, n: int = 10):
+    truth = apply_params(ClusterProfile.default(), {"cost_scale": 1.25, "queue_ms": 60.0})
+    space = ConfigSpace()
+    stable = [
+        c for c in space.candidates() if mech.memory_pressure(truth, mech.layout(truth, c), 90_000)[0] < truth.oom_pressure_start
+    ]
+    rng = np.random.default_rng(1)
+    configs = [stable[i] for i in rng.choice(len(stable), n, replace=False)]
+    return profile_configs(truth, configs, [20_000, 50_000], duration_s=180, seed=2).drop(columns=["cpu_used"])
+
+
+def _calibrate(tmp_path, obs, name: str, *extra: str):
+    csv = tmp_path / f"{name}.csv"
+    obs.to_csv(csv, index=False)
+    out = tmp_path / f"{name}.yaml"
+    args = ["twin", "calibrate", "--observations", str(csv), "--out", str(out), "--duration-s", "180", *extra]
+    return runner.invoke(app, args), csv, out
+
+
+def test_a_zero_rate_row_is_dropped_by_name_and_the_profile_is_the_one_without_it(tmp_path):
+    obs = _observations(tmp_path)
+    clean, _, clean_out = _calibrate(tmp_path, obs, "clean")
+    assert clean.exit_code == 0, clean.output
+    holed = obs.copy()
+    gap = holed.iloc[[4]].assign(input_rate=0.0)  # a gap in the rate reading, inserted as row 5
+    holed = pd.concat([holed.iloc[:5], gap, holed.iloc[5:]], ignore_index=True)
+    res, csv, out = _calibrate(tmp_path, holed, "holed")
+    assert res.exit_code == 0, res.output
+    assert f"{csv}: row 5 dropped: input_rate 0 rec/s" in res.stderr
+    assert out.read_text() == clean_out.read_text()
+    # --strict refuses the same file in one line.
+    strict, _, _ = _calibrate(tmp_path, holed, "strict", "--strict")
+    assert strict.exit_code == 2 and len(strict.stderr.strip().splitlines()) == 1 and "row 5" in strict.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        (lambda o: o.assign(latency_ms=o["latency_ms"] / 1000), "rows fail the physical checks"),  # seconds as ms
+        (lambda o: o.assign(throughput=o["input_rate"] * 10), "rows fail the physical checks"),
+        (lambda o: pd.concat([o.head(2)] * 10, ignore_index=True), "an exact duplicate"),
+        (lambda o: o.head(2), "distinct configuration(s) left"),
+    ],
+    ids=["latency-in-seconds", "throughput-above-input", "duplicated-rows", "two-configurations"],
+)
+def test_a_file_that_fails_the_physics_is_refused(tmp_path, change, needle):
+    res, _, out = _calibrate(tmp_path, change(_observations(tmp_path, 6)), "bad")
+    assert res.exit_code == 2 and needle in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.output
+    assert not out.exists()
+
+
+def test_empty_recovery_is_named_not_scored_as_nan(tmp_path):
+    res, _, _ = _calibrate(tmp_path, _observations(tmp_path, 6).assign(recovery_s=np.nan), "norec")
+    assert res.exit_code == 0, res.output
+    assert "recovery is not calibrated" in res.stderr and "nan%" not in res.output

@@ -153,3 +153,36 @@ def test_restore_keeps_the_failure_grace_across_restarts():
     g = guard(stabilization_s=300, rollback_window_s=900, failure_grace_s=600).restore(store.decisions("j"))
     assert g.last_failure_ts == 400
     assert g.review(Decision.keep("test", "fine"), state(SMALL, p95=5000), now=700).action is Action.KEEP
+
+
+def test_every_rule_fires_at_the_default_settings():
+    """Each rule with GuardRules() as shipped (quotas are off unless set): times come from the defaults,
+    so a default that could never be reached (a window shorter than its threshold) fails here."""
+    r = GuardRules()
+    fresh = lambda: SafetyGuard(SPACE, latency_target_ms=1000.0)  # noqa: E731  # the defaults, nothing given
+    # 1. unfit data
+    d = fresh().review(reconf(SMALL), state(problems=["frozen metrics: ..."]), now=0)
+    assert d.action is Action.KEEP and "frozen metrics" in d.reason
+    # 2. rollback inside the default window, after the default stabilization
+    g = fresh()
+    g.record(0, state(MAX, p95=300), SMALL)
+    d = g.review(Decision.keep("test", "fine"), state(SMALL, p95=5000), now=min(r.rollback_window_s, r.stabilization_s + 1))
+    assert d.action is Action.RECONFIGURE and d.reason.startswith("rollback")
+    # 3. bounds
+    d = fresh().review(reconf(Configuration(10, 1, 1.0, 1024, 10)), state(), now=0)
+    assert d.action is Action.KEEP and "outside the configuration space" in d.reason
+    # 4. stabilization (and the shorter climb window between two scale-ups)
+    g = fresh()
+    g.record(1000, state(), SMALL)
+    d = g.review(reconf(Configuration(8, 2, 2.0, 2048, 10)), state(SMALL), now=1000 + r.stabilization_s / 2)
+    assert d.action is Action.KEEP and "stabilizing" in d.reason
+    g = fresh()
+    p8, p12, p16 = (Configuration(p, 2, 2.0, 4096, 10) for p in (8, 12, 16))
+    g.record(1000, state(p8), p12)
+    assert g.review(reconf(p16), state(p12), now=1000 + r.climb_stabilization_s - 1).action is Action.KEEP
+    assert g.review(reconf(p16), state(p12), now=1000 + r.climb_stabilization_s).action is Action.RECONFIGURE
+    # 5. one scale-down per window: a second one after the stabilization but inside the window
+    g = fresh()
+    g.record(1000, state(), SMALL)
+    d = g.review(reconf(Configuration(8, 2, 2.0, 2048, 10)), state(SMALL), now=1000 + r.stabilization_s + 1)
+    assert r.stabilization_s + 1 < r.scale_down_window_s and d.action is Action.KEEP and "scale-down deferred" in d.reason

@@ -98,6 +98,21 @@ def test_a_kill_at_any_step_of_the_commit_leaves_readers_both_datasets_old_or_bo
     assert len(list(tmp_path.rglob("*.parquet"))) == 3  # the killed commit's files were collected
 
 
+@pytest.mark.parametrize("step", range(2, 5))
+def test_a_jobs_first_commit_killed_at_any_step_leaves_readers_nothing_then_everything(tmp_path, monkeypatch, step):
+    """The first commit writes the (empty) pointer first, then three files, then the pointer: a kill
+    before any of the later renames leaves neither dataset visible, never one without the other."""
+    calls = _kill_at(monkeypatch, atomic.os, "replace", step)
+    with pytest.raises(KeyboardInterrupt):
+        write_features(tmp_path, "demo", both(9.0), ms(DAY), ms(DAY) + 3 * MIN)
+    assert len(calls) == step
+    monkeypatch.undo()
+    assert rates(tmp_path) == {"features_1m": set(), "features_10s": set()}
+    write_features(tmp_path, "demo", both(9.0), ms(DAY), ms(DAY) + 3 * MIN)
+    assert rates(tmp_path) == {"features_1m": {9.0}, "features_10s": {9.0}}
+    assert len(list(tmp_path.rglob("*.parquet"))) == 2
+
+
 def test_a_kill_after_the_pointer_leaves_the_new_snapshot_and_garbage_that_readers_skip(tmp_path, monkeypatch):
     write_features(tmp_path, "demo", both(1.0), ms(DAY), ms(DAY) + 3 * MIN)
     monkeypatch.setattr(curated, "commit_snapshot", lambda root, job, staged: (snapshot.atomic_write(

@@ -48,9 +48,15 @@ def raw_frame() -> pd.DataFrame:
     rows += job_series("configCpu", [1, 1, 1, 1])
     rows += job_series("configMemoryMb", [2048] * 4)
     rows += job_series("configCheckpointIntervalS", [30] * 4)
-    rows += subtask_series("numRecordsInPerSecond", {"src": [(40, 50), (60, 60), (100, 100), (0, 0)], "map": [(80,), (100,), (150,), (300,)]})
-    rows += subtask_series("busyTimeMsPerSecond", {"src": [(200, 400), (900, 900), (1100, 1100), (0, 0)], "map": [(500,), (100,), (0,), (200,)]})
-    rows += subtask_series("backPressuredTimeMsPerSecond", {"src": [(100, 300), (0, 0), (0, 0), (0, 0)], "map": [(0,), (0,), (0,), (0,)]})
+    rows += subtask_series(
+        "numRecordsInPerSecond", {"src": [(40, 50), (60, 60), (100, 100), (0, 0)], "map": [(80,), (100,), (150,), (300,)]}
+    )
+    rows += subtask_series(
+        "busyTimeMsPerSecond", {"src": [(200, 400), (900, 900), (1100, 1100), (0, 0)], "map": [(500,), (100,), (0,), (200,)]}
+    )
+    rows += subtask_series(
+        "backPressuredTimeMsPerSecond", {"src": [(100, 300), (0, 0), (0, 0), (0, 0)], "map": [(0,), (0,), (0,), (0,)]}
+    )
     # Outside the window read below, and another job: both must be ignored.
     rows += [("t", "workloadRate", "", -1, M0 + 120_000, 9e9), ("other", "workloadRate", "", -1, M0, 9e9)]
     df = pd.DataFrame(rows, columns=["job", "metric", "vertex", "subtask", "ts_ms", "value"])
@@ -91,7 +97,10 @@ def test_features_1m_matches_hand_computed_minutes(spark, tmp_path):
     out = features_1m(raw).toPandas()
     assert list(out.columns) == list(FEATURE_COLUMNS)
     assert list(out["job"]) == ["t", "t"]
-    assert list(pd.to_datetime(out["window_start"], utc=True)) == [pd.Timestamp(M0, unit="ms", tz="UTC"), pd.Timestamp(M0 + 60_000, unit="ms", tz="UTC")]
+    assert list(pd.to_datetime(out["window_start"], utc=True)) == [
+        pd.Timestamp(M0, unit="ms", tz="UTC"),
+        pd.Timestamp(M0 + 60_000, unit="ms", tz="UTC"),
+    ]
     for column, expected in EXPECTED.items():
         assert tuple(out[column]) == pytest.approx(expected), column
 
@@ -124,7 +133,9 @@ def test_features_10s_matches_hand_computed_windows(spark, tmp_path):
     lake.write_raw(raw_frame())
     out = features_10s(read_raw(spark, lake.raw_metrics_dir, "t", M0, M0 + 120_000)).toPandas()
     assert list(out.columns) == list(FEATURE_COLUMNS)
-    assert list(pd.to_datetime(out["window_start"], utc=True)) == [pd.Timestamp(M0 + s * 1000, unit="ms", tz="UTC") for s in SECONDS]
+    assert list(pd.to_datetime(out["window_start"], utc=True)) == [
+        pd.Timestamp(M0 + s * 1000, unit="ms", tz="UTC") for s in SECONDS
+    ]
     for column, expected in EXPECTED_10S.items():
         assert tuple(out[column]) == pytest.approx(expected), column
     assert out["lag_growth"].isna().all()  # one sample per window: no growth to measure
@@ -149,8 +160,19 @@ def test_minutes_are_the_10s_windows_merged_by_each_columns_rule(spark, tmp_path
     g = ten.groupby("minute")
     assert list(g["samples"].sum()) == list(mins["samples"]) == [55, 44, 60]
     assert list(g["restarts"].sum()) == list(mins["restarts"]) == [0, 2, 1]
-    for column in ("input_rate", "throughput", "lag", "cpu_used", "memory_used_mb", "busy_ratio", "backpressure_ratio", "up_fraction"):
-        weighted = (ten[column] * ten["samples"]).groupby(ten["minute"]).sum() / g["samples"].sum()  # every metric in every second
+    for column in (
+        "input_rate",
+        "throughput",
+        "lag",
+        "cpu_used",
+        "memory_used_mb",
+        "busy_ratio",
+        "backpressure_ratio",
+        "up_fraction",
+    ):
+        weighted = (ten[column] * ten["samples"]).groupby(ten["minute"]).sum() / g[
+            "samples"
+        ].sum()  # every metric in every second
         assert list(weighted) == pytest.approx(list(mins[column]), rel=1e-12), column
     for column in ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms"):
         assert list(g[column].max()) == list(mins[column]), column
@@ -168,3 +190,32 @@ def test_a_counter_takes_the_latest_sample_of_each_second(spark, tmp_path):
     frame = read_raw(spark, lake.raw_metrics_dir, "c")
     assert list(features_10s(frame).toPandas()["restarts"]) == [1]
     assert list(features_1m(frame).toPandas()["restarts"]) == [1]
+
+
+FOREIGN = 123456.789  # the misplaced rows' rate: absent from what is read
+
+
+def _plant_foreign_rows(lake: Lake, job: str, other: str) -> None:
+    """A file inside ``job``'s raw partition whose own ``job`` column names ``other`` (a misplaced writer)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = raw_frame().assign(job=other)
+    rows = rows[rows["metric"] == "workloadRate"].assign(value=FOREIGN)
+    hour = pd.Timestamp(int(rows["ts_ms"].iloc[0]), unit="ms", tz="UTC")
+    folder = lake.raw_job_dir(job) / f"date={hour:%Y-%m-%d}" / f"hour={hour:%H}"
+    pq.write_table(pa.Table.from_pandas(rows.reset_index(drop=True), preserve_index=False), folder / "part-foreign.parquet")
+
+
+def test_rows_of_another_job_inside_a_jobs_partition_are_dropped_with_a_line(spark, tmp_path, caplog):
+    lake = Lake(tmp_path / "lake")
+    lake.write_raw(raw_frame())
+    _plant_foreign_rows(lake, "t", "other")
+    with caplog.at_level("WARNING"):
+        raw = read_raw(spark, lake.raw_metrics_dir, "t", M0, M0 + 120_000).toPandas()
+    assert set(raw["job"]) == {"t"} and FOREIGN not in set(raw["value"])
+    assert "rows of job(s) ['other'] in its partition dropped" in caplog.text
+    # The pandas reader (the decision loop's) drops them the same way, naming the file.
+    with caplog.at_level("WARNING"):
+        window = lake.read_raw("t")
+    assert set(window["job"]) == {"t"} and FOREIGN not in set(window["value"]) and "part-foreign.parquet" in caplog.text

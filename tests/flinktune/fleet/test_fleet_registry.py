@@ -14,12 +14,17 @@ def _write(tmp_path, text):
 
 
 def test_fleet_file_applies_defaults_and_keeps_per_job_settings(tmp_path):
-    fleet = load_fleet_file(_write(tmp_path, """
+    fleet = load_fleet_file(
+        _write(
+            tmp_path,
+            """
 defaults: {latency_target_ms: 900, policy: demeter}
 jobs:
   - {name: ads, latency_target_ms: 500, kind: ysb}
   - {name: clicks}
-"""))
+""",
+        )
+    )
     ads, clicks = fleet.get("ads").settings, fleet.get("clicks").settings
     assert (ads.latency_target_ms, ads.policy, ads.kind) == (500, "demeter", "ysb")
     assert (clicks.latency_target_ms, clicks.recovery_limit_s, clicks.mode) == (900, 180, None)  # no mode: advice
@@ -29,7 +34,7 @@ jobs:
 @pytest.mark.parametrize(
     "job, expected",
     [
-        ("{name: bad, latency_target_ms: 0}", "latency_target_ms: Input should be greater than 0"),
+        ("{name: bad, latency_target_ms: 0}", "latency_target_ms: 0 ms: a latency must be at least 1 ms"),
         ("{name: bad, policy: magic}", "unknown policy 'magic'"),
         ("{name: bad, policy: oracle}", "unknown policy 'oracle'"),
         ("{name: bad, latency_target: 5}", "latency_target: unknown setting (did you mean 'latency_target_ms'?)"),
@@ -93,8 +98,14 @@ class _Api:
 
 
 def _deployment(name, ns="flink", managed="true", **annotations):
-    return {"metadata": {"name": name, "namespace": ns, "labels": {"flinktune.io/managed": managed},
-                         "annotations": {f"flinktune.io/{k.replace('_', '-')}": v for k, v in annotations.items()}}}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": {"flinktune.io/managed": managed},
+            "annotations": {f"flinktune.io/{k.replace('_', '-')}": v for k, v in annotations.items()},
+        }
+    }
 
 
 def test_discovery_reads_labelled_deployments_and_their_annotations():
@@ -140,7 +151,7 @@ def test_one_jobs_failure_or_disappearance_never_blocks_the_others(tmp_path):
         if job.name == "a":
             raise RuntimeError("surrogate exploded\nwith a second line")
         if job.name == "b":
-            raise _NotFound("flinkdeployments.flink.apache.org \"b\" not found")
+            raise _NotFound('flinkdeployments.flink.apache.org "b" not found')
         return f"decided {job.name}"
 
     outcomes = {o.job: o for o in for_each_job(fleet, step)}
@@ -152,10 +163,12 @@ def test_one_jobs_failure_or_disappearance_never_blocks_the_others(tmp_path):
 
 
 def test_a_jobs_own_prices_override_the_price_list_and_bad_ones_hold_it(tmp_path):
-    fleet = load_fleet_file(_write(tmp_path, "jobs:\n  - {name: a, price_cpu_core_hour: 0.05}\n  - {name: b, price_memory_gib_hour: -1}\n"))
+    fleet = load_fleet_file(
+        _write(tmp_path, "jobs:\n  - {name: a, price_cpu_core_hour: 0.05}\n  - {name: b, price_memory_gib_hour: -1}\n")
+    )
     prices = fleet.get("a").settings.prices()
     assert (prices.cpu_core_hour, prices.memory_gib_hour) == (0.05, 0.004445)
-    assert "price_memory_gib_hour: Input should be greater than 0" in fleet.get("b").held
+    assert "price_memory_gib_hour: -1 per GiB-hour: a price must be at least 0" in fleet.get("b").held
 
 
 def test_a_mode_annotation_that_is_neither_advise_nor_act_holds_the_job_naming_it():

@@ -44,15 +44,20 @@ def test_duplicates_and_overlapping_samples_hold():
 
 
 def test_staleness_holds():
-    assert any(p.startswith("stale data: newest sample is 1001 s old")
-               for p in quality_problems(moving(start_s=0), BIG, now=1600, max_staleness_s=120))
+    assert any(
+        p.startswith("stale data: newest sample is 1001 s old")
+        for p in quality_problems(moving(start_s=0), BIG, now=1600, max_staleness_s=120)
+    )
 
 
-@pytest.mark.parametrize("metric,value,config,needle", [
-    ("cpuLoad", 55.0, Configuration(8, 4, 1.0, 1024, 30), "percent"),   # 2 cores reserved, 55 "cores"
-    ("heapUsedMb", 2.1e9, BIG, "bytes"),                                 # heap in bytes
-    ("latencyP95Ms", 0.18, BIG, "seconds"),                              # latency in seconds
-])
+@pytest.mark.parametrize(
+    "metric,value,config,needle",
+    [
+        ("cpuLoad", 55.0, Configuration(8, 4, 1.0, 1024, 30), "percent"),  # 2 cores reserved, 55 "cores"
+        ("heapUsedMb", 2.1e9, BIG, "bytes"),  # heap in bytes
+        ("latencyP95Ms", 0.18, BIG, "seconds"),  # latency in seconds
+    ],
+)
 def test_units_out_of_range_for_the_configuration_in_force_hold(metric, value, config, needle):
     df = moving()
     df.loc[df["metric"] == metric, "value"] = value
@@ -71,3 +76,43 @@ def test_the_decide_loop_holds_with_the_gates_reason():
     planned = Decision(Action.RECONFIGURE, "scale down", "policy", target=Configuration(8, 4, 1.0, 1024, 30))
     decision = SafetyGuard(SPACE, 1000.0).review(planned, state, 1600)
     assert decision.action is Action.KEEP and "hold:" in decision.reason and "duplicate samples" in decision.reason
+
+
+def test_the_frozen_gate_fires_at_the_default_window_and_limit():
+    """The decide job's window is the decision interval (300 s by default) and its frozen limit
+    FROZEN_AFTER_S (300 s): a window frozen from end to end spans less than the window, so the limit
+    is capped at FROZEN_WINDOW_SHARE of it and a frozen window holds; a scale-down is refused."""
+    from flinktune.decision import Decision
+    from flinktune.settings import Settings
+
+    window = Settings().decision_interval_s
+    now = 1000 + window
+    frozen = raw_samples("j", 1000, window, rate=30000, lag=500, p95=180)
+    state = evaluate("j", frozen, BIG, now=now, window_s=window, frozen_after_s=FROZEN_AFTER_S)
+    assert any(p.startswith("frozen metrics") for p in state.problems), state.problems
+    planned = Decision(Action.RECONFIGURE, "scale down", "policy", target=Configuration(8, 4, 1.0, 1024, 30))
+    decision = SafetyGuard(SPACE, 1000.0).review(planned, state, now)
+    assert decision.action is Action.KEEP and "frozen metrics" in decision.reason
+    # Metrics that move in the same window pass.
+    live = moving(window)
+    assert not any(
+        p.startswith("frozen") for p in evaluate("j", live, BIG, now=now, window_s=window, frozen_after_s=FROZEN_AFTER_S).problems
+    )
+
+
+def test_metrics_that_disagree_with_the_clusters_configuration_hold_with_the_reason():
+    """Metrics saying parallelism 16 while the cluster says 24: the change is held, the reason names both."""
+    from flinktune.decision import Decision
+
+    config = BIG  # the cluster's configuration in force
+    reported = moving()
+    reported = reported[reported["metric"] == "workloadRate"].assign(metric="configParallelism", value=16.0)
+    df = pd.concat([moving(), reported], ignore_index=True)
+    state = evaluate("j", df, config, now=1600, window_s=600, frozen_after_s=FROZEN_AFTER_S)
+    reason = next(p for p in state.problems if p.startswith("metrics disagree"))
+    assert f"configParallelism reports 16 but the cluster's configuration has parallelism {config.parallelism}" in reason
+    planned = Decision(Action.RECONFIGURE, "scale down", "policy", target=Configuration(8, 4, 1.0, 1024, 30))
+    decision = SafetyGuard(SPACE, 1000.0).review(planned, state, 1600)
+    assert decision.action is Action.KEEP and "metrics disagree" in decision.reason
+    agreeing = pd.concat([moving(), reported.assign(value=float(config.parallelism))], ignore_index=True)
+    assert not any(p.startswith("metrics disagree") for p in evaluate("j", agreeing, config, now=1600, window_s=600).problems)

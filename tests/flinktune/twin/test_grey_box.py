@@ -109,6 +109,35 @@ def test_save_load_and_a_clear_error_for_another_file(tmp_path) -> None:
         GreyBoxTwin.load(tmp_path / "x.joblib")
 
 
+class _Planted:
+    """A pickle whose loading would create a file: what a crafted model file does."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_crafted_or_resigned_pickle_runs_no_code(tmp_path) -> None:
+    import joblib
+
+    from flinktune.signing import MAGIC
+
+    marker = tmp_path / "pwned"
+    crafted = tmp_path / "crafted.joblib"
+    joblib.dump(_Planted(str(marker)), crafted)
+    with pytest.raises(CalibrationError, match=r"crafted\.joblib: not a grey-box twin file signed") as err:
+        GreyBoxTwin.load(crafted)
+    assert "\n" not in str(err.value)
+    # The same payload behind a signature made with another key.
+    forged = tmp_path / "forged.joblib"
+    forged.write_bytes(MAGIC + b"0" * 64 + b"\n" + crafted.read_bytes())
+    with pytest.raises(CalibrationError, match="not a grey-box twin file signed"):
+        GreyBoxTwin.load(forged)
+    assert not marker.exists()
+
+
 def test_keeps_up_class_and_throughput_come_from_one_capacity() -> None:
     obs = _small(10)
     twin = fit_grey_box(obs.drop(columns=["run"]), ClusterProfile.default(), max_nfev=5)
