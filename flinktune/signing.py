@@ -16,10 +16,25 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["MAGIC", "SignatureError", "key_file", "read_signed", "write_signed"]
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["MAGIC", "SignatureError", "SigningSettings", "key_file", "read_signed", "write_signed"]
 
 MAGIC = b"FLINKTUNE-SIGNED-1\n"
 _DIGEST_LEN = 64  # hex characters of an HMAC-SHA256
+
+
+class SigningSettings(BaseSettings):
+    """The key that signs model files written to disk (``FLINKTUNE_SIGNING_*``)."""
+
+    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SIGNING_", extra="forbid", env_ignore_empty=True)
+
+    key_file: Path | None = Field(
+        None,
+        description="File holding the HMAC key that signs model files (grey-box twins, saved replay models); "
+        "created on first use; default ~/.config/flinktune/signing.key. A file signed with another key is refused.",
+    )
 
 
 class SignatureError(ValueError):
@@ -28,11 +43,10 @@ class SignatureError(ValueError):
 
 def key_file() -> Path:
     """The signing key's file: ``FLINKTUNE_SIGNING_KEY_FILE``, else under ``$XDG_CONFIG_HOME`` (``~/.config``)."""
-    from flinktune.settings import read_group
-    from flinktune.settings.groups import SigningSettings
-
-    chosen = read_group(SigningSettings).key_file
-    if chosen is not None:
+    # Read here, not through flinktune.settings, which sits above the modules that sign; a path
+    # cannot be malformed, so there is no bad value to turn into a settings error.
+    chosen = SigningSettings().key_file
+    if chosen is not None and str(chosen).strip():
         return chosen
     config = os.environ.get("XDG_CONFIG_HOME", "").strip() or str(Path.home() / ".config")
     return Path(config) / "flinktune" / "signing.key"

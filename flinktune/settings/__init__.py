@@ -6,7 +6,7 @@ reading the environment again. The other groups (:class:`BackendSettings`, :clas
 :class:`LocalFlinkSettings`, :class:`PrometheusSettings`) are read with :func:`read_group`, which
 takes an optional mapping in place of ``os.environ`` (tests, pod specs) and turns a bad value into
 one :class:`SettingsError` line naming the variable. Every ``FLINKTUNE_*`` variable is declared
-in :mod:`flinktune.settings.groups` (or in :mod:`flinktune.pricing` / :mod:`flinktune.report.verdict`, also typed groups);
+in :mod:`flinktune.settings.groups` (or in :mod:`flinktune.pricing` / :mod:`flinktune.report.verdict` / :mod:`flinktune.signing`, also typed groups);
 :func:`check_environment` warns once about any other ``FLINKTUNE_*`` name and suggests the
 closest valid one. All paths default to folders under ``var_dir`` so that the embedded
 default (twin, local Spark, SQLite MLflow) needs no service. Credentials never live here: the
@@ -36,11 +36,11 @@ from flinktune.settings.groups import (
     PrometheusSettings,
     ScheduleSettings,
     Settings,
-    SigningSettings,
     SparkSettings,
     TimeoutSettings,
     TrainerSettings,
 )
+from flinktune.signing import SigningSettings
 
 __all__ = [
     "BackendSettings",

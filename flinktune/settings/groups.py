@@ -27,7 +27,6 @@ __all__ = [
     "PrometheusSettings",
     "ScheduleSettings",
     "Settings",
-    "SigningSettings",
     "SparkSettings",
     "TimeoutSettings",
     "TrainerSettings",
@@ -257,18 +256,6 @@ class TrainerSettings(BaseSettings):
         description='JSON object {"VARIABLE": "secret-name:key"}, each given to the pod as a secretKeyRef.',
     )
     var_pvc: str = Field("flinktune-var", description="PersistentVolumeClaim holding the state folder (lake, reports).")
-
-
-class SigningSettings(BaseSettings):
-    """The key that signs model files written to disk (:mod:`flinktune.signing`)."""
-
-    model_config = SettingsConfigDict(env_prefix="FLINKTUNE_SIGNING_", extra="forbid", env_ignore_empty=True, allow_inf_nan=False)
-
-    key_file: Path | None = Field(
-        None,
-        description="File holding the HMAC key that signs model files (grey-box twins, saved replay models); "
-        "created on first use; default ~/.config/flinktune/signing.key. A file signed with another key is refused.",
-    )
 
 
 class ProfilingSettings(BaseSettings):
