@@ -261,11 +261,13 @@ def replay(
     ),
 ) -> None:
     """Replay every policy on the same trace, seed and failures; write the comparison table."""
-    from flinktune.quantities import QuantityError, finite
+    from flinktune.quantities import LATENCY_MS, QuantityError, check, finite
     from flinktune.replay import cli_replay
     from flinktune.replay.policy_options import parse_policy_options
 
     try:
+        # Before the warning below, which would compare a NaN target with the latency at rest.
+        check(LATENCY_MS, latency_target_ms, "--latency-target-ms")
         if not 0.5 <= finite(hours, "--hours") <= 48.0:
             fail(f"--hours {hours:g}: replay 0.5 to 48 hours")
         finite(history_hours, "--history-hours")

@@ -34,8 +34,8 @@ import yaml
 from typer.testing import CliRunner
 
 from flinktune import quantities
-from flinktune.cli.entry import run_main
 from flinktune.cli.main import app
+from flinktune.entry import run_main
 
 CASES: list[dict[str, Any]] = yaml.safe_load((Path(__file__).parent / "cases.yaml").read_text())
 SECRET = "S3CRETpw"
