@@ -19,7 +19,7 @@ def test_the_template_documents_every_setting_and_loads_as_two_managed_jobs(tmp_
     fleet = load_fleet_file(path)
     assert not fleet.held() and [s.name for s in fleet.managed()] == ["checkout", "clickstream"]
     checkout = fleet.get("checkout").settings
-    assert checkout is not None and (checkout.latency_target_ms, checkout.dry_run, checkout.kind) == (800.0, True, "ysb")
+    assert checkout is not None and (checkout.latency_target_ms, checkout.mode, checkout.kind) == (800.0, "advise", "ysb")
     assert set(yaml.safe_load(text)) == {"defaults", "jobs"}
 
 
