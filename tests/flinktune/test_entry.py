@@ -6,7 +6,7 @@ that those entry points use, run inside :func:`flinktune.entry.run_main`. Each m
 exit code 2, exactly one line on stderr that starts with ``error:`` and names what is wrong
 (the fragment given with the case), no traceback, no hang (an alarm stops a case after 60 s), and
 nothing written under the case's var folder. The raw-metric contract corpus lives in
-``tests/data_contracts/test_bad_input_corpus.py``; plugin requests are at the end of this file. A
+``tests/data_contracts/test_raw_metrics_corpus.py``; plugin requests are at the end of this file. A
 few cases run as real subprocesses to prove the exit code and the single line end to end.
 """
 
