@@ -200,10 +200,6 @@ def run(
         # The file's signature, before anything else starts (its pickle is read only further down).
         read_signed(models_file, "saved ReplayModels file")
     settings = settings or load_settings()
-    from models.registry import configure
-
-    configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root, request_timeout_s=settings.timeouts.mlflow_request_s,
-              max_retries=settings.timeouts.mlflow_retries)  # fmt: skip
     from flinktune.backends.choice import load_backends
 
     cluster = load_backends().cluster
@@ -222,6 +218,11 @@ def run(
         raise ValueError(f"ticks={ticks}: on a real cluster each run makes one decision (the DAG runs every interval)")
     elif models_file is not None:
         raise ValueError("--models: models from a file run on the twin only (FLINKTUNE_CLUSTER=twin); a cluster uses the MLflow champions")
+    # After every refusal above: configuring the store records its home under the state folder.
+    from models.registry import configure
+
+    configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root, request_timeout_s=settings.timeouts.mlflow_request_s,
+              max_retries=settings.timeouts.mlflow_retries)  # fmt: skip
     replay_models = None
     if models_file is not None:
         from flinktune.replay.models import ReplayModels  # the replay's models: only for a run from a file
