@@ -97,7 +97,7 @@ def rate_edges(data: Path, hours: float | None = None) -> np.ndarray:
 def at_default_by_rate(rate: np.ndarray, at_default: np.ndarray, edges: np.ndarray) -> dict[str, float]:
     """Share of minutes at the default in each rate band (``default_q1`` lowest rates ..), the minutes
     binned by their ``rate`` at ``edges``; NaN for a band without minutes. Where the time at the default
-    is spent says which rates a policy cannot serve cheaper (session 23)."""
+    is spent says which rates a policy cannot serve cheaper."""
     rate, at = np.asarray(rate, dtype=float), np.asarray(at_default, dtype=bool)
     band = np.searchsorted(edges, rate, side="right")
     return {

@@ -182,7 +182,7 @@ def run_cycle(
 
 
 def _markdown(r: dict, command: str) -> str:
-    """The result table as Markdown (the lead pastes it into docs/results/fleet.md)."""
+    """The result table as Markdown (for docs/results/fleet.md)."""
     agree = r.get("agreement")
     lines = [
         "| jobs | acquisitions | cycle wall | cycle CPU (user+sys) | decisions / s | per job, median | per job, p95 "

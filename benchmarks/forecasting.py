@@ -1,4 +1,4 @@
-"""Backtest table of every forecaster on real traces and the twin's 18 h traces (issues 5 and 19).
+"""Backtest table of every forecaster on real traces and the twin's 18 h traces.
 
 Run: ``.venv/bin/python benchmarks/forecasting.py [--trace FILE ...] [--hours 18] [--train-hours 12]
 [--select-hours 6] [--select-refits 3] [--epochs 20] [--seeds 7,8,9] [--workloads ysb,tsw]
@@ -23,9 +23,8 @@ the 1 s trace, as published, and so do the darts peak models (on 10 s bins); the
 minute bins.
 
 ``--peak-n-se 1`` / ``--planning-z 1`` turn on the rule choice's guards against selection optimism
-(:func:`models.forecasting.backtest.choose_rules`; off by default, session-8 measurements in
-docs/results/forecasting.md); ``--direct-peak-factor`` lets the models that forecast the peak directly
-choose a peak factor too (off since session 12: they keep the plain peak,
+(:func:`models.forecasting.backtest.choose_rules`; off by default); ``--direct-peak-factor`` lets the models that forecast the peak directly
+choose a peak factor too (off by default: they keep the plain peak,
 :data:`models.forecasting.backtest.DIRECT_PEAK_PLAIN`); ``--save-backtests FILE`` keeps every backtest so that
 ``benchmarks/forecasting_rules.py FILE`` re-chooses the rules on the same forecasts.
 
@@ -177,12 +176,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--models", default=None, help="comma-separated subset of model names")
     p.add_argument("--planning-z", type=float, default=None,
                    help="z of the under-forecast upper bound the planning rule is chosen on (default "
-                        "models.forecasting.backtest.PLANNING_Z; 0: the point estimate, as before session 8)")
+                        "models.forecasting.backtest.PLANNING_Z; 0: the point estimate)")
     p.add_argument("--peak-n-se", type=float, default=None,
                    help="standard errors a peak factor must beat the plain peak by (default PEAK_RULE_N_SE; "
-                        "0: the plain minimum, as before session 8)")
+                        "0: the plain minimum)")
     p.add_argument("--direct-peak-factor", action="store_true",
-                   help="let models that forecast the peak directly choose a peak factor too (before session 12; "
+                   help="let models that forecast the peak directly choose a peak factor too ("
                         "default: they keep the plain peak, models.forecasting.backtest.DIRECT_PEAK_PLAIN)")
     p.add_argument("--save-backtests", default=None, metavar="FILE",
                    help="pickle every backtest ({(workload, seed): {model: SelectedBacktest}}) to FILE, for "

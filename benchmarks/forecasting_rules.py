@@ -2,10 +2,9 @@
 
 Run: ``.venv/bin/python benchmarks/forecasting_rules.py FILE`` where FILE is what
 ``benchmarks/forecasting.py --save-backtests FILE`` wrote. For every trace, model and variant of the
-rule choice (``plain``: the point estimate and the plain minimum, every model choosing a peak factor,
-the default before session 12; ``peak-1se``: the one-standard-error peak rule; ``planning-ucb``: the
+rule choice (``plain``: the point estimate and the plain minimum, every model choosing a peak factor; ``peak-1se``: the one-standard-error peak rule; ``planning-ucb``: the
 upper-bound planning rule; ``both``: the two guards; ``direct-x1``: as ``plain`` but models that
-forecast the peak directly keep the plain peak, the default since session 12), the rules are chosen again on the saved selection
+forecast the peak directly keep the plain peak, the default), the rules are chosen again on the saved selection
 forecasts (:func:`models.forecasting.backtest.choose_rules`), the report forecasts scored with them
 (:func:`~models.forecasting.backtest.summarize`) and the champion chosen
 (:func:`models.forecasting.champion.choose_champion`). No model is fitted, so the variants differ only

@@ -1,4 +1,4 @@
-"""Calibrate the twin against the local Flink cluster and report its held-out error (issue 9).
+"""Calibrate the twin against the local Flink cluster and report its held-out error.
 
     # a profiling sweep on a fresh local cluster (parallelism x rates), then calibration:
     .venv/bin/python benchmarks/local_flink_calibration.py --sweep --rates 3000,9000,15000

@@ -1,4 +1,4 @@
-"""Long form of issue 9: the decision loop with the flinktune policy against a real local Flink.
+"""Long form of the local Flink check: the decision loop with the flinktune policy against a real local Flink.
 
     .venv/bin/python benchmarks/local_flink_loop.py [--minutes 15] [--out var/localflink/loop]
 

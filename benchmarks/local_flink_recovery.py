@@ -1,4 +1,4 @@
-"""Recovery after a TaskManager failure on the local Flink cluster, measured N times (issue 9).
+"""Recovery after a TaskManager failure on the local Flink cluster, measured N times.
 
     .venv/bin/python benchmarks/local_flink_recovery.py [--parallelism 2] [--rate 20000] [--repeats 3]
 

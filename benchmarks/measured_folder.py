@@ -175,11 +175,10 @@ def calibrated_twin(
     time on its own decisions. ``calibrate=False``: the mechanism fit alone, default options but the
     operator's ``operator`` version. ``busy_noise``: the operator reads its busy time with the spread
     fitted on its decisions (an upper bound; off by default: it reproduces the measured cascades and p95
-    but overshoots the CPU, see docs/results/twin-fidelity-ads.md, session 15). Use it wherever a
+    but overshoots the CPU, see docs/results/twin-fidelity-ads.md). Use it wherever a
     benchmark replays the calibrated twin. ``source_partitions``: the measured lag's factor to the operator's
     in the busy-time fit (its sum over the source topic's partitions; None: the space's largest parallelism,
-    Demeter's 24; 1, the default: the lag as measured, since the operator's unit made the replay worse in
-    sessions 15 and 16; ``busy_calibration.measured_lag_scale``). ``redeploy_methods``: whose measured
+    Demeter's 24; 1, the default: the lag as measured, since the operator's unit makes the replay worse; ``busy_calibration.measured_lag_scale``). ``redeploy_methods``: whose measured
     scale-downs the redeploy's downtime and warm-up are fitted on (``folder_calibration.calibrate_beside``)."""
     twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
     profile, options = twin.profile, {}

@@ -1,4 +1,4 @@
-"""Replay benchmark: every policy on the built-in 18 h traces, failures every 45 min (DESIGN.md section 7).
+"""Replay benchmark: every policy on the built-in 18 h traces, failures every 45 min (docs/DESIGN.md section 7).
 
 ``python benchmarks/replay.py [--traces ysb,tsw] [--hours 18] [--seed 7] [--forecaster peak] [--out docs/results]``
 writes ``replay-<trace>.md`` / ``.json`` / plots per trace (see :mod:`flinktune.replay`).
@@ -23,8 +23,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--failures", default="every:45m")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--forecaster", default="peak", choices=list(FORECASTERS),
-                   help="forecaster of the model-based policies (default peak since round 4: quantiles of the next "
-                        "10 min's peak, seasonal naive until 31 min of history; naive was the default before)")
+                   help="forecaster of the model-based policies (default peak: quantiles of the next "
+                        "10 min's peak, seasonal naive until 31 min of history)")
     p.add_argument("--watch-every-s", type=int, default=60,
                    help="seconds between the watch's checks that let flinktune decide early when the backlog grows (0: off)")
     p.add_argument("--workers", type=int, default=2)

@@ -10,7 +10,7 @@ seed, and so does the trace of a built-in generator), and the replay bound
 (:func:`benchmarks.replay_bound.bound_for_rates`) is computed on the same trace and profile. The
 Markdown file holds, per policy, the mean and the worst seed of CPU, memory, priced cost and p95
 (relative to static), CPU as a multiple of the bound, recoveries over the limit and
-reconfigurations, and the issue-20 targets with met/missed; a JSON file beside it holds every seed's
+reconfigurations, and the targets with met/missed; a JSON file beside it holds every seed's
 rows. Both are rewritten after every seed, so a stopped run keeps the seeds it finished.
 Bad input (unknown profile or policy, seeds like ``5-1``, a missing trace file) is one line on
 stderr and exit code 2 (:func:`flinktune.cli.entry.run_main`).
@@ -128,7 +128,7 @@ def targets(
     demeter_priced: float | None,
     policy: str = "flinktune",
 ) -> list[tuple[str, str, bool]]:
-    """Issue 20's "done when" for ``policy``: (target, figure, met). ``real_workload``: the ADS
+    """The targets for ``policy``: (target, figure, met). ``real_workload``: the ADS
     targets, else the synthetic traces' ones. ``demeter_priced``: the measured real Demeter's
     priced cost relative to static (ADS only)."""
     if not per_seed or any(policy not in rows for rows in per_seed.values()):
@@ -242,7 +242,7 @@ def _render(r: dict[str, Any]) -> str:
     checks = r["targets"]
     if checks:
         lines += [
-            "## Issue 20 targets for flinktune"
+            "## Targets for flinktune"
             + (" (ADS real trace, calibrated profile)" if r["real_workload"] else " (synthetic trace, built-in profile)"),
             "",
             "| target | figure | met |",
@@ -324,7 +324,7 @@ def run(
         # A trace file is the same on every seed: its bound once; a generator's trace moves with the seed.
         if trace in WORKLOADS or file_bound is None:
             b = bound_for_rates(series.to_numpy(), prof, recovery_limit_s, label=f"{trace_name} seed {seed}")
-            # The same bound held to issue 20's reconfiguration cap (12 per 18 h): what any capped policy can reach.
+            # The same bound held to the targets' reconfiguration cap (12 per 18 h): what any capped policy can reach.
             cap = int(12 * hours / 18)
             b["capped"] = bound_with_changes(series.to_numpy(), prof, recovery_limit_s, (cap,))[cap]
             b["cap"] = cap

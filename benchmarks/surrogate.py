@@ -16,7 +16,7 @@ Columns (median over ``--repeats``):
   (B + 1) buckets, one batched fit); no model is reused.
 - ``decision_s``: rank weights and scoring all 840 candidates at the planned rate with the
   freshly fitted surrogate.
-- ``total_s`` = fit + decision: a decision from scratch, the issue 6 target.
+- ``total_s`` = fit + decision: a decision from scratch, what the target bounds.
 - ``refit_decision_s``: one more profiling run at the planned rate, then a decision: only the
   target bucket's GPs are refitted (warm-started from their last fit), base-bucket GPs are
   reused because their data did not change; weights and scoring as above.
@@ -26,7 +26,7 @@ Columns (median over ``--repeats``):
 Before the table one small fit and decision warm the process up (imports, first-call set-up of
 torch/gpytorch); its time is printed as ``warm-up`` and is not in the table: a fresh process
 pays it once. With CUDA present (or ``--device cuda``) the largest size is also timed on the
-GPU. Targets (issue 6): at most 1 s per decision at 200 observations and 3 base models on CPU;
+GPU. Targets: at most 1 s per decision at 200 observations and 3 base models on CPU;
 at least 5x faster on a GPU at 5000 observations. Prints a Markdown table and one JSON line per
 row.
 """

@@ -6,7 +6,7 @@ Use on any folder in the demeter-ads format (``../shared/data/demeter-ads/README
 
 1. Profiling runs, leave-one-run-out (``profiling_runs.csv``, column ``run``): the grey-box twin
    (:mod:`flinktune.twin.grey_box`) fitted on the other runs predicts each run; scores against
-   the issue-18 targets, for the corrected twin and the mechanism alone.
+   the leave-one-run-out targets, for the corrected twin and the mechanism alone.
 2. Replay: the mechanism fitted on all runs replays static, demeter, autoscaler and reactive on the
    folder's trace (``trace_x3.csv``, or the first ``*.csv`` with ``timestamp,value``) with its
    failures (the median gap between injections in ``results_recovery_per_injection.csv``, else
@@ -21,7 +21,7 @@ is then refitted with those held, so that its recovery stage agrees with them), 
 utilisation target of the reactive HPA from the measured method's name (``reactive35`` -> 0.35;
 none in the name: the policy's default), the downtime and warm-up of a savepoint redeploy on the
 backlog after the measured operator runs' scale-downs (``measured_60s/*operator*.csv``,
-:mod:`flinktune.twin.redeploy_downtime`; ``--redeploy-fit`` for the latency fits before session 16)
+:mod:`flinktune.twin.redeploy_downtime`; ``--redeploy-fit`` for fits on the latency instead)
 and the busy time the operator autoscaler reads on those runs' own rescale decisions
 (:mod:`flinktune.twin.busy_calibration`). The operator autoscaler replayed is the published version
 ``--operator`` names (default ``demeter-1.6``: operator 1.6.0 on Flink 1.17 with Demeter's settings,
@@ -81,7 +81,7 @@ from flinktune.twin.recovery_checks import DEMETER_CHECKS, on_schedule  # noqa: 
 
 __all__ = ["CV_TARGETS", "compare", "main", "render", "render_loro", "replayed_table", "run"]
 
-#: Leave-one-run-out targets (issue 18): (score, comparison, bound).
+#: Leave-one-run-out targets: (score, comparison, bound).
 CV_TARGETS = {
     "throughput_mape": ("<=", 0.12),
     "keeps_up_accuracy": (">=", 0.90),
@@ -117,7 +117,7 @@ def run(
     The replay runs once per seed (failures and noise); the comparison uses the mean over seeds and
     the per-seed range is reported beside it. ``policies`` replays a subset (static always);
     ``skip_loro`` leaves out the leave-one-run-out scores; ``calibrate=False`` leaves out the CPU
-    calibration and the published targets (the twin and baselines as before session 12).
+    calibration and the published targets (the mechanism fit alone, the baselines at their defaults).
     ``operator``: the operator autoscaler's published version (:data:`~flinktune.policies.autoscaler.VERSIONS`;
     default the one Demeter's evaluation ran, ``demeter-1.6``). ``busy_noise``: the spread of the operator's
     busy-time reading (:data:`BUSY_NOISE_FITS`; ``changes``, the default, replays the operator once per spread of
@@ -153,7 +153,7 @@ def run(
     trace, forecaster = replay_trace(data, hours)
     failures, failures_from = failure_spec(data)
     # The latency goal of every policy and the guard: Demeter's published boundary, 2.14 x the lowest
-    # profiled latency (ANCHORS.md 1.3), from this folder's runs (a fixed 1 s would call every
+    # profiled latency (docs/baselines.md, demeter), from this folder's runs (a fixed 1 s would call every
     # configuration of a job whose idle latency is above 1 s "bad").
     latency_target_ms = BAD_LATENCY_FACTOR * float(runs_csv["latency_ms"].min())
     per_seed, per_rank = [], []
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--no-calibrate",
         action="store_true",
-        help="No CPU calibration on the measured static run and no published targets (the figures before session 12).",
+        help="No CPU calibration on the measured static run and no published targets (the mechanism fit alone, the baselines at their defaults).",
     )
     ap.add_argument(
         "--operator",
@@ -318,14 +318,14 @@ def main(argv: list[str] | None = None) -> int:
         default="backlog",
         help="How the redeploy's downtime and warm-up are fitted on the operator runs: backlog (default; both on the "
         "backlog after their scale-downs), downtime (the downtime on it, the warm-up on their latency), latency "
-        "(sessions 13-15: the warm-up alone, on their latency); flinktune.twin.folder_calibration.",
+        "(the warm-up alone, on their latency); flinktune.twin.folder_calibration.",
     )
     ap.add_argument(
         "--redeploy-methods",
         default=REDEPLOY_METHODS,
         help="Whose measured scale-downs the redeploy's downtime and warm-up are fitted on: a method of the folder's "
-        f"measured_60s file names, or several joined by commas, pooled. Default {REDEPLOY_METHODS} (operator alone "
-        "until session 21).",
+        f"measured_60s file names, or several joined by commas, pooled. Default {REDEPLOY_METHODS} (pooled: the "
+        "operator's alone leaves Demeter's p95 far over the measured).",
     )
     ap.add_argument(
         "--source-partitions",
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="The busy-time fit reads the measured lag x this (the operator's lag is the sum over the source topic's "
         "partitions, the measured one about one partition's; Demeter's topic had 24). Default 1, the lag as measured: "
-        "x 24 made the replay worse (docs/results/twin-fidelity-ads.md, sessions 15 and 16).",
+        "x 24 makes the replay worse.",
     )
     ap.add_argument(
         "--carry-profiles",

@@ -1,7 +1,7 @@
 """The five knobs of a Flink job and the discrete space a tuner searches.
 
 Use :class:`Configuration` for one concrete setting (what runs, what a policy proposes) and
-:class:`ConfigSpace` for the candidate grid (840 configurations by default, DESIGN.md section 5).
+:class:`ConfigSpace` for the candidate grid (840 configurations by default, docs/DESIGN.md section 5).
 A configuration knows its cost: TaskManagers = ceil(parallelism / slots), and CPU and memory are
 per TaskManager. Per-vertex parallelism overrides (DS2-style policies) ride along as a mapping
 from vertex name to parallelism; they never change the TaskManager count, which follows the
@@ -275,7 +275,7 @@ class ConfigSpace:
 
 
 def default_space() -> ConfigSpace:
-    """DESIGN.md section 5's space: 840 candidates, max 24 x (1 CPU, 4 GiB)."""
+    """docs/DESIGN.md section 5's space: 840 candidates, max 24 x (1 CPU, 4 GiB)."""
     return ConfigSpace()
 
 

@@ -25,7 +25,7 @@ from flinktune.twin.workload import WORKLOADS, TraceError, generate_trace, load_
 
 __all__ = ["FAILURES", "TRACE_EXTRA_HOURS", "main", "run"]
 
-#: Failure schedule of simulated history (DESIGN.md section 7).
+#: Failure schedule of simulated history (docs/DESIGN.md section 7).
 FAILURES = "every:45m"
 #: Hours of trace generated beyond the simulated ones, for the decision job to continue.
 TRACE_EXTRA_HOURS = 18.0

@@ -1,4 +1,4 @@
-"""MLflow helpers: log a trained model, register it, promote it to ``@champion``, load the champion.
+"""MLflow functions: log a trained model, register it, promote it to ``@champion``, load the champion.
 
 Use these from training jobs (``log_and_register`` then ``promote``) and from the
 decision loop (``load_champion``). Call :func:`configure` first: it points MLflow at a tracking

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up the local Flink cluster's pieces (issue 9), idempotently:
+# Set up the local Flink cluster's pieces, idempotently:
 #  1. a SEPARATE virtual environment (.venv-flink) with apache-flink==2.3.0, whose pyflink package
 #     ships a complete Flink 2.3.0 distribution (FLINK_HOME = site-packages/pyflink); PyFlink stays
 #     out of the main .venv because it pins its own pandas/numpy/pyarrow;

@@ -44,7 +44,7 @@ def twin_calibrate(
         "backlog",
         help="With --group-by and measured operator runs: backlog (the redeploy's downtime and warm-up on the backlog "
         "after their scale-downs), downtime (the downtime on it, the warm-up on their latency) or latency (the "
-        "warm-up alone, on their latency; sessions 13-15).",
+        "warm-up alone, on their latency).",
     ),
     redeploy_methods: str = typer.Option(
         "operator,demeter",  # folder_calibration.REDEPLOY_METHODS, spelled out: importing it here would load the twin

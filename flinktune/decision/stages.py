@@ -1,4 +1,4 @@
-"""The stage interfaces of the decision loop (DESIGN.md section 4).
+"""The stage interfaces of the decision loop (docs/DESIGN.md section 4).
 
 Each stage is a small Protocol with a real implementation and a testing one, injected into
 :class:`flinktune.decision.loop.DecisionLoop` together with a clock. Shapes:

@@ -1,6 +1,6 @@
 """Machine CPU next to the CPU of the local cluster's own processes, over an interval (Linux /proc).
 
-Use :class:`CpuMeter` around a measurement on the shared 2-core box (LOCAL_FLINK_NOTES P16): a
+Use :class:`CpuMeter` around a measurement on the shared 2-core box: a
 capacity measured while the machine used much more CPU than Flink did was measured with a
 neighbour taking cores, and says so. ``mark()`` starts an interval, ``read()`` returns
 ``(machine_cores, flink_cores)`` used since then (cores = CPU seconds per second).

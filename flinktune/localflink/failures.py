@@ -6,7 +6,7 @@ a replacement of the same shape after ``replace_after_s``, and times the recover
 defines it where a real job allows: from the failure until the job processes at the offered
 rate again (the source's output, the slope of counter polls over ``window_s``, within
 ``tolerance`` of the pre-failure level; :func:`recovery_point`; not the 60 s meters). Caveat: the paced generator
-restarts its schedule on restore (LOCAL_FLINK_NOTES P9), so the backlog of the outage is not
+restarts its schedule on restore, so the backlog of the outage is not
 replayed; the measured recovery is therefore a lower bound of a queue-fed job's.
 """
 
@@ -76,8 +76,8 @@ def recovery_point(
     """The first poll time from which the job emits at ``(1 - tolerance) x target_rate`` over ``window_s``, or None.
 
     ``t`` (s, increasing) and ``count`` are polls of the source's record counter after a failure.
-    The rate is the least-squares slope over the window: a REST read can be up to a second stale
-    (LOCAL_FLINK_NOTES P7), so a rate from two successive reads swings between about half and
+    The rate is the least-squares slope over the window: a REST read can be up to a second stale,
+    so a rate from two successive reads swings between about half and
     twice the truth and a "stable for N polls" test never settles. A counter that falls (the job
     restarted again, e.g. the adaptive scheduler rescaling onto the replacement TaskManager)
     starts a new segment: windows never span a restart. Needs 3 polls covering 80 % of the window.

@@ -1,7 +1,7 @@
 """Submit, find, stop and rescale one job on the local cluster through REST.
 
 Use :class:`JobControl` from the realizer, the failure injector and the profiling sweep. It knows
-the exact calls that work on Flink 2.3 (see LOCAL_FLINK_NOTES): jar upload + run with
+the exact calls that work on Flink 2.3: jar upload + run with
 ``savepointPath`` and per-job ``flinkConfiguration``; stop-with-savepoint; in-place rescale
 through the adaptive scheduler's resource requirements followed by a checkpoint (without it the
 rescale waits for the next periodic checkpoint). Times of state changes come from Flink's own

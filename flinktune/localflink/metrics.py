@@ -3,7 +3,7 @@
 Use :class:`RestMetricsSource` for a job on the local cluster: call :meth:`sample` every 1-5 s
 (or :meth:`start` a background poller) and :meth:`fetch` returns the buffered samples of a time
 range, exactly like the Prometheus and twin sources. Continuous polling is not optional: Flink's
-REST metrics are a cache refreshed only when asked (LOCAL_FLINK_NOTES P7), so sparse reads are
+REST metrics are a cache refreshed only when asked, so sparse reads are
 stale. Per-subtask values come from ``/vertices/<vid>/metrics?get=<i>.<name>`` (the aggregated
 ``subtasks/metrics`` endpoint answers nothing once an operator-scoped name is in the query).
 

@@ -15,7 +15,7 @@ Shapes:
   ``busy_ms`` (the busiest non-source subtask's ``accumulateBusyTimeMs``), ``backpressured_ms``
   (the most back-pressured source subtask's ``accumulateBackPressuredTimeMs``) and ``pending``
   (the sources' backlog, records). Rates are least-squares slopes over the frame, so the 0-1 s
-  staleness of each REST read (LOCAL_FLINK_NOTES P7) averages out instead of biasing a
+  staleness of each REST read averages out instead of biasing a
   two-point difference;
 - :class:`StepSummary`: one step (target rate -> sustained throughput, busy, back pressure,
   backlog growth, whether it saturated);

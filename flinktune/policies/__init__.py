@@ -1,13 +1,10 @@
 """Tuning policies, each a :class:`flinktune.decision.stages.Policy`, by name.
 
-Use :func:`make_policy` to build one from its name; :data:`POLICY_NAMES` lists them. Sources:
-static (the reference), demeter (Geldenhuys et al. 2024), flinktune (ours), reactive (Kubernetes
-HPA on CPU + Flink reactive mode), ds2 (Kalavri et al. 2018), autoscaler (Flink Kubernetes
-Operator), sage (LinkedIn auto-sizing rules), barre (burst reserve), oracle (twin only: needs
-``schedule=`` from :func:`flinktune.twin.oracle.oracle_schedule`).
-
-The baselines live here (``grid`` is their parallelism grid); the flinktune policy and its parts
-(capacity, shapes, sizing, selection, profiling) live in :mod:`flinktune.tuner`.
+Use :func:`make_policy` to build one from its name; :data:`POLICY_NAMES` lists them: static (the
+reference), demeter, flinktune (ours, in :mod:`flinktune.tuner`), reactive, ds2, autoscaler, sage,
+barre and oracle (twin only: needs ``schedule=`` from :func:`flinktune.twin.oracle.oracle_schedule`).
+The baselines live here (``grid`` is their parallelism grid); each is described, as published and as
+it behaves in the replay, in ``docs/baselines.md``.
 """
 
 from __future__ import annotations

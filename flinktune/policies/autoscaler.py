@@ -1,67 +1,11 @@
-"""The Flink Kubernetes Operator's autoscaler (FLIP-271), with its published defaults.
+"""The Flink Kubernetes Operator's autoscaler (FLIP-271) as a policy, with the defaults of its published versions.
 
-Facts carried over (ANCHORS.md section 3, ``AutoScalerOptions`` defaults): metrics are collected
-after a ``stabilization`` of 5 min following a (re)start, and a decision needs a full 15 min
-``metrics window``. Per vertex, TRUE_PROCESSING_RATE = input rate / busy fraction; the source's
-target rate is the input rate plus the lag's growth; downstream targets follow the edges. The
-target capacity is ``catch-up rate + target x restart time / catch-up duration + target / target
-utilisation`` (utilisation 0.7, restart 5 min, catch-up 30 min). Every vertex gets a new
-parallelism ``ceil(p x capacity / true rate)``, the factor clamped to [1 - 0.6, 1 + 100000]
-(``JobVertexScaler``); a vertex whose new parallelism equals the running one is unchanged and its
-pending scale-down is cleared. Scale-ups go at once; a vertex's scale-down waits until it has been
-recommended for the 1 h ``scale-down.interval`` and then uses the largest parallelism recommended
-in it (``DelayedScaleDown``, per vertex). The utilisation bounds apply to the *changed vertices
-together* (``ScalingExecutor.allChangedVerticesWithinUtilizationTarget``): nothing is rescaled
-when every changed vertex's true rate lies within [capacity at utilisation 0.7 + 0.3 without the
-restart term, capacity at 0.7 - 0.3 with it] (while the backlog exceeds 5 min of input the bounds
-become [1.0, 0]); when any one lies outside, every changed vertex is rescaled, including a source
-within its own bounds. After a rescale all pending scale-downs are cleared. Only parallelism
-changes (memory tuning is off by default), applied per vertex through
-``pipeline.jobvertex-parallelism-overrides``; the job's parallelism (and so its TaskManagers)
-follows the largest vertex.
-
-Versions (:data:`VERSIONS`, :meth:`AutoscalerPolicy.published`; ``newest``, the class defaults, is
-the one above and what the other replay tables call "the operator autoscaler"):
-
-- ``1.6``: operator 1.6.0, the one Demeter's evaluation ran (ANCHORS.md 1.1: Flink Kubernetes
-  operator 1.6.0, ``flinkVersion v1_17``). Its defaults [seen, tag ``release-1.6.0``,
-  ``flink-kubernetes-operator-autoscaler/.../config/AutoScalerOptions.java``]: ``metrics.window`` 10 min,
-  ``stabilization.interval`` 5 min, ``target.utilization`` 0.7, ``target.utilization.boundary`` 0.4,
-  ``scale-down.max-factor`` 0.6, ``scale-up.max-factor`` 100000, ``catch-up.duration`` 5 min,
-  ``restart.time`` 3 min, ``backlog-processing.lag-threshold`` 5 min; no ``scale-down.interval``: instead
-  ``scale-up.grace-period`` 1 h, no scale-down of a vertex within 1 h of its last rescale when that was
-  a scale-up to the parallelism it still runs (``JobVertexScaler.detectImmediateScaleDownAfterScaleUp``;
-  ``scale_down_mode="grace"``; from 1.10 ``scale-down.interval`` replaces it, with the old key as a
-  deprecated fallback [seen, tags ``release-1.10.0`` and later]).
-  Scale-downs are otherwise applied at once. Parallelism is aligned to the key groups (the first
-  divisor of the job's max parallelism from the wanted one up to half of it, ``JobVertexScaler.scale``;
-  ``key_groups``). Metrics are cleared and a new stabilization starts whenever the job's latest status
-  change moves (``ScalingMetricCollector.getJobUpdateTs``: the max of the job's status timestamps)
-  [seen], so after a failure restart too [inferred] (``reset_on_restart``). The window is full once
-  ``metrics.window`` has passed since the first observation collected after the stabilization
-  (``ScalingMetricCollector``: ``windowFullTime = metricCollectionStartTs + window``, the start being the
-  first key of the history) [seen]; each observation is Flink's per-second meters over the minute before
-  it, so the data used start a minute before the first observation (``window_from_first_observation``).
-  The measured runs agree [computed, ``measured_60s/*operator*.csv``]: of 153 redeploys that followed a
-  redeploy within 3 whole minutes, 94 came 4 min after it and 38 after 3 min (the decision, 1 min until the
-  new job's status change, 2 min stabilization, 1 min window). Every rescale is a full
-  upgrade (savepoint, redeploy): in-place rescaling needs Flink 1.18+ and the adaptive scheduler
-  (``NativeFlinkService.supportsInPlaceScaling``) [seen] (``rescales_in_place=False``; the replay
-  harness then runs the twin without its adaptive scheduler). The operator reconciles every 60 s
-  (``kubernetes.operator.reconcile.interval``) [seen], the replay's decision interval.
-- ``demeter-1.6``: 1.6 with the settings of Demeter's FlinkDeployment [seen, dos-group/demeter
-  ``execution/FlinkJob.java`` ``deploymentWithAutoscaler()``, used by ``execution/operator/Graph.java``]:
-  ``stabilization.interval`` 2 min, ``metrics.window`` 1 min, ``target.utilization`` 0.35 (the run
-  name's 35 %), ``target.utilization.boundary`` 0.15, ``restart.time`` 1 min, ``catch-up.duration``
-  5 min, ``pipeline.max-parallelism`` 24 (its static scale-out; here the space's largest parallelism),
-  ``upgradeMode: savepoint``.
-
-Busy time: the operator reads busy time (``busyTimeMsPerSecond``), which no data measured; the
-twin's is the capacity fit's (about 0.37-0.40 at static where the JVM CPU load is 0.23). At 0.35 on
-it the twin's operator keeps nearly all TaskManagers (``demeter-1.6``, seed 7: CPU 0.991 against 0.870
-measured), so ``busy_time_scale`` (busy time read = the twin's x it) is fitted on the measured
-operator's own rescale decisions (:mod:`flinktune.twin.busy_calibration`); 1.0 leaves it as the twin
-reports it.
+Use :class:`AutoscalerPolicy` (``make_policy("autoscaler", space)``; :meth:`AutoscalerPolicy.published`
+for a version in :data:`VERSIONS`: ``newest``, ``1.6``, ``demeter-1.6``) as the operator baseline of the
+replay: per vertex it sizes parallelism from true processing rates with a utilisation target, a restart
+and catch-up term and delayed scale-downs, after a stabilization interval and a full metrics window.
+What the published autoscaler does, how each version differs and why it behaves as it does in the
+replay are in ``docs/baselines.md`` (autoscaler).
 """
 
 from __future__ import annotations
@@ -82,9 +26,9 @@ __all__ = ["SCALE_DOWN_MODES", "VERSIONS", "AutoscalerPolicy"]
 
 SCALE_DOWN_MODES: tuple[str, ...] = ("interval", "grace")
 
-#: Published behaviours, as constructor options (ANCHORS.md section 3 and the 1.6.0 sources cited above).
+#: Published behaviours, as constructor options (docs/baselines.md, autoscaler and the 1.6.0 sources cited above).
 VERSIONS: dict[str, dict[str, Any]] = {
-    # The snapshot of ANCHORS.md section 3 (1.10+): the class defaults.
+    # The snapshot of docs/baselines.md, autoscaler (1.10+): the class defaults.
     "newest": {},
     # Operator 1.6.0's AutoScalerOptions defaults, on Flink 1.17 (no in-place rescaling).
     "1.6": {

@@ -1,14 +1,10 @@
-"""BARRE-style burst reserve (Drougas and Kalogeraki, IPDPS 2009): plan headroom for bursts ahead.
+"""BARRE-style burst reserve (Drougas and Kalogeraki, IPDPS 2009): reserve ahead for the forecast's bursts.
 
-Facts carried over (DESIGN.md section 1, ANCHORS.md section 4): keep a reserve for bursts and
-plan the reservation ahead from the feasible region of rates, i.e. the rates each candidate
-reservation can sustain. Here the burst is read from the forecast: the reservation must cover
-the forecast's highest quantile peak (the p50 peak plus its burst reserve), and a candidate's
-feasible region is estimated from the job's *measured* true processing rate, scaled linearly
-by the cores its slots get (no learned model: BARRE reserves from measured rates).
-The cheapest candidate whose capacity x ``max_utilization`` covers the reserve is chosen among
-those with the current memory and checkpoint interval; a change is made only when the reserve
-moves the reservation (no hysteresis beyond the grid).
+Use :class:`BarrePolicy` (``make_policy("barre", space)``) as a baseline that takes the cheapest
+candidate, at the current memory and checkpoint interval, whose capacity (the measured true
+processing rate scaled by the cores its slots get) times ``max_utilization`` covers the forecast's
+highest-quantile peak. The published method and why it behaves as it does in the replay are in
+``docs/baselines.md`` (barre).
 """
 
 from __future__ import annotations

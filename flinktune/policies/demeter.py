@@ -1,70 +1,14 @@
 """The Demeter policy as published (Geldenhuys et al., ICPE 2024), on our stages.
 
-Facts carried over (see ../shared/docs/ANCHORS.md section 1):
-
-- **When** (1.1, the OPTIMIZE thread): every 60 s it checks whether 10 minutes have passed since
-  its clock was last reset; the clock is reset by each optimisation *and by each failure
-  injection* (injection timestamps go into the same list), so the job is re-optimised 10 minutes
-  after every failure. Decide it every 60 s (the replay does) and it keeps its own clock.
-- **What rate** (1.4): the highest 60 s bin mean of a 10-minute forecast times 1.10.
-- **Fallback** (1.5 step 1): when the current latency is bad the job goes to the default
-  (maximum) configuration.
-- **Per-chunk models** (1.5): the rate axis is cut into 10k rec/s chunks from the lowest profiled,
-  current or planned rate; the *target chunk* is the first chunk whose lower bound is at or above
-  the planned rate (the chunk above it, not the one holding it). Its model is fitted on the
-  profiles inside it (bounds included), those above it whose latency was good (a configuration
-  that coped with more load copes with less) and those below it whose latency was bad (one that
-  failed at less load fails at more), one per configuration (the closest to the chunk's upper
-  bound wins), with no rate input. This needs ``context.extras["observations"]`` and
-  ``context.extras["fit_surrogate"]`` (the replay's models give both); without them
-  ``context.surrogate`` (all profiles, rate as an input) is used. The chunks and which profiles
-  each holds are :mod:`flinktune.policies.demeter_chunks`, and what the target chunk's models
-  know (when they predict, which candidates they judge feasible) is
-  :mod:`flinktune.policies.demeter_models`.
-- **Profiling** (1.5 step 2 and the profiling thread): while the target chunk holds fewer than 3
-  profiles, whatever their latencies, the published model is still Sobol (``num_init`` 3): the job
-  keeps its configuration and the chunk is profiled; with 3 or more the model decides, even when
-  none had a good latency (then nothing is feasible and the job goes to, or stays at, the default).
-  When a higher chunk holds enough profiles to support it (RGPE), the published target optimiser's
-  ``num_init`` is 1, so one profile suffices (``sobol_gate``). Without per-chunk data: when the
-  planned rate is over a chunk beyond the profiled range. The profiling jobs read the production
-  job's input topic (1.1), so they run at the *current* rate (``profile_rate`` in the decision's
-  inputs), not at the planned one. Its suggestions are accepted only when not profiled in the target
-  chunk already and not known to have fallen behind at or below the chunk's lower bound, and, once
-  the chunk is modelled, larger than ``ref_scale_factor`` x the production job's CPU and memory
-  (0.25 while the production job's latency is good, 0.75 when not) (1.5, profiling decision); the
-  observations come from ``context.extras["observations"]`` when the loop provides them. The
-  suggestions are drawn as published (``suggestions="published"``): quasi-random (seeded by the
-  chunk) while the target chunk holds fewer than ``num_init`` profiles, then by qNEHVI on the target
-  chunk's model; each round is packed into its budget. The accepted set, the budget and both
-  suggestion steps are :mod:`flinktune.policies.demeter_profiling`.
-- **Constraints** (1.3, 1.5 step 3): a candidate meets them when its predicted mean + 1 std,
-  taken to linear space and scaled by 1.25, is within the boundary: recovery ``1.25 x
-  exp(mean + std) <= limit`` and normalised latency ``1.25 x tanh(log_4(latency / lowest)) <= 0.5``
-  where the lowest profiled latency is the target / 2.14 (the target is Demeter's bad-latency
-  boundary), i.e. ``exp(mean + std) <= 0.84 x target``. (``confidence`` is not used by this check;
-  it stays for the model policies' common signature.) With ``constraint_models="published"`` (the
-  default) and per-chunk data, the constraint outcomes are modelled as published instead
-  (:mod:`flinktune.policies.demeter_constraints`): latency as ``log1p(norm)``, recovery as log s,
-  each observation + N(0, 0.1) with a fixed SEM of 0.1 (ANCHORS.md 1.3), and RGPE support models
-  from up to 2 higher chunks (ANCHORS.md 1.5); ``"surrogate"`` checks the chunk surrogate's
-  predictions (session 14's path).
-- **Choice** (1.5 step 3): every candidate is scored with the surrogate at the planned rate; of
-  those meeting the constraints, the ones whose usage of CPU or of memory is
-  under ``max(1.25 x the cheapest, the 25th percentile)`` of that resource are screened out (a
-  safety margin against over-optimistic cheapest picks) and the rest are ranked by Demeter's objective: the sum over
-  CPU and memory of ``log(total) / reference``, the reference being its hypervolume threshold
-  ``max(1.1 v, v + 0.45)`` with ``v = log(maximum total)``.
-- **Switch** (1.5 steps 3-4): the candidates are the configurations other than the current one
-  (``candidate_set="all"`` ranks the current one too). When the current configuration meets the
-  constraints, or is the default, it is kept only when the best candidate is cheaper by at most
-  5 %; a best candidate that is cheaper by more, or costlier by any amount, is moved to (the
-  published code's condition; ``keep_rule="symmetric"`` keeps it whenever the best is within 5 %
-  either way). So a current configuration that is itself the cheapest is left for the best other
-  one, which is how the published optimiser changes shape at nearly every round away from the
-  default. When no other candidate remains it keeps a current one that copes, else it goes to the
-  default. The constraint check, the objective and
-  the screen are :mod:`flinktune.policies.demeter_ranking`.
+Use :class:`DemeterPolicy` (``make_policy("demeter", space)``) as the Demeter baseline: a 10-minute
+optimisation clock reset by failures, a planned rate from a 10-minute forecast, per-rate-chunk models
+that decide once a chunk is profiled, Demeter's constraint check, ranking and keep rule, and its
+profiling rounds. Each published choice is an option whose default is the published one. Its parts
+live by concept: the chunks in :mod:`flinktune.policies.demeter_chunks`, what the target chunk's
+models know in :mod:`flinktune.policies.demeter_models`, the constraint models in
+:mod:`flinktune.policies.demeter_constraints`, the ranking in :mod:`flinktune.policies.demeter_ranking`
+and the profiling thread in :mod:`flinktune.policies.demeter_profiling`. What the published system
+does, step by step, and why it behaves as it does in the replay are in ``docs/baselines.md`` (demeter).
 """
 
 from __future__ import annotations
@@ -109,7 +53,7 @@ class DemeterPolicy(DemeterChunkModels):
     #: Profile at the production job's current rate (the published profiling jobs read its input
     #: topic) rather than at the planned rate.
     profile_at_current_rate: bool = True
-    #: The profiling thread's round (ANCHORS.md 1.1, 1.5): 600 s of suggestion search
+    #: The profiling thread's round (docs/baselines.md, demeter): 600 s of suggestion search
     #: (``profiling_timeout``), then at least 300 s of profiling runs (120 s start, 60 s measure, the
     #: failure and its recovery); it also waits 600 s before its first round.
     profile_every_s: float = 900.0
@@ -118,23 +62,23 @@ class DemeterPolicy(DemeterChunkModels):
     cluster_cpu: float = 50.0
     cluster_memory_mb: float = 430_000.0
     budget_factor: float = 0.95
-    #: When a current configuration that meets the goals is kept (ANCHORS.md 1.5 step 4):
+    #: When a current configuration that meets the goals is kept (docs/baselines.md, demeter: rescale decision step 4):
     #: ``"published"``, the published code's condition, keeps it only when the best candidate is
     #: cheaper by at most ``min_improvement`` and otherwise moves to the best, a costlier one
     #: included; ``"symmetric"`` keeps it whenever the best is within ``min_improvement`` either
-    #: way (sessions up to 16).
+    #: way.
     keep_rule: str = "published"
-    #: Which configurations are ranked against the current one (ANCHORS.md 1.5 step 3):
+    #: Which configurations are ranked against the current one (docs/baselines.md, demeter: rescale decision step 3):
     #: ``"others"``, as published, ranks every configuration but the current one, and a current
     #: one that meets the goals, or is the default, is then kept or left by the keep rule (so the
     #: published rule leaves a current one that is itself the cheapest for the best other);
-    #: ``"all"`` ranks the current one too and keeps it when it ranks best (sessions up to 17).
+    #: ``"all"`` ranks the current one too and keeps it when it ranks best.
     candidate_set: str = "others"
-    #: How a profiling round's suggestions are drawn (ANCHORS.md 1.5, profiling decision):
+    #: How a profiling round's suggestions are drawn (docs/baselines.md, demeter: profiling decision):
     #: ``"published"``, quasi-random while the target chunk holds fewer than ``num_init`` profiles,
     #: then qNEHVI on the target chunk's model (:mod:`flinktune.policies.demeter_profiling`);
     #: ``"surrogate"``, qLogNEHVI on the replay's surrogate at the planned rate, up to
-    #: ``profile_batch`` (sessions up to 23).
+    #: ``profile_batch``.
     suggestions: str = "published"
     #: The most suggestions the chunk's model is asked for in one round (the published search is
     #: bounded by its 600 s instead; up to 6 parallel profiles were seen in its real runs).
@@ -155,7 +99,7 @@ class DemeterPolicy(DemeterChunkModels):
         """Seconds still to wait on the optimisation clock (None: optimise now)."""
         if self._clock is None:  # the clock starts with the job (its first window)
             self._clock = state.ts - state.window_s
-        if state.restarts > 0:  # a failure injection resets the clock (ANCHORS.md 1.1)
+        if state.restarts > 0:  # a failure injection resets the clock (docs/baselines.md, demeter)
             self._clock = state.ts
         wait = self.eval_interval_s - (state.ts - self._clock)
         if wait > 1e-9:
@@ -166,7 +110,7 @@ class DemeterPolicy(DemeterChunkModels):
     def profiling_candidates(
         self, state: JobState, context: PolicyContext, rate: float, *, ref_scale: bool = True
     ) -> list[Configuration]:
-        """The candidates Demeter accepts as profiling suggestions at ``rate`` (ANCHORS.md 1.5;
+        """The candidates Demeter accepts as profiling suggestions at ``rate`` (docs/baselines.md, demeter;
         :func:`~flinktune.policies.demeter_profiling.profiling_candidates`)."""
         return profiling_candidates(
             self.space,
@@ -180,13 +124,13 @@ class DemeterPolicy(DemeterChunkModels):
         )
 
     def profiling_budget(self, state: JobState, n_trials: int) -> tuple[float, float]:
-        """(CPU, memory MB) the next profiling round may reserve in all (ANCHORS.md 1.5, profiling
-        decision): the cluster share less the production job's, shrunk by 0.95 per completed trial."""
+        """(CPU, memory MB) the next profiling round may reserve in all (docs/baselines.md, demeter:
+        profiling decision): the cluster share less the production job's, shrunk by 0.95 per completed trial."""
         return profiling_budget(state.config, n_trials, self.cluster_cpu, self.cluster_memory_mb, self.budget_factor)
 
     def _suggest(self, state: JobState, context: PolicyContext, planned: float) -> tuple[list[Configuration], str]:
-        """The profiling round's suggestions within its budget, and how they were drawn (ANCHORS.md
-        1.5; :mod:`flinktune.policies.demeter_profiling`)."""
+        """The profiling round's suggestions within its budget, and how they were drawn
+        (docs/baselines.md, demeter; :mod:`flinktune.policies.demeter_profiling`)."""
         obs = self._observations(context)
         # The published optimiser's completed trials are the profiles it was trained on.
         rows = self._target_rows(obs, state, context, planned) if obs is not None and len(obs) else None
@@ -226,7 +170,7 @@ class DemeterPolicy(DemeterChunkModels):
         return sobol_suggestions(cands, (lo, hi), cpu_cap, mem_cap), how
 
     def _keep_and_profile(self, state: JobState, context: PolicyContext, planned: float, inputs: dict, why: str) -> Decision:
-        """Keep the configuration; profile when the profiling thread's round is due (ANCHORS.md 1.1:
+        """Keep the configuration; profile when the profiling thread's round is due (docs/baselines.md, demeter:
         it runs on its own loop beside the optimiser; a step here does one action, so its rounds
         fall on the optimiser's keeps). The round's suggestions are trimmed to the budget."""
         ts = float(state.ts)

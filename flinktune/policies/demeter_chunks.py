@@ -1,14 +1,13 @@
-"""Demeter's workload-rate chunks (ANCHORS.md 1.5): which profiles each per-rate model is fitted on.
+"""Demeter's workload-rate chunks: which profiles each per-rate model is fitted on.
 
 Use :func:`chunk_profiles` for the target chunk of a planned rate, :func:`chunk_rows` for the
 profiles of any chunk and :func:`support_chunks` for the higher chunks whose models support the
 target one (RGPE). The rate axis is cut into chunks of ``chunk`` rec/s (10k published) from the
 lowest profiled, current or planned rate; a profile belongs to a chunk when it lies inside it, or
-above it with a good latency (a configuration that coped with more load copes with less), or below
-it with a bad one (one that failed at less load fails at more); one per configuration. With
-``direct_first`` a chunk holding at least ``num_init`` profiles of its own (inside it), good and bad
-latencies among them, is trained on those alone (the published ``_filter_by_num_init``): the
-profiles it inherits from other rates are then dropped.
+above it with a good latency, or below it with a bad one; one per configuration. With
+``direct_first`` a chunk holding at least ``num_init`` profiles of its own, good and bad latencies
+among them, is trained on those alone (the published ``_filter_by_num_init``). The published rules
+are in ``docs/baselines.md`` (demeter: per-rate models).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ _KNOBS = ["parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_
 
 
 def target_chunk(rates: np.ndarray, rate: float, chunk: float, current_rate: float | None = None) -> tuple[float, float]:
-    """(lower, upper) of Demeter's target chunk for the planned ``rate`` (ANCHORS.md 1.5): chunks of
+    """(lower, upper) of Demeter's target chunk for the planned ``rate`` (docs/baselines.md, demeter): chunks of
     ``chunk`` rec/s from the lowest of the profiled ``rates``, ``current_rate`` and ``rate``; the
     first whose lower bound is at or above ``rate``."""
     start = min([rate, *([float(np.min(rates))] if len(rates) else []), *([current_rate] if current_rate is not None else [])])
@@ -41,7 +40,7 @@ def chunk_profiles(
     *,
     direct_first: bool = False,
 ) -> pd.DataFrame:
-    """Demeter's training set for the target chunk of ``rate`` (ANCHORS.md 1.5): chunks of ``chunk``
+    """Demeter's training set for the target chunk of ``rate`` (docs/baselines.md, demeter): chunks of ``chunk``
     rec/s from the lowest profiled, current (``current_rate``) or planned rate; the target chunk is
     the *first chunk whose lower bound is at or above* ``rate`` (the chunk above the planned rate,
     not the one holding it); it holds the profiles inside it (bounds included), those above it with
@@ -55,7 +54,7 @@ def chunk_profiles(
 def chunk_rows(
     obs: pd.DataFrame, lo: float, hi: float, latency_target_ms: float, *, direct_first: bool = False, num_init: int = 3
 ) -> pd.DataFrame:
-    """The profiles Demeter assigns to the chunk ``[lo, hi]`` (ANCHORS.md 1.5): inside it (bounds
+    """The profiles Demeter assigns to the chunk ``[lo, hi]`` (docs/baselines.md, demeter): inside it (bounds
     included), above it with a good latency, below it with a bad one; one per configuration, the
     closest to ``hi``. Rows keep their measured ``input_rate``.
 
@@ -87,7 +86,7 @@ def support_chunks(
     *,
     direct_first: bool = False,
 ) -> list[tuple[float, float, pd.DataFrame]]:
-    """Demeter's support chunks for a target chunk ending at ``target_hi`` (ANCHORS.md 1.5): the
+    """Demeter's support chunks for a target chunk ending at ``target_hi`` (docs/baselines.md, demeter): the
     higher chunks (``[target_hi + k chunk, target_hi + (k + 1) chunk]``, up to the highest profiled
     rate) holding at least ``min_rows`` profiles, the closest ``max_support`` of them; each trained
     on :func:`chunk_rows` (``direct_first`` as there)."""

@@ -1,36 +1,14 @@
-"""Demeter's constraint models in the target rate chunk, as published (ANCHORS.md 1.3 and 1.5).
+"""Demeter's constraint models in the target rate chunk, as published.
 
 Use :func:`fit_constraint_models` for the latency and recovery feasibility of every candidate in
-Demeter's target chunk; :class:`DemeterPolicy` does when ``constraint_models="published"``. What
-it reproduces of the published optimiser that the replay's per-chunk :class:`GPSurrogate` (all
-four outcomes in log space, fitted noise, observation noise in the predictions) does not:
-
-- **Constraint outcomes** (1.3): latency is modelled as ``log1p(norm)`` with
-  ``norm = max(0, tanh(log_4(latency / lowest)))`` (bounded: a configuration that fell far behind
-  weighs as much as one just over the boundary), recovery as ``log(recovery s)``. The lowest
-  latency is taken as the target / 4^atanh(0.5), as :func:`~flinktune.policies.demeter_ranking.meets_constraints`
-  does (the published one is the smallest gradient-boosted profile latency [inferred: not
-  reproduced]).
-- **Fixed observation noise** (1.3, ``EvaluatorBO.finalize_scores``): each observation is
-  ``value + N(0, 0.1)`` with a fixed SEM of 0.1, modelled by a fixed-noise GP
-  (:func:`fit_fixed_noise_gp`; BoTorch's ``FixedNoiseGP`` is a ``SingleTaskGP`` given
-  ``train_Yvar``). The noise comes from ``np.random.RandomState(int(lower + upper))`` of the
-  chunk (each published optimiser seeds ``np.random`` with the sum of its chunk's bounds), four
-  draws per profile in the chunk's order (the published outcomes: CPU, memory, latency,
-  recovery; the last two are used here) [inferred: order of the draws].
-- **RGPE support models** (1.5): up to ``max_support`` (2) models fitted on the profiles of the
-  higher chunks (lower bound at or above the target's upper bound; the closest first [inferred]),
-  each with at least 3 profiles, support the target chunk's model in a rank-weighted ensemble
-  (:mod:`models.surrogate.rgpe`: 1024 posterior draws, ties split, weight dilution over 20
-  target points); the weights are computed per outcome. Without support models the target model
-  alone is used.
-- **Predictions** are the latent posterior (Ax's ``predict`` reads ``model.posterior(X)`` without
-  observation noise [inferred]); the check is Demeter's: mean + std in linear space scaled by
-  ``scaler`` (1.25) within the boundary, ``norm <= 0.5`` and ``recovery <= limit``.
-
-The target and support chunks' training sets are the policy's to choose
-(``DemeterPolicy.chunk_training``: the published ``_filter_by_num_init`` by default). Not
-reproduced: the gradient-boosting latency normalisation.
+Demeter's target chunk (:class:`DemeterPolicy` does when ``constraint_models="published"``): latency
+modelled as ``log1p(norm)`` and recovery as log seconds, each observation given N(0, 0.1) noise with a
+fixed standard error of 0.1 (a fixed-noise GP, the noise seeded by the chunk's bounds), supported by
+RGPE models of up to ``max_support`` higher chunks (:mod:`models.surrogate.rgpe`, weights per
+outcome), and checked as Demeter does: mean + std in linear space scaled by 1.25 within the boundary.
+Not reproduced: the gradient-boosted latency normalisation (the lowest latency is taken as the target
+/ 4^atanh(0.5)). The published method is in ``docs/baselines.md`` (demeter: objectives and constraints,
+per-rate models).
 """
 
 from __future__ import annotations
@@ -58,15 +36,15 @@ __all__ = [
     "noisy_constraints",
 ]
 
-#: Demeter's bad-latency boundary over the lowest profiled latency: 4^atanh(0.5) (ANCHORS.md 1.3).
+#: Demeter's bad-latency boundary over the lowest profiled latency: 4^atanh(0.5) (docs/baselines.md, demeter).
 BAD_LATENCY = 4.0 ** math.atanh(0.5)
-#: The published observations' noise and fixed SEM (ANCHORS.md 1.3, ``EvaluatorBO.finalize_scores``).
+#: The published observations' noise and fixed SEM (docs/baselines.md, demeter, ``EvaluatorBO.finalize_scores``).
 CONSTRAINT_SEM = 0.1
 
 
 def latency_constraint(latency_ms: np.ndarray, latency_target_ms: float) -> np.ndarray:
     """Demeter's latency constraint outcome ``log1p(max(0, tanh(log_4(latency / lowest))))`` with the
-    lowest latency ``latency_target_ms / 4^atanh(0.5)`` (ANCHORS.md 1.3); bounded in [0, log 2)."""
+    lowest latency ``latency_target_ms / 4^atanh(0.5)`` (docs/baselines.md, demeter); bounded in [0, log 2)."""
     lowest = latency_target_ms / BAD_LATENCY
     lat = np.maximum(np.asarray(latency_ms, dtype=float), 1e-9)
     return np.log1p(np.maximum(0.0, np.tanh(np.log(lat / lowest) / math.log(4.0))))
@@ -75,7 +53,7 @@ def latency_constraint(latency_ms: np.ndarray, latency_target_ms: float) -> np.n
 def noisy_constraints(
     y_lat: np.ndarray, y_rec: np.ndarray, lo: float, hi: float, sem: float | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The constraint observations as the published evaluator feeds them (ANCHORS.md 1.3): each
+    """The constraint observations as the published evaluator feeds them (docs/baselines.md, demeter): each
     ``+ N(0, sem)`` from ``np.random.RandomState(int(lo + hi))``, four draws per profile (CPU,
     memory, latency, recovery) in the rows' order. ``sem=None``: unchanged."""
     if sem is None:
@@ -87,7 +65,7 @@ def noisy_constraints(
 def fit_fixed_noise_gp(x: np.ndarray, y: np.ndarray, *, sem: float | None = CONSTRAINT_SEM, seed: int = 0) -> Any:
     """A BoTorch GP on ``x`` (n, d) and ``y`` (n,), standardised, fitted by exact marginal likelihood,
     in eval mode. With ``sem`` it has the fixed observation variance ``sem**2`` (the published
-    ``FixedNoiseGP``, ANCHORS.md 1.5); with None its noise is fitted (``SingleTaskGP``)."""
+    ``FixedNoiseGP``, docs/baselines.md, demeter); with None its noise is fitted (``SingleTaskGP``)."""
     from models.surrogate.gp import fit_gp
 
     tx = torch.as_tensor(np.asarray(x, dtype=float), dtype=torch.float64)
@@ -143,8 +121,8 @@ class ConstraintModels:
         return out
 
     def feasible(self, X: np.ndarray, recovery_limit_s: float, scaler: float = 1.25) -> np.ndarray:
-        """Demeter's check (ANCHORS.md 1.5 step 3): mean + std in linear space, scaled by ``scaler``,
-        within the boundaries ``norm latency <= 0.5`` and ``recovery <= recovery_limit_s``."""
+        """Demeter's check (docs/baselines.md, demeter: rescale decision step 3): mean + std in linear space,
+        scaled by ``scaler``, within the boundaries ``norm latency <= 0.5`` and ``recovery <= recovery_limit_s``."""
         p = self.predict(X)
         lat_m, lat_s = p["latency"]
         rec_m, rec_s = p["recovery"]
@@ -162,7 +140,7 @@ def fit_constraint_models(
     seed: int = 0,
 ) -> ConstraintModels:
     """Fit the target chunk's constraint models ``(lower, upper, rows)`` with the ``support`` chunks'
-    (ANCHORS.md 1.3, 1.5; see the module doc). The target needs at least 2 rows, or 1 with support
+    (docs/baselines.md, demeter; see the module doc). The target needs at least 2 rows, or 1 with support
     (the published target optimiser models from one profile when it has support models); with
     support and fewer than 3 the weights are uniform (the published rule), with 3 or more they are
     rank weights per outcome."""

@@ -1,18 +1,13 @@
-"""What Demeter's models know at the target rate chunk (ANCHORS.md 1.3, 1.5): which profiles train
-them, when they start to predict, and which candidates they judge to meet the constraints.
+"""What Demeter's models know at the target rate chunk: which profiles train them, when they start to
+predict, and which candidates they judge to meet the constraints.
 
-Use :class:`DemeterChunkModels` as the base of :class:`~flinktune.policies.demeter.DemeterPolicy`:
-it holds the options that shape the models (chunk width, training set, Sobol gate, constraint
-models and their RGPE support) and answers, for a step's state and context, with the surrogate to
-score with and the target chunk (lower, upper, profiles), or with why the chunk must be profiled
-first. The policy decides what to do with that; the chunks themselves are
-:mod:`flinktune.policies.demeter_chunks` and the published constraint models
-:mod:`flinktune.policies.demeter_constraints`.
-
-The profiles come from ``context.extras["observations"]`` (a frame with ``input_rate``,
-``latency_ms``, the knobs and, for ``chunk_rate="throughput"``, ``throughput``), and a chunk's
-surrogate from ``context.extras["fit_surrogate"]``; without them ``context.surrogate`` (all
-profiles, rate as an input) is used and only the profiled range is checked.
+Use :class:`DemeterChunkModels` as the base of :class:`~flinktune.policies.demeter.DemeterPolicy`: it
+holds the options that shape the models (chunk width, training set, Sobol gate, constraint models and
+their RGPE support) and answers, for a step's state and context, with the surrogate to score with and
+the target chunk (lower, upper, profiles), or with why the chunk must be profiled first. The profiles
+come from ``context.extras["observations"]`` and a chunk's surrogate from
+``context.extras["fit_surrogate"]``; without them ``context.surrogate`` (all profiles, rate as an
+input) is used and only the profiled range is checked.
 """
 
 from __future__ import annotations
@@ -48,29 +43,29 @@ class DemeterChunkModels:
     const_scaler: float = 1.25
     #: Profiles in the target chunk before its model predicts (Ax's Sobol steps, ``num_init``).
     num_init: int = 3
-    #: When the target chunk's model starts predicting (ANCHORS.md 1.5): ``"published"``, after
+    #: When the target chunk's model starts predicting (docs/baselines.md, demeter): ``"published"``, after
     #: one profile when a higher chunk supports it (the published target optimiser takes
     #: ``num_init`` 1 when it has RGPE support models, 3 without), else after ``num_init``;
-    #: ``"num_init"``, after ``num_init`` always (sessions up to 24).
+    #: ``"num_init"``, after ``num_init`` always.
     sobol_gate: str = "published"
-    #: How the constraints are checked with per-chunk data: ``"published"`` (ANCHORS.md 1.3, 1.5:
+    #: How the constraints are checked with per-chunk data: ``"published"`` (docs/baselines.md, demeter:
     #: :mod:`flinktune.policies.demeter_constraints`) or ``"surrogate"`` (the chunk surrogate's
-    #: latency and recovery, session 14).
+    #: latency and recovery).
     constraint_models: str = "published"
     #: RGPE support models from higher chunks (published ``max_num_support_models``; 0: none).
     support_models: int = 2
     #: The constraint observations' noise and fixed SEM (None: no noise added, noise fitted).
     constraint_sem: float | None = CONSTRAINT_SEM
     #: Which of a chunk's profiles train its models and count as the optimiser's completed trials
-    #: (ANCHORS.md 1.5): ``"published"`` keeps only the profiles inside the chunk once it holds
+    #: (docs/baselines.md, demeter): ``"published"`` keeps only the profiles inside the chunk once it holds
     #: ``num_init`` of them with a good and a bad latency (``_filter_by_num_init``), for the target
-    #: chunk and the support chunks alike; ``"all"`` keeps every profile assigned to the chunk
-    #: (sessions up to 22). The profiling budget shrinks by ``budget_factor`` per trial counted.
+    #: chunk and the support chunks alike; ``"all"`` keeps every profile assigned to the chunk.
+    #: The profiling budget shrinks by ``budget_factor`` per trial counted.
     chunk_training: str = "published"
-    #: Which rate places a profile in Demeter's chunks (ANCHORS.md 1.5: the chunks cut the
+    #: Which rate places a profile in Demeter's chunks (docs/baselines.md, demeter: the chunks cut the
     #: throughput axis): ``"throughput"``, the throughput the profile reached (a configuration that
     #: fell behind sits at what it could process), as published; ``"input"``, the rate it was
-    #: offered (sessions up to 23).
+    #: offered.
     chunk_rate: str = "input"
     _cfits: dict = field(default_factory=dict, repr=False)
 
@@ -125,7 +120,7 @@ class DemeterChunkModels:
         self, obs: pd.DataFrame, lo: float, hi: float, rows: pd.DataFrame, latency_target_ms: float
     ) -> ConstraintModels:
         """The published constraint models of the target chunk ``[lo, hi]`` holding ``rows``
-        (ANCHORS.md 1.3, 1.5; :func:`~flinktune.policies.demeter_constraints.fit_constraint_models`),
+        (docs/baselines.md, demeter; :func:`~flinktune.policies.demeter_constraints.fit_constraint_models`),
         with up to ``support_models`` higher chunks' support; cached on the chunks' profiles."""
         support = self._support(obs, hi, latency_target_ms)
         key = (

@@ -1,28 +1,12 @@
-"""Demeter's profiling thread (ANCHORS.md 1.5, profiling decision): which configurations it accepts
-as suggestions, how much of the cluster a round may reserve, and how the suggestions are drawn.
+"""Demeter's profiling thread: which configurations it accepts as suggestions, how much of the cluster a
+round may reserve, and how the suggestions are drawn.
 
 Use :func:`profiling_candidates` for the accepted set at a rate, :func:`profiling_budget` for the
-round's CPU and memory, and then one of the two published suggestion steps:
-
-- :func:`sobol_suggestions` while the target chunk's optimiser is still quasi-random (fewer than
-  ``num_init`` profiles): the published loop draws Sobol points for the whole 600 s search, which
-  covers the configuration grid many times over, and accepts each allowed one while the round's
-  total still fits the budget. Here: the allowed candidates in a random order seeded by the sum of
-  the chunk's bounds (the published Sobol seed), packed into the budget.
-- :func:`model_suggestions` once it models the chunk: qNEHVI on the target chunk's own model,
-  whose objectives are log CPU and log memory with Demeter's reference point and whose
-  constraints are the chunk's latency and recovery models (Demeter's outcome spaces, RGPE support:
-  :mod:`flinktune.policies.demeter_constraints`); the chunk's profiles are the baseline. The
-  suggestions are then packed into the budget in the acquisition's order.
-
-Inferred, not reproduced: the published loop completes each rejected suggestion with artificial
-"out-of-boundary" outcomes and asks again, which over a discrete grid tends to the search among
-the allowed candidates that is done here; the objectives are known exactly here (the published
-optimiser fits GPs to them); the most suggestions asked of the model per round is bounded
-(``max_suggestions``; the published search is bounded by its 600 s).
-
-:class:`~flinktune.policies.demeter.DemeterPolicy` uses them, with the target chunk's training set
-(:func:`~flinktune.policies.demeter_chunks.chunk_profiles`) as the trial count.
+round's CPU and memory, then :func:`sobol_suggestions` while the target chunk's optimiser is still
+quasi-random (the allowed candidates in an order seeded by the chunk's bounds, packed into the budget)
+or :func:`model_suggestions` once it models the chunk (qNEHVI on the chunk's own models with Demeter's
+reference point, packed into the budget in the acquisition's order). The published profiling decision
+and what is inferred rather than reproduced are in ``docs/baselines.md`` (demeter: profiling decision).
 """
 
 from __future__ import annotations

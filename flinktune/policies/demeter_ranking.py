@@ -1,9 +1,9 @@
-"""How Demeter ranks candidates (ANCHORS.md 1.3, 1.5 step 3): its constraint check on predicted
-latency and recovery, its scalarised CPU and memory objective, and the screen that removes the
-cheapest feasible candidates before ranking.
+"""How Demeter ranks candidates: its constraint check on predicted latency and recovery, its scalarised
+CPU and memory objective, and the screen that removes the cheapest feasible candidates before ranking.
 
 Use these from :class:`flinktune.policies.demeter.DemeterPolicy` (which re-exports them) or to score
-candidates the way Demeter would; arrays are one entry per candidate.
+candidates the way Demeter would; arrays are one entry per candidate. The published rescale decision
+is in ``docs/baselines.md`` (demeter: rescale decision).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from flinktune.tuner.selection import CandidateScores
 __all__ = ["demeter_objective", "demeter_reference", "meets_constraints", "screen_candidates"]
 
 #: Demeter's margin between an objective's log-maximum and its hypervolume reference point: the
-#: largest |N(0, 0.1)| of 1e5 draws (about 0.45), beside 10 % of the log-maximum (ANCHORS.md 1.3).
+#: largest |N(0, 0.1)| of 1e5 draws (about 0.45), beside 10 % of the log-maximum (docs/baselines.md, demeter).
 _REF_MARGIN = 0.45
 
 
 def meets_constraints(
     scores: CandidateScores, latency_target_ms: float, recovery_limit_s: float, scaler: float = 1.25
 ) -> np.ndarray:
-    """Demeter's constraint check per candidate (ANCHORS.md 1.5 step 3): the predicted mean + 1 std
+    """Demeter's constraint check per candidate (docs/baselines.md, demeter: rescale decision step 3): the predicted mean + 1 std
     (model space: log ms, log s) in linear space, scaled by ``scaler``, within each boundary.
     Latency is normalised as Demeter does, ``tanh(log_4(latency / lowest))`` against 0.5, with the
     lowest profiled latency taken as ``latency_target_ms / 4^atanh(0.5)``."""
@@ -40,7 +40,7 @@ def meets_constraints(
 
 def demeter_reference(space: ConfigSpace) -> tuple[float, float]:
     """Demeter's hypervolume reference (its objective thresholds) for log total CPU and log total
-    memory (MB): ``max(1.1 v, v + 0.45)`` with ``v`` the log of the space maximum's total (ANCHORS.md 1.3)."""
+    memory (MB): ``max(1.1 v, v + 0.45)`` with ``v`` the log of the space maximum's total (docs/baselines.md, demeter)."""
     mx = space.maximum
     cpu, mem = (math.log(most) for most in (mx.total_cpu, mx.total_memory_mb))
     return max(1.1 * cpu, cpu + _REF_MARGIN), max(1.1 * mem, mem + _REF_MARGIN)
@@ -48,7 +48,7 @@ def demeter_reference(space: ConfigSpace) -> tuple[float, float]:
 
 def demeter_objective(cfg: Configuration, space: ConfigSpace) -> float:
     """Demeter's scalarised usage of ``cfg``: ``log(total CPU) / ref_cpu + log(total memory) / ref_mem``
-    (ANCHORS.md 1.3 and 1.5 step 3; lower is better; the maximum configuration scores just under 2)."""
+    (docs/baselines.md, demeter: rescale decision step 3; lower is better; the maximum configuration scores just under 2)."""
     ref_cpu, ref_mem = demeter_reference(space)
     return math.log(cfg.total_cpu) / ref_cpu + math.log(cfg.total_memory_mb) / ref_mem
 

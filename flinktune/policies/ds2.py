@@ -1,17 +1,11 @@
 """DS2 (Kalavri et al., OSDI 2018): per-vertex parallelism from true processing rates.
 
-Facts carried over (DESIGN.md section 1, ANCHORS.md): a vertex's *true* processing rate is the
-records it processes per second of useful (busy) time, so it does not depend on how much the
-vertex waits for input or on backpressure. Given the rate the sources must sustain, every vertex
-gets ``ceil(target input rate / true rate per instance)`` instances, with the target input rates
-propagated down the dataflow by the observed selectivities. One evaluation sizes the whole
-dataflow at once, which is why DS2 converges in one to three steps; it only ever changes
-parallelism (the other knobs stay as they are).
-
-In this product: the job parallelism (it sets the TaskManagers) is the grid value at or above
-the largest vertex need, and the vertices needing less get ``pipeline.jobvertex-parallelism-
-overrides`` (``per_vertex=True``, the published per-operator form). DS2 keeps the configuration
-when the new sizes equal the current ones, which is its own hysteresis.
+Use :class:`DS2Policy` (``make_policy("ds2", space)``) as the DS2 baseline: every vertex gets
+``ceil(target input rate / true rate per instance)`` instances for the current input rate, the target
+rates propagated down the dataflow by the observed selectivities; the job's parallelism is the grid
+value at or above the largest need and the vertices needing less get
+``pipeline.jobvertex-parallelism-overrides`` (``per_vertex=True``). Only parallelism changes. The
+published method and why it behaves as it does in the replay are in ``docs/baselines.md`` (ds2).
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """Reactive: a CPU-threshold Horizontal Pod Autoscaler driving Flink's reactive mode.
 
-Facts carried over: in Flink's reactive mode the job always runs at the parallelism the
-TaskManagers offer (TaskManagers x slots), so scaling the TaskManager Deployment rescales the job
-(restarting it from its latest checkpoint). The Kubernetes HPA computes
-``desired = ceil(replicas x utilisation / target)``, does nothing while the ratio is within its
-0.1 tolerance, scales up at once and scales down only to the highest recommendation of the last
-300 s (its default scale-down stabilization window). Demeter's paper used this pair as a baseline
-("reactive + HPA": CPU 0.61-0.82 of static with 8-9 recovery-limit violations per run).
-Only the TaskManager count changes; CPU, memory, slots and checkpoint interval stay as deployed.
-
-What the policy cannot do itself, the replay does (``flinktune.replay.harness.REACTIVE_MODE``): its
-twin runs in reactive mode, so every rescale is a restart from the last checkpoint, and a lost
-TaskManager restarts the job once without it and again when it registers back.
-
-Target: the measured baseline of Demeter's evaluation (ANCHORS.md 1.8 setup; ``reactive35`` in
-../shared/data/demeter-ads, "Flink reactive mode + HPA at 35 % CPU") ran at a 35 % CPU target,
-and its per-minute CPU load sat there (0.34 mean over three 18 h runs). The fidelity benchmark
-(``benchmarks/twin_fidelity.py``) replays it at that published target, on a twin whose CPU per
-record is calibrated on the measured static CPU load (:mod:`flinktune.twin.cpu_calibration`); a
-35 % target is only meaningful on such a twin. ``target_utilization`` defaults to the HPA-style
-0.7 for twins whose CPU is not calibrated (the ysb and tsw profiles, whose CPU is the busy work).
+Use :class:`ReactivePolicy` (``make_policy("reactive", space)``) as the "reactive + HPA" baseline: the
+HPA rule (``desired = ceil(replicas x utilisation / target)``, a 0.1 tolerance, scale-ups at once,
+scale-downs to the highest recommendation of the last 300 s) sets the TaskManager count, and nothing
+else changes. The replay runs its twin in reactive mode (``flinktune.replay.harness.REACTIVE_MODE``),
+so every rescale is a restart from the last checkpoint. ``target_utilization`` is 0.7; the measured
+runs of ``../shared/data/demeter-ads`` used 0.35, which only means something on a twin whose CPU is
+calibrated (:mod:`flinktune.twin.cpu_calibration`). The published pair and why it behaves as it does
+in the replay are in ``docs/baselines.md`` (reactive).
 """
 
 from __future__ import annotations

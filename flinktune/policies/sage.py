@@ -1,12 +1,11 @@
-"""Sage-style rules (LinkedIn's auto-sizing for Samza, HotCloud'20): ordered, interpretable rules.
+"""Sage-style rules (LinkedIn's auto-sizing for Samza, HotCloud 2020): ordered, interpretable rules.
 
-Facts carried over (DESIGN.md section 1, ANCHORS.md section 4): the rules look at memory first,
-then CPU, then parallelism, and take one step of one resource per decision; a resource is never
-scaled down again before its previous scale-down has settled (one scale-down per resource at a
-time). Scale-ups come before scale-downs, in the same order. Thresholds are the usual
-watermarks of such controllers: heap used over 80 % of reserved (up) or under 30 % (down), CPU
-used over 80 % (up) or under 30 % (down), and for parallelism a growing lag or busy time over
-80 % (up) or busy time under 30 % without lag (down). Each step moves one grid position.
+Use :class:`SagePolicy` (``make_policy("sage", space)``) as the rule-based baseline: memory, then CPU,
+then parallelism, scale-ups before scale-downs, one grid step of one resource per decision, and no
+second scale-down of a resource before its previous one has settled. Thresholds: heap used over 80 %
+of reserved (up) or under 30 % (down), CPU over 80 % or under 30 %, and for parallelism a growing lag
+or busy time over 80 % (up) or busy time under 30 % with no lag (down). The published rules and why it
+behaves as it does in the replay are in ``docs/baselines.md`` (sage).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ __all__ = ["DEFAULT_JOBS", "RehearsalOptions", "rehearse"]
 #: wait (``wait_us``, an external lookup's latency), so a subtask carries about 9,000 and 4,700 rec/s while the
 #: two jobs together use well under a core at their high levels: on two cores the topology itself (Airflow,
 #: Spark, Prometheus, MLflow) needs the rest. (A CPU-bound plan needs more than one core per job at high for p=1
-#: to fall behind, and the session-9 rehearsal showed the machine could then carry neither job.) Each high level
+#: to fall behind, and then the machine carries neither job.) Each high level
 #: is about 1.3x what p=1 carries and two thirds of what p=2 carries, so p=2 is due; each low level is a sixth.
 DEFAULT_JOBS = (
     JobPlan("bench-small", work=2000, wait_us=100, low=2000, high=12000),

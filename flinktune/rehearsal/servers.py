@@ -6,7 +6,7 @@ make process groups of their own, uvicorn's workers, Spark's executors), waits u
 readiness check passes, and records it; leaving the block (normally, on an error or on Ctrl-C)
 stops every server in reverse order, its process group then the rest of its session, SIGTERM
 then SIGKILL, and reports what it stopped. Nothing listens beyond 127.0.0.1 except Flink's Prometheus reporter,
-which has no bind option (LOCAL_FLINK_NOTES P12).
+which has no bind option.
 
 The PostgreSQL and Redis servers are the machine's (127.0.0.1:5432, trust auth, user ``postgres``;
 127.0.0.1:6379): :class:`Databases` creates throwaway databases and drops them at the end; Celery

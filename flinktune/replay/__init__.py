@@ -1,7 +1,7 @@
 """The replay benchmark: every policy on the same trace, seed and failures, relative to static.
 
 Use :func:`cli_replay` (what ``flinktune replay`` calls) or :func:`run_replay` +
-:func:`write_results`; :func:`replay_policy` replays one policy. See DESIGN.md section 7.
+:func:`write_results`; :func:`replay_policy` replays one policy. See docs/DESIGN.md section 7.
 """
 
 from flinktune.replay.harness import DECISION_INTERVAL_S, PolicyRun, ReplaySettings, replay_policy

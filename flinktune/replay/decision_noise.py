@@ -9,7 +9,7 @@ the operator reads) and keeps the spread whose changes per hour come closest to 
 Why a fitted spread: with the busy time read exactly the twin's operator settles (26 changes in 18 h on
 demeter-ads) where the measured one changed the job about 79 times, most of them savepoint upgrades back
 to the same 24 TaskManagers in cascades 4-5 min apart. The operator 1.6 decides on a 1 min window read
-2 min after each restart, per vertex, the busiest subtask's busy time (ANCHORS.md section 3); what it
+2 min after each restart, per vertex, the busiest subtask's busy time (docs/baselines.md, autoscaler); what it
 reads there is not in the data. The spread is not the noise of a minute's utilisation: the measured CPU
 per record varies by 0.01-0.04 (log) from minute to minute at a fixed shape. It is a learned part
 standing for the operator's misreadings (catch-up, the busiest of 24 subtasks), and the figures it was

@@ -65,7 +65,7 @@ DECISION_INTERVAL_S: dict[str, int] = {
 
 #: Published baselines that pace themselves: they run under the guard's data checks and bounds only,
 #: without flinktune's own stabilization, one-scale-down-per-window and rollback rules, which the
-#: published systems do not have (Demeter: 10-minute clock, ANCHORS.md 1.1; the operator: its
+#: published systems do not have (Demeter: 10-minute clock, docs/baselines.md, demeter; the operator: its
 #: stabilization, metric window and scale-down interval, section 3; the HPA: its scale-down
 #: stabilization window). Under those rules a replayed baseline changes less often than it did for real.
 OWN_PACING: frozenset[str] = frozenset({"demeter", "autoscaler", "reactive"})
@@ -91,7 +91,7 @@ FLINKTUNE_STARTUP_RUNS = 3
 #: How each model policy's profiling runs go in the twin (``ReplayModels`` fields; the recovery wait
 #: as a multiple of the recovery limit). Demeter's published runs wait 180 s, measure 60 s, inject a
 #: failure and wait out the recovery up to its 360 s cap (twice its 180 s limit; "did not recover"
-#: is recorded as 360 s, ANCHORS.md 1.1): the twin's 300 s (a 60 s warm-up, then 240 s) and a
+#: is recorded as 360 s, docs/baselines.md, demeter): the twin's 300 s (a 60 s warm-up, then 240 s) and a
 #: recovery wait of twice the limit stand for that. flinktune's profiler settles and measures for well under a
 #: minute per observation on a real Flink (steady capacities within 5 % across runs,
 #: docs/results/local-flink.md), so its runs measure 120 s; it skips the failure of a run that fell
@@ -195,7 +195,7 @@ def prepare_replay(
     ``PolicyRun.observations``), loaded by :meth:`ReplayModels.carry` without charging it; the start-up
     profiling design is then skipped. Demeter's published optimiser has no separate start-up design:
     its Sobol step profiles a rate chunk only while that chunk holds fewer than ``num_init`` = 3
-    profiles, and its profiling thread's rounds go on as before (ANCHORS.md 1.1, 1.5), so a database
+    profiles, and its profiling thread's rounds go on as before (docs/baselines.md, demeter), so a database
     that already covers the chunks starts the next run without it; the replay's bootstrap stands for
     those first Sobol rounds on an empty database."""
     interval = int(interval_s or DECISION_INTERVAL_S.get(name, 600))

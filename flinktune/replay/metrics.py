@@ -1,4 +1,4 @@
-"""The replay benchmark's measures, absolute per run and relative to static (DESIGN.md section 7).
+"""The replay benchmark's measures, absolute per run and relative to static (docs/DESIGN.md section 7).
 
 Use :func:`summarize` on a twin's per-second history to get one row of :data:`SUMMARY_COLUMNS`,
 and :func:`relative_table` to divide the cost and latency columns by static's. Definitions:
@@ -10,7 +10,7 @@ and :func:`relative_table` to divide the cost and latency columns by static's. D
   tables): the latency as a real run's metrics report it, for comparing with measured runs only: the
   run-wide median, 95th and 99th percentile of ONE series, the per-second p95, over the seconds the job
   runs (a stopped job's latency histogram reports nothing; Demeter's evaluation took its latency
-  figures from the samples of such a metric, ANCHORS.md 1.1);
+  figures from the samples of such a metric, docs/baselines.md, demeter);
 - mean lag: records; recovery: for every failure (scheduled or from memory pressure), seconds
   until the lag is back to its pre-failure level for 30 s (capped at 600 s): the mean, the
   worst and the count over the limit;
@@ -18,7 +18,7 @@ and :func:`relative_table` to divide the cost and latency columns by static's. D
 
 :func:`detector_recovery_time` is a second recovery measure, for comparing with Demeter's
 measured recoveries only (``benchmarks/twin_fidelity.py``): it follows the anomaly detector that
-measured them (ANCHORS.md 1.1), which declares a recovery only after a run of normal points and so
+measured them (docs/baselines.md, demeter), which declares a recovery only after a run of normal points and so
 never reports less than about 95 s. The replay's own measure above stays the twin's: it says when the
 job is back, not when a detector would notice.
 """
@@ -79,7 +79,7 @@ RELATIVE_COLUMNS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class DetectorSettings:
-    """How Demeter's profiler detects a recovery (ANCHORS.md 1.1): it waits ``wait_s`` after the
+    """How Demeter's profiler detects a recovery (docs/baselines.md, demeter): it waits ``wait_s`` after the
     fault (Flink's 20 s timeout), then reads the job's series as points of ``point_s`` seconds
     and calls the job recovered after ``points`` consecutive normal points; recovery time is the
     wait plus that, ``cap_s`` when it never happens. ``point_s`` = 5 s is [inferred]: with 15

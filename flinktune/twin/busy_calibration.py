@@ -5,7 +5,7 @@ after the mechanism and the CPU are calibrated, to get ``busy_time_scale`` for
 :class:`~flinktune.policies.autoscaler.AutoscalerPolicy`: the operator's busy time = the twin's x it.
 
 Why: the operator autoscaler sizes each vertex from its busy time (``busyTimeMsPerSecond``,
-ANCHORS.md section 3), which none of the data measured; the twin's busy time is the capacity fit's
+docs/baselines.md, autoscaler), which none of the data measured; the twin's busy time is the capacity fit's
 (about 0.37-0.40 at static, where the JVM CPU load was 0.23). What the data does show is what the
 measured operator *chose*: each rescale, from ``p0`` to ``p1`` TaskManagers at a known throughput and
 lag, is ``p1 = align(ceil(p0 x clip(busy x (lag / catch-up + (rate + lag growth) x (restart / catch-up

@@ -53,7 +53,7 @@ FIT_PARAMS: dict[str, tuple[float, float]] = {
     "gc_slowdown": (0.01, 20.0),
 }
 #: Further parameters that may be named in ``params`` (not fitted unless asked): contention of
-#: slots sharing a core, which real runs with several slots per core show (issue 18).
+#: slots sharing a core, which real runs with several slots per core show.
 EXTRA_FIT_PARAMS: dict[str, tuple[float, float]] = {
     "shared_core_knee": (0.05, 1.0),
     "shared_core_exponent": (0.01, 3.0),

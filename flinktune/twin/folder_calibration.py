@@ -13,7 +13,7 @@ profile are fitted on those, not on the profiling runs, and each reads the one b
 3. the warm-up after a savepoint redeploy, the downtime held: with ``redeploy_fit="backlog"`` (the
    default) on the same backlog's second minute, alternated with step 2 until both settle; with
    ``"downtime"`` on the scale-downs' latency read per minute over the seconds the job runs
-   (:mod:`flinktune.twin.redeploy_calibration`); with ``"latency"`` (sessions 13-15) step 2 is left
+   (:mod:`flinktune.twin.redeploy_calibration`); with ``"latency"`` step 2 is left
    out and the warm-up is fitted on the latency of every second; the profiling runs' fit depends on
    none of them;
 4. the CPU per unit of busy time on the static run (:mod:`flinktune.twin.cpu_calibration`).
@@ -46,8 +46,8 @@ __all__ = ["REDEPLOY_FITS", "REDEPLOY_METHODS", "FolderCalibration", "calibrate_
 REDEPLOY_FITS: tuple[str, ...] = ("backlog", "downtime", "latency")
 
 #: Whose measured scale-downs the redeploy's terms are fitted on, pooled: every savepoint redeploy the operator
-#: made counts once, whichever controller asked for it (the operator's alone until session 21: Demeter's p95 then
-#: came out 24x against 6.3x measured, 11x with both; docs/results/twin-fidelity-ads.md, session 21).
+#: made counts once, whichever controller asked for it (with the operator's alone Demeter's p95
+#: comes out 24x against 6.3x measured, 11x with both).
 REDEPLOY_METHODS = "operator,demeter"
 
 

@@ -1,4 +1,4 @@
-"""The grey-box twin's scores on held-out profiling runs (the issue-18 targets) and its leave-one-group-out cross-validation.
+"""The grey-box twin's scores on held-out profiling runs (the leave-one-run-out targets) and its leave-one-group-out cross-validation.
 
 Use :func:`cross_validate` on a table in the ``profiling_runs.csv`` format with a grouping column
 (``flinktune twin calibrate --group-by run``, ``benchmarks/twin_fidelity.py``): each group in turn is
@@ -21,7 +21,7 @@ __all__ = ["cross_validate", "score"]
 
 
 def score(twin: GreyBoxTwin, observations: pd.DataFrame, *, good_latency_ms: float | None = None) -> dict[str, float]:
-    """The issue-18 scores of ``twin`` on ``observations`` (corrected and mechanism-only).
+    """The leave-one-run-out scores of ``twin`` on ``observations`` (corrected and mechanism-only).
 
     ``throughput_mape``; ``keeps_up_accuracy`` (throughput >= 0.95 x rate); ``latency_class_accuracy``
     (good = at most ``good_latency_ms``, by default the twin's boundary from its fit runs);

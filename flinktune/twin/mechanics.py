@@ -4,7 +4,7 @@ The simulator, the analytic steady state, profiling, the oracle and calibration 
 so a mechanism is written once. Rates are numpy arrays of job input rec/s (any length); results
 are arrays of the same length unless a docstring says otherwise.
 
-Model (DESIGN.md section 6):
+Model (docs/DESIGN.md section 6):
 - Slot sharing puts one subtask of every vertex in a slot; slots of a TaskManager share its cores
   (``cpu / task_slots`` each, worth less above ``core_knee``). A vertex's subtask is one thread and
   can use at most one core. Capacity is the job input rate at which the busiest slot saturates:

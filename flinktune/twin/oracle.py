@@ -1,6 +1,6 @@
 """The oracle: the cheapest configuration per decision interval, knowing the future and the twin.
 
-Use :func:`oracle_schedule` as the lower bound of the replay benchmark (DESIGN.md section 7, the
+Use :func:`oracle_schedule` as the lower bound of the replay benchmark (docs/DESIGN.md section 7, the
 "oracle (twin only)" policy): for every ``interval_s`` window of the trace it takes the true peak
 rate in that window and picks the cheapest candidate (by total CPU, then total memory: the order
 of ``ConfigSpace.candidates``) whose analytic steady state at that peak meets the latency target

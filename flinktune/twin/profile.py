@@ -29,7 +29,7 @@ class ProfileError(ValueError):
 
 
 class ClusterProfile(BaseModel):
-    """Parameters of the simulated Flink-on-Kubernetes cluster and job (see DESIGN.md section 6)."""
+    """Parameters of the simulated Flink-on-Kubernetes cluster and job (see docs/DESIGN.md section 6)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 

@@ -6,7 +6,7 @@ must report what Demeter's profiler would have recorded (the replayed Demeter's 
 stays the twin's own measure (the lag drained back to its pre-failure level), which flinktune's
 profiler and every production recovery use.
 
-Why a second measure: Demeter's profiler (ANCHORS.md 1.1) does not time the drain of the backlog.
+Why a second measure: Demeter's profiler (docs/baselines.md, demeter) does not time the drain of the backlog.
 It waits, then checks at intervals whether an anomaly detector trained on the pre-failure minute
 of throughput and lag still flags the series, and records the check at which it no longer does.
 Its 105 recoveries below the 360 s cap in the real ADS profiling runs are quantised accordingly:

@@ -7,7 +7,7 @@ scale-down to the count after it, at the measured throughput, costs as much late
 measured scale-downs did. With no ``measured_60s/*operator*.csv`` the profile is returned unchanged
 with a note saying so.
 
-Why its own term: the operator autoscaler 1.6 on Flink 1.17 (the measured runs; ANCHORS.md 1.1) carries
+Why its own term: the operator autoscaler 1.6 on Flink 1.17 (the measured runs; docs/baselines.md, demeter) carries
 out every rescale as a full savepoint upgrade, new JobManager and TaskManager pods, so cold JVMs, unlike
 a failure (the job restarts in TaskManagers that keep running, fitted on the profiling runs'
 recoveries with ``warmup_s``) or a reactive-mode rescale (``rescale_warmup_s``,

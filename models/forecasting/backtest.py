@@ -31,7 +31,7 @@ Rule choice (:func:`backtest_select_then_report`): the model is fitted on the da
 most ``max_under_rate``; optionally judged by an upper confidence bound on the span's independent
 origins, ``planning_z``) and the peak rule (optionally the plain peak unless a factor beats it by more
 than ``peak_n_se`` standard errors of the span's noise) are chosen (:func:`choose_rules`; both guards
-since session 8, off by default: see :data:`PLANNING_Z` and :data:`PEAK_RULE_N_SE`). The model is then
+off by default: see :data:`PLANNING_Z` and :data:`PEAK_RULE_N_SE`). The model is then
 refitted on everything before ``report_start``, as the retraining job would, and every report
 origin is scored with those rules, so both the rules and the model are out of sample for the
 report span.
@@ -80,14 +80,14 @@ PUBLISHED_RULE = "max_mean_x1.10"
 IDENTITY_PEAK_RULE = "max_mean_x1.00"
 #: Standard errors by which a peak rule must beat :data:`IDENTITY_PEAK_RULE` (:func:`select_peak_rule`);
 #: 0 = the plain minimum. The guard's value when used is 1, the one-standard-error rule of model
-#: selection (Breiman et al. 1984), not tuned on any trace. Off by default: measured in session 8
-#: (docs/results/forecasting.md), it left every champion's peak MAE unchanged (ysb seed 9's x0.95
+#: selection (Breiman et al. 1984), not tuned on any trace. Off by default: measured with
+#: ``benchmarks/forecasting.py --peak-n-se 1``, it left every champion's peak MAE unchanged (ysb seed 9's x0.95
 #: passes it) but dropped Demeter's noise-fitted x1.05 on ysb seed 8, so Demeter improved there and
 #: the champion's ratio to it rose (ysb mean 1.018x -> 1.060x, a target metric). Pass ``peak_n_se=1``
 #: (benchmark: ``--peak-n-se 1``) to use it.
 PEAK_RULE_N_SE = 0.0
 #: z of the upper confidence bound on a planning rule's under-forecast rate (:func:`select_rule`);
-#: 0 = the point estimate. Off by default: measured in session 8 (docs/results/forecasting.md), z=1
+#: 0 = the point estimate. Off by default: measured with ``--planning-z 1``, z=1
 #: (one standard error, to match :data:`PEAK_RULE_N_SE`) needs <= ~1.3 % misses on the 35 independent
 #: windows of a 6 h span to certify 5 %, and moved the real ADS trace's planning rule from x1.07 to
 #: x1.15 (over-provisioning 1.07 -> 1.15, past the 1.08 target). Pass ``planning_z=1`` (benchmark:
@@ -98,8 +98,8 @@ PLANNING_Z = 0.0
 #: peak factor chosen on the selection span. The factor exists to correct the highest *bin mean* of a
 #: smooth forecast, which sits below a noisy truth's highest bin (module doc); a direct peak model's
 #: median peak is already fitted to the peak under the absolute loss, so a factor on top of it has no
-#: bias to correct and only fits the selection span's drift. Measured in session 12
-#: (docs/results/forecasting.md): every factor these models chose other than x1.00 (ysb seeds 9 and 11,
+#: bias to correct and only fits the selection span's drift. Measured with
+#: ``benchmarks/forecasting.py --direct-peak-factor``: every factor these models chose other than x1.00 (ysb seeds 9 and 11,
 #: x0.95) made the report span worse. ``False`` (benchmark: ``--direct-peak-factor``) restores the choice.
 DIRECT_PEAK_PLAIN = True
 #: Fewest selection origins a rule may be chosen on (below this the choice is noise).

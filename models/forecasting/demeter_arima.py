@@ -132,7 +132,7 @@ class DemeterArimaForecaster(ForecastingModel):
         self._models: dict[int, object] = {}
         self.fit_info: dict[str, float] = {}
 
-    # -- helpers ----------------------------------------------------------------------------------
+    # -- internals --------------------------------------------------------------------------------
     @property
     def min_fit_bins(self) -> int:
         """Input bins :meth:`fit` needs: the shortest stride model must see ``min_points`` samples."""

@@ -4,7 +4,7 @@ Use :class:`DartsPeakEnsemble` (candidate ``darts-peak-ensemble``) where no sing
 model is reliably the best: the linear one extrapolates smooth trends (the real ADS trace), the
 boosted trees fit regimes and spikes (the twin's ysb and tsw), and their errors differ in sign and
 timing. Averaging two forecasters with different error patterns lowers the variance of the
-combined error, and the issue-19 misses were variance between spans: a planning rule or a peak
+combined error, and the misses it addresses were variance between spans: a planning rule or a peak
 factor chosen on the selection span that did not hold on the report span. The weights are equal,
 not fitted: a fitted weight is one more parameter chosen on a 6 h span, the thing that missed.
 

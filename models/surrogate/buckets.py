@@ -5,7 +5,7 @@ Use :class:`RateBuckets` to split the input-rate axis into fixed-width buckets (
 one bucket's training set. Shapes: ``rates`` (n,) rec/s; ``latency_ok`` (n,) booleans, or
 ``None`` when no latency goal is known; returns row indices into those arrays.
 
-Assignment rules (Demeter's, ANCHORS 1.5), for bucket ``[lo, hi)``:
+Assignment rules (Demeter's, docs/baselines.md, demeter), for bucket ``[lo, hi)``:
 
 1. a row whose rate lies in ``[lo, hi)`` belongs to it ("direct");
 2. a row at a rate ``>= hi`` whose latency met the goal belongs to it too: a configuration that

@@ -3,7 +3,7 @@
 Use :func:`compute_rank_weights` to weigh fitted base-task GPs against a fitted target-task GP on
 the target's training data, and :class:`RGPEModel` to predict with the weighted ensemble as a
 BoTorch ``Model`` (so acquisition functions accept it). One ensemble per outcome: the weights of
-latency and memory differ. Method (Feurer, Letham and Bakshy, 2018; ANCHORS section 5):
+latency and memory differ. Method (Feurer, Letham and Bakshy, 2018; docs/baselines.md, RGPE):
 
 - Ranking loss of a model on the target points ``(x_j, y_j)``: the number of ordered pairs
   ``(j, k)`` with ``(f(x_j) < f(x_k)) xor (y_j < y_k)`` (:func:`ranking_loss`). Base models are

@@ -33,17 +33,17 @@ def test_measured_trajectory_of_the_real_runs() -> None:
     if not (DATA / "profiling_runs.csv").exists():
         pytest.skip(f"real data not found at {DATA}")
     t = measured_trajectory(DATA).set_index("run")
-    # What session 14 read by hand from measured_60s/*_demeter_*.csv (docs/results/twin-fidelity-ads.md).
+    # Read by hand from measured_60s/*_demeter_*.csv.
     assert t["at_default"].round(2).tolist() == [0.61, 0.55, 0.29]
     assert t["returns"].tolist() == [10, 8, 10] and t["changes"].tolist() == [30, 33, 52]
-    # Session 18: a change costs Demeter's latency 1.2-1.7 minutes over 3x the median, the operator's 3.6-3.8.
+    # A change costs Demeter's latency 1.2-1.7 minutes over 3x the median, the operator's 3.6-3.8.
     assert t["elevated_per_change"].round(2).tolist() == [1.17, 1.3, 1.69]
-    # Session 22: away from the default the real runs reserved 0.60-0.78 of its cores, 1.4-2.0 a
+    # Away from the default the real runs reserved 0.60-0.78 of its cores, 1.4-2.0 a
     # TaskManager, and 0.18-0.27 of its memory (summary_per_run.csv's means, read as a blend).
     assert t["cpu_away"].round(2).tolist() == [0.78, 0.61, 0.6]
     assert t["memory_away"].round(2).tolist() == [0.27, 0.18, 0.24]
     assert t["cpu_per_tm_away"].round(1).tolist() == [1.8, 2.0, 1.4]
-    # Session 23: the first move away from the default came at minutes 102-110 (the one-minute dips at
+    # The first move away from the default came at minutes 102-110 (the one-minute dips at
     # minutes 45-46 and 90-92 are failures' partitioned TaskManagers, no move), and the time at the
     # default lies at the high rates: the trace's upper two rate quartiles hold most of it.
     assert t["first_move_min"].tolist() == [107.0, 102.0, 110.0]

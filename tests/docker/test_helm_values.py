@@ -1,5 +1,5 @@
 """docker/helm/values.yaml (the official Airflow chart's values) against docker/helm/values.schema.json,
-the subset of the chart's schema for the keys we set, with our rules (issue 22: no helm binary here).
+the subset of the chart's schema for the keys we set, with our rules (no helm binary here).
 
 The schema is closed, so a misspelt key fails; credentials go only by Secret reference.
 """

@@ -1,5 +1,5 @@
 """Every manifest under docker/ against its schema, offline (a kubeconform-style check), and Pod
-Security "restricted" on every pod flinktune ships or creates (issue 22).
+Security "restricted" on every pod flinktune ships or creates.
 
 Core objects are validated strictly (unknown fields fail) against the Kubernetes JSON schemas that
 the ``kubernetes-validate`` package ships; FlinkDeployments against the operator's CRD shipped in

@@ -1,4 +1,4 @@
-"""Every Kubernetes API call the shipped deployment can make, against docker/k8s/rbac.yaml (issue 21, 22).
+"""Every Kubernetes API call the shipped deployment can make, against docker/k8s/rbac.yaml.
 
 The calls are found in the source (every ``<verb>_namespaced_<kind>`` / ``<verb>_cluster_<kind>``
 call of the kubernetes client under flinktune/, jobs/, dags/, plugins/, models/, and in the modules

@@ -1,4 +1,4 @@
-"""An unreachable model store is a hold that says so, within seconds (issue 21).
+"""An unreachable model store is a hold that says so, within seconds.
 
 Before: MLflow's defaults (7 retries with exponential backoff) made one unreachable tracking server
 cost about 8 minutes per tick, and the decision said "no champion".

@@ -1,4 +1,4 @@
-"""The twin's decide task saves its state per tick: a kill never duplicates decisions (issue 21)."""
+"""The twin's decide task saves its state per tick: a kill never duplicates decisions."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def _call(env_extra: dict[str, str], var_dir: Path, paths: list, *, auth: str = 
 
 def test_every_route_answers_only_callers_airflow_authenticates(tmp_path: Path, airflow_var: Path) -> None:
     """The real API server app (create_app): no token is 401, a forged token 403, a viewer's token
-    200, on every route (issue 21: the pages answered without authentication)."""
+    200, on every route."""
     db = tmp_path / "state.db"
     _record_three_decisions(db, "wordcount")
     routes = ["/", "/jobs", "/decisions?job=wordcount", "/job/wordcount", "/job/wordcount/report",

@@ -1,4 +1,4 @@
-"""Done-when of issue 17: the decide job, one process per tick, decides as the replay's single process.
+"""The decide job, one process per tick, decides as the replay's single process.
 
 The replay keeps one policy object for the whole trace; in production every decide run is a new
 process. Here each tick is one ``python -m jobs.decide --ticks 1`` run against a var dir on disk:

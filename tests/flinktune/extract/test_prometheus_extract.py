@@ -133,7 +133,7 @@ def test_gives_up_naming_attempts_without_leaking_the_token(prom, tmp_path):
 
 def test_a_hanging_prometheus_is_bounded_by_timeout_and_retries(tmp_path):
     """A server that accepts and never answers: each try ends at the read timeout, the call after
-    ``retries + 1`` tries, so an extract cannot hang (issue 21)."""
+    ``retries + 1`` tries, so an extract cannot hang."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)  # the kernel accepts; nobody reads or answers

@@ -166,7 +166,7 @@ def test_a_failing_call_leaves_a_row_and_the_next_run_holds(tmp_path, case):
             srv.always[verb] = fault
         for verb, faults in setup.get("faults", {}).items():
             srv.faults[verb] = list(faults)
-        if "after_patch_get" in setup:  # the defect of issue 21: the PATCH succeeded, the reads after it failed
+        if "after_patch_get" in setup:  # the PATCH succeeded, the reads after it failed
             srv.faults["GET"] = [None, None, None]  # the step's read, the apply's read, the read before the PATCH
             srv.always["GET"] = None
             orig = srv.patches

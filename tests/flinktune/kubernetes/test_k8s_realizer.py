@@ -144,7 +144,7 @@ def test_kubernetes_realizer_keeps_the_realizer_contract():
 
 
 def test_a_job_that_never_becomes_stable_costs_at_most_the_apply_budget():
-    # Before issue 21: 600 s of waiting, then 600 s more for the rollback, inside a 600 s decision interval.
+    # Unbounded, this would be 600 s of waiting, then 600 s more for the rollback, inside a 600 s decision interval.
     clock = ManualClock(0)
     with FakeApiServer(running(), stable_after=10**9) as srv:
         r = KubernetesRealizer(srv.api(), "flink", VIDS, clock=clock, sleep=clock.advance, poll_s=5.0, budget_s=480.0)

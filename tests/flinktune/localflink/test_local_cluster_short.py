@@ -1,4 +1,4 @@
-"""The short form of issue 9's integration test, against a real Flink 2.3 cluster on 127.0.0.1.
+"""The short form of the local Flink integration test, against a real Flink 2.3 cluster on 127.0.0.1.
 
 One cluster, one job, every step in order (each depends on the previous): start, run the job,
 read metrics through the REST MetricsSource, profile steps (one kept up, one far over capacity

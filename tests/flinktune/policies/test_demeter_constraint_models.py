@@ -1,4 +1,4 @@
-"""Demeter's published constraint models (ANCHORS.md 1.3, 1.5): the fixed N(0, 0.1) observation
+"""Demeter's published constraint models (docs/baselines.md, demeter): the fixed N(0, 0.1) observation
 noise and the RGPE support from a higher chunk. Small GPs on a handful of profiles, CPU, seconds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Demeter's profiling thread (ANCHORS.md 1.5): the accepted suggestions and the round's budget."""
+"""Demeter's profiling thread (docs/baselines.md, demeter): the accepted suggestions and the round's budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Demeter's published rules (ANCHORS.md 1.1, 1.3, 1.5): its failure-reset 10-minute clock, the
+"""Demeter's published rules (docs/baselines.md, demeter): its failure-reset 10-minute clock, the
 constraint check, the screen of the cheapest candidates, switching either way and the profiling
 suggestion rules. Small and fast: a function surrogate, no replay."""
 
@@ -93,7 +93,7 @@ def test_it_switches_when_the_best_candidate_costs_more_than_five_percent_more()
 
 
 def test_a_current_configuration_that_is_the_cheapest_is_left_for_the_best_other_one():
-    # Published (ANCHORS.md 1.5 steps 3-4): the candidates are the other configurations, so at the
+    # Published (docs/baselines.md, demeter: rescale decision step 3-4): the candidates are the other configurations, so at the
     # best one the optimiser compares the next best with it and, that one being costlier, moves.
     best = make_policy("demeter", SPACE).decide(state(window=600), ctx()).target
     d = make_policy("demeter", SPACE).decide(state(best, window=600), ctx())

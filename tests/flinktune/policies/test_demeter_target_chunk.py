@@ -1,4 +1,4 @@
-"""Demeter's target chunk (ANCHORS.md 1.5): the first 10k rec/s chunk whose lower bound is at or
+"""Demeter's target chunk (docs/baselines.md, demeter): the first 10k rec/s chunk whose lower bound is at or
 above the planned rate, its profiles (inside, bounds included; good above; bad below; one per
 configuration, the closest to the chunk's upper bound), the Sobol rule (fewer than 3 profiles in
 the chunk: keep and profile, whatever their latencies) and profiling at the current rate (the
@@ -186,7 +186,7 @@ def test_with_a_supporting_higher_chunk_one_profile_lets_the_model_decide():
     assert d.inputs["constraint_support"] == 1
     if d.action is Action.PROFILE:  # its round, when it comes with the keep, is drawn from the chunk's model
         assert "qNEHVI on the target chunk's model of 1 profiles" in d.inputs["suggestion_step"]
-    # The gate of sessions up to 24 waits for three profiles in the target chunk whatever supports it.
+    # The num_init gate waits for three profiles in the target chunk whatever supports it.
     old = make_policy("demeter", SPACE, sobol_gate="num_init").decide(_state(), _ctx(35000.0, obs, []))
     assert old.action is Action.PROFILE and "holds 1 profiles, 0 with a good latency (3 needed)" in old.reason
     # Without a supporting chunk (the higher profiles dropped) one profile is not enough.

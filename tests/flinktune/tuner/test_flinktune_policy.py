@@ -129,7 +129,7 @@ def test_a_fresh_policy_adopts_the_running_shape_instead_of_redeploying():
     assert d.action is Action.KEEP or shape_of(d.target) == shape_of(running)
 
 
-# -- round 2: shapes for cost granularity, cheaper start-up profiling, hysteresis ---------------
+# -- shapes for cost granularity, cheaper start-up profiling, hysteresis ---------------
 
 
 def test_shape_candidates_keep_one_core_per_slot_and_enough_memory_per_slot():
@@ -222,7 +222,7 @@ def test_no_new_shape_is_chosen_beyond_what_profiling_covered():
     assert d.action is Action.KEEP and "beyond what profiling covered" in d.reason
 
 
-# -- round 3: fractional cores per slot, capacity across shapes, shape re-choice ---------------
+# -- fractional cores per slot, capacity across shapes, shape re-choice ---------------
 
 
 def test_shape_capacities_transfer_by_cores_per_slot_only_up_to_one_core():
@@ -352,7 +352,7 @@ def test_a_space_without_preferred_shapes_still_gets_a_shape_with_a_reason():
     assert d.reason and pol.shape is not None
 
 
-# -- round 4: scale-ups only the forecast asks for keep within the change budget ------------------
+# -- scale-ups only the forecast asks for keep within the change budget ------------------
 
 
 def test_a_scale_up_only_the_forecast_asks_for_waits_for_the_change_budget_one_the_load_needs_does_not():

@@ -1,4 +1,4 @@
-"""The twin's mechanisms and its calibration targets (DESIGN.md section 6; the twin issue)."""
+"""The twin's mechanisms and its calibration targets (docs/DESIGN.md section 6; the twin issue)."""
 
 from __future__ import annotations
 

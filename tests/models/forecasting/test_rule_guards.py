@@ -1,4 +1,4 @@
-"""Session-8 guards against selection optimism in the rule choice (models.forecasting.backtest, champion).
+"""The guards against selection optimism in the rule choice (models.forecasting.backtest, champion).
 
 Each test builds a small synthetic selection backtest on which the plain choice (point estimate of the
 under-forecast rate, plain minimum of the peak MAE) picks a rule or a champion on noise, and checks that
@@ -50,7 +50,7 @@ def test_peak_factor_within_one_standard_error_of_the_plain_peak_is_not_chosen()
     # standard error 1.63, so it is the span's noise and the plain peak stays.
     peaks = _blocks([94, 101, 94, 101, 94, 94, 101, 94, 101, 94])
     fcs = _flat_forecasts(len(peaks))
-    assert select_peak_rule(fcs, peaks) == "max_mean_x0.95"  # the plain minimum (before session 8)
+    assert select_peak_rule(fcs, peaks) == "max_mean_x0.95"  # the plain minimum (no guard)
     assert select_peak_rule(fcs, peaks, block=10, n_se=1.0) == IDENTITY_PEAK_RULE
 
 

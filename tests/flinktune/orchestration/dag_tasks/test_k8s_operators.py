@@ -1,5 +1,5 @@
 """The provider's operators as flinktune builds them: the trainer pod rendered by KubernetesPodOperator
-itself, and the ETL's SparkApplication as SparkKubernetesOperator submits it (issue 22).
+itself, and the ETL's SparkApplication as SparkKubernetesOperator submits it.
 
 No cluster: the pod comes from the operator's own ``build_pod_request_obj(dry_run=True)`` and is
 validated strictly against the Kubernetes schema (as tests/docker/test_k8s_manifests.py validates
