@@ -62,7 +62,7 @@ from flinktune.decision.guard import scales_up
 from flinktune.decision.reconfig import same_shape
 from flinktune.decision.stages import PolicyContext
 from flinktune.tuner.capacity import CapacityModel, Shape, ShapeCapacities, measured_capacity, shape_from_json, shape_of
-from flinktune.tuner.change_cost import ChangeCosts, ChangePrice, ModeCost
+from flinktune.tuner.change_cost import ChangeCosts, ChangePrice, ModeCost, catch_up_grid
 from flinktune.tuner.error_budget import ErrorBudget
 from flinktune.tuner.latency import LatencyCap, LatencyCurves
 from flinktune.tuner.selection import relative_cost
@@ -153,6 +153,8 @@ class FlinktunePolicy(ShapeDecisions):
     _last_down: float = float("-inf")
     _context_target_ms: float = field(default=0.0, repr=False)
     _watched_prediction: float | None = field(default=None, repr=False)
+    #: Which way the last proposed change went ("up", "down" in place, None), counted once it runs.
+    _proposed_dir: str | None = field(default=None, repr=False)
     #: The shape before this decision: what a held optional change returns to.
     _shape_before: Shape | None = field(default=None, repr=False)
     #: Job failures seen (s) over the last day, and since when failures have been counted.
@@ -191,6 +193,7 @@ class FlinktunePolicy(ShapeDecisions):
             "rest_p95": list(self._rest_p95),
             "failures": list(self._failures),
             "watching_since": self._watching_since,
+            "proposed_dir": self._proposed_dir,
             "last_up": self._last_up if self._last_up != float("-inf") else None,
             "last_down": self._last_down if self._last_down != float("-inf") else None,
         }
@@ -211,6 +214,7 @@ class FlinktunePolicy(ShapeDecisions):
             self.trust = float(memory.get("trust", self.trust_start))
             self._rest_p95 = [float(x) for x in memory.get("rest_p95", [])]
             self._failures = [float(x) for x in memory.get("failures", [])]
+            self._proposed_dir = memory.get("proposed_dir")
             ws = memory.get("watching_since")
             self._watching_since = float(ws) if ws is not None else None
             self._last_up = float(memory["last_up"]) if memory.get("last_up") is not None else float("-inf")
@@ -302,7 +306,32 @@ class FlinktunePolicy(ShapeDecisions):
             and np.isfinite(state.latency_p95_ms)
         )
         if steady:
-            self._rest_p95 = ([*self._rest_p95, float(state.latency_p95_ms)])[-30:]
+            self._rest_p95 = [*self._rest_p95, float(state.latency_p95_ms)][-30:]
+        self._failure_cap = self._cap_for_failures(state)
+
+    def _cap_for_failures(self, state: JobState) -> tuple[float, str]:
+        """The highest utilization whose catch-up after each expected failure fits ``failure_budget_share``
+        of the error budget (beyond the failure's own downtime), with why; 1.0 when nothing constrains it.
+
+        Failures per day: those seen over the last day, with one a day (a quarter of one in six hours) as
+        the prior for a job just met, so that a job failing often shows it within hours.
+        """
+        seen_h = min(max(state.ts - (self._watching_since or state.ts), 0.0), 86400.0) / 3600.0
+        per_day = (len(self._failures) + 0.25) / (seen_h + 6.0) * 24.0
+        allowed_s = 60.0 * self.failure_budget_share * self.budget.minutes / per_day
+        mode = self.failure_costs.modes["failure"]
+        down, warm = mode.downtime_s, mode.warmup_s
+        grid = np.arange(0.20, 0.951, 0.025)
+        over, _ = catch_up_grid(grid, self._headroom_s(state), down, warm)
+        fits = grid[over - down <= allowed_s]
+        cap = float(fits.max()) if fits.size else float(grid[0])
+        if cap >= self.utilization:
+            return 1.0, ""
+        return cap, (
+            f"~{per_day:.0f} failures a day, each followed by a catch-up that must stay within "
+            f"{allowed_s:.0f} s over target beyond its {down:.0f} s downtime "
+            f"({self.failure_budget_share:.0%} of the error budget)"
+        )
 
     def _headroom_s(self, state: JobState) -> float:
         """Seconds of queueing the latency target leaves above the latency at rest."""
@@ -506,6 +535,10 @@ class FlinktunePolicy(ShapeDecisions):
         self._proposed = None
         if running.with_(vertex_parallelism={}) == target.with_(vertex_parallelism={}):
             self._changes.record(at)
+            if self._proposed_dir == "up":
+                self._last_up = at
+            elif self._proposed_dir == "down":
+                self._last_down = at
         else:  # held back by the guard: nothing ran, nothing to learn its price from
             self.costs.abandon()
             self._watched_prediction = None
@@ -525,11 +558,11 @@ class FlinktunePolicy(ShapeDecisions):
         self._proposed = (state.ts, target)
         mode = "in-place rescale" if same_shape(state.config, target) else "savepoint redeploy"
         if scales_up(state.config, target):
-            self._last_up = state.ts
-        elif target.parallelism < state.config.parallelism or relative_cost(target, self.space) < relative_cost(
-            state.config, self.space
-        ):
-            self._last_down = state.ts
+            self._proposed_dir = "up"
+        elif same_shape(state.config, target) and target.parallelism < state.config.parallelism:
+            self._proposed_dir = "down"  # an in-place step down; a re-shape is not one side of a flap
+        else:
+            self._proposed_dir = None
         self.costs.started(
             state.ts, price.mode, state.input_rate, state.lag if np.isfinite(state.lag) else 0.0, self._headroom_s(state)
         )

@@ -33,7 +33,7 @@ def test_refit_moves_from_the_prior_to_what_the_job_showed():
     mode.refit()
     after = catch_up(25_000, 0, 39_000, 1.2, mode.downtime_s, mode.warmup_s)[0][0]
     assert abs(after - truth_over[0]) < abs(before - truth_over[0])
-    assert abs(after - truth_over[0]) <= 0.25 * truth_over[0]
+    assert abs(after - truth_over[0]) <= 0.5 * truth_over[0]
 
 
 def test_a_watched_change_becomes_an_episode_once_the_job_is_calm_and_survives_json():

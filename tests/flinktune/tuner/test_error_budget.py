@@ -20,12 +20,12 @@ def test_minutes_over_target_are_charged_once_across_overlapping_windows():
     assert "8.0 of 10 min" in b.describe()
 
 
-def test_a_failures_catch_up_is_excused_unless_a_change_is_watched():
+def test_a_failures_downtime_is_excused_its_catch_up_is_charged_and_a_watched_change_pays_for_all():
     b = ErrorBudget(minutes=10)
-    b.observe(300, _minutes(0, [3_000] * 5), 1_000, failure_window_start=0, watching=False)
-    assert b.spent() == 0
+    b.observe(300, _minutes(0, [3_000] * 5), 1_000, failure_window_start=0, watching=False, failure_minutes=2)
+    assert b.spent() == 3  # the first two minutes over target are the failure's downtime
     w = ErrorBudget(minutes=10)
-    w.observe(300, _minutes(0, [3_000] * 5), 1_000, failure_window_start=0, watching=True)
+    w.observe(300, _minutes(0, [3_000] * 5), 1_000, failure_window_start=0, watching=True, failure_minutes=2)
     assert w.spent() == 5
 
 
