@@ -39,12 +39,13 @@ def _rank(name: str) -> int:
     return int(m.group(1))
 
 
-def measured_runs(data: Path, method: str = "demeter") -> pd.DataFrame:
+def measured_runs(data: Path, method: str = "demeter", trajectory: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per measured run of ``method`` (``summary_per_run.csv``), indexed by rank (its run
     number), with ``run`` (the name), ``cpu``, ``memory``, ``p50``, ``p95``, ``p99`` relative to the
     static baseline of ``summary_by_method.csv``, ``slow_recoveries``, ``reconfigurations``, and where
     the folder has them ``profiling_cpu`` (``profiling_overhead.csv``, core-hours over static's) and
-    ``at_default`` (share of minutes at the profiled space's maximum, ``measured_60s``).
+    ``at_default`` (share of minutes at the profiled space's maximum) from ``trajectory`` (the
+    frame of :func:`benchmarks.demeter_trajectory.measured_trajectory`, when given).
     ValueError when the folder has no per-run summary or no run of ``method``."""
     f = data / "summary_per_run.csv"
     if not f.exists():
@@ -65,13 +66,9 @@ def measured_runs(data: Path, method: str = "demeter") -> pd.DataFrame:
             for r in out["run"]
         ]
         out["profiling_jobs"] = [float(cost.loc[r, "n_profiling_jobs"]) if r in cost.index else np.nan for r in out["run"]]
-    if (data / "measured_60s").is_dir():
-        from benchmarks.demeter_trajectory import measured_trajectory
-
-        traj = measured_trajectory(data)
-        if not traj.empty:
-            shares = dict(zip(traj["run"].astype(int), traj["at_default"]))
-            out["at_default"] = [shares.get(k, np.nan) for k in out.index]
+    if trajectory is not None and not trajectory.empty:
+        shares = dict(zip(trajectory["run"].astype(int), trajectory["at_default"]))
+        out["at_default"] = [shares.get(k, np.nan) for k in out.index]
     return out.sort_index()
 
 

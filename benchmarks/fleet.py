@@ -84,7 +84,6 @@ def run_cycle(
     acquisition (``models.surrogate.shared_acquisition``); False runs one per profile decision.
     The dict's ``decisions`` maps each job to :func:`_digest` of its decision.
     """
-    from flinktune.backends.twin import twin_backend
     from flinktune.clock import ManualClock
     from flinktune.config_space import ConfigSpace
     from flinktune.decision.loop import LoopSettings, build_decision_loop
@@ -93,6 +92,7 @@ def run_cycle(
     from flinktune.policies import make_policy
     from flinktune.replay.harness import ReplaySettings, prepare_replay
     from flinktune.replay.models import TraceForecast
+    from flinktune.twin.backend import twin_backend
     from flinktune.twin.profile import ClusterProfile
     from flinktune.twin.simulator import TwinJob
     from flinktune.twin.workload import generate_trace

@@ -13,7 +13,7 @@ Markdown file holds, per policy, the mean and the worst seed of CPU, memory, pri
 reconfigurations, and the targets with met/missed; a JSON file beside it holds every seed's
 rows. Both are rewritten after every seed, so a stopped run keeps the seeds it finished.
 Bad input (unknown profile or policy, seeds like ``5-1``, a missing trace file) is one line on
-stderr and exit code 2 (:func:`flinktune.cli.entry.run_main`).
+stderr and exit code 2 (:func:`flinktune.entry.run_main`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.replay_bound import bound_for_rates, bound_with_changes  # noqa: E402
-from flinktune.cli.entry import OneLineParser, run_main  # noqa: E402
+from flinktune.entry import OneLineParser, run_main  # noqa: E402
 from flinktune.lake.atomic import atomic_write  # noqa: E402
 from flinktune.pricing import PriceList, load_prices  # noqa: E402
 from flinktune.replay.harness import ReplaySettings  # noqa: E402

@@ -45,8 +45,8 @@ from benchmarks.scenario_matrix import (  # noqa: E402
     scenario_profile,
     scenario_trace,
 )
-from flinktune.cli.entry import OneLineParser, run_main  # noqa: E402
 from flinktune.config_space import default_space  # noqa: E402
+from flinktune.entry import OneLineParser, run_main  # noqa: E402
 from flinktune.lake.atomic import atomic_write  # noqa: E402
 from flinktune.pricing import PriceList, load_prices  # noqa: E402
 from flinktune.replay.harness import ReplaySettings, prepare_replay  # noqa: E402

@@ -142,9 +142,10 @@ def run(
     )
     policies = ["static", *[p for p in policies if p != "static"]]
     measured = measured_table(data)
-    measured_ranks = measured_runs(data, METHODS[CARRIED]) if carry_profiles and CARRIED in policies else None
-    if CARRIED in policies and (data / "measured_60s").is_dir():  # Demeter's share of minutes at the default
-        traj = measured_trajectory(data)
+    # Demeter's share of minutes at the default, per measured run and over them
+    traj = measured_trajectory(data) if CARRIED in policies and (data / "measured_60s").is_dir() else None
+    measured_ranks = measured_runs(data, METHODS[CARRIED], traj) if carry_profiles and CARRIED in policies else None
+    if traj is not None:
         measured.loc[CARRIED, "at_default"] = float(traj["at_default"].mean()) if not traj.empty else np.nan
     static_row = pd.read_csv(data / "summary_by_method.csv").set_index("method").loc["baseline"]
     mx = space.maximum

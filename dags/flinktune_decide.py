@@ -29,8 +29,10 @@ DOC = """
 ### flinktune_decide
 Every 5 minutes (`FLINKTUNE_SCHEDULE_DECIDE_CRON`), and whenever a new model champion is registered: for each of `ticks` decision
 intervals, collect metrics, evaluate, plan with `policy`, guard, realize and store the decision.
-With `dry_run` the decisions are stored but never applied to the cluster; left empty, it is true
-for a run triggered by hand and false for the schedule. A run triggered by a new champion acts on
+Every job starts in **advice**: its decisions are stored and shown, never applied, until it is
+switched to act (`mode: act` in the fleet file, the annotation `flinktune.io/mode: act`, or
+`flinktune fleet act JOB`). With `dry_run` even an acting job's decisions are only stored; left
+empty, it is true for a run triggered by hand and false for the schedule. A run triggered by a new champion acts on
 the job that champion belongs to; one triggered by `flinktune_watch` acts on its job now, with the
 watch's reason as `trigger` (its decision says it came early, and why). Unknown conf keys fail the run before anything is decided.
 Its tasks go to the Celery queue `FLINKTUNE_SCHEDULE_DECIDE_QUEUE` when it is set: a worker of
@@ -82,15 +84,9 @@ def flinktune_decide() -> None:
     @task(execution_timeout=timedelta(minutes=30), pool=FLEET_POOL, map_index_template="{{ task.op_kwargs['target']['job'] }}")
     def decide(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)
-        from flinktune.settings import load_settings
-        from jobs import decide as job
+        from flinktune.orchestration.dag_tasks.tasks import decide as decide_task
 
-        decided = job.run(
-            job=target["job"], ticks=params["ticks"], policy=target["policy"], dry_run=target["dry_run"],
-            settings=load_settings().model_copy(update=target["goals"]),  # the job's own goals from the fleet
-            trigger=params["trigger"] or None,
-        )
-        return {**decided, "dry_run": target["dry_run"]}
+        return decide_task(target, ticks=params["ticks"], trigger=params["trigger"])
 
     # all_done: the jobs that decided get their profiling even when another job's decision failed.
     @task(execution_timeout=timedelta(minutes=5), trigger_rule="all_done")

@@ -34,10 +34,9 @@ def flinktune_report() -> None:
     @task(execution_timeout=timedelta(minutes=10))
     def report(params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.settings import load_settings
-        from jobs import report as job
+        from flinktune.orchestration.dag_tasks.tasks import report as report_task
 
-        return job.run(job=params["job"], settings=load_settings())
+        return report_task(params["job"])
 
     report()
 

@@ -64,18 +64,9 @@ def flinktune_train() -> None:
     @task(execution_timeout=timedelta(minutes=30), map_index_template=_BY_JOB)
     def profile(target: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
-        from flinktune.backends.choice import load_backends
+        from flinktune.orchestration.dag_tasks.tasks import profile_on_twin
 
-        if load_backends().cluster != "twin":
-            from airflow.sdk.exceptions import AirflowSkipException
-
-            # Twin rows must not land in a real job's observations; real profiling runs go through flinktune_profile.
-            raise AirflowSkipException("real cluster: profiling runs through the flinktune_profile DAG; "
-                                       "the surrogate retrains on the observations it wrote")
-        from flinktune.settings import load_settings
-        from jobs import profile as job
-
-        return job.run(job=target["job"], settings=load_settings())
+        return profile_on_twin(target["job"])
 
     # none_failed: on a real cluster profile is skipped and the surrogate trains on the observations there.
     @task(outlets=[CHAMPIONS], trigger_rule=TriggerRule.NONE_FAILED, map_index_template=_BY_JOB, **TRAINING)

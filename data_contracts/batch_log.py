@@ -4,7 +4,8 @@ Use :func:`record_batch` after a batch is validated (``validate`` does when give
 and :func:`read_batches` where a person is shown what was checked (the run report's data-quality
 section). The log lives beside the GX project (``<project>/batches.jsonl``); each record is one
 ``write`` of one line to a file opened for appending, so concurrent writers never interleave
-within a record.
+within a record. Paths inside the lake are kept relative to the log and resolved when read, so a
+copied or moved state folder points at its own Data Docs and quarantine.
 """
 
 from __future__ import annotations
@@ -61,15 +62,33 @@ def record_batch(
         data_docs_page=str(outcome.data_docs_page) if outcome.data_docs_page else None,
         labels=dict(labels or {}),
     )
+    stored = {
+        **asdict(record),
+        "quarantine_path": _relative(root, record.quarantine_path),
+        "data_docs_page": _relative(root, record.data_docs_page),
+    }
     path = Path(root) / LOG_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(asdict(record), default=str) + "\n").encode()
+    line = (json.dumps(stored, default=str) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)
     finally:
         os.close(fd)
     return record
+
+
+def _relative(root: str | Path, path: str | None) -> str | None:
+    """``path`` relative to ``root`` when both are in the same lake (``root``'s parent), else as it is."""
+    if path is None:
+        return None
+    lake = Path(root).resolve().parent
+    full = Path(path).resolve()
+    return os.path.relpath(full, Path(root).resolve()) if full.is_relative_to(lake) else str(path)
+
+
+def _absolute(root: str | Path, path: str | None) -> str | None:
+    return None if path is None or Path(path).is_absolute() else os.path.normpath(Path(root).resolve() / path)
 
 
 def read_batches(root: str | Path, **labels: str) -> list[BatchRecord]:
@@ -84,6 +103,8 @@ def read_batches(root: str | Path, **labels: str) -> list[BatchRecord]:
     for line in path.read_text().splitlines():
         try:
             d: dict[str, Any] = json.loads(line)
+            d["quarantine_path"] = _absolute(root, d.get("quarantine_path")) or d.get("quarantine_path")
+            d["data_docs_page"] = _absolute(root, d.get("data_docs_page")) or d.get("data_docs_page")
             rec = BatchRecord(**{**d, "errors": tuple(d.get("errors") or ()), "warnings": tuple(d.get("warnings") or ())})
         except (ValueError, TypeError):
             continue

@@ -2,8 +2,8 @@
 
 Use :func:`load_prices` (environment ``FLINKTUNE_PRICE_*`` over the defaults) and
 :meth:`PriceList.cost` wherever "cheaper" has to be one number: the run report and the replay
-table both price core-hours and GiB-hours with it. :func:`savings` turns two costs of the same
-hours into money saved per hour, day and 30-day month at that rate.
+table both price core-hours and GiB-hours with it. Money a month is stated only where a spread over
+seeds backs it (the README's table), never by multiplying one run's hours out.
 
 Default: AWS Fargate on-demand, Linux/x86, us-east-1 (USD 0.04048 per vCPU-hour and
 USD 0.004445 per GB-hour, the public price list as of 2026). Fargate prices CPU and memory
@@ -14,17 +14,12 @@ Set ``FLINKTUNE_PRICE_CPU_CORE_HOUR`` / ``FLINKTUNE_PRICE_MEMORY_GIB_HOUR`` /
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["DAYS_PER_MONTH", "HOURS_PER_DAY", "PriceList", "Savings", "load_prices", "savings"]
-
-HOURS_PER_DAY = 24.0
-#: A billing month as cloud price pages quote it (730 h is 30.4 days; 30 days reads plainer).
-DAYS_PER_MONTH = 30.0
+__all__ = ["PriceList", "load_prices"]
 
 
 class PriceList(BaseSettings):
@@ -63,26 +58,6 @@ class PriceList(BaseSettings):
             f"{self.currency} {self.cpu_core_hour:g} per CPU core-hour and {self.currency} {self.memory_gib_hour:g} "
             f"per GiB-hour ({self.source})"
         )
-
-
-@dataclass(frozen=True)
-class Savings:
-    """Money saved against a baseline over the same hours, and at that rate per hour, day and month."""
-
-    saved: float
-    hours: float
-    per_hour: float
-    per_day: float
-    per_month: float
-
-
-def savings(cost: float, baseline_cost: float, hours: float) -> Savings:
-    """``baseline_cost - cost`` over ``hours`` and its rate (negative when ``cost`` is the dearer one)."""
-    if not hours > 0:
-        raise ValueError(f"savings: hours must be > 0, got {hours!r}")
-    saved = float(baseline_cost) - float(cost)
-    per_hour = saved / hours
-    return Savings(saved, float(hours), per_hour, per_hour * HOURS_PER_DAY, per_hour * HOURS_PER_DAY * DAYS_PER_MONTH)
 
 
 def load_prices(**overrides: Any) -> PriceList:

@@ -38,18 +38,19 @@ import pandas as pd
 
 from flinktune.backends import Backend
 from flinktune.backends.kubernetes import kubernetes_backend
-from flinktune.backends.twin import twin_backend
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.clock import ManualClock
 from flinktune.config_space import ConfigSpace, Configuration, default_space
 from flinktune.decision.evaluation import rate_series
 from flinktune.decision.loop import LoopSettings, build_decision_loop
-from flinktune.decision.store import SqliteStateStore
+from flinktune.decision.modes import resolve_mode
+from flinktune.decision.store import open_state_store
 from flinktune.decision.watch import WATCHED_POLICIES, WatchRule, step_if_alarmed, watch_chunks
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake, LakeMetricsSource
 from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.settings import Settings, load_settings
+from flinktune.twin.backend import twin_backend
 from flinktune.twin.job_store import job_dir
 from flinktune.twin.simulator import TwinJob
 
@@ -131,6 +132,19 @@ class TwinProfiler:
         train_surrogate.run(job=self.job, settings=self.settings)
 
 
+def _fleet_setting(settings: Settings, job: str) -> tuple[str | None, str | None]:
+    """The job's ``mode`` in the fleet file and where it is set ((None, None) without a file or entry)."""
+    if settings.fleet_file is None:
+        return None, None
+    from flinktune.fleet import load_fleet_file
+
+    try:
+        entry = load_fleet_file(settings.fleet_file).get(job)
+    except KeyError:
+        return None, None
+    return (entry.settings.mode if entry.settings is not None else None), entry.source
+
+
 def cluster_backend(job: str, settings: Settings, cluster: str, *, dry_run: bool) -> tuple[Backend, ConfigSpace]:
     """The backend and configuration space of ``job`` on a real cluster (``kubernetes`` or
     ``local-flink``), reading metrics from the raw lake the extractor keeps fresh."""
@@ -156,16 +170,24 @@ def run(
     job: str,
     ticks: int = 1,
     policy: str = "flinktune",
-    dry_run: bool = False,
+    apply: bool = False,
     settings: Settings | None = None,
     models_file: Path | None = None,
     trigger: str | None = None,
+    fleet_mode: str | None = None,
+    fleet_source: str | None = None,
 ) -> dict:
     """Make ``ticks`` decisions for ``job`` (one on a real cluster) and return their summary.
 
     ``models_file``: the twin's models from a saved ``ReplayModels`` instead of the MLflow champions
     (see the module docstring); refused on a real cluster. ``trigger``: why this run decides before its
-    interval (from ``flinktune_watch``; a real cluster only: on the twin the run watches between its ticks)."""
+    interval (from ``flinktune_watch``; a real cluster only: on the twin the run watches between its ticks).
+
+    Nothing is changed unless ``apply`` (the run may act: ``--apply``, the schedule) and the job's mode
+    is act (:mod:`flinktune.decision.modes`); otherwise every decision is made and recorded as advice.
+    ``fleet_mode``/``fleet_source``: the job's fleet setting as the caller read it (the DAG's fleet
+    task); left out, the fleet file is read here. The whole run holds the job's decider lock: a
+    second run for the same job at the same time decides nothing and says so."""
     if policy not in POLICY_NAMES:
         raise ValueError(f"unknown policy {policy!r}; known policies: {', '.join(POLICY_NAMES)}")
     if ticks < 1:
@@ -200,84 +222,105 @@ def run(
 
         replay_models = ReplayModels.load(models_file)
     lake = Lake(settings.lake_dir)
-    store = SqliteStateStore(settings.state_db)
-    # Both read the raw lake: the twin writes each interval there as it runs, the extractor keeps it fresh on Kubernetes.
-    twin_clock: ManualClock | None = None
-    if twin is not None:
-        twin_clock = ManualClock(twin.now)
-        profiler = replay_models if replay_models is not None else TwinProfiler(settings, job)
-        backend, space = twin_backend(twin, twin_clock, job=job, source=LakeMetricsSource(lake), profiler=profiler), default_space()
-    else:
-        backend, space = cluster_backend(job, settings, cluster, dry_run=dry_run)
-    # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
-    # frozen_after_s: the metric quality gates (flinktune.metrics.quality) hold on frozen values.
-    loop_settings = LoopSettings(job, settings.latency_target_ms, settings.recovery_limit_s, window_s=settings.decision_interval_s,
-                                 frozen_after_s=FROZEN_AFTER_S, dry_run=dry_run and cluster != "kubernetes")  # fmt: skip
-    # The guard's history and the policy's memory come back from the state store (one run, one tick in production).
-    forecaster: Any
-    if replay_models is not None:
-        from flinktune.replay.models import TraceForecast
+    store = open_state_store(settings)
+    if fleet_source is None:
+        fleet_mode, fleet_source = _fleet_setting(settings, job)
+    mode = resolve_mode(job, store.job_mode(job), fleet_mode, fleet_source)
+    dry_run = not (apply and mode.acting)  # both keys: the run may act (--apply, the schedule) and the job acts
+    advice = {"mode": mode.mode, "mode_why": mode.line(), "dry_run": dry_run}
+    if apply and not mode.acting:
+        print(f"[decide] {job}: {mode.line()}", flush=True)
+    with store.decision_lock(job) as held:
+        if not held:  # one decider per job: another run is deciding (and may be acting) right now
+            why = f"another decide run holds job {job!r}'s decider lock; this run decided nothing and changed nothing"
+            print(f"[decide] {why}", flush=True)
+            return {"job": job, "policy": policy, "decisions": [], "held": why, **advice}
+        if twin is not None:
+            twin = TwinJob.load(twin_path)  # again under the lock: a run that held it before may have saved it since
+        # Both read the raw lake: the twin writes each interval there as it runs, the extractor keeps it fresh on Kubernetes.
+        twin_clock: ManualClock | None = None
+        if twin is not None:
+            twin_clock = ManualClock(twin.now)
+            profiler = replay_models if replay_models is not None else TwinProfiler(settings, job)
+            backend, space = twin_backend(twin, twin_clock, job=job, source=LakeMetricsSource(lake), profiler=profiler), default_space()
+        else:
+            backend, space = cluster_backend(job, settings, cluster, dry_run=dry_run)
+        # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
+        # frozen_after_s: the metric quality gates (flinktune.metrics.quality) hold on frozen values.
+        loop_settings = LoopSettings(job, settings.latency_target_ms, settings.recovery_limit_s, window_s=settings.decision_interval_s,
+                                     frozen_after_s=FROZEN_AFTER_S, dry_run=dry_run and cluster != "kubernetes")  # fmt: skip
+        # The guard's history and the policy's memory come back from the state store (one run, one tick in production).
+        forecaster: Any
+        if replay_models is not None:
+            from flinktune.replay.models import TraceForecast
 
-        assert trace is not None  # models from a file run on the twin only
-        forecaster, models = TraceForecast(replay_models, trace, settings.forecast_horizon_s), replay_models
-    else:
-        forecaster, models = LakeForecast(lake, job, settings.forecast_horizon_s), ChampionModels(settings, job)
-    # The local realizer rescales the whole job (every vertex alike): per-vertex DS2 overrides would be
-    # recorded but not run, and the next run would read the uniform parallelism back and decide again.
-    options = {"per_vertex": False} if policy == "ds2" and cluster == "local-flink" else {}
-    loop = build_decision_loop(backend, loop_settings, policy=make_policy(policy, space, confidence=settings.confidence, **options),
-                               space=space, store=store, forecaster=forecaster, models=models)  # fmt: skip
-    clock = backend.clock
-    interval = settings.decision_interval_s
-    summaries = []
-    for i in range(ticks):
-        if twin is None:
-            # A watch-triggered run reads the minutes that raised the alarm, as the twin's early decisions do.
-            outcome = loop.step(trigger=trigger or None, window_s=WatchRule().window_s if trigger else None)
-            diff = getattr(loop.realizer, "last_diff", None)
-            if dry_run and diff:
-                print(diff, flush=True)
+            assert trace is not None  # models from a file run on the twin only
+            forecaster, models = TraceForecast(replay_models, trace, settings.forecast_horizon_s), replay_models
+        else:
+            forecaster, models = LakeForecast(lake, job, settings.forecast_horizon_s), ChampionModels(settings, job)
+        # The local realizer rescales the whole job (every vertex alike): per-vertex DS2 overrides would be
+        # recorded but not run, and the next run would read the uniform parallelism back and decide again.
+        options = {"per_vertex": False} if policy == "ds2" and cluster == "local-flink" else {}
+        loop = build_decision_loop(backend, loop_settings, policy=make_policy(policy, space, confidence=settings.confidence, **options),
+                                   space=space, store=store, forecaster=forecaster, models=models)  # fmt: skip
+        clock = backend.clock
+        interval = settings.decision_interval_s
+        summaries = []
+        for i in range(ticks):
+            if twin is None:
+                # A watch-triggered run reads the minutes that raised the alarm, as the twin's early decisions do.
+                outcome = loop.step(trigger=trigger or None, window_s=WatchRule().window_s if trigger else None)
+                diff = getattr(loop.realizer, "last_diff", None)
+                if dry_run and diff:
+                    print(diff, flush=True)
+                summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
+                                  "changed": bool(outcome.result and outcome.result.changed), "diff": diff if dry_run else None,
+                                  "data_age_s": _age(outcome)})
+                print(f"[decide] {outcome.line()}", flush=True)
+                continue
+            start = pd.Timestamp(twin.now, unit="s", tz="UTC")
+            rates = trace[(trace.index >= start) & (trace.index < start + pd.Timedelta(seconds=interval))]
+            if len(rates) < interval:
+                raise ValueError(
+                    f"the twin's trace for job {job!r} ends at {trace.index[-1]}: not enough left for tick {i + 1} of {ticks} "
+                    f"({len(rates)} of {interval} s); simulate a longer trace"
+                )
+            assert twin_clock is not None  # there is one whenever there is a twin
+            values, done = rates.to_numpy(), 0
+            for chunk in watch_chunks(interval, settings.watch_every_s if policy in WATCHED_POLICIES else 0):
+                lake.write_raw(twin.run(values[done : done + chunk]))
+                done += chunk
+                twin_clock.set(twin.now)
+                if done < interval:  # between scheduled decisions: the watch may ask for one now
+                    early = _watch_step(loop, twin.now)
+                    if early is not None:
+                        twin.save(twin_path)
+                        summaries.append(early)
+                        print(f"[decide {i + 1}/{ticks}, early] {early['action']}: {early['reason']}", flush=True)
+            decided = store.decisions(job, limit=1)
+            if not decided.empty and float(decided["ts"].iloc[-1]) >= twin.now:
+                # A run killed after this tick's decision was stored but before the twin was saved: the tick is
+                # decided already. Deciding it again would duplicate it; the next tick's reconciliation records
+                # any difference between the stored outcome and the twin (which lost the change with the kill).
+                twin.save(twin_path)
+                summaries.append({"ts": clock.now(), "action": "skipped", "reason": f"tick at t={twin.now:.0f} already decided "
+                                  f"(decision {int(decided['id'].iloc[-1])})", "changed": False})  # fmt: skip
+                print(f"[decide {i + 1}/{ticks}] {summaries[-1]['reason']}", flush=True)
+                continue
+            outcome = loop.step()
+            twin.save(twin_path)  # per tick, after its decision: a kill never makes a later run decide a tick twice
+            if replay_models is not None and models_file is not None:
+                replay_models.save(models_file)  # a profiling decision refitted the surrogate
             summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
-                              "changed": bool(outcome.result and outcome.result.changed), "diff": diff if dry_run else None})
-            print(f"[decide] {outcome.line()}", flush=True)
-            continue
-        start = pd.Timestamp(twin.now, unit="s", tz="UTC")
-        rates = trace[(trace.index >= start) & (trace.index < start + pd.Timedelta(seconds=interval))]
-        if len(rates) < interval:
-            raise ValueError(
-                f"the twin's trace for job {job!r} ends at {trace.index[-1]}: not enough left for tick {i + 1} of {ticks} "
-                f"({len(rates)} of {interval} s); simulate a longer trace"
-            )
-        assert twin_clock is not None  # there is one whenever there is a twin
-        values, done = rates.to_numpy(), 0
-        for chunk in watch_chunks(interval, settings.watch_every_s if policy in WATCHED_POLICIES else 0):
-            lake.write_raw(twin.run(values[done : done + chunk]))
-            done += chunk
-            twin_clock.set(twin.now)
-            if done < interval:  # between scheduled decisions: the watch may ask for one now
-                early = _watch_step(loop, twin.now)
-                if early is not None:
-                    twin.save(twin_path)
-                    summaries.append(early)
-                    print(f"[decide {i + 1}/{ticks}, early] {early['action']}: {early['reason']}", flush=True)
-        decided = store.decisions(job, limit=1)
-        if not decided.empty and float(decided["ts"].iloc[-1]) >= twin.now:
-            # A run killed after this tick's decision was stored but before the twin was saved: the tick is
-            # decided already. Deciding it again would duplicate it; the next tick's reconciliation records
-            # any difference between the stored outcome and the twin (which lost the change with the kill).
-            twin.save(twin_path)
-            summaries.append({"ts": clock.now(), "action": "skipped", "reason": f"tick at t={twin.now:.0f} already decided "
-                              f"(decision {int(decided['id'].iloc[-1])})", "changed": False})  # fmt: skip
-            print(f"[decide {i + 1}/{ticks}] {summaries[-1]['reason']}", flush=True)
-            continue
-        outcome = loop.step()
-        twin.save(twin_path)  # per tick, after its decision: a kill never makes a later run decide a tick twice
-        if replay_models is not None and models_file is not None:
-            replay_models.save(models_file)  # a profiling decision refitted the surrogate
-        summaries.append({"ts": clock.now(), "action": outcome.decision.action.value, "reason": outcome.decision.reason,
-                          "changed": bool(outcome.result and outcome.result.changed)})
-        print(f"[decide {i + 1}/{ticks}] {outcome.line()}", flush=True)
-    return {"job": job, "policy": policy, "decisions": summaries, "end_ms": int(clock.now() * 1000)}
+                              "changed": bool(outcome.result and outcome.result.changed), "data_age_s": _age(outcome)})
+            print(f"[decide {i + 1}/{ticks}] {outcome.line()}", flush=True)
+        return {"job": job, "policy": policy, "decisions": summaries, "end_ms": int(clock.now() * 1000), **advice}
+
+
+def _age(outcome: Any) -> float | None:
+    """Seconds from the newest sample the decision used to the decision (None without any sample)."""
+    age = float(outcome.state.data_age_s)
+    return None if np.isnan(age) else age
 
 
 def _watch_step(loop: Any, now: float) -> dict | None:
@@ -286,11 +329,11 @@ def _watch_step(loop: Any, now: float) -> dict | None:
     if outcome is None:
         return None
     return {"ts": now, "action": outcome.decision.action.value, "reason": outcome.decision.reason,
-            "changed": bool(outcome.result and outcome.result.changed), "early": True}  # fmt: skip
+            "changed": bool(outcome.result and outcome.result.changed), "early": True, "data_age_s": _age(outcome)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.decide``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.decide``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.decide", _main, argv)
 
 
@@ -299,10 +342,10 @@ def _main(argv: list[str]) -> None:
     p.add_argument("--job", required=True)
     p.add_argument("--ticks", type=int, default=1)
     p.add_argument("--policy", choices=POLICY_NAMES, default="flinktune")
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--apply", action="store_true", help="act on a job whose mode is act (default: a dry run, advice only)")
     p.add_argument("--models", type=Path, default=None, help="twin only: a saved ReplayModels instead of the MLflow champions")
     a = p.parse_args(argv)
-    print(json.dumps(run(job=a.job, ticks=a.ticks, policy=a.policy, dry_run=a.dry_run, models_file=a.models)))
+    print(json.dumps(run(job=a.job, ticks=a.ticks, policy=a.policy, apply=a.apply, models_file=a.models)))
 
 
 if __name__ == "__main__":

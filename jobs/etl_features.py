@@ -27,8 +27,8 @@ import time
 from typing import Any
 
 from data_contracts import ContractViolation, ValidationOutcome, validate
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.clock import Clock
+from flinktune.entry import OneLineParser, run_main
 from flinktune.etl.curated import to_features_frame, write_features
 from flinktune.etl.features import GRAINS, NoRawDataError, features_from_parts, read_raw, ten_second_parts
 from flinktune.etl.observations import quality_root, quarantine_root, validate_observations
@@ -167,7 +167,7 @@ def _warnings(*outcomes: ValidationOutcome) -> list[Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.etl_features``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.etl_features``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.etl_features", _main, argv)
 
 

@@ -21,8 +21,8 @@ import json
 import logging
 import sys
 
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.clock import Clock, SystemClock
+from flinktune.entry import OneLineParser, run_main
 from flinktune.extract.sink import RawSink
 from flinktune.job_name import job_name
 from flinktune.lake import Lake
@@ -88,7 +88,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.extract_metrics``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.extract_metrics``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.extract_metrics", _main, argv)
 
 

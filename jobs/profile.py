@@ -18,19 +18,17 @@ USD 2.94 before its first decision, more than half of its tuned hours (docs/resu
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.config_space import ConfigError, Configuration, default_space
+from flinktune.entry import OneLineParser, run_main
+from flinktune.etl.observations import write_observations
 from flinktune.job_name import job_name
-from flinktune.lake import PROFILING_OBSERVATIONS, Lake
+from flinktune.lake import PROFILING_OBSERVATIONS
 from flinktune.limits import check_rate
 from flinktune.settings import Settings, load_settings
 from flinktune.tuner.shapes import startup_design
@@ -75,25 +73,6 @@ def _configs(configs: Iterable[Configuration | Mapping[str, Any]] | None, seed: 
     if not out:
         raise ConfigError("configs: empty list; pass None for the default initial design")
     return out
-
-
-def _write_observations(df: pd.DataFrame, settings: Settings) -> Path:
-    """The single write of profiling observations, after their data contract passed.
-
-    Writes ``df`` (one job) to ``<lake>/curated/profiling_observations/job=<job>/part-<runhash>.parquet``
-    through a temporary name and a rename. The ``job`` column becomes the partition directory, as
-    in the raw lake; ``runhash`` is derived from the run ids, so re-profiling the same runs rewrites
-    the same file.
-    """
-    jobs = df["job"].unique().tolist()
-    if len(jobs) != 1:
-        raise ValueError(f"{DATASET}: expected observations of exactly one job, got {jobs}")
-    runhash = hashlib.sha1("|".join(sorted(df["run_id"].astype(str))).encode()).hexdigest()[:16]
-    # Nothing unvalidated reaches the lake: a failing batch is quarantined and this raises.
-    from flinktune.etl.observations import validate_observations
-
-    validate_observations(df, settings, batch_id=f"{jobs[0]}-{runhash}", job=str(jobs[0]))
-    return Lake(settings.lake_dir).write_observations(df.drop(columns=["job"]), str(jobs[0]), f"part-{runhash}")
 
 
 def run(
@@ -155,12 +134,12 @@ def run(
         raise ValueError(f"recovery_wait_s must be > 0 seconds, got {recovery_wait_s!r}")
     # Censored where the profiler stops waiting (what the report charges, and what the surrogate learns).
     df["recovery_s"] = df["recovery_s"].clip(upper=wait)
-    path = _write_observations(df, settings)
+    path = write_observations(df, settings)
     return {"rows": int(len(df)), "path": str(path)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.profile``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.profile``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.profile", _main, argv)
 
 

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.config_space import default_space
-from flinktune.decision.store import SqliteStateStore
+from flinktune.decision.store import open_state_store
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import PROFILING_OBSERVATIONS, Lake
 from flinktune.pricing import load_prices
@@ -28,6 +29,7 @@ from flinktune.report import COUNTERFACTUAL_POLICIES, ReportInputs, compare_on_s
 from flinktune.report.period import tuned_start
 from flinktune.report.quality import data_quality_from_lake
 from flinktune.settings import Settings, load_settings
+from flinktune.twin.rest_latency import measured_rest_p95_ms, target_warning
 
 __all__ = ["comparison_for", "main", "read_features", "run"]
 
@@ -39,7 +41,9 @@ def read_features(settings: Settings, job: str) -> pd.DataFrame:
     lake = Lake(settings.lake_dir)
     frames = lake.read_dataset("features_1m", job)
     if not frames:
-        raise FileNotFoundError(f"no curated features for job {job!r} under {lake.curated_job_dir('features_1m', job)}; run the ETL (jobs.etl_features) first")
+        raise FileNotFoundError(
+            f"no curated features for job {job!r} under {lake.curated_job_dir('features_1m', job)}; run the ETL (jobs.etl_features) first"
+        )
     df = pd.concat(frames, ignore_index=True)
     df["window_start"] = pd.to_datetime(df["window_start"], utc=True)
     return df.sort_values("window_start").reset_index(drop=True)
@@ -50,7 +54,9 @@ def _profiling_observations(settings: Settings, job: str) -> pd.DataFrame | None
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
-def comparison_for(inputs: ReportInputs, settings: Settings, policies: tuple[str, ...] = COUNTERFACTUAL_POLICIES) -> tuple[object, str]:
+def comparison_for(
+    inputs: ReportInputs, settings: Settings, policies: tuple[str, ...] = COUNTERFACTUAL_POLICIES
+) -> tuple[object, str]:
     """(the comparison on the same load, or None, and a note saying why there is none)."""
     from flinktune.backends.choice import load_backends
     from flinktune.twin.job_store import TWIN_FILE, job_dir, load_job
@@ -100,11 +106,25 @@ def _log_to_mlflow(settings: Settings, job: str, folder: Path, summary: dict) ->
         return None
 
 
-def run(*, job: str, since_ms: int | None = None, settings: Settings | None = None, policy: str | None = None) -> dict:
+def run(
+    *,
+    job: str,
+    since_ms: int | None = None,
+    settings: Settings | None = None,
+    policy: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> dict:
+    """Write the report; ``progress`` hears each step as it starts, ``warn`` a target below the latency at rest."""
+    say = progress or (lambda step: log.info("%s", step))
     job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
+    say(f"reading the curated features of {job} from {settings.lake_dir}")
     features = read_features(settings, job)  # first: a job without features is refused before the store is opened (created)
-    store = SqliteStateStore(settings.state_db)
+    warning = target_warning(settings.latency_target_ms, measured_rest_p95_ms(features), "its best minute in the lake")
+    if warning:
+        (warn or log.warning)(warning)
+    store = open_state_store(settings)
     since = pd.Timestamp(since_ms, unit="ms", tz="UTC") if since_ms is not None else None
     decisions = store.decisions(job)
     used = policy or (str(decisions["policy"].mode().iloc[0]) if len(decisions) else "flinktune")
@@ -116,16 +136,19 @@ def run(*, job: str, since_ms: int | None = None, settings: Settings | None = No
         latency_target_ms=settings.latency_target_ms, space=default_space(), since=since, prices=load_prices(), policy=used,
         forecast_horizon_s=settings.forecast_horizon_s, data_quality=data_quality_from_lake(Lake(settings.lake_dir), job),
     )  # fmt: skip
+    say(f"replaying {', '.join(COUNTERFACTUAL_POLICIES)} on the tuned hours' load (the twin only; about a minute)")
     comparison, note = comparison_for(inputs, settings)
+    say("writing the Markdown and HTML report with its plots")
     path = write_report(replace(inputs, comparison=comparison, comparison_note=note), Path(settings.reports_dir))
     summary = json.loads((path.parent / "summary.json").read_text())
+    say("logging the report to MLflow")
     run_id = _log_to_mlflow(settings, job, path.parent, summary)
     return {"report": str(path.resolve()), "html": str((path.parent / "report.html").resolve()),
             "verdict": summary["verdict"]["headline"], "mlflow_run_id": run_id}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.report``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.report``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.report", _main, argv)
 
 

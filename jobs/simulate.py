@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.config_space import ConfigSpace
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
@@ -69,7 +69,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.simulate``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.simulate``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.simulate", _main, argv)
 
 

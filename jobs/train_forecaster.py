@@ -44,7 +44,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from flinktune.cli.entry import OneLineParser, run_main
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.settings import Settings, load_settings
@@ -316,6 +316,8 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
         name, version, PROMOTION_METRIC, challenger=scores[best][PROMOTION_METRIC],
         incumbent=None if champion is None else champion[PROMOTION_METRIC], margin=margin, relative=True,
         requirement=requirement, context=f"same window from {spans['report_start'].isoformat()}",
+        data=f"It is the {best} forecaster, chosen among {len(scores)} candidates ({choice.reason}), on the per-minute "
+             f"input rate of job {job} (features_1m-{job}); champion and challenger were scored on the same backtest window.",
     )
     return {"model_name": name, "version": version, "promoted": promotion.promoted, "promotion": promotion.reason,
             "champion": registry.champion_version(name),
@@ -326,7 +328,7 @@ def run(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdo
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.train_forecaster``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.train_forecaster``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.train_forecaster", _main, argv)
 
 

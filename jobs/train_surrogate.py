@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from flinktune.cli.entry import OneLineParser, run_main
 from flinktune.config_space import KNOBS, ConfigError, ConfigSpace, Configuration
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.lake import Lake
 from flinktune.metrics.schema import PROFILING_DTYPES
@@ -186,13 +186,15 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
     promotion = registry.promote(
         name, version, PROMOTION_METRIC, challenger=metrics[PROMOTION_METRIC], lower_is_better=False,
         requirement=(not bad, f"finite metrics{' (non-finite: ' + ', '.join(bad) + ')' if bad else ''}"),
+        data=f"Trained on {len(df)} profiling observations of job {job} ({DATASET}-{job}, {len(np.unique(X, axis=0))} distinct "
+             "configurations); more observations replace a champion trained on fewer.",
     )
     return {"model_name": name, "version": version, "promoted": promotion.promoted, "promotion": promotion.reason,
             "champion": registry.champion_version(name), "metrics": metrics}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.train_surrogate``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.train_surrogate``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.train_surrogate", _main, argv)
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 
-from flinktune.cli.entry import OneLineParser, run_main
-from flinktune.decision.store import SqliteStateStore
+from flinktune.decision.store import open_state_store
+from flinktune.entry import OneLineParser, run_main
 from flinktune.decision.watch import check_cluster
+from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
 from flinktune.settings import Settings, load_settings
 
@@ -36,13 +37,13 @@ def run(*, job: str, settings: Settings | None = None) -> dict:
 
     backend, _ = cluster_backend(job, settings, cluster, dry_run=True)  # the watch reads only
     now = backend.clock.now()
-    alarm = check_cluster(job, backend.realizer, backend.source, SqliteStateStore(settings.state_db), now,
+    alarm = check_cluster(job, backend.realizer, backend.source, open_state_store(settings), now,
                           latency_target_ms=settings.latency_target_ms)  # fmt: skip
     return {"job": job, "ts": now, "alarm": alarm.reason if alarm is not None else None}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jobs.watch``: one line and exit code 2 on a known error (see :mod:`flinktune.cli.entry`)."""
+    """``python -m jobs.watch``: one line and exit code 2 on a known error (see :mod:`flinktune.entry`)."""
     return run_main("python -m jobs.watch", _main, argv)
 
 

@@ -1,4 +1,4 @@
-"""MLflow functions: log a trained model, register it, promote it to ``@champion``, load the champion.
+"""The MLflow registry: log a trained model, register it, promote it to ``@champion``, load the champion.
 
 Use these from training jobs (``log_and_register`` then ``promote``) and from the
 decision loop (``load_champion``). Call :func:`configure` first: it points MLflow at a tracking
@@ -51,6 +51,7 @@ __all__ = [
     "RegistryError",
     "champion_version",
     "configure",
+    "describe_promotion",
     "ensure_experiment",
     "lake_dataset",
     "load_champion",
@@ -99,6 +100,9 @@ def configure(tracking_uri: str, artifact_root: str | Path, *, request_timeout_s
         os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(int(max_retries))
     if tracking_uri.startswith("sqlite:///"):
         Path(tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        from models.store_home import follow_home
+
+        follow_home(tracking_uri)  # a copied state folder logs into itself, not into the folder it was copied from
     root = Path(artifact_root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     mlflow.set_tracking_uri(tracking_uri)
@@ -257,6 +261,7 @@ def promote(
     lower_is_better: bool = True,
     requirement: tuple[bool, str] | None = None,
     context: str = "",
+    data: str = "",
 ) -> Promotion:
     """Champion/challenger for every model kind: move ``@champion`` to ``version`` when it wins.
 
@@ -269,7 +274,9 @@ def promote(
     champion. ``context`` (e.g. the scoring window) starts the comparison in the reason. The reason goes on the
     version as the tag ``promotion`` (``promoted: ...`` or ``kept champion: ...``), with
     ``promotion_metric``; a version that already is the champion changes nothing. A version that
-    loses becomes ``@challenger``; a winner removes a ``@challenger`` older than itself.
+    loses becomes ``@challenger``; a winner removes a ``@challenger`` older than itself. The version's
+    description says the same in words (:func:`describe_promotion`): what it beat or lost to, on what
+    ``data`` it was trained and judged.
     """
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
@@ -282,6 +289,7 @@ def promote(
         return Promotion(False, f"v{version} already is the champion")
     if incumbent is None and current is not None:
         incumbent = version_metric(model_name, current, metric)
+    limit: float | None = None
     if current is None:
         wins, why = True, "no champion yet"
     elif incumbent is None:
@@ -305,7 +313,48 @@ def promote(
         client.set_registered_model_alias(model_name, CHALLENGER, str(version))
     client.set_model_version_tag(model_name, str(version), "promotion", reason)
     client.set_model_version_tag(model_name, str(version), "promotion_metric", metric)
+    words = describe_promotion(
+        wins, metric, challenger, current, incumbent, limit, lower_is_better=lower_is_better,
+        requirement=requirement, context=context, data=data,
+    )  # fmt: skip
+    client.update_model_version(model_name, str(version), description=words)
     return Promotion(wins, reason)
+
+
+def describe_promotion(
+    wins: bool,
+    metric: str,
+    challenger: float,
+    current: str | None,
+    incumbent: float | None,
+    limit: float | None,
+    *,
+    lower_is_better: bool = True,
+    requirement: tuple[bool, str] | None = None,
+    context: str = "",
+    data: str = "",
+) -> str:
+    """A model version's description: why it is (or is not) the champion, in words a person reads in the MLflow UI."""
+    better = "lower" if lower_is_better else "higher"
+    where = f" ({context})" if context else ""
+    if current is None:
+        head = "Champion: it is the first version that could be promoted (there was no champion yet)."
+    elif incumbent is None:
+        head = f"Champion: the champion before it, version {current}, had no {metric} to defend its place."
+    elif wins:
+        head = (
+            f"Champion: it beat version {current}{where}: {metric} {challenger:.4g} against {incumbent:.4g} "
+            f"({better} is better; it had to reach {limit:.4g})."
+        )
+    else:
+        head = (
+            f"Not promoted (challenger): version {current} stays champion{where}: {metric} {challenger:.4g} against "
+            f"{incumbent:.4g} ({better} is better; it had to reach {limit:.4g})."
+        )
+    if requirement is not None:
+        met, what = requirement
+        head += f" Also required: {what}, {'met' if met else 'not met, so it was not promoted'}."
+    return f"{head} {data}".strip()
 
 
 def _drop_stale_challenger(client: MlflowClient, model_name: str, champion: int) -> None:

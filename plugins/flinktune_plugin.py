@@ -1,7 +1,7 @@
 """Airflow plugin: a read-only view of flinktune's jobs, served by the Airflow API server.
 
 Mounted at ``/flinktune`` on the API server (``airflow api-server``) when the plugins folder is
-this repository's ``plugins/`` (see :mod:`flinktune.orchestration.local.airflow_home`). HTML pages:
+this repository's ``plugins/`` (see :mod:`flinktune.airflow_local.airflow_home`). HTML pages:
 
 - ``GET /flinktune/`` -> the jobs with recorded decisions, each linking to its page.
 - ``GET /flinktune/job/<job>`` -> the configuration in force, the last decisions with reasons,
@@ -18,8 +18,8 @@ JSON:
 - ``GET /flinktune/decisions?job=demo&limit=20`` -> ``{"job", "decisions": [row, ...]}``,
   newest last; a row is the state store's ``decisions`` table (action, reason, target, ...).
 
-The state database is ``FLINKTUNE_STATE_DB`` (default ``<FLINKTUNE_VAR_DIR>/state/flinktune.db``),
-read per request. Every route is behind Airflow's own authentication: the API server's auth manager
+The state store is PostgreSQL at ``FLINKTUNE_STATE_URL`` when set, else the SQLite file
+``FLINKTUNE_STATE_DB`` (default ``<FLINKTUNE_VAR_DIR>/state/flinktune.db``), opened read-only per request. Every route is behind Airflow's own authentication: the API server's auth manager
 resolves the caller from a bearer JWT (``POST /auth/token``) or the UI's session cookie, and the
 caller needs read access to the runs of the ``flinktune_decide`` DAG (the Viewer role and above,
 unless DAG-level permissions say otherwise); no token is a 401, an invalid or refused one a 403,
@@ -32,6 +32,7 @@ modules, which pull in pandas, are imported inside the handlers only.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,13 @@ __all__ = ["DECISIONS_DAG", "FlinktunePlugin", "create_app", "require_airflow_re
 
 _JSON_COLUMNS = ("target", "profile_configs", "state", "inputs")  # stored as JSON text
 _PLOT_PATTERN = r"^[A-Za-z0-9_-]+\.png$"  # a bare file name: no path can escape the report folder
-NO_STATE = "no flinktune state database yet (FLINKTUNE_STATE_DB): no decision has been recorded"
+NO_STATE = "no flinktune state database yet (FLINKTUNE_STATE_DB or FLINKTUNE_STATE_URL): no decision has been recorded"
+UNREADABLE_STATE = (
+    "the flinktune state store (FLINKTUNE_STATE_DB or FLINKTUNE_STATE_URL) cannot be read; the API server's log says why"
+)
 
 
+log = logging.getLogger(__name__)
 _bearer = HTTPBearer(auto_error=False)  # the same header Airflow's get_user reads; it decides, not this
 
 
@@ -94,12 +99,15 @@ def create_app(state_db: str | Path | None = None) -> FastAPI:
         return load_settings(state_db=state_db) if state_db is not None else load_settings()
 
     def _store() -> Any:
-        from flinktune.decision.store import SqliteStateStore
+        from flinktune.decision.store import NoStateStore, StateStoreError, open_state_store
 
-        path = Path(_settings().state_db)
-        if not path.is_file():  # SqliteStateStore would create it; a read-only view must not
-            raise HTTPException(status_code=404, detail=NO_STATE)
-        return SqliteStateStore(path)
+        try:
+            return open_state_store(_settings(), create=False)  # a read-only view never creates a store
+        except NoStateStore:
+            raise HTTPException(status_code=404, detail=NO_STATE) from None
+        except StateStoreError as exc:
+            log.error("flinktune plugin: %s", exc)  # the operator's log names the file or server; the response does not
+            raise HTTPException(status_code=503, detail=UNREADABLE_STATE) from None
 
     @app.get("/jobs")
     def jobs() -> dict[str, list[str]]:
@@ -124,10 +132,15 @@ def create_app(state_db: str | Path | None = None) -> FastAPI:
     def index(request: Request) -> str:
         from flinktune.orchestration.plugin_ui.overview_html import index_page
 
-        path = Path(_settings().state_db)
-        if not path.is_file():
-            return index_page([], base=_base(request), note=NO_STATE)
-        return index_page(_store().jobs(), base=_base(request))
+        try:
+            store = _store()
+        except HTTPException as exc:
+            return index_page([], base=_base(request), note=str(exc.detail))
+        from flinktune.orchestration.plugin_ui.overview import job_mode
+
+        jobs = store.jobs()
+        settings = _settings()
+        return index_page(jobs, base=_base(request), modes={j: job_mode(j, store.job_mode(j), settings).mode for j in jobs})
 
     @app.get("/job/{job}", response_class=HTMLResponse)
     def job_page(request: Request, job: str = PathParam(..., pattern=JOB_NAME_PATTERN)) -> str:

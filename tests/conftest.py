@@ -54,7 +54,7 @@ def spark(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def airflow_var(tmp_path_factory):
-    from flinktune.orchestration.local.airflow_home import prepare_airflow_home
+    from flinktune.airflow_local.airflow_home import prepare_airflow_home
 
     var = tmp_path_factory.mktemp("airflow-var")
     prepare_airflow_home(var)

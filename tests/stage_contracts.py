@@ -83,3 +83,18 @@ def check_state_store(store) -> None:
     assert (last["status"], last["error"], int(last["changed"]), last["mode"]) == ("rolled-back", "not stable", 0, "rolled-back")
     assert store.policy_memory("c", "p") == {"n": 3}
     assert list(store.decisions("c")["status"])[:2] == ["applied", "recorded"]  # statuses default from the outcome
+    # Modes: a job never switched has no record (the caller's default is advice); each switch names who and when.
+    assert store.job_mode("c") is None
+    store.set_mode("c", "act", by="alice", at=1000.0)
+    assert store.job_mode("c") == {"job": "c", "mode": "act", "set_by": "alice", "set_at": 1000.0}
+    store.set_mode("c", "advise", by="bob", at=2000.0)
+    assert store.job_mode("c") == {"job": "c", "mode": "advise", "set_by": "bob", "set_at": 2000.0}
+    assert store.job_mode("other") is None
+    for bad, by in (("apply", "carol"), ("act", " ")):
+        try:
+            store.set_mode("c", bad, by=by)
+        except ValueError as exc:
+            assert "job 'c'" in str(exc)
+        else:
+            raise AssertionError(f"mode {bad!r} by {by!r} must be refused")
+    assert store.job_mode("c")["set_by"] == "bob"

@@ -1,7 +1,7 @@
 """Where the time goes: critical participation per operator, subtask, edge and worker.
 
 Use :func:`analyse` on the raw samples of one evaluation window (the evaluation stage does, and
-puts the result on ``JobState.analysis``); :func:`flinktune.analysis.explain.explain` turns it
+puts the result on ``JobState.analysis``); :func:`flinktune.decision.explain.explain` turns it
 into the sentence every decision quotes.
 
 The approximation (SnailTrail's critical participation, adapted to what Flink exposes). Flink

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flinktune.backends.backend import Backend
 from flinktune.clock import SystemClock
+from flinktune.decision.backend import Backend
 from flinktune.decision.stages import MetricsSource
 
 __all__ = ["kubernetes_backend"]

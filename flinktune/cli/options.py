@@ -23,6 +23,7 @@ from flinktune.settings import worker_var_dir
 __all__ = [
     "DEFAULT_VAR_DIR",
     "DEMO_MARKER",
+    "DEMO_SETTINGS",
     "DEMO_VAR_DIR",
     "VAR_DIR_HELP",
     "PolicyName",
@@ -34,9 +35,12 @@ __all__ = [
     "out_dir",
     "out_file",
     "state_dir",
+    "state_settings",
 ]
 
 DEMO_MARKER = ".flinktune-demo"
+#: The goals a demo ran with, kept in its folder so later steps there judge by the same ones.
+DEMO_SETTINGS = "demo-settings.json"
 
 
 class Workload(str, Enum):
@@ -130,7 +134,7 @@ def nothing_left_on_refusal(folder: Path) -> Iterator[None]:
     """Run a step in ``folder``; when it refuses (missing input, bad value), remove what it created
     there (empty databases, folders) and end with a one-line error.
 
-    Other errors go on to the error boundary (:mod:`flinktune.cli.entry`) untouched: what a failing run
+    Other errors go on to the error boundary (:mod:`flinktune.entry`) untouched: what a failing run
     wrote may be needed to find out why.
     """
     before = _snapshot(folder)
@@ -143,3 +147,19 @@ def nothing_left_on_refusal(folder: Path) -> Iterator[None]:
             else:
                 path.unlink(missing_ok=True)
         fail(str(exc))
+
+
+def state_settings(folder: Path) -> dict[str, float]:
+    """The settings a demo folder was made with (``latency_target_ms``), for ``load_settings`` overrides.
+
+    Only where the environment does not set them: ``FLINKTUNE_LATENCY_TARGET_MS`` wins. Empty for any other folder."""
+    import json
+
+    path = folder / DEMO_SETTINGS
+    if "FLINKTUNE_LATENCY_TARGET_MS" in os.environ or not path.is_file():
+        return {}
+    try:
+        target = float(json.loads(path.read_text())["latency_target_ms"])
+    except (OSError, ValueError, KeyError, TypeError):
+        fail(f'{path}: not a demo settings file (expected {{"latency_target_ms": <ms>}}); remove it or fix it')
+    return {"latency_target_ms": target}

@@ -17,6 +17,7 @@ import typer
 from flinktune.cli.options import (
     DEFAULT_VAR_DIR,
     DEMO_MARKER,
+    DEMO_SETTINGS,
     DEMO_VAR_DIR,
     VAR_DIR_HELP,
     PolicyName,
@@ -26,9 +27,26 @@ from flinktune.cli.options import (
     nothing_left_on_refusal,
     out_dir,
     state_dir,
+    state_settings,
 )
 
 __all__ = ["COMMANDS", "decide", "demo", "replay", "report"]
+
+
+def _warn_below_rest(latency_target_ms: float, profile: str | None, workload: str) -> None:
+    """One line on stderr when the target is below the twin job's p95 at rest on the largest configuration."""
+    from flinktune.config_space import default_space
+    from flinktune.replay.runner import resolve_profile
+    from flinktune.twin.rest_latency import rest_p95_ms, target_warning
+
+    try:
+        prof = resolve_profile(profile, workload)
+    except (FileNotFoundError, ValueError):
+        return  # the command itself refuses a bad profile, naming it
+    rest = rest_p95_ms(prof, default_space().maximum)
+    warning = target_warning(latency_target_ms, rest, f"the {profile or workload} twin on the largest configuration")
+    if warning:
+        typer.secho(warning, fg=typer.colors.YELLOW, err=True)
 
 
 def _fresh_demo_dir(var_dir: Path) -> None:
@@ -81,13 +99,21 @@ def demo(
             )
         trace_file = trace_file.resolve()
 
+    _warn_below_rest(latency_target_ms, None, workload.value)
     var_dir = var_dir.resolve()
     _fresh_demo_dir(var_dir)
-    from flinktune.orchestration.local.runner import LocalPipeline
+    (var_dir / DEMO_SETTINGS).write_text(json.dumps({"latency_target_ms": latency_target_ms}) + "\n")
+    from flinktune.airflow_local.runner import LocalPipeline
+    from flinktune.decision.store import open_state_store
 
     t0 = time.monotonic()
     from flinktune.settings import load_settings
 
+    # The twin is a simulation: the demo switches its job to act on it, as an operator would with
+    # `flinktune fleet act JOB` on a real cluster (every job starts in advice).
+    open_state_store(load_settings(var_dir=var_dir)).set_mode(job, "act", by="flinktune demo (the twin is a simulation)")
+
+    t0 = time.monotonic()
     # One tick per decision interval (what the decide job runs the twin for), whatever it is set to.
     ticks = max(1, int(round(tuned_hours * 3600 / load_settings(var_dir=var_dir).decision_interval_s)))
     conf_common: dict[str, Any] = {"job": job}
@@ -140,17 +166,25 @@ def decide(
     job: str = typer.Option(..., help="Job name."),
     ticks: int = typer.Option(1, min=1, max=500, help="Decision intervals to run (the twin advances one interval per tick)."),
     policy: PolicyName = typer.Option(PolicyName.flinktune),
-    dry_run: bool = typer.Option(False, help="Decide and record, but change nothing."),
+    apply: bool = typer.Option(
+        False,
+        "--apply",
+        help="Apply the decisions if the job's mode is act (`flinktune fleet act JOB`); default: record them as advice.",
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", hidden=True, help="The default (advice only); accepted for older scripts."),
     var_dir: Path | None = typer.Option(None, help=VAR_DIR_HELP),
 ) -> None:
-    """Run the decision task for a job (state in --var-dir; other FLINKTUNE_* settings from the environment)."""
+    """Run the decision task for a job and record its decisions; nothing changes without --apply on a job in act mode."""
+    if apply and dry_run:
+        fail("give --apply or --dry-run, not both")
     job = checked_job(job)
     folder = state_dir(var_dir)
     from flinktune.settings import load_settings
     from jobs.decide import run
 
     with nothing_left_on_refusal(folder):
-        result = run(job=job, ticks=ticks, policy=policy.value, dry_run=dry_run, settings=load_settings(var_dir=folder))
+        settings = load_settings(var_dir=folder, **state_settings(folder))
+        result = run(job=job, ticks=ticks, policy=policy.value, apply=apply, settings=settings)
     typer.echo(json.dumps(result, indent=2))
 
 
@@ -158,15 +192,27 @@ def report(
     job: str = typer.Option(..., help="Job name."),
     var_dir: Path | None = typer.Option(None, help=VAR_DIR_HELP),
 ) -> None:
-    """Write the report of a job and print its path."""
+    """Write the report of a job: progress as it goes, then the verdict and the Markdown and HTML paths."""
     job = checked_job(job)
     folder = state_dir(var_dir)
     from flinktune.settings import load_settings
     from jobs.report import run
 
+    started = time.monotonic()
+
+    def progress(step: str) -> None:
+        typer.echo(f"[{time.monotonic() - started:4.0f} s] {step}")
+
     with nothing_left_on_refusal(folder):
-        result = run(job=job, settings=load_settings(var_dir=folder))
-    typer.echo(result["report"])
+        settings = load_settings(var_dir=folder, **state_settings(folder))
+        result = run(job=job, settings=settings, progress=progress, warn=_warn)
+    typer.echo(f"report: {result['report']}")
+    typer.echo(f"html report: {result['html']}")
+    typer.echo(f"verdict: {result['verdict']}")
+
+
+def _warn(line: str) -> None:
+    typer.secho(line, fg=typer.colors.YELLOW, err=True)
 
 
 def replay(
@@ -213,6 +259,7 @@ def replay(
     from flinktune.replay.policy_options import parse_policy_options
 
     out = out_dir(out, "--out") if out is not None else out_dir(var_dir / "replay", "--var-dir")
+    _warn_below_rest(latency_target_ms, profile, trace if trace in ("ysb", "tsw") else "ysb")
     try:
         result = cli_replay(
             trace,

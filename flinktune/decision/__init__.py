@@ -6,7 +6,9 @@ Modules, by concept:
   the evaluated state it decides from (:class:`JobState`, :class:`VertexMetrics`); exported here.
 - :mod:`~flinktune.decision.stages`: the stage Protocols (metrics source, forecast, models,
   profiler, policy, guard, realizer, state store).
+- :mod:`~flinktune.decision.backend`: what a cluster gives the loop (:class:`~flinktune.decision.backend.Backend`).
 - :mod:`~flinktune.decision.evaluation`: raw samples of a window -> :class:`JobState`.
+- :mod:`~flinktune.decision.explain`: the bottleneck sentence every decision's reason quotes.
 - :mod:`~flinktune.decision.guard`: the safety review, which has the last word.
 - :mod:`~flinktune.decision.loop`: :class:`~flinktune.decision.loop.DecisionLoop` and the one
   :func:`~flinktune.decision.loop.build_decision_loop` every caller uses.

@@ -89,6 +89,8 @@ class JobState:
     #: Each minute of the window as (minute start, s; 95th percentile of its per-second p95 latency, ms),
     #: ``inf`` for a minute the job was down: what an error budget of minutes over target counts.
     minute_p95: tuple[tuple[float, float], ...] = ()
+    #: Seconds from the newest sample the decision used to the decision (NaN without any sample).
+    data_age_s: float = float("nan")
 
     def vertex(self, name: str) -> VertexMetrics:
         """The metrics of vertex ``name``; KeyError lists the known vertices."""

@@ -216,6 +216,7 @@ def evaluate(
         restarts=restarts(df),
         analysis=_analysis(df, config) if not df.empty else None,
         minute_p95=minute_p95(p95, running),
+        data_age_s=round(now - newest, 3) if not df.empty else float("nan"),
     )
 
 

@@ -23,12 +23,12 @@ import logging
 import math
 from dataclasses import dataclass, replace
 
-from flinktune.analysis.explain import annotate
-from flinktune.backends import Backend
 from flinktune.clock import Clock
 from flinktune.config_space import ConfigSpace, Configuration
+from flinktune.decision.backend import Backend
 from flinktune.decision.decision import Action, Decision, JobState
 from flinktune.decision.evaluation import evaluate
+from flinktune.decision.explain import annotate
 from flinktune.decision.guard import GuardRules, SafetyGuard
 from flinktune.decision.reconfig import ReconfigMode, same_shape
 from flinktune.decision.stages import (
@@ -38,9 +38,11 @@ from flinktune.decision.stages import (
     Policy,
     PolicyContext,
     PolicyMemory,
+    ProfileBook,
     Profiler,
     Realizer,
     RealizeResult,
+    StageProblem,
     StateStore,
 )
 from flinktune.decision.store import UNSETTLED
@@ -50,6 +52,11 @@ __all__ = ["ClusterUnreadable", "DecisionLoop", "LoopSettings", "StepOutcome", "
 
 class ClusterUnreadable(ConnectionError):
     """The cluster cannot be read and nothing is stored yet to hold on (the job's first run)."""
+
+
+def _problem(stage: object) -> str | None:
+    """Why a provider cannot serve (:class:`StageProblem`), or None."""
+    return stage.problem if isinstance(stage, StageProblem) else None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -140,10 +147,11 @@ class DecisionLoop:
             ctx.forecast = self.forecaster.forecast(s.job, state.ts)
         if self.models is not None:
             ctx.surrogate = self.models.surrogate
-            ctx.extras["profiled_max_rate"] = self.models.profiled_max_rate
-            # What was profiled (configuration, rate, outcomes), for policies whose suggestion rules read it.
-            ctx.extras["observations"] = getattr(self.models, "observations", None)
-            ctx.extras["fit_surrogate"] = getattr(self.models, "fit_surrogate", None)
+            ctx.profiled_max_rate = self.models.profiled_max_rate
+            ctx.extras["profiled_max_rate"] = ctx.profiled_max_rate  # the tuner reads it from extras
+            if isinstance(self.models, ProfileBook):  # policies whose rules read the profiles themselves
+                ctx.observations = self.models.observations
+                ctx.fit_surrogate = self.models.fit_surrogate
         return ctx
 
     def step(self, trigger: str | None = None, window_s: int | None = None) -> StepOutcome:
@@ -162,8 +170,11 @@ class DecisionLoop:
         state = evaluate(
             s.job, samples, current, now, window_s=window, max_staleness_s=s.max_staleness_s, frozen_after_s=s.frozen_after_s
         )
+        held = getattr(self.realizer, "held", None)
+        if held:  # one controller per job: another one sizes it (flinktune.kubernetes.controllers)
+            return self._hold_for(now, state, str(held))
         # A model store that cannot be reached is a problem of the data the decision stands on: the guard holds.
-        stage_problems = tuple(p for p in (getattr(self.models, "problem", None), getattr(self.forecaster, "problem", None)) if p)
+        stage_problems = tuple(p for p in (_problem(self.models), _problem(self.forecaster)) if p)
         if stage_problems:
             state = replace(state, problems=state.problems + stage_problems)
         if not s.dry_run:
@@ -228,7 +239,7 @@ class DecisionLoop:
         else:
             if result.changed:
                 status = "applied"
-            elif result.mode is ReconfigMode.ROLLED_BACK or str(result.mode) == "rolled-back":
+            elif result.mode is ReconfigMode.ROLLED_BACK:
                 status, error = "rolled-back", result.detail
             else:
                 status = "recorded"
@@ -301,6 +312,14 @@ class DecisionLoop:
         self.guard.record_attempt(now, before_state, current)
         log.warning("%s @%.0f %s", self.settings.job, now, reason)
         return reason
+
+    def _hold_for(self, now: float, state: JobState, why: str) -> StepOutcome:
+        """A hold that no policy or guard can lift: recorded with its reason, nothing planned or applied."""
+        decision = Decision.keep("guard", f"hold: {why}", held_by="another controller")
+        decision_id = self.store.record_decision(self.settings.job, now, state, decision, None, dry_run=self.settings.dry_run)
+        outcome = StepOutcome(state, decision, None, decision_id)
+        log.warning("%s @%.0f %s", self.settings.job, now, outcome.line())
+        return outcome
 
     def _hold_blind(self, now: float, problem: str) -> StepOutcome:
         """A hold recorded without the cluster's answer, on the configuration the store last knew."""

@@ -8,6 +8,8 @@ Each stage is a small Protocol with a real implementation and a testing one, inj
 - ``Surrogate`` (``models.surrogate``): fit (X, rates, Y) arrays, predict :class:`SurrogatePrediction`.
 - ``ForecastProvider.forecast(job, now)`` -> the rate forecast the policy plans with (or None).
 - ``ModelProvider``: the current surrogate and how far profiling reached; ``refresh()`` after profiling.
+  One that also serves its profiles is a :class:`ProfileBook`; a provider that cannot serve says why
+  (:class:`StageProblem`).
 - ``Profiler.profile(configs, rate, now)``: short profiling runs where the cluster runs them.
 - ``Policy.decide(state, context)`` -> :class:`Decision` with a reason; a policy with memory
   (:class:`PolicyMemory`) has it saved beside each decision and restored by the next run.
@@ -18,6 +20,7 @@ Each stage is a small Protocol with a real implementation and a testing one, inj
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,10 +42,12 @@ __all__ = [
     "Policy",
     "PolicyContext",
     "PolicyMemory",
+    "ProfileBook",
     "Profiler",
     "RealizeResult",
     "Realizer",
     "ReconfigMode",
+    "StageProblem",
     "StateStore",
     "Surrogate",
 ]
@@ -103,6 +108,27 @@ class ModelProvider(Protocol):
     def refresh(self) -> None: ...
 
 
+@runtime_checkable
+class ProfileBook(Protocol):
+    """A :class:`ModelProvider` that also serves what was profiled, for policies whose rules read the
+    profiles themselves (Demeter's per-chunk models): ``observations`` (configuration, rate and
+    outcomes, one row per profiling run; None before any) and a surrogate fitted on any selection
+    of those rows."""
+
+    @property
+    def observations(self) -> pd.DataFrame | None: ...
+
+    def fit_surrogate(self, rows: pd.DataFrame) -> Surrogate: ...
+
+
+@runtime_checkable
+class StageProblem(Protocol):
+    """A provider that can be unable to serve (a model store out of reach): ``problem`` says why, or
+    is None. The loop adds it to the state's problems, so the guard holds."""
+
+    problem: str | None
+
+
 class Profiler(Protocol):
     """Runs short profiling jobs of ``configs`` at ``rate`` rec/s (``now``: epoch s of the decision)."""
 
@@ -124,13 +150,22 @@ class PolicyMemory(Protocol):
 
 @dataclass
 class PolicyContext:
-    """What a policy may consult besides the job state: forecasts, models, goals, history."""
+    """What a policy may consult besides the job state: forecasts, models, goals, history.
+
+    ``profiled_max_rate`` (rec/s) is the highest rate profiling covered (0 before any);
+    ``observations`` and ``fit_surrogate`` are a :class:`ProfileBook`'s, None where the models
+    provider has none. ``extras`` carries a policy's own options (the profiling budget) and, as the
+    tuner reads it there, ``profiled_max_rate`` too.
+    """
 
     latency_target_ms: float
     recovery_limit_s: float
     forecast: QuantileForecast | None = None
     surrogate: Surrogate | None = None
     history: pd.DataFrame | None = None
+    profiled_max_rate: float = 0.0
+    observations: pd.DataFrame | None = None
+    fit_surrogate: Callable[[pd.DataFrame], Surrogate] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -157,6 +192,15 @@ class RealizeResult:
     mode: ReconfigMode
     downtime_s: float = 0.0
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        # A mode given by its stored value ("redeploy") becomes the enum, so callers compare members only.
+        if not isinstance(self.mode, ReconfigMode):
+            try:
+                object.__setattr__(self, "mode", ReconfigMode(self.mode))
+            except ValueError:
+                known = ", ".join(m.value for m in ReconfigMode)
+                raise ValueError(f"RealizeResult.mode: {self.mode!r} is not a reconfiguration mode ({known})") from None
 
 
 class Realizer(Protocol):

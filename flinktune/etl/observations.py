@@ -1,7 +1,8 @@
-"""Contract check for profiling observations, the gate ``jobs.profile`` calls before writing them.
+"""Contract check and the single write of profiling observations (``jobs.profile`` on the twin, the
+profiling DAG's deployments on Kubernetes).
 
-Use :func:`validate_observations` on the frame of profiling runs (``PROFILING_COLUMNS``) before it
-is written to ``curated/profiling_observations``; a failing batch lands in
+Use :func:`write_observations` to put a frame of profiling runs (``PROFILING_COLUMNS``, one job) in
+``curated/profiling_observations`` after :func:`validate_observations` passed it; a failing batch lands in
 ``<lake>/quarantine/profiling_observations/<batch_id>/`` and :class:`ContractViolation` is raised.
 Every batch runs as a GX Checkpoint of the lake's GX project (:func:`quality_root`), which
 publishes Data Docs and logs the batch for the run report.
@@ -9,15 +10,18 @@ publishes Data Docs and logs the batch for the run report.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from data_contracts import ValidationOutcome, validate
 from flinktune.clock import Clock
-from flinktune.lake import Lake
+from flinktune.lake import PROFILING_OBSERVATIONS, Lake
 from flinktune.settings import Settings
 
-__all__ = ["quality_root", "quarantine_root", "validate_observations"]
+__all__ = ["quality_root", "quarantine_root", "validate_observations", "write_observations"]
 
 
 def quarantine_root(settings: Settings) -> Path:
@@ -48,3 +52,20 @@ def validate_observations(
         gx_project=quality_root(settings) if settings.data_docs else None,
         labels={"job": job} if job else None,
     )
+
+
+def write_observations(df: pd.DataFrame, settings: Settings) -> Path:
+    """The single write of profiling observations, after their data contract passed.
+
+    Writes ``df`` (one job) to ``<lake>/curated/profiling_observations/job=<job>/part-<runhash>.parquet``
+    through a temporary name and a rename. The ``job`` column becomes the partition directory, as
+    in the raw lake; ``runhash`` is derived from the run ids, so re-profiling the same runs rewrites
+    the same file.
+    """
+    jobs = df["job"].unique().tolist()
+    if len(jobs) != 1:
+        raise ValueError(f"{PROFILING_OBSERVATIONS}: expected observations of exactly one job, got {jobs}")
+    runhash = hashlib.sha1("|".join(sorted(df["run_id"].astype(str))).encode()).hexdigest()[:16]
+    # Nothing unvalidated reaches the lake: a failing batch is quarantined and this raises.
+    validate_observations(df, settings, batch_id=f"{jobs[0]}-{runhash}", job=str(jobs[0]))
+    return Lake(settings.lake_dir).write_observations(df.drop(columns=["job"]), str(jobs[0]), f"part-{runhash}")  # type: ignore[arg-type]

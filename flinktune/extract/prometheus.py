@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 
 from flinktune.extract.endpoint import PrometheusEndpoint
 from flinktune.extract.sink import ExtractError, ExtractResult, RawSink, hour_chunks
+from flinktune.http_retry import retry_policy
 from flinktune.metrics.schema import METRICS, RAW_DTYPES
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
     "extract_prometheus",
     "metric_queries",
     "operator_gauge_queries",
-    "retry_policy",
 ]
 
 log = logging.getLogger(__name__)
@@ -138,30 +137,8 @@ QUERY_PRESETS = {"default": None, "flink-operator-gauges": operator_gauge_querie
 _RETRY_STATUS = (429, 500, 502, 503, 504)
 
 
-def retry_policy(retries: int, *, backoff_s: float = 0.5, max_backoff_s: float = 8.0) -> Retry:
-    """urllib3's retry policy of every Prometheus request: ``retries`` more tries of a GET after a
-    refused connection, a timeout or one of :data:`_RETRY_STATUS`, waiting ``backoff_s * 2**n``
-    (at most ``max_backoff_s``) between tries; the last answer is returned, not raised."""
-    if retries < 0:
-        raise ValueError(f"Prometheus retries must be >= 0, got {retries}")
-    return Retry(
-        total=retries,
-        connect=retries,
-        read=retries,
-        status=retries,
-        other=0,
-        status_forcelist=_RETRY_STATUS,
-        allowed_methods=frozenset({"GET"}),
-        backoff_factor=backoff_s,
-        backoff_max=max_backoff_s,
-        backoff_jitter=backoff_s / 2,  # many extractors must not retry in step against a struggling server
-        raise_on_status=False,
-        respect_retry_after_header=True,
-    )
-
-
 class PrometheusClient:
-    """``query_range`` over HTTP: a ``requests`` session whose adapter carries :func:`retry_policy`,
+    """``query_range`` over HTTP: a ``requests`` session whose adapter carries :func:`flinktune.http_retry.retry_policy`,
     each request bounded by ``timeout_s`` (connect and read). ``attempts`` counts HTTP calls made,
     retries included (from urllib3's retry history)."""
 
@@ -180,7 +157,16 @@ class PrometheusClient:
         self.timeout_s = timeout_s
         self.retries = retries
         self.session = requests.Session()
-        adapter = HTTPAdapter(max_retries=retry_policy(retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s))
+        policy = retry_policy(
+            retries,
+            service="Prometheus",
+            statuses=_RETRY_STATUS,
+            backoff_s=backoff_s,
+            max_backoff_s=max_backoff_s,
+            jitter_s=backoff_s / 2,  # many extractors must not retry in step against a struggling server
+            retry_after=True,
+        )
+        adapter = HTTPAdapter(max_retries=policy)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self.attempts = 0

@@ -17,6 +17,7 @@ A fleet file::
         policy: flinktune
       - name: clicks
         kind: ysb        # jobs of one kind may share surrogate base models (RGPE transfer)
+        mode: act        # apply its decisions; a job without a mode only advises
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -72,7 +73,11 @@ class JobSettings(BaseModel):
     policy: str = Field("flinktune", description="Policy that decides for this job.")
     latency_target_ms: float = Field(1000.0, gt=0, le=3_600_000, description="p95 end-to-end latency target, ms.")
     recovery_limit_s: float = Field(180.0, gt=0, le=86_400, description="Recovery-time limit after a failure, s.")
-    dry_run: bool = Field(False, description="Decide and record, but never apply a change.")
+    mode: Literal["advise", "act"] | None = Field(
+        None,
+        description="advise (every job's start: decide and record, change nothing) or act (apply the decisions); "
+        "`flinktune fleet act|advise JOB` switches it too, and an advise from either wins.",
+    )
     min_parallelism: int | None = Field(None, ge=1, le=10_000, description="Lowest parallelism flinktune may set.")
     max_parallelism: int | None = Field(None, ge=1, le=10_000, description="Highest parallelism flinktune may set.")
     price_cpu_core_hour: float | None = Field(

@@ -12,9 +12,12 @@ first task of a DAG that maps over the fleet (``decide.expand(target=...)``). Ru
 - with no fleet configured the fleet is the one job of the run's params (default ``demo``), so a
   single-job install behaves as before.
 
-Each target is a JSON-ready dict ``{"job", "policy", "dry_run", "goals"}``: the policy is the run
-conf's when it sets one, else the job's fleet setting, else the run's param; ``dry_run`` is the
-run's (already resolved from its type) or the job's own ``dry_run`` setting; ``goals`` are the
+Each target is a JSON-ready dict ``{"job", "policy", "dry_run", "mode", "mode_source", "goals"}``:
+the policy is the run conf's when it sets one, else the job's fleet setting, else the run's param;
+``dry_run`` is the run's (already resolved from its type: a manual trigger is dry); ``mode`` is the
+job's fleet setting (None: not set, so the job advises unless switched with ``flinktune fleet act``)
+and ``mode_source`` where it was read; the decision acts only when the run is not dry and the job's
+mode is act (:mod:`flinktune.decision.modes`); ``goals`` are the
 job's ``latency_target_ms`` and ``recovery_limit_s`` from the fleet (empty without one), to lay
 over the settings its decision runs with.
 """
@@ -52,12 +55,15 @@ def configured_fleet(settings: Any, *, api: Any = None) -> Fleet | None:
     return None
 
 
-def _target(job: str, own: JobSettings | None, params: Mapping[str, Any], conf: Mapping[str, Any]) -> dict[str, Any]:
+def _target(
+    job: str, own: JobSettings | None, params: Mapping[str, Any], conf: Mapping[str, Any], source: str | None = None
+) -> dict[str, Any]:
     policy = params.get("policy") if "policy" in conf or own is None else own.policy
-    dry_run = bool(params.get("dry_run")) or bool(own is not None and own.dry_run)
     # The job's own goals replace the install's defaults (FLINKTUNE_LATENCY_TARGET_MS, ...) for its decision.
     goals = {} if own is None else {"latency_target_ms": own.latency_target_ms, "recovery_limit_s": own.recovery_limit_s}
-    return {"job": job, "policy": policy, "dry_run": dry_run, "goals": goals}
+    mode = None if own is None else own.mode
+    return {"job": job, "policy": policy, "dry_run": bool(params.get("dry_run")), "mode": mode,
+            "mode_source": source or "no fleet entry", "goals": goals}  # fmt: skip
 
 
 def run_targets(
@@ -81,14 +87,13 @@ def run_targets(
             return [_target(job, None, params, conf)]
         if entry.settings is None:
             raise FleetTargetError(f"job {job!r} is held in the fleet: {entry.held}")
-        return [_target(job, entry.settings, params, conf)]
+        return [_target(job, entry.settings, params, conf, entry.source)]
     for entry in fleet.held():
         log.warning("fleet: job %s held, not acted on: %s", entry.name, entry.held)
-    managed = fleet.managed()
-    if not managed:
+    if not fleet.managed():
         reasons = "; ".join(f"{e.name}: {e.held}" for e in fleet.held()) or "the fleet lists no job"
         raise FleetTargetError(f"no managed job to act on ({reasons})")
-    return [_target(s.name, s, params, conf) for s in managed]
+    return [_target(e.name, e.settings, params, conf, e.source) for e in fleet.entries if e.settings is not None]
 
 
 def targets_for_this_run(params: Mapping[str, Any]) -> list[dict[str, Any]]:

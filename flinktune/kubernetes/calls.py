@@ -11,30 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from urllib3.util.retry import Retry
+from flinktune.http_retry import retry_policy
 
-__all__ = ["bounded_api", "request_timeout", "retry_policy"]
+__all__ = ["bounded_api", "request_timeout"]
 
 #: Server answers worth another read: the API server or a proxy in front of it was briefly unavailable.
 _RETRY_STATUS = (500, 502, 503, 504)
-
-
-def retry_policy(retries: int) -> Retry:
-    """The urllib3 retry policy of every Kubernetes request: ``retries`` more tries, short backoff."""
-    if retries < 0:
-        raise ValueError(f"kubernetes retries must be >= 0, got {retries}")
-    return Retry(
-        total=retries,
-        connect=retries,
-        read=retries,
-        status=retries,
-        other=0,
-        status_forcelist=_RETRY_STATUS,
-        allowed_methods=frozenset({"GET"}),
-        backoff_factor=0.1,
-        raise_on_status=False,
-        respect_retry_after_header=False,
-    )
 
 
 def request_timeout(seconds: float) -> tuple[float, float]:
@@ -45,11 +27,11 @@ def request_timeout(seconds: float) -> tuple[float, float]:
 
 
 def bounded_api(configuration: Any, *, retries: int) -> Any:
-    """A ``kubernetes.client.CustomObjectsApi`` on ``configuration`` (copied) with :func:`retry_policy`."""
+    """A ``kubernetes.client.CustomObjectsApi`` on ``configuration`` (copied) with :func:`flinktune.http_retry.retry_policy` (short backoff)."""
     import copy
 
     from kubernetes import client
 
     cfg = copy.copy(configuration)
-    cfg.retries = retry_policy(retries)
+    cfg.retries = retry_policy(retries, service="kubernetes", statuses=_RETRY_STATUS, backoff_s=0.1)
     return client.CustomObjectsApi(client.ApiClient(cfg))

@@ -28,6 +28,7 @@ from flinktune.decision.reconfig import ReconfigMode
 from flinktune.decision.stages import RealizeResult
 from flinktune.kubernetes.body import config_from_object, config_patch, dry_run_diff, merge_patch
 from flinktune.kubernetes.calls import request_timeout
+from flinktune.kubernetes.controllers import other_controller
 from flinktune.kubernetes.crd import CRDSchema, load_crd_schema, validate_object
 
 __all__ = ["GROUP", "PLURAL", "VERSION", "KubernetesRealizer", "RealizeError"]
@@ -57,6 +58,8 @@ class KubernetesRealizer:
     request_timeout_s: float = 10.0
     budget_s: float = 480.0
     last_diff: str = ""
+    #: Why the job must not be changed (another controller sizes it), from the last read; None when it may be.
+    held: str | None = None
 
     def __post_init__(self) -> None:
         self.schema = self.schema or load_crd_schema()
@@ -72,7 +75,9 @@ class KubernetesRealizer:
         )
 
     def current(self, job: str) -> Configuration:
-        return config_from_object(self._get(job), self.vertex_ids)
+        obj = self._get(job)
+        self.held = other_controller(obj)
+        return config_from_object(obj, self.vertex_ids)
 
     def _send(self, job: str, target: Configuration) -> tuple[dict[str, Any], ReconfigMode, Configuration]:
         from kubernetes.client.exceptions import ApiException
@@ -80,6 +85,9 @@ class KubernetesRealizer:
         for attempt in range(1, self.max_conflicts + 1):
             obj = self._get(job)  # a fresh read each time: the conflict means ours was stale
             before = config_from_object(obj, self.vertex_ids)
+            held = other_controller(obj)
+            if held:  # turned on since the decision read the job: never patch under another controller
+                raise RealizeError(held)
             patch, mode = config_patch(obj, target, self.vertex_ids)
             validate_object(
                 merge_patch(obj, patch),

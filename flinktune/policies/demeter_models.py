@@ -5,9 +5,9 @@ Use :class:`DemeterChunkModels` as the base of :class:`~flinktune.policies.demet
 holds the options that shape the models (chunk width, training set, Sobol gate, constraint models and
 their RGPE support) and answers, for a step's state and context, with the surrogate to score with and
 the target chunk (lower, upper, profiles), or with why the chunk must be profiled first. The profiles
-come from ``context.extras["observations"]`` and a chunk's surrogate from
-``context.extras["fit_surrogate"]``; without them ``context.surrogate`` (all profiles, rate as an
-input) is used and only the profiled range is checked.
+come from ``context.observations`` and a chunk's surrogate from ``context.fit_surrogate``; without
+them ``context.surrogate`` (all profiles, rate as an input) is used and only the profiled range is
+checked.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class DemeterChunkModels:
     def _observations(self, context: PolicyContext) -> pd.DataFrame | None:
         """The profiles as the chunks see them: with ``chunk_rate="throughput"`` each at the
         throughput it reached (the published chunks' axis), else at the rate it was offered."""
-        obs = context.extras.get("observations")
+        obs = context.observations
         if obs is None or self.chunk_rate == "input" or "throughput" not in obs.columns:
             return obs
         return obs.assign(input_rate=obs["throughput"].to_numpy(dtype=float))
@@ -156,9 +156,9 @@ class DemeterChunkModels:
     ) -> tuple[Surrogate | None, str | None, float, Chunk | None]:
         """(surrogate to score with, why to profile instead or None, rate to score at, the target
         chunk's (lower, upper, profiles) when it is modelled from per-chunk data)."""
-        obs, fit = self._observations(context), context.extras.get("fit_surrogate")
+        obs, fit = self._observations(context), context.fit_surrogate
         if obs is None or fit is None or not len(obs):
-            covered = float(context.extras.get("profiled_max_rate", 0.0))
+            covered = context.profiled_max_rate
             if planned > covered + self.chunk:
                 return (
                     context.surrogate,

@@ -135,9 +135,9 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
             plans = {j.name: _plan(j, seconds) for j in opts.jobs}
             t0 = time.time()
             next_line = 0.0
-            from flinktune.decision.store import SqliteStateStore
+            from flinktune.decision.store import SqlStateStore
 
-            store = SqliteStateStore(var_dir / "state" / "flinktune.db")
+            store = SqlStateStore(topo.state_url)
             while (elapsed := time.time() - t0) < seconds:
                 for name, plan in plans.items():
                     topo.rates[name].set(plan.rate_at(elapsed))
@@ -145,7 +145,7 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
                     stack.check()
                     parts = []
                     for name in plans:
-                        d = store.decisions(name) if (var_dir / "state" / "flinktune.db").exists() else None
+                        d = store.decisions(name)
                         last = "" if d is None or d.empty else f", last: {d['action'].iloc[-1]} ({d['reason'].iloc[-1][:70]})"
                         n = 0 if d is None else len(d)
                         parts.append(f"{name} {plans[name].rate_at(elapsed):,.0f} rec/s, {n} decisions{last}")
@@ -164,7 +164,7 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
             summary["jobs"] = {}
             for name in plans:
                 raw = lake.read_raw(name, int((t0 - 120) * 1000), int(end_ts * 1000) + 1)
-                decisions = store.decisions(name) if (var_dir / "state" / "flinktune.db").exists() else None
+                decisions = store.decisions(name)
                 import pandas as pd
 
                 decisions = decisions if decisions is not None else pd.DataFrame(columns=["action", "status", "reason"])

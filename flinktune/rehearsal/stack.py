@@ -20,11 +20,11 @@ from pathlib import Path
 
 import requests
 
+from flinktune.airflow_local.airflow_home import airflow_env
 from flinktune.config_space import Configuration
 from flinktune.localflink import ClusterSpec, JobControl, LocalFlinkCluster, LocalFlinkRealizer, RateFile
 from flinktune.localflink.attach import Attachment, write_attachment
 from flinktune.localflink.jobcontrol import JobSpec
-from flinktune.orchestration.local.airflow_home import airflow_env
 from flinktune.rehearsal.servers import Databases, Server, Stack, StackError, free_port, free_port_range, http_ok, tcp_open
 
 __all__ = ["DAGS", "PROMETHEUS_CONN_ID", "JobPlan", "Topology", "start_topology"]
@@ -61,6 +61,7 @@ class Topology:
     prometheus: str = ""
     spark_master: str = ""
     queue: str = ""
+    state_url: str = ""  # the state store the workers share (PostgreSQL)
 
     def session(self) -> requests.Session:
         s = requests.Session()
@@ -259,20 +260,22 @@ def start_topology(
     stack.on_stop("throwaway PostgreSQL databases dropped", db.drop)
     if not tcp_open(6379):
         raise StackError("no Redis at 127.0.0.1:6379 (the Celery broker)")
-    mlflow_db, airflow_db = db.create("mlflow"), db.create("airflow")
+    mlflow_db, airflow_db, state_db = db.create("mlflow"), db.create("airflow"), db.create("state")
     base_env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true",
                 "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}  # fmt: skip
     mlflow_url, mlflow = _mlflow(stack, var_dir, base_env, mlflow_db)
     fleet = var_dir / "fleet.yaml"
     fleet.parent.mkdir(parents=True, exist_ok=True)
+    # mode: act: the rehearsal plays an install whose operator switched its jobs to act (every job starts in advice).
     fleet.write_text("jobs:\n" + "".join(f"  - name: {j.name}\n    policy: {policy}\n    latency_target_ms: {latency_target_ms:g}\n"
-                                        for j in jobs))  # fmt: skip
+                                        "    mode: act\n" for j in jobs))  # fmt: skip
     env = {
         **base_env,
         "FLINKTUNE_VAR_DIR": str(var_dir),
         "FLINKTUNE_CLUSTER": "local-flink",
         "FLINKTUNE_FLINK_JOBS_DIR": str(var_dir / "flink" / "jobs"),
         "FLINKTUNE_FLEET_FILE": str(fleet),
+        "FLINKTUNE_STATE_URL": state_db,  # as in production: the store every worker shares is PostgreSQL
         "FLINKTUNE_PROMETHEUS_NAMES": "flink-operator-gauges",
         "FLINKTUNE_MLFLOW_TRACKING_URI": mlflow_url,
         **flinktune_env,
@@ -280,7 +283,7 @@ def start_topology(
     _airflow_env(var_dir, env, airflow_db)
     migrate = stack.start("airflow-db-migrate", [sys.executable, "-m", "airflow", "db", "migrate"], env=env, oneshot=True)
     reporter_base = free_port_range(_REPORTER_PORTS * len(jobs))
-    topo = Topology(var_dir, env, "", "")
+    topo = Topology(var_dir, env, "", "", state_url=state_db)
     _flink(stack, var_dir, jobs, jar, reporter_base, topo)
     topo.prometheus = _prometheus(stack, var_dir, reporter_base, _REPORTER_PORTS * len(jobs))
     topo.spark_master = _spark(stack, var_dir, base_env, spark_workers)

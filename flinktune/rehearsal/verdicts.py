@@ -7,6 +7,10 @@ held after it and no capacity beyond need), **needless** (a smaller parallelism 
 after it) or **late** (the latency target was missed after it: the change came too late or was
 too small); ``None`` when too little time followed it to judge.
 
+Every decision is listed with the gate that decided its outcome (:func:`decision_gate`: changed,
+advice only, stale or frozen metrics, another controller, stabilizing, the scale-down budget, the
+skew hold, the policy's own keep, ...) and the age of the newest sample it decided on.
+
 The capacities it judges against are measured in the run itself, from the lake: for each
 parallelism that ran, the median over steady samples of throughput / (widest vertex busy
 fraction); a parallelism that never ran gets the measured one scaled linearly (stated as such).
@@ -24,7 +28,24 @@ import pandas as pd
 
 from flinktune.localflink.audit import Change, judge_changes
 
-__all__ = ["change_verdict", "job_report", "measured_capacities", "render_markdown", "write_report"]
+__all__ = ["GATES", "change_verdict", "decision_gate", "job_report", "measured_capacities", "render_markdown", "write_report"]
+
+#: What a decision's outcome came from, by the start (or a phrase) of its reason: the guard's and the
+#: loop's wording (flinktune.decision.guard, flinktune.decision.loop), first match wins.
+GATES: tuple[tuple[str, str], ...] = (
+    ("hold: FlinkDeployment", "another controller"),
+    ("stale data", "stale metrics"),
+    ("frozen metrics", "frozen metrics"),
+    ("model store unreachable", "model store"),
+    ("cannot read the job's configuration", "cluster unreadable"),
+    ("hold: ", "data problems"),
+    ("stabilizing:", "stabilization window"),
+    ("scale-down deferred:", "scale-down budget"),
+    ("refused: ", "space or quota"),
+    ("scaling does not help", "skew hold"),
+    ("already in force", "already in force"),
+    ("reconciled:", "reconciled"),
+)
 
 
 def measured_capacities(raw: pd.DataFrame, parallelisms: tuple[int, ...]) -> tuple[dict[int, float], str]:
@@ -43,6 +64,31 @@ def measured_capacities(raw: pd.DataFrame, parallelisms: tuple[int, ...]) -> tup
                 cap[p] = per * p
                 how += f", p={p} scaled linearly"
     return cap, how
+
+
+def decision_gate(row: Any) -> str:
+    """Which gate decided a stored decision's outcome (a ``decisions`` row: action, status, reason, dry_run)."""
+    action, status, reason = str(row["action"]), str(row.get("status") or ""), str(row["reason"] or "")
+    if action == "reconfigure" and status == "applied":
+        return "changed"
+    if status in ("failed", "rolled-back"):
+        return f"apply {status}"
+    if int(row.get("dry_run") or 0) and action in ("reconfigure", "profile"):
+        return "advice only"
+    for phrase, gate in GATES:
+        if phrase in reason:
+            return gate
+    if action == "profile":
+        return "profiling"
+    return "policy: no change needed" if action == "keep" else f"{action} ({status or 'recorded'})"
+
+
+def _data_age(row: Any) -> float | None:
+    try:
+        age = json.loads(row["state"]).get("data_age_s") if isinstance(row["state"], str) else None
+    except ValueError:
+        return None
+    return float(age) if isinstance(age, (int, float)) and np.isfinite(age) else None
 
 
 def change_verdict(correct: bool | None, latency_ok: bool | None, needless: bool | None) -> str:
@@ -75,6 +121,12 @@ def job_report(job: str, decisions: pd.DataFrame, raw: pd.DataFrame, *, latency_
         except ValueError as exc:  # no capacity or no latency samples: say so instead of a verdict
             problem = str(exc)
             verdicts = [{"change": vars(c), "verdict": "not judged", "why": problem} for c in changes]
+    per_decision: list[dict[str, Any]] = [
+        {"ts": float(row["ts"]), "action": str(row["action"]), "gate": decision_gate(row), "data_age_s": _data_age(row),
+         "reason": str(row["reason"])}
+        for _, row in decisions.iterrows()
+    ]  # fmt: skip
+    ages = [float(d["data_age_s"]) for d in per_decision if d["data_age_s"] is not None]
     lat = raw.loc[raw["metric"] == "latencyP95Ms", "value"] if len(raw) else pd.Series(dtype=float)
     par = raw[raw["metric"] == "configParallelism"].groupby("ts_ms")["value"].max() if len(raw) else pd.Series(dtype=float)
     top = max(parallelisms)
@@ -85,6 +137,9 @@ def job_report(job: str, decisions: pd.DataFrame, raw: pd.DataFrame, *, latency_
         "actions": decisions["action"].value_counts().to_dict() if len(decisions) else {},
         "last_reasons": decisions["reason"].tail(3).tolist() if len(decisions) else [],
         "changes": verdicts,
+        "per_decision": per_decision,
+        "gates": dict(pd.Series([d["gate"] for d in per_decision], dtype=object).value_counts()) if per_decision else {},
+        "data_age_s_median": float(np.median(ages)) if ages else None,
         "judge_problem": problem,
         "capacity": cap,
         "capacity_source": how,
@@ -120,6 +175,14 @@ def render_markdown(summary: dict[str, Any]) -> str:
                   f"{_num(job['latency_over_target_fraction'], '{:.0%}')} of samples",
                   f"- downtime of all changes {_num(job['downtime_s_total'], '{:.1f}')} s; slots used against a static "
                   f"deployment at the largest parallelism: {_num(job['cost_vs_static_max'], '{:.0%}')}", ""]  # fmt: skip
+        if job.get("per_decision"):
+            lines += [f"- gates: {job['gates']}; data age at decision: median {_num(job['data_age_s_median'], '{:.0f}')} s", "",
+                      "| when (UTC) | action | gate | data age s | reason |", "|---|---|---|---|---|"]  # fmt: skip
+            for d in job["per_decision"]:
+                when = time.strftime("%H:%M:%S", time.gmtime(d["ts"]))
+                reason = d["reason"].replace("|", "/")[:160]
+                lines.append(f"| {when} | {d['action']} | {d['gate']} | {_num(d['data_age_s'])} | {reason} |")
+            lines.append("")
         if job["changes"]:
             lines += ["| when (UTC) | change | mode | downtime s | verdict | why |", "|---|---|---|---|---|---|"]
             for v in job["changes"]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from flinktune.pricing import savings
+from flinktune.report.latency import P95_DEFINITION
 from flinktune.report.period import ReportInputs, summarise, tuned_start
 from flinktune.report.quality import data_quality_content
 from flinktune.report.verdict import Goals, Verdict, judge, judge_alone
@@ -97,16 +97,15 @@ def _money(inputs: ReportInputs) -> dict[str, Any] | None:
 
 
 def _saved(cost: float, other: float, cmp: Any) -> str:
-    s, money = savings(cost, other, cmp.hours), cmp.prices.money
-    if abs(s.per_month) < 0.005:
+    # One run over a few hours: no per-month figure, which would need a spread over seeds to mean anything.
+    saved, money = other - cost, cmp.prices.money
+    if abs(saved) < 0.005:
         return f"the same cost over these {cmp.hours:.1f} h: nothing saved"
-    head = f"saved {money(s.saved)}" if s.saved > 0 else f"cost {money(-s.saved)} more"
-    return (
-        f"{head} over these {cmp.hours:.1f} h: {money(abs(s.per_day))} per day, {money(abs(s.per_month))} per month at this rate"
-    )
+    head = f"saved {money(saved)}" if saved > 0 else f"cost {money(-saved)} more"
+    return f"{head} over these {cmp.hours:.1f} h, {cost / other if other else float('nan'):.2f} x the cost"
 
 
-def _context_table(inputs: ReportInputs, whole: dict[str, float]) -> dict[str, Any]:
+def _context_table(inputs: ReportInputs, whole: dict[str, float]) -> dict[str, Any] | None:
     f, start = inputs.features, tuned_start(inputs)
     periods = [("whole period", whole)]
     if start is not None and (f["window_start"] < start).any() and (f["window_start"] >= start).any():
@@ -114,6 +113,11 @@ def _context_table(inputs: ReportInputs, whole: dict[str, float]) -> dict[str, A
             ("before tuning", summarise(inputs, f[f["window_start"] < start])),
             ("tuned", summarise(inputs, f[f["window_start"] >= start])),
         ]
+    if inputs.comparison is not None:
+        # The tuned hours are stated once, in the same-load table; here only the hours before them.
+        periods = [p for p in periods if p[0] == "before tuning"]
+        if not periods:
+            return None
     money = inputs.prices.money
     rows = [
         ("hours", lambda s: f"{s['hours']:.1f}"),
@@ -121,10 +125,10 @@ def _context_table(inputs: ReportInputs, whole: dict[str, float]) -> dict[str, A
         ("reserved memory GiB-hours", lambda s: f"{s['memory_gib_hours']:.1f} ({s['memory_vs_static']:.2f} x static max)"),
         ("priced reservation (no profiling)", lambda s: money(s["priced_cost"])),
         ("latency p50 (median of minutes)", lambda s: _ms(s["latency_p50_ms"])),
-        ("latency p95 (95th pct of minutes)", lambda s: _ms(s["latency_p95_ms"])),
-        ("minutes with p95 over target", lambda s: f"{s['minutes_over_target']}"),
+        ("p95 latency", lambda s: _ms(s["latency_p95_ms"])),
+        (f"minutes over the {_ms(inputs.latency_target_ms)} target", lambda s: f"{s['minutes_over_target']}"),
         ("mean consumer lag", lambda s: f"{s['mean_lag']:,.0f} records"),
-        ("reconfigurations", lambda s: f"{s['reconfigurations']} ({s['downtime_s']:.0f} s downtime)"),
+        ("reconfigurations", lambda s: f"{s['reconfigurations']}"),
     ]
     return {
         "heads": [name for name, _ in periods],
@@ -163,6 +167,7 @@ def report_content(inputs: ReportInputs, goals: Goals | None = None) -> dict[str
         f"({whole['hours']:.1f} h of per-minute features)",
         "tuning_start": f"{start:%Y-%m-%d %H:%M} UTC" if start is not None else None,
         "target": _ms(inputs.latency_target_ms),
+        "p95_definition": P95_DEFINITION,
         "static": plain_config(mx.parallelism, mx.task_slots, mx.taskmanagers, mx.cpu, mx.memory_mb, mx.checkpoint_interval_s),
         "prices": inputs.prices.describe(),
         "verdict": verdict.to_dict()

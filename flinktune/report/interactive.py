@@ -13,7 +13,16 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from flinktune.report.period import Events, ReportInputs
-from flinktune.report.plots import MARKS, POLICY_COLOURS, planned_against_peak, within
+from flinktune.report.plots import (
+    MARKS,
+    POLICY_COLOURS,
+    SERIES_COLOURS,
+    STATIC_DASH,
+    TUNING_START,
+    drawing_order,
+    planned_against_peak,
+    within,
+)
 
 __all__ = ["figure_div", "figures", "plotly_js"]
 
@@ -41,15 +50,14 @@ def _mark(fig: go.Figure, ev: Events, rows: int) -> None:
             for r in range(1, rows + 1):
                 fig.add_vline(x=t, line={"color": colour, "dash": dash, "width": 1}, opacity=0.7, row=r, col=1)
     if ev.tuning_start is not None:
+        colour, dash, label = TUNING_START
         fig.add_trace(
-            go.Scatter(
-                x=[None], y=[None], mode="lines", line={"color": "green", "dash": "dash", "width": 2}, name="tuning starts"
-            ),
+            go.Scatter(x=[None], y=[None], mode="lines", line={"color": colour, "dash": dash, "width": 2}, name=label),
             row=1,
             col=1,
         )
         for r in range(1, rows + 1):
-            fig.add_vline(x=ev.tuning_start, line={"color": "green", "dash": "dash", "width": 2}, row=r, col=1)
+            fig.add_vline(x=ev.tuning_start, line={"color": colour, "dash": dash, "width": 2}, row=r, col=1)
 
 
 def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
@@ -67,10 +75,17 @@ def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
 def _rate(inputs: ReportInputs, ev: Events) -> go.Figure:
     f = inputs.features
     fig = make_subplots(rows=1, cols=1)
-    fig.add_trace(go.Scatter(x=f["window_start"], y=f["input_rate"], name="input rate", line={"color": "black", "width": 1.5}))
     fig.add_trace(
         go.Scatter(
-            x=f["window_start"], y=f["throughput"], name="throughput", line={"color": "#17becf", "width": 1.2, "dash": "dash"}
+            x=f["window_start"], y=f["input_rate"], name="input rate", line={"color": SERIES_COLOURS["input rate"], "width": 1.5}
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=f["window_start"],
+            y=f["throughput"],
+            name="throughput",
+            line={"color": SERIES_COLOURS["throughput"], "width": 1.2, "dash": "dash"},
         )
     )
     pk = planned_against_peak(inputs)
@@ -80,14 +95,16 @@ def _rate(inputs: ReportInputs, ev: Events) -> go.Figure:
         for r in pk.itertuples(index=False):
             xs += [r.ts, r.ts + h, None]
             ys += [r.planned, r.planned, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, name="planned rate", mode="lines", line={"color": "#d62728", "width": 3}))
+        fig.add_trace(
+            go.Scatter(x=xs, y=ys, name="planned rate", mode="lines", line={"color": SERIES_COLOURS["planned rate"], "width": 3})
+        )
         fig.add_trace(
             go.Scatter(
                 x=pk["ts"] + h / 2,
                 y=pk["peak"],
                 name="peak that came",
                 mode="markers",
-                marker={"color": "#ff7f0e", "symbol": "triangle-up", "size": 9},
+                marker={"color": SERIES_COLOURS["peak that came"], "symbol": "triangle-up", "size": 9},
             )
         )
     _mark(fig, ev, 1)
@@ -103,18 +120,23 @@ def _same_load(inputs: ReportInputs, ev: Events) -> go.Figure:
         cols=1,
         shared_xaxes=True,
         vertical_spacing=0.05,
-        subplot_titles=("p95 latency (minute mean)", "reserved CPU cores", f"running cost, {cmp.prices.currency}"),
+        subplot_titles=("p95 latency (each minute's)", "reserved CPU cores", f"running cost, {cmp.prices.currency}"),
     )
     ev = within(ev, ev.tuning_start)
-    for o in cmp.outcomes.values():
+    for o in drawing_order(cmp.outcomes.values()):
         m = o.minutes
-        line = {"width": 2.5 if o.actual else 1.2, "color": POLICY_COLOURS.get(o.policy)}
+        static = o.policy == "static"
+        line = {
+            "width": 2.5 if o.actual or static else 1.2,
+            "color": POLICY_COLOURS.get(o.policy),
+            "dash": STATIC_DASH if static else "solid",
+        }
         cost = cmp.prices.cost(m["total_cpu"] / 60.0, m["total_memory_mb"] / 1024.0 / 60.0).cumsum()
-        for row, y in ((1, m["latency_p95_ms"]), (2, m["total_cpu"]), (3, cost)):
+        for row, y in ((1, m["latency_p95_max_ms"]), (2, m["total_cpu"]), (3, cost)):
             fig.add_trace(
                 go.Scatter(x=m.index, y=y, name=o.label, legendgroup=o.policy, showlegend=row == 1, line=line), row=row, col=1
             )
-    fig.add_hline(y=cmp.latency_target_ms, line={"color": "#d62728", "dash": "dash"}, row=1, col=1)
+    fig.add_hline(y=cmp.latency_target_ms, line={"color": SERIES_COLOURS["p95 target"], "dash": "dash"}, row=1, col=1)
     fig.update_yaxes(type="log", title_text="ms", row=1, col=1)
     _mark(fig, ev, 3)
     return _layout(fig, "The same load under each policy", 760)
@@ -130,14 +152,21 @@ def _config(inputs: ReportInputs, ev: Events) -> go.Figure:
         subplot_titles=("parallelism and TaskManagers", "reserved cores and GiB"),
     )
     for name, y in (("parallelism", f["parallelism"]), ("TaskManagers", f["taskmanagers"])):
-        fig.add_trace(go.Scatter(x=f["window_start"], y=y, name=name, line={"shape": "hv"}), row=1, col=1)
+        fig.add_trace(
+            go.Scatter(x=f["window_start"], y=y, name=name, line={"shape": "hv", "color": SERIES_COLOURS[name]}), row=1, col=1
+        )
     for name, y in (
         ("reserved cores", f["taskmanagers"] * f["cpu"]),
         ("reserved GiB", f["taskmanagers"] * f["memory_mb"] / 1024.0),
         ("used cores", f["cpu_used"]),
     ):
         fig.add_trace(
-            go.Scatter(x=f["window_start"], y=y, name=name, line={"shape": "hv" if "reserved" in name else "linear"}),
+            go.Scatter(
+                x=f["window_start"],
+                y=y,
+                name=name,
+                line={"shape": "hv" if "reserved" in name else "linear", "color": SERIES_COLOURS[name]},
+            ),
             row=2,
             col=1,
         )
@@ -148,9 +177,9 @@ def _config(inputs: ReportInputs, ev: Events) -> go.Figure:
 def _latency(inputs: ReportInputs, ev: Events) -> go.Figure:
     f = inputs.features
     fig = make_subplots(rows=1, cols=1)
-    fig.add_trace(go.Scatter(x=f["window_start"], y=f["latency_p50_ms"], name="p50"))
-    fig.add_trace(go.Scatter(x=f["window_start"], y=f["latency_p95_ms"], name="p95"))
-    fig.add_hline(y=inputs.latency_target_ms, line={"color": "#d62728", "dash": "dash"})
+    for name, col in (("p50", "latency_p50_ms"), ("p95", "latency_p95_ms")):
+        fig.add_trace(go.Scatter(x=f["window_start"], y=f[col], name=name, line={"color": SERIES_COLOURS[name]}))
+    fig.add_hline(y=inputs.latency_target_ms, line={"color": SERIES_COLOURS["p95 target"], "dash": "dash"})
     fig.update_yaxes(type="log", title_text="ms")
     _mark(fig, ev, 1)
     return _layout(fig, f"End-to-end latency of this run (dashed: the {inputs.latency_target_ms:,.0f} ms p95 target)", 400)

@@ -15,6 +15,7 @@ import pandas as pd
 from flinktune.config_space import ConfigSpace
 from flinktune.pricing import PriceList, load_prices
 from flinktune.report.counterfactual import Comparison
+from flinktune.report.latency import minutes_p95
 from flinktune.report.quality import DataQuality
 
 __all__ = ["Events", "ReportInputs", "events", "summarise", "tuned_start"]
@@ -68,7 +69,7 @@ def summarise(inputs: ReportInputs, features: pd.DataFrame | None = None) -> dic
         "memory_vs_static": reserved_mem_gib_h / (mx.total_memory_mb / 1024.0 * hours) if hours else float("nan"),
         "priced_cost": inputs.prices.cost(reserved_cpu_h, reserved_mem_gib_h),
         "latency_p50_ms": float(f["latency_p50_ms"].median()),
-        "latency_p95_ms": float(f["latency_p95_ms"].quantile(0.95)),
+        "latency_p95_ms": minutes_p95(f["latency_p95_ms"]),
         "minutes_over_target": int((f["latency_p95_ms"] > inputs.latency_target_ms).sum()),
         "mean_lag": float(f["lag"].mean()),
         "reconfigurations": len(changes),

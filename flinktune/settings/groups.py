@@ -96,6 +96,13 @@ class Settings(BaseSettings):
     state_db: Path | None = Field(
         None, description="SQLite file of decisions and observations; defaults to <var_dir>/state/flinktune.db."
     )
+    state_url: str | None = Field(
+        None,
+        pattern=r"^postgresql(\+psycopg2)?://",
+        description="SQLAlchemy URL of a PostgreSQL state store (postgresql://user:password@host:5432/db), shared by "
+        "every worker and the API server; pass it from a Secret (or leave the password out and set PGPASSWORD), never "
+        "in a file or a spec; messages print it without the password. Unset: the embedded SQLite file state_db.",
+    )
     twin_dir: Path | None = Field(None, description="Persisted twin state per job; defaults to <var_dir>/twin.")
     mlflow_tracking_uri: str | None = Field(
         None, description="MLflow tracking URI; defaults to sqlite:///<var_dir>/mlflow/mlflow.db."

@@ -1,6 +1,6 @@
 """Which short profiling runs to ask for when the surrogate knows too little about a rate.
 
-As Demeter does it (ANCHORS.md section 1.5): constrained multi-objective BO over the candidates
+As Demeter does it (docs/baselines.md, demeter): constrained multi-objective BO over the candidates
 that fit the profiling budget, here qLogNEHVI on the discrete set (``models.surrogate.acquisition``):
 objectives are the candidates' reserved CPU and memory, constraints the latency and recovery
 models. The budget defaults to the space's own (the static maximum's totals);

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from models.atomic_write import atomic_dir
+from flinktune.lake.atomic import atomic_dir
 from models.forecasting.base import ForecastingModel
 from models.forecasting.peak_covariates import context_input_bins, peak_covariates, peak_targets
 from models.forecasting.series_prep import prepare_rate_series

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from models.atomic_write import atomic_dir
+from flinktune.lake.atomic import atomic_dir
 from models.forecasting.backtest import BacktestResult, SelectedBacktest, choose_rules, summarize
 from models.forecasting.base import ForecastingModel
 from models.forecasting.darts_peak import DARTS_PEAK_LEVELS, ESTIMATORS, DartsPeakForecaster

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from models.atomic_write import atomic_file
+from flinktune.lake.atomic import atomic_write_with
 
 __all__ = ["TorchStateFile"]
 
@@ -22,10 +22,8 @@ class TorchStateFile:
 
     def save(self, path: str | Path) -> Path:
         """Write ``self.state()`` to ``path`` with ``torch.save`` (temp name, then rename)."""
-        path = Path(path)
-        with atomic_file(path) as tmp:
-            torch.save(self.state(), tmp)  # type: ignore[attr-defined]
-        return path
+        state = self.state()  # type: ignore[attr-defined]
+        return atomic_write_with(path, lambda tmp: torch.save(state, tmp))
 
     @classmethod
     def load(cls, path: str | Path, *, device: str = "cpu"):

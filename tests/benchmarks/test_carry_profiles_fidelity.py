@@ -35,6 +35,13 @@ def test_measured_runs_one_row_per_run_in_run_order(slice_dir) -> None:
         measured_runs(slice_dir, "nosuch")
 
 
+def test_measured_runs_take_the_share_at_the_default_from_a_trajectory(slice_dir) -> None:
+    ranks = list(measured_runs(slice_dir).index)
+    trajectory = pd.DataFrame({"run": [str(r) for r in ranks[:1]], "at_default": [0.25]})
+    m = measured_runs(slice_dir, trajectory=trajectory)
+    assert m.loc[ranks[0], "at_default"] == 0.25 and m["at_default"].iloc[1:].isna().all()
+
+
 def test_carry_profiles_gives_one_block_per_measured_run(slice_dir, capsys) -> None:
     argv = ["--data", str(slice_dir), "--skip-loro", "--policies", "static,demeter", "--seeds", "3", "--workers", "1"]
     assert main([*argv, "--max-nfev", "4", "--carry-profiles"]) == 0

@@ -8,8 +8,8 @@ import pytest
 
 from benchmarks.replay_bound import bound, bound_for_rates, bound_with_changes
 from benchmarks.replay_seeds import main, parse_seeds, targets
-from flinktune.cli.entry import KNOWN_EXIT, run_main
 from flinktune.config_space import ConfigSpace
+from flinktune.entry import KNOWN_EXIT, run_main
 from flinktune.replay.runner import resolve_profile
 from flinktune.twin.workload import generate_trace
 

@@ -12,7 +12,7 @@ import pytest
 
 import benchmarks.robustness as rb
 from benchmarks.scenario_matrix import COLUMNS, apply_perturbation
-from flinktune.cli.entry import KNOWN_EXIT, run_main
+from flinktune.entry import KNOWN_EXIT, run_main
 from flinktune.pricing import load_prices
 from flinktune.replay.metrics import SUMMARY_COLUMNS
 from flinktune.replay.runner import resolve_profile

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from flinktune.airflow_local.airflow_home import DEFAULT_DAGS_FOLDER, airflow_env, prepare_airflow_home
+from flinktune.airflow_local.runner import DagParamsError, run_dag
 from flinktune.job_name import JOB_NAME_PATTERN
-from flinktune.orchestration.local.airflow_home import DEFAULT_DAGS_FOLDER, airflow_env, prepare_airflow_home
-from flinktune.orchestration.local.runner import DagParamsError, run_dag
 
 pytestmark = pytest.mark.airflow
 
@@ -344,7 +344,7 @@ import json, sys
 from airflow.configuration import conf
 from airflow.dag_processing.dagbag import DagBag
 from airflow.sdk.listener import get_listener_manager
-from flinktune.orchestration.local.in_process import _failure_recorder
+from flinktune.airflow_local.in_process import _failure_recorder
 recorder = _failure_recorder()
 get_listener_manager().add_listener(recorder)
 dag = DagBag(dag_folder=conf.get("core", "dags_folder")).dags["flinktune_decide"]

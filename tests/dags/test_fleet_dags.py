@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from flinktune.airflow_local.airflow_home import prepare_airflow_home
 from flinktune.decision.store import SqliteStateStore
-from flinktune.orchestration.local.airflow_home import prepare_airflow_home
 from flinktune.settings import Settings
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.xdist_group("fleet-dags")]  # one worker builds fleet_run
@@ -28,7 +28,7 @@ import json, sys
 from airflow.configuration import conf
 from airflow.dag_processing.dagbag import DagBag
 from airflow.sdk.listener import get_listener_manager
-from flinktune.orchestration.local.in_process import _failure_recorder
+from flinktune.airflow_local.in_process import _failure_recorder
 recorder = _failure_recorder()
 get_listener_manager().add_listener(recorder)
 dag = DagBag(dag_folder=conf.get("core", "dags_folder")).dags["flinktune_decide"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from flinktune.orchestration.local.runner import run_pipeline
+from flinktune.airflow_local.runner import run_pipeline
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,20 @@ def test_quarantined_batch_is_logged_with_its_rule_and_data_docs_page(tmp_path):
     assert not rec.passed and rec.quarantined and rec.quarantine_path == str(tmp_path / "q" / "profiling_observations" / "bad-1")
     assert any("latency_ms.range" in e for e in rec.errors)
     assert rec.data_docs_page and "bad-1" in rec.data_docs_page and "-5.0" in Path(rec.data_docs_page).read_text()
+
+
+def test_a_moved_lake_reads_its_own_data_docs_and_quarantine(tmp_path):
+    lake = tmp_path / "a" / "lake"
+    bad = observations()
+    bad.loc[1, "latency_ms"] = -5.0
+    with pytest.raises(ContractViolation):
+        validate(bad, "profiling_observations", batch_id="bad-1", quarantine_root=lake / "quarantine", gx_project=lake / "quality")
+    assert str(tmp_path / "a") not in (lake / "quality" / "batches.jsonl").read_text(), "paths inside the lake are relative"
+    moved = tmp_path / "b" / "lake"
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    (rec,) = read_batches(moved / "quality")
+    assert rec.quarantine_path == str(moved / "quarantine" / "profiling_observations" / "bad-1")
+    assert rec.data_docs_page and Path(rec.data_docs_page).is_file() and rec.data_docs_page.startswith(str(moved))
 
 
 def test_schema_failure_is_logged_without_a_data_docs_page(tmp_path):

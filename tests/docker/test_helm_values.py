@@ -53,6 +53,13 @@ def _with(change) -> dict[str, Any]:
             "env/",
         ),
         ("the chart's pod-launching Role", lambda v: v.update(allowPodLaunching=True), "allowPodLaunching"),
+        (
+            "the state store URL as a plain variable",
+            lambda v: v["env"].append({"name": "FLINKTUNE_STATE_URL", "value": "postgresql://u:p@db/flinktune"}),
+            "env/",
+        ),
+        ("a password in the auth manager's config", lambda v: v["config"]["core"].update(admin_password="pw"), "config/core"),
+        ("a user without a role", lambda v: v["config"]["core"].update(simple_auth_manager_users="admin"), "config/core"),
     ],
 )
 def test_the_schema_refuses(what: str, change, where: str) -> None:
@@ -75,3 +82,20 @@ def test_every_credential_is_a_secret_reference() -> None:
     assert {"FLINKTUNE_MLFLOW_TRACKING_URI", "FLINKTUNE_PROMETHEUS_TOKEN"} <= by_reference
     refs = json.loads(next(e["value"] for e in values["env"] if e["name"] == "FLINKTUNE_TRAINER_SECRET_REFS"))
     assert set(refs) == {"FLINKTUNE_MLFLOW_TRACKING_URI"}, "the trainer pod gets the MLflow URI by secretKeyRef"
+
+
+def test_the_state_store_is_postgresql_by_secret_reference() -> None:
+    values = _values()
+    state = [s for s in values["secret"] if s["envName"] == "FLINKTUNE_STATE_URL"]
+    assert state == [{"envName": "FLINKTUNE_STATE_URL", "secretName": "flinktune-state", "secretKey": "url"}]
+    assert "FLINKTUNE_STATE_DB" not in {e["name"] for e in values["env"]}, "no SQLite file shared over a volume"
+
+
+def test_there_is_a_way_in_an_admin_whose_password_file_every_api_server_replica_shares() -> None:
+    values = _values()
+    core = values["config"]["core"]
+    users = dict(pair.split(":") for pair in core["simple_auth_manager_users"].split(","))
+    assert "admin" in users.values()
+    mounts = [m["mountPath"] for m in values["apiServer"]["extraVolumeMounts"]]
+    assert any(core["simple_auth_manager_passwords_file"].startswith(m.rstrip("/") + "/") for m in mounts)
+    assert values["createUserJob"] == {"enabled": False}, "airflow users create is the FAB auth manager's"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -86,3 +87,17 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
         assert step.returncode == 0, f"{args}: {step.stdout[-2000:]}\n{step.stderr[-2000:]}"
         assert "using the demo's state in var/demo/" in step.stderr, step.stderr[-2000:]
     assert not (tmp_path / "var" / "state").exists(), "nothing written outside the demo's folder"
+
+    # The state folder moves: a copy reports and decides on its own, and the original is not touched.
+    copy = tmp_path / "copied" / "demo"
+    shutil.copytree(var_dir, copy)
+    before = {p: p.stat().st_mtime_ns for p in var_dir.rglob("*") if p.is_file()}
+    for args in (["report", "--job", "demo"], ["decide", "--job", "demo", "--ticks", "1", "--dry-run"]):
+        step = subprocess.run([sys.executable, "-m", "flinktune.cli", *args, "--var-dir", str(copy)], cwd=tmp_path, env=follow_env,
+                              capture_output=True, text=True, timeout=300)
+        assert step.returncode == 0, f"{args} on the copy: {step.stdout[-2000:]}\n{step.stderr[-2000:]}"
+    after = {p: p.stat().st_mtime_ns for p in var_dir.rglob("*") if p.is_file()}
+    assert after == before, f"the original changed: {sorted(str(p) for p in set(after) ^ set(before) | {p for p in before if after.get(p) != before[p]})[:5]}"
+    with sqlite3.connect(copy / "mlflow" / "mlflow.db") as con:
+        uris = [u for (u,) in con.execute("SELECT artifact_uri FROM runs")]
+    assert uris and all(str(var_dir) not in u for u in uris), "the copy's runs point into the copy"

@@ -1,4 +1,4 @@
-"""The import graph's forbidden arrows (docs/ARCHITECTURE.md, "Import direction").
+"""The import graph's forbidden arrows besides the layer order (docs/ARCHITECTURE.md, "Layers").
 
 Every import counts, the ones inside functions too: a lazy import is still an arrow. The source is
 parsed, not imported, so the test is fast and sees code no other test reaches.
@@ -60,15 +60,22 @@ def test_no_forbidden_arrow(sources: str, target: str, why: str) -> None:
     assert _arrows(sources, target) == [], why
 
 
-def test_orchestration_is_imported_only_by_dags_plugins_the_cli_and_itself() -> None:
-    # The rehearsal starts Airflow as deployed (its home from orchestration.local), as the CLI demo runner does.
-    allowed = ("flinktune.orchestration", "flinktune.cli", "flinktune.rehearsal")
-    stray = [a for a in _arrows("flinktune", "flinktune.orchestration") if not a.startswith(allowed)]
+def test_dag_files_reach_the_project_only_through_dag_tasks() -> None:
+    # DAG files are wiring: every task body is a function of flinktune.orchestration.dag_tasks.
+    own = ("flinktune", "jobs", "models", "data_contracts", "plugins", "benchmarks")
+    arrows = [(p.name, n) for p in sorted((REPO / "dags").glob("*.py")) for n in sorted(_imports(p)) if n.split(".")[0] in own]
+    assert arrows, "the DAG files import dag_tasks: the arrow finder must see them"
+    assert [a for a in arrows if not a[1].startswith("flinktune.orchestration.dag_tasks")] == []
+
+
+def test_orchestration_is_imported_only_by_dags_plugins_and_itself() -> None:
+    # The demo and the rehearsal start Airflow through flinktune.airflow_local, not through orchestration.
+    stray = [a for a in _arrows("flinktune", "flinktune.orchestration") if not a.startswith("flinktune.orchestration")]
     assert stray == []
 
 
-def test_the_three_orchestration_parts_do_not_import_each_other() -> None:
-    parts = tuple(f"flinktune.orchestration.{p}" for p in ("dag_tasks", "local", "plugin_ui"))
+def test_the_two_orchestration_parts_do_not_import_each_other() -> None:
+    parts = tuple(f"flinktune.orchestration.{p}" for p in ("dag_tasks", "plugin_ui"))
     crossing = []
     for path in sorted((REPO / "flinktune" / "orchestration").rglob("*.py")):
         own = _owner(_module(path), parts)
@@ -82,5 +89,5 @@ def test_the_three_orchestration_parts_do_not_import_each_other() -> None:
 def test_the_arrow_finder_sees_lazy_imports(tmp_path: Path) -> None:
     # Guards the test itself: an import inside a function must count.
     path = tmp_path / "lazy.py"
-    path.write_text("def f():\n    from flinktune.orchestration.local.runner import run_dag\n")
-    assert "flinktune.orchestration.local.runner" in _imports(path)
+    path.write_text("def f():\n    from flinktune.orchestration.dag_tasks.tasks import decide\n")
+    assert "flinktune.orchestration.dag_tasks.tasks" in _imports(path)

@@ -1,9 +1,9 @@
-"""The price list: defaults, environment overrides, bad prices named, savings per day and month."""
+"""The price list: defaults, environment overrides, bad prices named."""
 
 import pytest
 from pydantic import ValidationError
 
-from flinktune.pricing import PriceList, load_prices, savings
+from flinktune.pricing import PriceList, load_prices
 from flinktune.settings import load_settings
 
 
@@ -28,11 +28,3 @@ def test_bad_prices_are_named():
         PriceList(cpu_core_hour=-1)
     with pytest.raises(ValidationError, match="both 0"):
         PriceList(cpu_core_hour=0, memory_gib_hour=0)
-    with pytest.raises(ValueError, match="hours must be > 0"):
-        savings(1.0, 2.0, 0)
-
-
-def test_savings_scale_to_a_day_and_a_month():
-    s = savings(cost=3.0, baseline_cost=5.0, hours=4.0)
-    assert s.saved == 2.0 and s.per_hour == 0.5 and s.per_day == 12.0 and s.per_month == 360.0
-    assert savings(6.0, 5.0, 1.0).per_day == -24.0  # dearer than the baseline: a negative saving

@@ -103,25 +103,6 @@ def test_profile_defaults_without_a_twin_and_bad_configs(settings) -> None:
         profile_job.run(job="fresh", configs=[{"cores": 2}], settings=settings)
 
 
-def test_profiling_observations_failing_their_contract_are_quarantined_not_written(settings):
-    import pandas as pd
-    import pytest
-
-    from data_contracts import ContractViolation
-    from flinktune.lake import Lake
-    from flinktune.metrics.schema import PROFILING_COLUMNS
-    from jobs.profile import _write_observations
-
-    row = {c: 1.0 for c in PROFILING_COLUMNS}
-    row.update(job="demo", run_id="r1", ts_ms=1_704_067_200_000, parallelism=8, task_slots=1, cpu=1.0, memory_mb=1024,
-               checkpoint_interval_s=10, input_rate=-5.0)
-    df = pd.DataFrame([row, {**row, "run_id": "r2", "input_rate": 1000.0}, {**row, "run_id": "r3", "input_rate": 2000.0}])
-    with pytest.raises(ContractViolation, match="input_rate"):
-        _write_observations(df, settings)
-    assert not list(Lake(settings.lake_dir).curated_dir("profiling_observations").rglob("*.parquet"))
-    assert list(Lake(settings.lake_dir).quarantine_dir("profiling_observations").rglob("report.md"))
-
-
 def test_profile_refuses_on_a_real_cluster_and_writes_no_twin_rows(settings, monkeypatch) -> None:
     monkeypatch.setenv("FLINKTUNE_CLUSTER", "kubernetes")
     with pytest.raises(ValueError, match="twin only.*flinktune_profile DAG") as caught:

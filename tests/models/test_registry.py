@@ -117,11 +117,18 @@ def test_promote_relative_margin_requirement_and_given_scores(mlflow_home, surro
     kept = registry.promote(name, v2, "mae", incumbent=10.0, margin=0.05, relative=True, context="same window from t0")
     assert not kept.promoted and registry.champion_version(name) == "1"
     assert kept.reason == "kept champion: same window from t0: mae 9.5 vs champion v1 10 (needs < 9.5, margin 0.05 relative)"
+    words = client.get_model_version(name, v2).description
+    assert words == ("Not promoted (challenger): version 1 stays champion (same window from t0): mae 9.5 against 10 "
+                     "(lower is better; it had to reach 9.5).")
     assert client.get_model_version(name, v2).tags["promotion"] == kept.reason
     # Its own value given (e.g. on the shared window) overrides the run's metric.
     won = registry.promote(name, v2, "mae", challenger=9.0, incumbent=10.0, margin=0.05, relative=True,
                            requirement=(True, "under_rate 0.01 vs 0.02"))
     assert won.promoted and registry.champion_version(name) == "2"
     assert won.reason.startswith("promoted: mae 9 vs champion v1 10") and won.reason.endswith("under_rate 0.01 vs 0.02")
+    assert client.get_model_version(name, v2).description == (
+        "Champion: it beat version 1: mae 9 against 10 (lower is better; it had to reach 9.5). "
+        "Also required: under_rate 0.01 vs 0.02, met.")
+    assert client.get_model_version(name, v1).description.startswith("Champion: it is the first version")
     with pytest.raises(ValueError, match="margin must be >= 0"):
         registry.promote(name, v2, "mae", margin=-0.1)

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from flinktune.airflow_local.airflow_home import airflow_env
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision
 from flinktune.decision.evaluation import evaluate
 from flinktune.decision.stages import RealizeResult
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import raw_samples
-from flinktune.orchestration.local.airflow_home import airflow_env
 
 pytestmark = pytest.mark.airflow
 
@@ -130,7 +130,7 @@ def test_plugin_is_discovered_and_serves_the_newest_decisions(tmp_path: Path, ai
 def test_missing_state_database_is_a_404_naming_it_and_is_not_created(tmp_path: Path, airflow_var: Path) -> None:
     db = tmp_path / "nowhere" / "state.db"
     result = _call({"FLINKTUNE_STATE_DB": str(db)}, airflow_var, ["/jobs"])
-    assert result["responses"] == [[404, {"detail": "no flinktune state database yet (FLINKTUNE_STATE_DB): no decision has been recorded"}]]
+    assert result["responses"] == [[404, {"detail": "no flinktune state database yet (FLINKTUNE_STATE_DB or FLINKTUNE_STATE_URL): no decision has been recorded"}]]
     assert not db.parent.exists()
 
 
@@ -152,6 +152,10 @@ def test_job_page_shows_config_decisions_champions_and_report_plots(tmp_path: Pa
 
     db = tmp_path / "state.db"
     _record_three_decisions(db, "wordcount")
+    _record_three_decisions(db, "clicks")
+    from flinktune.decision.store import SqliteStateStore
+
+    SqliteStateStore(db).set_mode("clicks", "act", by="alice", at=1_700_000_000.0)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     client.create_registered_model("flinktune-surrogate-wordcount")
@@ -169,10 +173,14 @@ def test_job_page_shows_config_decisions_champions_and_report_plots(tmp_path: Pa
            "FLINKTUNE_MLFLOW_UI_URL": "http://mlflow.example:5000"}
     result = _call(env, airflow_var, [
         "/", "/job/wordcount", "/job/wordcount/plots/rate_forecast.png", "/job/wordcount/plots/old.png",
-        "/job/wordcount/plots/..%2Fstate.db", "/job/Bad!",
+        "/job/wordcount/plots/..%2Fstate.db", "/job/Bad!", "/job/clicks",
     ])
-    (index_code, index), (code, page), (plot_code, plot), (old_code, _), (escape_code, _), (bad_code, _) = result["responses"]
+    (index_code, index), (code, page), (plot_code, plot), (old_code, _), (escape_code, _), (bad_code, _), (_, clicks) = result["responses"]
     assert index_code == 200 and 'href="/flinktune/job/wordcount"' in index  # mounted by Airflow at /flinktune
+    # Each job's mode: advice unless switched to act, and who switched it when.
+    assert 'wordcount</a> <span class="mode">(advise)</span>' in index and 'clicks</a> <span class="mode">(act)</span>' in index
+    assert '<p id="mode"><strong>Mode:</strong> advise (every job starts in advice;' in page
+    assert "act (`flinktune fleet act` by alice at 2023-11-14 22:13:20 UTC)" in clicks
     assert code == 200
     config = page.split('<table id="config">')[1].split("</table>")[0]
     assert "<th>parallelism</th><td>12</td>" in config, "the applied target is the configuration in force"

@@ -35,8 +35,8 @@ from flinktune.settings import KubernetesSettings, SettingsError, SparkSettings,
 __all__ = ["API_VERSION", "IMAGE_APP", "IN_CLUSTER_MASTER", "SPARK_IMAGE_VERSION", "SparkApplicationError", "spark_application"]
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
-SPARK_IMAGE_VERSION = "4.1.1"
-"""Spark in docker/Dockerfile.spark-job's base image (a test checks the two agree)."""
+SPARK_IMAGE_VERSION = "4.1.4"
+"""Spark in docker/Dockerfile.spark-job's image: the pinned pyspark is its SPARK_HOME (a test checks the two agree)."""
 IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
 """The master the driver's session names: the ETL builds its session from FLINKTUNE_SPARK_MASTER, and
 that must be the cluster it runs in, whatever the worker's own master is."""

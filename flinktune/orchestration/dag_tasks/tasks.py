@@ -1,4 +1,5 @@
-"""What the DAG tasks do, behind the back-end switches: the DAG files call these and nothing else.
+"""What the DAG tasks do, behind the back-end switches: the DAG files call these and nothing else
+(``dags/`` imports flinktune only through :mod:`flinktune.orchestration.dag_tasks`).
 
 Each function is one task's body: it resolves :func:`flinktune.backends.choice.load_backends`
 and settings at run time, imports the job it needs lazily (DAG files must parse fast), and returns
@@ -7,7 +8,8 @@ a JSON-ready dict or list (the task's XCom). Errors name the param, variable or 
 - :func:`collect_metrics`: the ingest's raw metrics of one job, from the twin, Prometheus or the lake.
 - :func:`extract_prometheus_window`: the last schedule period of a job's metrics from Prometheus.
 - :func:`etl_features`: in-process Spark, or ``spark-submit`` to a standalone cluster (:mod:`.spark_submit`).
-- :func:`train`: ``jobs.train_<model>`` in process.
+- :func:`train`: ``jobs.train_<model>`` in process; :func:`profile_on_twin`: the train DAG's twin profiling.
+- :func:`decide`: one fleet job's ``jobs.decide`` run with its own goals; :func:`report`: ``jobs.report``.
 - :func:`suggest_profile_configs` / :func:`profile_config`: the profiling DAG's mapped runs.
 - :func:`profile_request`: the profiling run a decision asked for, if it must go through that DAG.
 - :func:`watch_fleet`: the fleet jobs whose backlog outgrew their size, as ``flinktune_decide`` confs.
@@ -29,12 +31,15 @@ from flinktune.backends.choice import load_backends
 
 __all__ = [
     "collect_metrics",
+    "decide",
     "etl_features",
     "extract_prometheus_window",
     "profile_config",
+    "profile_on_twin",
     "profile_request",
     "profile_requests",
     "replay",
+    "report",
     "suggest_profile_configs",
     "train",
     "watch_fleet",
@@ -154,6 +159,48 @@ def train(model: str, job: str) -> dict[str, Any]:
     return module.run(job=job, settings=settings)
 
 
+def profile_on_twin(job: str) -> dict[str, Any]:
+    """The train DAG's profiling of ``job`` on the twin (``jobs.profile``: the policy's start-up design); the
+    job's summary. Skips (``AirflowSkipException``, with the reason) on a real cluster, where profiling
+    runs go through ``flinktune_profile`` and twin rows must not land in a real job's observations."""
+    if load_backends().cluster != "twin":
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        raise AirflowSkipException(
+            "real cluster: profiling runs through the flinktune_profile DAG; the surrogate retrains on the observations it wrote"
+        )
+    from jobs import profile as job_module
+
+    return job_module.run(job=job, settings=_settings())
+
+
+def decide(target: Mapping[str, Any], *, ticks: int, trigger: str | None = None) -> dict[str, Any]:
+    """One fleet job's decide run (``jobs.decide``): ``target`` is a fleet target (``job``, ``policy``,
+    ``dry_run``, ``mode`` and its source, ``goals``: the job's own goals over the settings); ``trigger``
+    the watch alarm's reason of an early decision. It acts only when the run is not dry and the job's
+    mode is act (:mod:`flinktune.decision.modes`). The run's summary with ``dry_run``."""
+    from jobs import decide as job_module
+
+    decided = job_module.run(
+        job=target["job"],
+        ticks=ticks,
+        policy=target["policy"],
+        apply=not target["dry_run"],
+        settings=_settings().model_copy(update=target["goals"]),
+        trigger=trigger or None,
+        fleet_mode=target.get("mode"),
+        fleet_source=target.get("mode_source"),
+    )
+    return {**decided, "dry_run": target["dry_run"]}
+
+
+def report(job: str) -> dict[str, Any]:
+    """The run report of ``job`` (``jobs.report``); its summary."""
+    from jobs import report as job_module
+
+    return job_module.run(job=job, settings=_settings())
+
+
 def suggest_profile_configs(job: str, configs: Sequence[Mapping[str, Any]], *, max_runs: int, seed: int) -> list[dict[str, Any]]:
     """The configurations to profile: ``configs`` checked against the space, or a space-filling
     design of ``max_runs`` when empty. More configurations than ``max_runs`` is a budget error."""
@@ -197,10 +244,10 @@ def profile_config(job: str, config: Mapping[str, Any], *, rates: Sequence[float
 def _profile_on_kubernetes(job: str, config: Mapping[str, Any], *, rates: Sequence[float], duration_s: int) -> dict[str, Any]:
     from flinktune.backends.cluster import kubernetes_api, kubernetes_settings
     from flinktune.config_space import Configuration
+    from flinktune.etl.observations import write_observations
     from flinktune.kubernetes.profiling import ResourceBudget, run_profiling_deployment
     from flinktune.lake import Lake, LakeMetricsSource
     from flinktune.settings import ProfilingSettings, read_group
-    from jobs.profile import _write_observations
 
     k8s = kubernetes_settings()
     if len(rates) > 1:
@@ -221,7 +268,7 @@ def _profile_on_kubernetes(job: str, config: Mapping[str, Any], *, rates: Sequen
         budget=budget,
         vertex_ids=k8s.vertex_ids,
     )
-    path = _write_observations(df, settings)
+    path = write_observations(df, settings)
     return {"rows": len(df), "path": str(path), "config": dict(config)}
 
 
@@ -234,9 +281,9 @@ def profile_request(job: str, decided: Mapping[str, Any], *, dry_run: bool) -> d
     ticks = {float(d["ts"]) for d in decided.get("decisions", []) if d.get("action") == "profile"}
     if dry_run or not ticks or load_backends().cluster == "twin":
         return None
-    from flinktune.decision.store import SqliteStateStore
+    from flinktune.decision.store import open_state_store
 
-    rows = SqliteStateStore(_settings().state_db).decisions(job, limit=max(len(decided["decisions"]), 1))
+    rows = open_state_store(_settings()).decisions(job, limit=max(len(decided["decisions"]), 1))
     rows = rows[(rows["action"] == "profile") & rows["ts"].isin(ticks)]
     if rows.empty:
         raise LookupError(f"decide reported profile decisions at {sorted(ticks)} for job {job!r} but the state store has none")

@@ -5,7 +5,7 @@ missing state database, MLflow database or report folder becomes an explanatory 
 not a new empty file. It names no server path (a page tells its reader where to look by setting
 and folder name, never by absolute path: a path tells a caller about the host). Shape::
 
-    {"job": str,
+    {"job": str, "mode": {"mode": "advise" | "act", "why": str},
      "config": {knob: value} | None, "config_since": float | None,     # from the newest decision
      "decisions": [{"ts", "policy", "action", "reason", "target", "changed", "mode", "dry_run"}],  # newest first
      "champions": [{"kind", "model", "version" | None, "url" | None, "note" | None}],
@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHAMPION_KINDS", "job_overview", "latest_report_dir", "mlflow_ui_url"]
+__all__ = ["CHAMPION_KINDS", "job_mode", "job_overview", "latest_report_dir", "mlflow_ui_url"]
 
 CHAMPION_KINDS = ("forecaster", "surrogate")
 
@@ -77,15 +77,35 @@ def _verdict(report_dir: Path) -> str | None:
         return None
 
 
+def job_mode(job: str, switch: dict[str, Any] | None, settings: Any) -> Any:
+    """The job's mode from its recorded switch and the fleet file (an annotation is the cluster's to read)."""
+    from flinktune.decision.modes import resolve_mode
+
+    if getattr(settings, "fleet_file", None) is not None:
+        from flinktune.fleet import FleetError, load_fleet_file
+
+        try:
+            entry = load_fleet_file(settings.fleet_file).get(job)
+            return resolve_mode(job, switch, entry.settings.mode if entry.settings else None, entry.source)
+        except (FleetError, KeyError):
+            pass  # the page still shows the recorded switch; the decide run names the fleet file's fault
+    return resolve_mode(job, switch)
+
+
 def job_overview(job: str, settings: Any, *, limit: int = 10) -> dict[str, Any]:
     """The overview of ``job`` (shape in the module docstring) from ``settings`` (a ``Settings``)."""
-    from flinktune.decision.store import SqliteStateStore
+    from flinktune.decision.store import NoStateStore, open_state_store
 
-    state_db = Path(settings.state_db)
     rows: list[dict[str, Any]] = []
-    if state_db.is_file():
-        frame = SqliteStateStore(state_db).decisions(job, limit=limit)
+    switch: dict[str, Any] | None = None
+    try:
+        store = open_state_store(settings, create=False)  # a read-only view never creates a store
+    except NoStateStore:
+        store = None
+    if store is not None:
+        frame = store.decisions(job, limit=limit)
         rows = json.loads(frame.to_json(orient="records"))[::-1]  # newest first for the page
+        switch = store.job_mode(job)
     decisions = [
         {
             "ts": r["ts"],
@@ -99,6 +119,7 @@ def job_overview(job: str, settings: Any, *, limit: int = 10) -> dict[str, Any]:
         }
         for r in rows
     ]
+    mode = job_mode(job, switch, settings)
     config, since = None, None
     if rows:
         newest = rows[0]
@@ -120,6 +141,7 @@ def job_overview(job: str, settings: Any, *, limit: int = 10) -> dict[str, Any]:
     )
     return {
         "job": job,
+        "mode": {"mode": mode.mode, "why": mode.line()},
         "config": config,
         "config_since": since,
         "decisions": decisions,

@@ -29,9 +29,17 @@ def _when(ts: float | None) -> str:
     return "-" if ts is None else datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def index_page(jobs: list[str], *, base: str = "/flinktune/", note: str | None = None) -> str:
-    """The list of jobs with recorded decisions, each linking to its page under ``base``."""
-    items = "".join(f'<li><a href="{escape(base)}job/{quote(j)}">{escape(j)}</a></li>' for j in jobs)
+def index_page(
+    jobs: list[str], *, base: str = "/flinktune/", note: str | None = None, modes: dict[str, str] | None = None
+) -> str:
+    """The list of jobs with recorded decisions, each linking to its page under ``base``, with its mode (advise or act)."""
+    modes = modes or {}
+    items = "".join(
+        f'<li><a href="{escape(base)}job/{quote(j)}">{escape(j)}</a>'
+        + (f' <span class="mode">({escape(modes[j])})</span>' if j in modes else "")
+        + "</li>"
+        for j in jobs
+    )
     body = "<h1>flinktune</h1>" + (f'<p class="note">{escape(note)}</p>' if note else "")
     body += f"<ul>{items}</ul>" if jobs else '<p class="note">No job has recorded decisions yet.</p>'
     return _doc("flinktune jobs", body)
@@ -50,7 +58,7 @@ def _decisions_table(decisions: list[dict[str, Any]]) -> str:
     head = "<tr><th>time</th><th>policy</th><th>action</th><th>applied</th><th>reason</th><th>target</th></tr>"
     rows = []
     for d in decisions:
-        applied = d["mode"] if d["changed"] else ("dry run" if d["dry_run"] else "-")
+        applied = d["mode"] if d["changed"] else ("advice only" if d["dry_run"] else "-")
         target = ", ".join(f"{k}={v}" for k, v in (d["target"] or {}).items())
         rows.append(
             f"<tr><td>{_when(d['ts'])}</td><td>{escape(d['policy'])}</td><td>{escape(d['action'])}</td>"
@@ -79,6 +87,7 @@ def job_page(overview: dict[str, Any], *, base: str = "/flinktune/") -> str:
     job = overview["job"]
     parts = [
         f'<p><a href="{escape(base)}">all jobs</a></p><h1>{escape(job)}</h1>',
+        f'<p id="mode"><strong>Mode:</strong> {escape(overview["mode"]["why"])}</p>',
         f'<h2>Configuration in force</h2><p class="note">as of {_when(overview["config_since"])}</p>',
         _config_table(overview["config"]),
         "<h2>Last decisions</h2>",

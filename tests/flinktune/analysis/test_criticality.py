@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flinktune.analysis import KEY_SKEW, SLOW_WORKER, analyse, annotate, explain
+from flinktune.analysis import KEY_SKEW, SLOW_WORKER, analyse
 from flinktune.config_space import Configuration
 from flinktune.decision import Action, Decision
 from flinktune.decision.evaluation import evaluate
+from flinktune.decision.explain import annotate, explain
 from flinktune.twin import ClusterProfile, TwinJob
 from flinktune.twin.imbalance import Imbalance
 

@@ -68,7 +68,9 @@ def test_decide_job_one_process_per_tick_decides_as_the_single_process_replay(tm
         "FLINKTUNE_CONFIDENCE": str(SETTINGS.confidence),
         "FLINKTUNE_FORECAST_HORIZON_S": str(SETTINGS.forecast_horizon_s),
     }
-    argv = [sys.executable, "-m", "jobs.decide", "--job", "replay", "--ticks", "1", "--models", str(models_file)]
+    # The twin is a simulation: the job is switched to act, as the replay acts, and each run applies.
+    SqliteStateStore(settings.state_db).set_mode("replay", "act", by="the durable-memory test")
+    argv = [sys.executable, "-m", "jobs.decide", "--job", "replay", "--ticks", "1", "--apply", "--models", str(models_file)]
     for tick in range(TICKS):
         proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, f"tick {tick + 1}: {proc.stderr[-2000:]}"

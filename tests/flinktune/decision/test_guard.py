@@ -133,7 +133,7 @@ def test_a_guard_rollback_is_never_held_by_the_skew_rule():
     the guard's last word stands, also after the analysis is quoted (the loop's order)."""
     from dataclasses import replace
 
-    from flinktune.analysis import annotate
+    from flinktune.decision.explain import annotate
 
     st = _skewed_state()
     before = Configuration(16, 2, 2.0, 4096, 30)

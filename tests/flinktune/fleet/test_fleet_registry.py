@@ -22,7 +22,7 @@ jobs:
 """))
     ads, clicks = fleet.get("ads").settings, fleet.get("clicks").settings
     assert (ads.latency_target_ms, ads.policy, ads.kind) == (500, "demeter", "ysb")
-    assert (clicks.latency_target_ms, clicks.recovery_limit_s, clicks.dry_run) == (900, 180, False)
+    assert (clicks.latency_target_ms, clicks.recovery_limit_s, clicks.mode) == (900, 180, None)  # no mode: advice
     assert fleet.held() == []
 
 
@@ -99,14 +99,15 @@ def _deployment(name, ns="flink", managed="true", **annotations):
 
 def test_discovery_reads_labelled_deployments_and_their_annotations():
     api = _Api([
-        _deployment("ads", latency_target_ms="800", dry_run="true", policy="ds2"),
+        _deployment("ads", latency_target_ms="800", mode="act", policy="ds2"),
         _deployment("ignored", managed="false"),
         _deployment("clicks", ns="other"),
     ])
     fleet = discover_flinkdeployments(api)
     assert [(s.name, s.namespace) for s in fleet.managed()] == [("ads", "flink"), ("clicks", "other")]
     ads = fleet.get("ads").settings
-    assert (ads.latency_target_ms, ads.dry_run, ads.policy) == (800.0, True, "ds2")
+    assert (ads.latency_target_ms, ads.mode, ads.policy) == (800.0, "act", "ds2")  # flinktune.io/mode: act
+    assert fleet.get("clicks").settings.mode is None
     assert api.calls == [("cluster", "flinkdeployments", "flinktune.io/managed=true")]
 
 
@@ -155,3 +156,10 @@ def test_a_jobs_own_prices_override_the_price_list_and_bad_ones_hold_it(tmp_path
     prices = fleet.get("a").settings.prices()
     assert (prices.cpu_core_hour, prices.memory_gib_hour) == (0.05, 0.004445)
     assert "price_memory_gib_hour: Input should be greater than 0" in fleet.get("b").held
+
+
+def test_a_mode_annotation_that_is_neither_advise_nor_act_holds_the_job_naming_it():
+    fleet = discover_flinkdeployments(_Api([_deployment("ads", mode="apply"), _deployment("ok", mode="advise")]), "flink")
+    held = fleet.get("ads")
+    assert not held.managed and "flinktune.io/mode" in held.held and "'apply'" in held.held
+    assert fleet.get("ok").settings.mode == "advise"

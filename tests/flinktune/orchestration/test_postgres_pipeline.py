@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flinktune.orchestration.local.runner import run_pipeline
+from flinktune.airflow_local.runner import run_pipeline
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

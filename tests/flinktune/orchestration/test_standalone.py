@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import requests
 
+from flinktune.airflow_local.airflow_home import airflow_env
 from flinktune.config_space import default_space
 from flinktune.decision import Decision
 from flinktune.decision.evaluation import evaluate
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import raw_samples
-from flinktune.orchestration.local.airflow_home import airflow_env
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.e2e, pytest.mark.servers, pytest.mark.timeout(240)]
 

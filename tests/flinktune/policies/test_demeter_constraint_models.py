@@ -93,7 +93,9 @@ def test_the_policy_judges_the_constraints_with_the_published_models():
         recovery_limit_s=180.0,
         forecast=StaticForecaster(20000.0 / 1.1).predict(pd.Series(dtype=float), 600),
         surrogate=FunctionSurrogate(SPACE),
-        extras={"profiled_max_rate": 35000.0, "observations": obs, "fit_surrogate": lambda rows: FunctionSurrogate(SPACE)},
+        profiled_max_rate=35000.0,
+        observations=obs,
+        fit_surrogate=lambda rows: FunctionSurrogate(SPACE),
     )
     st = JobState("j", 600.0, BIG, True, 20000.0, 20000.0, 0.0, 0.0, 150.0, 4, 4000, 0.5, 0.0, 600)
     published = make_policy("demeter", SPACE).decide(st, ctx)

@@ -111,7 +111,8 @@ def test_the_policy_draws_quasi_random_suggestions_then_uses_the_chunk_model() -
             recovery_limit_s=180.0,
             forecast=StaticForecaster(35000.0 / 1.10).predict(pd.Series(dtype=float), 600),
             surrogate=FunctionSurrogate(SPACE),
-            extras={"observations": obs, "fit_surrogate": lambda df: FunctionSurrogate(SPACE, per_slot_rate=100.0)},
+            observations=obs,
+            fit_surrogate=lambda df: FunctionSurrogate(SPACE, per_slot_rate=100.0),
         )
 
     rows = _chunk_rows()

@@ -25,15 +25,13 @@ def state(config=MAX, *, ts=0.0, restarts=0, p95=150.0, rate=20000.0, window=60)
 
 
 def ctx(level=20000.0, covered=200000.0, observations=None):
-    extras = {"profiled_max_rate": covered}
-    if observations is not None:
-        extras["observations"] = observations
     return PolicyContext(
         latency_target_ms=250.0,
         recovery_limit_s=180.0,
         forecast=StaticForecaster(level).predict(pd.Series(dtype=float), 600),
         surrogate=FunctionSurrogate(SPACE),
-        extras=extras,
+        profiled_max_rate=covered,
+        observations=observations,
     )
 
 

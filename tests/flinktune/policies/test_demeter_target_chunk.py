@@ -34,7 +34,9 @@ def _ctx(planned, obs, fitted, per_slot_rate=5000.0):
         recovery_limit_s=180.0,
         forecast=StaticForecaster(planned / 1.10).predict(pd.Series(dtype=float), 600),
         surrogate=FunctionSurrogate(SPACE),
-        extras={"observations": obs, "fit_surrogate": fit, "profiled_max_rate": 200000.0},
+        profiled_max_rate=200000.0,
+        observations=obs,
+        fit_surrogate=fit,
     )
 
 

@@ -16,7 +16,7 @@ from flinktune.extract.prometheus import QUERY_PRESETS, metric_queries, operator
 from flinktune.extract.sink import ExtractError
 from flinktune.localflink.attach import AttachError, Attachment, read_attachment, write_attachment
 from flinktune.rehearsal.servers import Stack, StackError, session_members
-from flinktune.rehearsal.verdicts import change_verdict, measured_capacities
+from flinktune.rehearsal.verdicts import change_verdict, job_report, measured_capacities, render_markdown
 from flinktune.settings import ScheduleSettings, SettingsError, read_group
 
 
@@ -214,3 +214,40 @@ def test_the_drain_unpauses_only_while_a_collect_waits_for_its_etl(monkeypatch: 
     stuck = _IngestApi([{run: [_ti("collect", "success"), _ti("etl_features", "running")]}])
     assert not drain.drain_ingest(SimpleNamespace(api="http://af", session=lambda: stuck), timeout_s=0, check=lambda: None)  # type: ignore[arg-type]
     assert stuck.pauses == [False, True]
+
+
+def test_each_decision_is_listed_with_the_gate_that_held_it_and_its_data_age(tmp_path: Path) -> None:
+    from flinktune.config_space import Configuration, default_space
+    from flinktune.decision import Action, Decision
+    from flinktune.decision.evaluation import evaluate
+    from flinktune.decision.guard import SafetyGuard
+    from flinktune.decision.reconfig import ReconfigMode
+    from flinktune.decision.stages import RealizeResult
+    from flinktune.decision.store import SqliteStateStore
+    from flinktune.decision.testing import raw_samples
+    from flinktune.kubernetes.controllers import other_controller
+
+    one, two = Configuration(4, 1, 1.0, 2048, 10), Configuration(8, 1, 1.0, 2048, 10)
+    space, store = default_space(), SqliteStateStore(tmp_path / "s.db")
+    guard = SafetyGuard(space, 1000.0)
+    frame = raw_samples("j", 0, 300, rate=1000.0)
+    up = Decision(Action.RECONFIGURE, "load grew", "ds2", target=two)
+    fresh, stale = evaluate("j", frame, one, 310.0, window_s=300), evaluate("j", frame, one, 900.0, window_s=300)
+    # The guard's own words for each gate, recorded as the loop records them.
+    store.record_decision("j", 310.0, fresh, guard.review(up, fresh, 310.0), RealizeResult(True, ReconfigMode.IN_PLACE, 2.0))
+    guard.record(310.0, fresh, two)
+    later = evaluate("j", raw_samples("j", 100, 300, rate=1000.0), two, 410.0, window_s=300)
+    store.record_decision("j", 410.0, later, guard.review(Decision(Action.RECONFIGURE, "more", "ds2", target=Configuration(12, 1, 1.0, 2048, 10)), later, 410.0), None)
+    store.record_decision("j", 900.0, stale, guard.review(up, stale, 900.0), None)
+    held = other_controller({"metadata": {"namespace": "f", "name": "j"}, "spec": {"flinkConfiguration": {"job.autoscaler.enabled": "true"}}})
+    store.record_decision("j", 950.0, stale, Decision.keep("guard", f"hold: {held}"), None)
+    store.record_decision("j", 960.0, fresh, up, None, dry_run=True)
+    store.record_decision("j", 970.0, fresh, Decision.keep("ds2", "sizes match the running parallelism"), None)
+    report = job_report("j", store.decisions("j"), frame.iloc[0:0], latency_target_ms=1000.0, end_ts=1000.0)
+    gates = [(d["ts"], d["gate"]) for d in report["per_decision"]]
+    assert gates == [(310.0, "changed"), (410.0, "stabilization window"), (900.0, "stale metrics"), (950.0, "another controller"),
+                     (960.0, "advice only"), (970.0, "policy: no change needed")]  # fmt: skip
+    assert [d["data_age_s"] for d in report["per_decision"]][:3] == [11.0, 11.0, 601.0]
+    assert report["data_age_s_median"] == 11.0 and report["gates"]["changed"] == 1
+    text = render_markdown({"jobs": {"j": {**report, "rate_plan": {}}}})
+    assert "| stale metrics | 601 | hold: stale data" in text and "data age at decision: median 11 s" in text

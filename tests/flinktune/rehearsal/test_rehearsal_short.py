@@ -133,6 +133,19 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
     # At least one decision, each with its reason.
     decided = [j for j in summary["jobs"].values() if j["decisions"] > 0]
     assert decided and all(j["decisions_with_reason"] == j["decisions"] for j in decided), summary["jobs"]
+    # Each decision says which gate decided it and how old its data was; a change is judged correct, and a
+    # decision that changed nothing names why (the policy's own keep, stale metrics, stabilizing, ...).
+    # The rehearsal's jobs act (its fleet file sets mode: act): nothing is held as advice.
+    from flinktune.rehearsal.verdicts import GATES
+
+    stated = {gate for _, gate in GATES} | {"changed", "policy: no change needed", "profiling", "apply failed"}
+    no_samples = {"stale metrics", "data problems", "cluster unreadable"}  # a hold before any sample has no age
+    for name, job in summary["jobs"].items():
+        for d in job["per_decision"]:
+            assert d["gate"] in stated, (name, d)
+            assert (d["data_age_s"] is not None and d["data_age_s"] >= 0) or d["gate"] in no_samples, (name, d)
+        assert all(v["verdict"] in ("correct", "needless", "late", "not judged") for v in job["changes"]), (name, job["changes"])
+    assert (var / "rehearsal" / "rehearsal.md").read_text().count("| data age s |") == len(summary["jobs"])
     # The ETL on the standalone cluster wrote what local[2] writes from the same raw input.
     assert summary["ingest_drained"], f"an ingest run was still in flight after {summary['ingest_drain_s']} s"
     _assert_standalone_curated_equals_local(var, "bench-small", tmp_path / "local")

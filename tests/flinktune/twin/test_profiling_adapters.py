@@ -100,8 +100,8 @@ def test_metrics_source_over_twin_and_lake(tmp_path) -> None:
 def test_twin_realizer_keeps_the_realizer_contract() -> None:
     from stage_contracts import check_realizer
 
-    from flinktune.backends.twin import twin_backend
     from flinktune.clock import ManualClock
+    from flinktune.twin.backend import twin_backend
 
     twin = TwinJob(PROFILE, SPACE.maximum, job="demo")
     check_realizer(TwinRealizer(twin), "demo", SPACE.maximum.with_(parallelism=16), SPACE.maximum.with_(parallelism=16, task_slots=2))

@@ -158,8 +158,11 @@ def test_the_spark_application_names_its_missing_image_and_matches_the_spark_ima
         spark_application(
             "ysb", environ={"FLINKTUNE_SPARK_IMAGE": "x:1", "FLINKTUNE_SPARK_CONF": '{"spark.executor.instances": "many"}'}
         )
-    base = re.search(r"^FROM apache/spark:(\S+)-python3$", (ROOT / "docker" / "Dockerfile.spark-job").read_text(), re.M)
-    assert base and base.group(1) == SPARK_IMAGE_VERSION, "sparkVersion must be the Spark of the job's image"
+    # The job's image runs the pinned pyspark as its SPARK_HOME: sparkVersion must be that Spark.
+    pinned = re.search(r'"pyspark==(\S+)"', (ROOT / "pyproject.toml").read_text())
+    image = (ROOT / "docker" / "Dockerfile.spark-job").read_text()
+    assert pinned and pinned.group(1) == SPARK_IMAGE_VERSION, "sparkVersion must be the Spark of the job's image"
+    assert "SPARK_HOME=/usr/local/lib/python3.11/site-packages/pyspark" in image
 
 
 # --- The operators' own calls, run for real against a recording stand-in of the API server ---------

@@ -1,9 +1,9 @@
 """The in-process side of the runner: load one DAG from the dags folder and run ``dag.test()``.
 
 Use :func:`run_in_process` only in a process whose environment was prepared by
-:func:`flinktune.orchestration.local.airflow_home.prepare_airflow_home` *before* Airflow was imported
-(the child of :class:`flinktune.orchestration.local.session.DagSession` is such a process; everyone else
-calls :func:`flinktune.orchestration.local.runner.run_dag` or ``run_pipeline``). It may be called again
+:func:`flinktune.airflow_local.airflow_home.prepare_airflow_home` *before* Airflow was imported
+(the child of :class:`flinktune.airflow_local.session.DagSession` is such a process; everyone else
+calls :func:`flinktune.airflow_local.runner.run_dag` or ``run_pipeline``). It may be called again
 in the same process for the next run. Airflow is imported inside the functions so that
 importing this module never fixes Airflow's configuration by accident.
 

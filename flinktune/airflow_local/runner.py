@@ -3,14 +3,14 @@
 Use :func:`run_pipeline` for a sequence of DAG runs (prepare ``<var_dir>/airflow`` once, run the DAGs
 in order in one child, stop at the first failure), :class:`LocalPipeline` when the next steps depend on
 what the first ones returned (the demo), and :func:`run_dag` for one DAG with an environment you prepared
-with :func:`flinktune.orchestration.local.airflow_home.prepare_airflow_home`. Airflow reads its
+with :func:`flinktune.airflow_local.airflow_home.prepare_airflow_home`. Airflow reads its
 configuration when first imported, so the DAGs run in a child process started with that environment
-(:mod:`flinktune.orchestration.local.session`); each run's output (Airflow and task logs) goes to its own
+(:mod:`flinktune.airflow_local.session`); each run's output (Airflow and task logs) goes to its own
 log file under ``$AIRFLOW_HOME/logs/runner/``; errors name that file.
 
 From a shell::
 
-    python -m flinktune.orchestration.local.runner --dag flinktune_decide --conf '{"ticks": 3}' --var-dir var
+    python -m flinktune.airflow_local.runner --dag flinktune_decide --conf '{"ticks": 3}' --var-dir var
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
-from flinktune.orchestration.local.airflow_home import prepare_airflow_home
-from flinktune.orchestration.local.session import DagSession, SessionError
+from flinktune.airflow_local.airflow_home import prepare_airflow_home
+from flinktune.airflow_local.session import DagSession, SessionError
 
 __all__ = ["DagParamsError", "DagRunError", "LocalPipeline", "main", "run_dag", "run_pipeline"]
 
@@ -64,7 +64,7 @@ def run_dag(
 
     ``env`` is what :func:`prepare_airflow_home` returned (plus any other variables the tasks
     need); it is laid over ``os.environ``. The summary is the dict described in
-    :mod:`flinktune.orchestration.local.in_process` plus ``"log"`` (the run's log file). ``retries``
+    :mod:`flinktune.airflow_local.in_process` plus ``"log"`` (the run's log file). ``retries``
     overrides every task's retries (``None``: the DAG's own). ``session`` runs it in that session's
     child (``env`` is then the session's); without one a fresh child runs it alone. Raises
     :class:`DagParamsError` when params are rejected, :class:`DagRunError` naming the failed task(s)
@@ -214,7 +214,7 @@ def run_pipeline(
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: run one DAG (``--var-dir``), or, with ``--serve``, be the child a :class:`DagSession` starts."""
-    parser = argparse.ArgumentParser(prog="python -m flinktune.orchestration.local.runner", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m flinktune.airflow_local.runner", description=main.__doc__)
     parser.add_argument("--dag", help="DAG id, e.g. flinktune_decide")
     parser.add_argument("--conf", default="{}", help="run conf as a JSON object")
     parser.add_argument("--var-dir", default="var", help="flinktune's var folder (AIRFLOW_HOME = <var-dir>/airflow)")
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve is not None:
-        from flinktune.orchestration.local.session import serve
+        from flinktune.airflow_local.session import serve
 
         return serve(args.serve)
     if not args.dag:

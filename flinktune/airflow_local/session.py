@@ -5,12 +5,12 @@ five runs): Airflow, the model libraries and Spark's JVM are imported and starte
 child instead of once per run, which is most of a short run's time on a small machine. Each run
 still gets its own log file and its own summary; a run's failure leaves the child serving the
 next one, while a timeout, a Ctrl-C or a dead child ends the session (the next :meth:`run`
-starts a fresh child). :func:`flinktune.orchestration.local.runner.run_dag` is a session of one run.
+starts a fresh child). :func:`flinktune.airflow_local.runner.run_dag` is a session of one run.
 
-The child is ``python -m flinktune.orchestration.local.runner --serve SESSION_DIR``: it reads one
+The child is ``python -m flinktune.airflow_local.runner --serve SESSION_DIR``: it reads one
 JSON request per line on stdin (``{"dag_id", "conf", "retries", "log"}``), sends Airflow's and the
 tasks' output to the request's log file, and answers one JSON line (the summary described in
-:mod:`flinktune.orchestration.local.in_process`) on a copy of its original stdout. Its own start-up
+:mod:`flinktune.airflow_local.in_process`) on a copy of its original stdout. Its own start-up
 output goes to ``SESSION_DIR/session.log``.
 """
 
@@ -47,7 +47,7 @@ class SessionError(RuntimeError):
 class DagSession:
     """Run DAGs in one long-lived child process started with Airflow ``env``.
 
-    ``env`` is what :func:`~flinktune.orchestration.local.airflow_home.prepare_airflow_home`
+    ``env`` is what :func:`~flinktune.airflow_local.airflow_home.prepare_airflow_home`
     returned (plus anything the tasks need), laid over ``os.environ``. Logs go to a new folder
     under ``$AIRFLOW_HOME/logs/runner/`` (:attr:`folder`), one file per run. Use it as a context
     manager, or call :meth:`close`.
@@ -122,7 +122,7 @@ class DagSession:
     def _child(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
-        cmd = [sys.executable, "-m", "flinktune.orchestration.local.runner", "--serve", str(self.folder)]
+        cmd = [sys.executable, "-m", "flinktune.airflow_local.runner", "--serve", str(self.folder)]
         with open(self.folder / "session.log", "ab") as session_log:
             # Own session: on timeout the whole group goes (Spark's JVM included), nothing else.
             self._proc = subprocess.Popen(
@@ -163,7 +163,7 @@ def _tail(path: Path) -> str:
 
 def serve(folder: Path) -> int:
     """The child's loop: answer each request on stdin until it closes (see the module doc)."""
-    from flinktune.orchestration.local.in_process import run_in_process  # imports Airflow: child only
+    from flinktune.airflow_local.in_process import run_in_process  # imports Airflow: child only
 
     answers = os.fdopen(os.dup(1), "w")  # stdout itself becomes each run's log
     sys.stdout.flush()

@@ -1,7 +1,7 @@
 """A self-contained AIRFLOW_HOME under ``var/`` for running the DAGs locally with ``dag.test()``.
 
 Use :func:`prepare_airflow_home` once before running DAGs in a fresh process (see
-:mod:`flinktune.orchestration.local.runner`): it returns the environment variables that point Airflow at
+:mod:`flinktune.airflow_local.runner`): it returns the environment variables that point Airflow at
 this repository's ``dags/`` and ``plugins/``, a SQLite metadata database inside the home and
 small parallelism for a laptop, and it runs ``airflow db migrate`` unless this Airflow version has
 already migrated that database. Use :func:`airflow_env` when you only need the variables.
@@ -32,7 +32,7 @@ __all__ = [
     "prepare_airflow_home",
 ]
 
-_REPO_ROOT = Path(__file__).resolve().parents[3]
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DAGS_FOLDER = _REPO_ROOT / "dags"
 DEFAULT_PLUGINS_FOLDER = _REPO_ROOT / "plugins"
 

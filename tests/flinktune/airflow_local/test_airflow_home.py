@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flinktune.orchestration.local.airflow_home import (
+from flinktune.airflow_local.airflow_home import (
     DEFAULT_DAGS_FOLDER,
     DEFAULT_PLUGINS_FOLDER,
     AirflowHomeError,

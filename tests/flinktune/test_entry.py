@@ -1,8 +1,8 @@
-"""The bad-input corpus across entry points, through the error boundary (:mod:`flinktune.cli.entry`).
+"""The bad-input corpus across entry points, through the error boundary (:mod:`flinktune.entry`).
 
 Every case feeds one piece of nonsense to a real entry point: the ``flinktune`` CLI (typer's
 runner, in process), a ``python -m jobs.<name>`` main (called in process), or a library reader
-that those entry points use, run inside :func:`flinktune.cli.entry.run_main`. Each must be refused:
+that those entry points use, run inside :func:`flinktune.entry.run_main`. Each must be refused:
 exit code 2, exactly one line on stderr that starts with ``error:`` and names what is wrong
 (the fragment given with the case), no traceback, no hang (an alarm stops a case after 60 s), and
 nothing written under the case's var folder. The raw-metric contract corpus lives in
@@ -29,10 +29,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from flinktune.cli.entry import run_main
 from flinktune.cli.main import app
+from flinktune.entry import run_main
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 HEADER = "parallelism,task_slots,cpu,memory_mb,checkpoint_interval_s,input_rate,throughput,latency_ms,recovery_s\n"
 GOOD_ROW = "8,1,1,1024,10,1000,1000,50,30\n"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from flinktune.orchestration.local.airflow_home import prepare_airflow_home
-from flinktune.orchestration.local.runner import DagParamsError, DagRunError, LocalPipeline, main, run_dag, run_pipeline
-from flinktune.orchestration.local.session import DagSession
+from flinktune.airflow_local.airflow_home import prepare_airflow_home
+from flinktune.airflow_local.runner import DagParamsError, DagRunError, LocalPipeline, main, run_dag, run_pipeline
+from flinktune.airflow_local.session import DagSession
 
 pytestmark = pytest.mark.airflow
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from flinktune.analysis.criticality import CriticalityAnalysis
-from flinktune.decision import Decision, JobState
+from flinktune.decision.decision import Decision, JobState
 
 __all__ = ["annotate", "explain"]
 

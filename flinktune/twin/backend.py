@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from flinktune.backends.backend import Backend
 from flinktune.clock import ManualClock
+from flinktune.decision.backend import Backend
 from flinktune.decision.stages import MetricsSource, Profiler
 from flinktune.twin.adapters import TwinMetricsSource, TwinRealizer
 from flinktune.twin.simulator import TwinJob

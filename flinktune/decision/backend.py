@@ -1,4 +1,10 @@
-"""One cluster's stages for the decision loop (see the package docstring)."""
+"""One cluster's stages for the decision loop: where samples come from, what applies a configuration,
+whose clock it runs on, where profiling runs, and whether the cluster rescales in place.
+
+Use :class:`Backend` to hand :func:`flinktune.decision.loop.build_decision_loop` a cluster; the
+factories that build one per kind live with their clusters (:mod:`flinktune.twin.backend`,
+:mod:`flinktune.backends.kubernetes`, :mod:`flinktune.backends.local_flink`).
+"""
 
 from __future__ import annotations
 
