@@ -235,6 +235,12 @@ class FlinktunePolicy(ShapeDecisions):
 
     # -- utilization: the configured targets, capped by the running shape's latency -----------
     @property
+    def _util_before_failures(self) -> float:
+        """The utilization target before the failure headroom cap: what a shape must carry not to be outgrown."""
+        cap = self._latency_cap.utilization
+        return self.utilization if cap is None else min(self.utilization, cap)
+
+    @property
     def _util(self) -> float:
         cap = self._latency_cap.utilization
         util = self.utilization if cap is None else min(self.utilization, cap)
@@ -419,6 +425,11 @@ class FlinktunePolicy(ShapeDecisions):
         if self.shape is None:
             return self._first_shape(state, context, planned, why, inputs)
         need_up, why_up, fits = self._size(self.shape, planned, context)
+        if not fits and self._failure_cap[1] and self._size(self.shape, planned, context, self._util_before_failures)[2]:
+            # Short of the failure headroom only: the shape's largest size is the best in place; the
+            # headroom is no reason for a redeploy, which costs more over target than it would save.
+            fits = True
+            why_up += "; the shape's largest leaves less than the failure headroom asks for"
         # Outgrown: even the shape's largest parallelism cannot carry the plan. At the largest, it
         # waits ``min_dwell_s`` after the last change (a forecast burst passes) unless what arrives
         # now (input + lag drain) does not fit either. Below it, the in-place step to the largest
