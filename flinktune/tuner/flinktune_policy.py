@@ -352,8 +352,9 @@ class FlinktunePolicy(ShapeDecisions):
     def _price(self, state: JobState, target: Configuration, inputs: dict) -> ChangePrice:
         """What ``target`` is predicted to cost in minutes over target (:class:`ChangeCosts`)."""
         mode = "rescale" if same_shape(state.config, target) else "redeploy"
-        cap = self.capacities.model(shape_of(target)).estimate(target.parallelism) if not target.vertex_parallelism else None
-        if cap is None:  # an unmeasured shape: sized to carry the plan at the utilization target
+        # Measured, or transferred from the shape measured last by cores per slot (as sizing does).
+        cap = self.capacities.estimate(shape_of(target), target.parallelism) if not target.vertex_parallelism else None
+        if cap is None:  # nothing measured yet: sized to carry the plan at the utilization target
             cap = float(inputs.get("planned_rate", state.input_rate)) / max(self._util, 0.05)
         rate = state.input_rate if np.isfinite(state.input_rate) else 0.0
         lag = state.lag if np.isfinite(state.lag) else 0.0
