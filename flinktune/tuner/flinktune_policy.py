@@ -1,52 +1,12 @@
-"""The flinktune policy (ours): shapes ranked by measured capacity, in-place scaling, rare re-shaping.
+"""The flinktune policy (ours): shapes ranked by measured capacity, in-place scaling, rare re-shaping,
+every optional change priced in minutes over the latency target and paid from an error budget.
 
 Use :class:`FlinktunePolicy` (``make_policy("flinktune", space)``). This module holds its options,
-the memory it persists between decide runs, the utilization targets and the in-place decisions
-(scale up, scale down, keep); its parts live by concept: the decisions that pick or change the
-shape (the first one, a bigger one when outgrown, a cheaper one to save) in
-:mod:`flinktune.tuner.shape_decisions`, the shapes and the start-up profiling design in
-:mod:`flinktune.tuner.shapes`, ranking and choosing shapes in :mod:`flinktune.tuner.shape_choice`,
-sizing within a shape and the hysteresis (plan window, change budget) in
-:mod:`flinktune.tuner.sizing`, measured capacity in :mod:`flinktune.tuner.capacity`.
-
-Why this shape of policy (each point fixes something seen in replays of Demeter-style choice):
-
-- **a shape, parallelism moves in place.** A change of slots, CPU, memory or checkpoint interval
-  is a savepoint redeploy (tens of seconds down, then catch-up); a parallelism-only change is an
-  in-place rescale (seconds). So the policy picks a *shape* (slots, CPU, memory, checkpoint
-  interval) and then mostly moves the parallelism; the shape changes only when the current one
-  cannot carry the load (outgrown) or another has carried it clearly cheaper for a while.
-- **shapes for cost granularity.** Shapes give each slot 0.5, 0.75 or 1 core (:data:`~flinktune.tuner.shapes.SLOT_CORES`,
-  :func:`~flinktune.tuner.shapes.shape_candidates`) and at least ``min_slot_memory_mb`` after the TaskManager's fixed
-  overhead. A slot's threads fully use a fraction of a core, so fractional shapes lower the floor
-  at low load (p8 x 0.5 core = 4 cores, not 8) and make the steps finer; whole cores per slot are
-  the cheapest at high load (lower parallelism, less shuffle and coordination per record).
-- **measured capacity, transferred across shapes.** Within a shape the parallelism is sized from
-  the capacity the job shows (DS2's true processing rates, :class:`ShapeCapacities`):
-  ``planned <= utilization x capacity``. A shape not yet run is estimated from the shape measured
-  last, scaled by cores per slot (up to one core); the static maximum's first window seeds it, so
-  the first shape is ranked by measurement, not by a surrogate trained on a dozen runs. The
-  surrogate is a relative check (:meth:`FlinktunePolicy.rank_shapes`) and the prior before any
-  measurement. Utilization below 1 leaves the spare capacity that catches up after a failure
-  (recovery is about downtime x rate / spare) and keeps queueing latency low.
-- **the latency target caps utilization.** Capacity says whether a size keeps up, not how slow it
-  is meanwhile: every steady window also records the shape's p95 latency at its utilization, and
-  once a shape has shown latency rising with load (:class:`~flinktune.tuner.latency.LatencyCurves`)
-  every utilization target above is capped where the fitted p95 reaches ``latency_margin`` of the
-  job's target; the decision's reason then ends with the cap and its fit.
-- **scale up early, scale down late, re-shape rarely.** Scale-ups plan for an upper quantile of
-  the forecast peak (and the backlog drain) once the plan passes ``up_trigger`` of the measured
-  capacity, and then size to ``utilization``; scale-downs plan for the highest rate planned over
-  the last ``down_horizon_s``, size to ``down_utilization``, wait ``min_dwell_s`` since the last
-  change and must free ``min_down_step`` parallelism. A shape re-choice to save needs a saving of
-  ``shape_saving`` held for ``shape_dwell_s`` (a short dip resets it). Optional changes
-  (scale-downs, re-shaping to save, and scale-ups that only the forecast asks for while the
-  current input plus lag drain still fits ``utilization`` of the running size) keep within
-  ``change_budget`` per ``budget_window_s``; a scale-up the current load needs and an outgrown
-  shape never wait. An outgrown shape (at its largest, the plan does not fit) is re-chosen once
-  ``min_dwell_s`` has passed since the last change, or at once when the current input plus lag
-  drain does not fit it either (a forecast burst passes; a load that already arrived does not).
-  Failures (``numRestarts`` rose) are not read as missing capacity.
+the memory it persists between decide runs, the utilization targets, the in-place decisions (scale
+up, scale down, keep) and the gate every optional change passes (its predicted catch-up against the
+error budget, the saving against that price, no reversal within the hold time); its parts live by
+concept in :mod:`flinktune.tuner` (shape decisions, shapes, sizing, capacity, latency, the price of a
+change, the error budget). Why each rule is there, and what it fixed in replays: docs/tuner.md.
 """
 
 from __future__ import annotations
