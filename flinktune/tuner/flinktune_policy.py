@@ -88,6 +88,9 @@ class FlinktunePolicy(ShapeDecisions):
     #: Share of the error budget the expected failures' catch-up may take (beyond their downtime, which
     #: no configuration saves); the utilization is capped so that it fits.
     failure_budget_share: float = 0.6
+    #: How much more to plan for when the budget burns in steady operation (2+ minutes over target in
+    #: a window with no failure or change to blame).
+    burn_growth: float = 1.25
     name: str = "flinktune"
     shape: Shape | None = None
     capacities: ShapeCapacities = field(default_factory=ShapeCapacities)
@@ -299,6 +302,14 @@ class FlinktunePolicy(ShapeDecisions):
             f"({self.failure_budget_share:.0%} of the error budget)"
         )
 
+    def _burning(self, state: JobState) -> int:
+        """Minutes of this window charged to the budget while no failure or change explains them (0: none)."""
+        if state.restarts > 0 or self.costs.watching or self.failure_costs.watching:
+            return 0
+        start = state.ts - state.window_s
+        charged = sum(1 for t in self.budget.charged if t >= start)
+        return charged if charged >= 2 else 0
+
     def _headroom_s(self, state: JobState) -> float:
         """Seconds of queueing the latency target leaves above the latency at rest."""
         target = self._context_target_ms
@@ -381,6 +392,14 @@ class FlinktunePolicy(ShapeDecisions):
     def _decide(self, state: JobState, context: PolicyContext) -> Decision:
         cur = state.config
         planned, why = self.planned_rate(state, context)
+        burning = self._burning(state)
+        if burning:
+            # The budget burns in steady operation: the size that looked enough is not (noisy minutes
+            # pass the target while the mean p95 stays under it). Plan for more, and do not wait.
+            planned *= self.burn_growth
+            why += (
+                f"; {burning} min over target in this window with no failure or change to blame: {self.burn_growth - 1:.0%} more"
+            )
         sustained = self._sustained(state.ts, planned)
         inputs = {"planned_rate": planned, "sustained_rate": sustained, "rule": why, "failures_in_window": state.restarts}
         if self.shape is None:
@@ -427,7 +446,7 @@ class FlinktunePolicy(ShapeDecisions):
             # fits ``utilization`` of the running size, the margin recovery is sized with. Such a
             # scale-up keeps within the change budget; one the current load needs never waits.
             demand = current_demand(state, self.catch_up_s)
-            optional = cur_cap is not None and demand <= self._util * cur_cap
+            optional = cur_cap is not None and demand <= self._util * cur_cap and not burning
             budget = self._over_budget(state.ts) if optional else None
             if budget is not None:
                 return Decision.keep(

@@ -132,3 +132,20 @@ def test_the_guard_waits_out_a_changes_predicted_catch_up_before_a_rollback():
     assert guard(900.0).review(noop, missing, 400.0).action is Action.KEEP  # still catching up
     late = state(after, p95=9000.0, ts=1000.0)
     assert guard(900.0).review(noop, late, 1000.0).action is Action.RECONFIGURE  # missed after it too
+
+
+def test_a_budget_burning_in_steady_operation_scales_up_what_looked_enough():
+    def policy():
+        pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300)
+        cfg = Configuration(16, 2, 2.0, 2048, 10)
+        pol.shape = shape_of(cfg)
+        pol.capacities.observe(pol.shape, 16, 80000.0)
+        return pol, cfg
+
+    calm, cfg = policy()
+    keep = calm.decide(_running(cfg, 80000.0, 55000.0, 600), ctx(55000.0))
+    assert keep.action is Action.KEEP
+    burning, cfg = policy()
+    up = burning.decide(_over(_running(cfg, 80000.0, 55000.0, 600), 3), ctx(55000.0))
+    assert up.action is Action.RECONFIGURE and up.target.parallelism > 16
+    assert "3 min over target in this window with no failure or change to blame" in up.reason
