@@ -101,7 +101,8 @@ def test_the_trust_region_limits_the_first_step_down_and_widens_when_earned():
 
 
 def test_frequent_failures_cap_the_utilization_and_the_reason_says_why():
-    pol = make_policy("flinktune", SPACE, change_priors=CHEAP["change_priors"], failure_prior=(60.0, 20.0), min_dwell_s=0)
+    pol = make_policy("flinktune", SPACE, change_priors=CHEAP["change_priors"], failure_prior=(60.0, 20.0), min_dwell_s=0,
+                      failure_budget_share=0.6)  # fmt: skip
     cfg = Configuration(16, 2, 2.0, 2048, 10)
     pol.shape = shape_of(cfg)
     pol.capacities.observe(pol.shape, 16, 80000.0)
@@ -109,7 +110,8 @@ def test_frequent_failures_cap_the_utilization_and_the_reason_says_why():
     for i in range(12):  # a failure every 5 minutes for an hour
         last = pol.decide(_running(cfg, 80000.0, 30000.0, 300.0 * (i + 1), restarts=1), ctx(30000.0))
     assert last is not None and "utilization capped at" in last.reason and "by failures" in last.reason
-    calm = make_policy("flinktune", SPACE, change_priors=CHEAP["change_priors"], failure_prior=(60.0, 20.0), min_dwell_s=0)
+    calm = make_policy("flinktune", SPACE, change_priors=CHEAP["change_priors"], failure_prior=(60.0, 20.0), min_dwell_s=0,
+                       failure_budget_share=0.6)  # fmt: skip
     calm.shape = shape_of(cfg)
     calm.capacities.observe(calm.shape, 16, 80000.0)
     quiet = calm.decide(_running(cfg, 80000.0, 30000.0, 300.0), ctx(30000.0))
