@@ -158,6 +158,7 @@ class FlinktunePolicy(ShapeDecisions):
             "failures": list(self._failures),
             "watching_since": self._watching_since,
             "proposed_dir": self._proposed_dir,
+            "watched_prediction": self._watched_prediction,
             "last_up": self._last_up if self._last_up != float("-inf") else None,
             "last_down": self._last_down if self._last_down != float("-inf") else None,
         }
@@ -179,6 +180,8 @@ class FlinktunePolicy(ShapeDecisions):
             self._rest_p95 = [float(x) for x in memory.get("rest_p95", [])]
             self._failures = [float(x) for x in memory.get("failures", [])]
             self._proposed_dir = memory.get("proposed_dir")
+            wp = memory.get("watched_prediction")
+            self._watched_prediction = float(wp) if wp is not None else None
             ws = memory.get("watching_since")
             self._watching_since = float(ws) if ws is not None else None
             self._last_up = float(memory["last_up"]) if memory.get("last_up") is not None else float("-inf")
