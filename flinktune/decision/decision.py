@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from flinktune.config_space import Configuration
 from flinktune.redaction import redact
 
@@ -85,6 +87,9 @@ class JobState:
     restarts: int = 0
     #: Where the window's time went (bottleneck, stragglers, hot channel); None without per-vertex busy time.
     analysis: CriticalityAnalysis | None = None
+    #: Each minute of the window as (minute start, s; 95th percentile of its per-second p95 latency, ms),
+    #: ``inf`` for a minute the job was down: what an error budget of minutes over target counts.
+    minute_p95: tuple[tuple[float, float], ...] = ()
     #: Seconds from the newest sample the decision used to the decision (NaN without any sample).
     data_age_s: float = float("nan")
 
@@ -103,6 +108,7 @@ class JobState:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("config", "vertices", "analysis")}
         d["config"] = self.config.to_dict()
         d["problems"] = list(self.problems)
+        d["minute_p95"] = [[t, v if np.isfinite(v) else None] for t, v in self.minute_p95]
         d["vertices"] = [v.to_dict() for v in self.vertices]
         if self.analysis is not None:
             d["analysis"] = self.analysis.to_dict()

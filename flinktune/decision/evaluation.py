@@ -25,7 +25,7 @@ from flinktune.metrics.quality import frozen_limit_s, quality_problems
 
 log = logging.getLogger(__name__)
 
-__all__ = ["REQUIRED_METRICS", "SOURCE_PREFIX", "evaluate", "rate_series", "restarts", "vertex_metrics"]
+__all__ = ["REQUIRED_METRICS", "SOURCE_PREFIX", "evaluate", "minute_p95", "rate_series", "restarts", "vertex_metrics"]
 
 #: Metrics a state cannot be evaluated without.
 REQUIRED_METRICS = ("workloadRate", "numRecordsOutPerSecond", "pendingRecords", "latencyP95Ms", "jobRunning")
@@ -75,6 +75,21 @@ def _slope(s: pd.Series) -> float:
 
 
 _VERTEX_METRICS = ("numRecordsInPerSecond", "numRecordsOutPerSecond", "busyTimeMsPerSecond", "backPressuredTimeMsPerSecond")
+
+
+def minute_p95(p95: pd.Series, running: pd.Series) -> tuple[tuple[float, float], ...]:
+    """Per minute: (minute start, s; the 95th percentile of its per-second p95, ms), ``inf`` for a minute
+    the job was down for most of (an outage reports no latency, yet every record in it waits)."""
+
+    def minute_of(s: pd.Series) -> np.ndarray:
+        return (s.index.to_numpy(dtype="float64") // 60_000) * 60.0
+
+    minutes = {float(t): float(v) for t, v in p95.groupby(minute_of(p95)).quantile(0.95).items()} if len(p95) else {}
+    if len(running):
+        for t, up in running.groupby(minute_of(running)).mean().items():
+            if up < 0.5:
+                minutes[float(t)] = float("inf")
+    return tuple(sorted(minutes.items()))
 
 
 def vertex_metrics(samples: pd.DataFrame, config: Configuration) -> tuple[VertexMetrics, ...]:
@@ -201,6 +216,7 @@ def evaluate(
         vertices=vertex_metrics(df, config) if not df.empty else (),
         restarts=restarts(df),
         analysis=_analysis(df, config) if not df.empty else None,
+        minute_p95=minute_p95(p95, running),
         data_age_s=round(now - newest, 3) if not df.empty else float("nan"),
     )
 

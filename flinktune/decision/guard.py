@@ -74,6 +74,8 @@ class _Change:
     after: Configuration
     scale_down: bool
     goals_met_before: bool
+    #: How long the policy predicted the job needs after this change to be back under target (catch-up).
+    settle_s: float = 0.0
 
 
 @dataclass
@@ -103,13 +105,16 @@ class SafetyGuard:
         if state.restarts > 0:
             self.last_failure_ts = now
         last = self.changes[-1] if self.changes else None
+        # A change's predicted catch-up (a slow redeploy's warm-up and backlog) is not a miss: the
+        # rollback judges it after that, as it judges a failure's catch-up after the grace.
+        settle = max(self.rules.stabilization_s, last.settle_s) if last else 0.0
         if (
             last
-            and now - last.ts <= self.rules.rollback_window_s
+            and now - last.ts <= self.rules.rollback_window_s + settle - self.rules.stabilization_s
             and last.goals_met_before
             and not self.goals_met(state)
             and state.config == last.after
-            and now - last.ts >= self.rules.stabilization_s
+            and now - last.ts >= settle
             and not self.after_failure(now)
         ):
             return Decision(
@@ -182,10 +187,13 @@ class SafetyGuard:
             held_target=target.to_dict(),
         )
 
-    def record(self, now: float, state: JobState, applied: Configuration) -> None:
-        """Remember a change that was carried out (call after the realizer succeeded)."""
+    def record(self, now: float, state: JobState, applied: Configuration, settle_s: float = 0.0) -> None:
+        """Remember a change that was carried out (call after the realizer succeeded); ``settle_s``:
+        the catch-up the policy predicted for it, during which a miss does not call for a rollback."""
         if applied != state.config:
-            self.changes.append(_Change(now, state.config, applied, is_scale_down(state.config, applied), self.goals_met(state)))
+            self.changes.append(
+                _Change(now, state.config, applied, is_scale_down(state.config, applied), self.goals_met(state), settle_s)
+            )
             self.changes = self.changes[-50:]
 
     def record_attempt(self, now: float, state: JobState, target: Configuration) -> None:
@@ -210,5 +218,9 @@ class SafetyGuard:
             after = Configuration.from_dict(json.loads(row.target), where=f"decision {row.id}")
             met = state["latency_p95_ms"] <= self.latency_target_ms and state["lag_growth"] <= self.rules.lag_growth_tolerance
             # An attempt that was not confirmed starts the stabilization window but never a rollback.
-            self.changes.append(_Change(float(row.ts), before, after, is_scale_down(before, after), bool(met) and not attempted))
+            inputs = json.loads(row.inputs) if getattr(row, "inputs", None) else {}
+            settle = float(inputs.get("settle_s") or 0.0) if isinstance(inputs, dict) else 0.0
+            self.changes.append(
+                _Change(float(row.ts), before, after, is_scale_down(before, after), bool(met) and not attempted, settle)
+            )
         return self

@@ -244,7 +244,7 @@ class DecisionLoop:
             else:
                 status = "recorded"
         if status == "applied":
-            self.guard.record(now, state, target)
+            self.guard.record(now, state, target, float(decision.inputs.get("settle_s") or 0.0))
         elif status in ("failed", "rolled-back"):
             self.guard.record_attempt(now, state, target)
         self.store.update_decision(decision_id, result, status=status, error=error, memory=memory)

@@ -29,7 +29,7 @@ from flinktune.twin.backend import twin_backend
 from flinktune.twin.oracle import oracle_schedule
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import PROFILE_RUN_S
-from flinktune.twin.reconfig_modes import reconfiguration_costs
+from flinktune.twin.reconfig_modes import change_priors, failure_prior, reconfiguration_costs
 from flinktune.twin.simulator import TwinJob
 from flinktune.twin.workload import generate_trace
 
@@ -264,6 +264,10 @@ def prepare_replay(
             # (0.5-1 core per slot; fewer runs, and the models learn the shapes that matter).
             design = startup_design(space, FLINKTUNE_STARTUP_RUNS, settings.seed) if name == "flinktune" else None
             models.bootstrap([0.5 * first, first * 1.1], design=design)
+    if name == "flinktune":
+        # The change-cost model's prior comes from the calibrated profile, as a user's calibration would give it.
+        options.setdefault("change_priors", change_priors(profile))
+        options.setdefault("failure_prior", failure_prior(profile))
     if name == "oracle":
         options.setdefault(
             "schedule", oracle_schedule(profile, trace, space, settings.latency_target_ms, settings.recovery_limit_s, interval)

@@ -1,52 +1,12 @@
-"""The flinktune policy (ours): shapes ranked by measured capacity, in-place scaling, rare re-shaping.
+"""The flinktune policy (ours): shapes ranked by measured capacity, in-place scaling, rare re-shaping,
+every optional change priced in minutes over the latency target and paid from an error budget.
 
 Use :class:`FlinktunePolicy` (``make_policy("flinktune", space)``). This module holds its options,
-the memory it persists between decide runs, the utilization targets and the in-place decisions
-(scale up, scale down, keep); its parts live by concept: the decisions that pick or change the
-shape (the first one, a bigger one when outgrown, a cheaper one to save) in
-:mod:`flinktune.tuner.shape_decisions`, the shapes and the start-up profiling design in
-:mod:`flinktune.tuner.shapes`, ranking and choosing shapes in :mod:`flinktune.tuner.shape_choice`,
-sizing within a shape and the hysteresis (plan window, change budget) in
-:mod:`flinktune.tuner.sizing`, measured capacity in :mod:`flinktune.tuner.capacity`.
-
-Why this shape of policy (each point fixes something seen in replays of Demeter-style choice):
-
-- **a shape, parallelism moves in place.** A change of slots, CPU, memory or checkpoint interval
-  is a savepoint redeploy (tens of seconds down, then catch-up); a parallelism-only change is an
-  in-place rescale (seconds). So the policy picks a *shape* (slots, CPU, memory, checkpoint
-  interval) and then mostly moves the parallelism; the shape changes only when the current one
-  cannot carry the load (outgrown) or another has carried it clearly cheaper for a while.
-- **shapes for cost granularity.** Shapes give each slot 0.5, 0.75 or 1 core (:data:`~flinktune.tuner.shapes.SLOT_CORES`,
-  :func:`~flinktune.tuner.shapes.shape_candidates`) and at least ``min_slot_memory_mb`` after the TaskManager's fixed
-  overhead. A slot's threads fully use a fraction of a core, so fractional shapes lower the floor
-  at low load (p8 x 0.5 core = 4 cores, not 8) and make the steps finer; whole cores per slot are
-  the cheapest at high load (lower parallelism, less shuffle and coordination per record).
-- **measured capacity, transferred across shapes.** Within a shape the parallelism is sized from
-  the capacity the job shows (DS2's true processing rates, :class:`ShapeCapacities`):
-  ``planned <= utilization x capacity``. A shape not yet run is estimated from the shape measured
-  last, scaled by cores per slot (up to one core); the static maximum's first window seeds it, so
-  the first shape is ranked by measurement, not by a surrogate trained on a dozen runs. The
-  surrogate is a relative check (:meth:`FlinktunePolicy.rank_shapes`) and the prior before any
-  measurement. Utilization below 1 leaves the spare capacity that catches up after a failure
-  (recovery is about downtime x rate / spare) and keeps queueing latency low.
-- **the latency target caps utilization.** Capacity says whether a size keeps up, not how slow it
-  is meanwhile: every steady window also records the shape's p95 latency at its utilization, and
-  once a shape has shown latency rising with load (:class:`~flinktune.tuner.latency.LatencyCurves`)
-  every utilization target above is capped where the fitted p95 reaches ``latency_margin`` of the
-  job's target; the decision's reason then ends with the cap and its fit.
-- **scale up early, scale down late, re-shape rarely.** Scale-ups plan for an upper quantile of
-  the forecast peak (and the backlog drain) once the plan passes ``up_trigger`` of the measured
-  capacity, and then size to ``utilization``; scale-downs plan for the highest rate planned over
-  the last ``down_horizon_s``, size to ``down_utilization``, wait ``min_dwell_s`` since the last
-  change and must free ``min_down_step`` parallelism. A shape re-choice to save needs a saving of
-  ``shape_saving`` held for ``shape_dwell_s`` (a short dip resets it). Optional changes
-  (scale-downs, re-shaping to save, and scale-ups that only the forecast asks for while the
-  current input plus lag drain still fits ``utilization`` of the running size) keep within
-  ``change_budget`` per ``budget_window_s``; a scale-up the current load needs and an outgrown
-  shape never wait. An outgrown shape (at its largest, the plan does not fit) is re-chosen once
-  ``min_dwell_s`` has passed since the last change, or at once when the current input plus lag
-  drain does not fit it either (a forecast burst passes; a load that already arrived does not).
-  Failures (``numRestarts`` rose) are not read as missing capacity.
+the memory it persists between decide runs, the utilization targets, the in-place decisions (scale
+up, scale down, keep) and the gate every optional change passes (its predicted catch-up against the
+error budget, the saving against that price, no reversal within the hold time); its parts live by
+concept in :mod:`flinktune.tuner` (shape decisions, shapes, sizing, capacity, latency, the price of a
+change, the error budget). Why each rule is there, and what it fixed in replays: docs/tuner.md.
 """
 
 from __future__ import annotations
@@ -54,12 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision import Action, Decision, JobState
+from flinktune.decision.guard import scales_up
 from flinktune.decision.reconfig import same_shape
 from flinktune.decision.stages import PolicyContext
 from flinktune.tuner.capacity import CapacityModel, Shape, ShapeCapacities, measured_capacity, shape_from_json, shape_of
+from flinktune.tuner.change_cost import ChangeCosts, ChangePrice, ModeCost, catch_up_grid
+from flinktune.tuner.error_budget import ErrorBudget
 from flinktune.tuner.latency import LatencyCap, LatencyCurves
+from flinktune.tuner.selection import relative_cost
 from flinktune.tuner.shape_decisions import ShapeDecisions
 from flinktune.tuner.shapes import SLOT_CORES
 from flinktune.tuner.sizing import ChangeLog, PlanWindow, current_demand, planned_rate, size_in_shape
@@ -98,6 +64,34 @@ class FlinktunePolicy(ShapeDecisions):
     reshape_on_down: bool = True
     first_shape_waits: int = 1
     latency_margin: float = 0.85
+    #: Minutes over the latency target the job may spend per ``budget_window_s`` of error budget (1 % of a day).
+    slo_budget_minutes: float = 14.4
+    #: Share of the error budget left that one optional change may be predicted to spend.
+    budget_spend_share: float = 0.5
+    #: What one minute over target is worth, in minutes of the static maximum's cost: an optional
+    #: change must save more over ``saving_horizon_s`` than its predicted minutes over target are worth.
+    minute_worth: float = 10.0
+    saving_horizon_s: float = 7200.0
+    #: No scale-down within this long of a scale-up (and no optional scale-up after a scale-down):
+    #: reversing a change that soon is flapping. A scale-up the current load needs is never held.
+    reversal_hold_s: float = 1800.0
+    #: Largest share of the running parallelism one in-place scale-down may free at first (the trust
+    #: region); it widens by ``trust_growth`` after each change that cost what was predicted, halves after one that cost more.
+    trust_start: float = 0.5
+    trust_growth: float = 1.5
+    #: (downtime s, warm-up s) per change mode before the job's own changes are seen, e.g. from its
+    #: calibrated twin (:func:`flinktune.twin.reconfig_modes.change_priors`); None: cautious defaults.
+    change_priors: dict[str, tuple[float, float]] | None = None
+    #: (downtime s, warm-up s) of a job failure (detection, restart, restore; then the warm-up), e.g. from
+    #: the calibrated twin; the catch-up after each failure is what the utilization target leaves room for.
+    failure_prior: tuple[float, float] = (45.0, 20.0)
+    #: Share of the error budget the expected failures' catch-up may take (beyond their downtime, which
+    #: no configuration saves); the utilization is capped so that it fits. None (the default): no cap.
+    #: On the ADS replay the cap cost 0.09 of static's CPU for one minute less over target in 12 h.
+    failure_budget_share: float | None = None
+    #: How much more to plan for when the budget burns in steady operation (2+ minutes over target in
+    #: a window with no failure or change to blame).
+    burn_growth: float = 1.25
     name: str = "flinktune"
     shape: Shape | None = None
     capacities: ShapeCapacities = field(default_factory=ShapeCapacities)
@@ -111,6 +105,36 @@ class FlinktunePolicy(ShapeDecisions):
     latency: LatencyCurves = field(default_factory=LatencyCurves)
     #: This decision's utilization cap from the running shape's latency (None: the configured ones stand).
     _latency_cap: LatencyCap = field(default=LatencyCap(None, ""), repr=False)
+    costs: ChangeCosts = field(default_factory=ChangeCosts)
+    #: The same model for job failures (mode ``failure``): what the catch-up after one costs.
+    failure_costs: ChangeCosts = field(default_factory=lambda: ChangeCosts(modes={}))
+    budget: ErrorBudget = field(default_factory=ErrorBudget)
+    trust: float = -1.0
+    #: Steady p95 latencies (ms): the latency at rest that the headroom to the target is measured from.
+    _rest_p95: list[float] = field(default_factory=list, repr=False)
+    #: The last scale-up and scale-down decided (s), for the reversal hold.
+    _last_up: float = float("-inf")
+    _last_down: float = float("-inf")
+    _context_target_ms: float = field(default=0.0, repr=False)
+    _watched_prediction: float | None = field(default=None, repr=False)
+    #: Which way the last proposed change went ("up", "down" in place, None), counted once it runs.
+    _proposed_dir: str | None = field(default=None, repr=False)
+    #: The shape before this decision: what a held optional change returns to.
+    _shape_before: Shape | None = field(default=None, repr=False)
+    #: Job failures seen (s) over the last day, and since when failures have been counted.
+    _failures: list[float] = field(default_factory=list, repr=False)
+    _watching_since: float | None = field(default=None, repr=False)
+    _failure_cap: tuple[float, str] = field(default=(1.0, ""), repr=False)
+
+    def __post_init__(self) -> None:
+        self.failure_costs.modes.setdefault("failure", ModeCost(float(self.failure_prior[0]), float(self.failure_prior[1])))
+        if self.change_priors:
+            for mode, (down, warm) in self.change_priors.items():
+                self.costs.modes[mode] = ModeCost(float(down), float(warm))
+        self.budget.minutes = self.slo_budget_minutes
+        self.budget.window_s = 86400.0
+        if self.trust < 0:
+            self.trust = self.trust_start
 
     # -- memory (saved beside each decision, restored by the next decide run) -------------------
     def memory(self) -> dict[str, Any]:
@@ -126,6 +150,17 @@ class FlinktunePolicy(ShapeDecisions):
             "proposed": [self._proposed[0], self._proposed[1].to_dict()] if self._proposed is not None else None,
             "first_waits": self._first_waits,
             "latency": self.latency.to_dict(),
+            "costs": self.costs.to_dict(),
+            "failure_costs": self.failure_costs.to_dict(),
+            "budget": self.budget.to_dict(),
+            "trust": self.trust,
+            "rest_p95": list(self._rest_p95),
+            "failures": list(self._failures),
+            "watching_since": self._watching_since,
+            "proposed_dir": self._proposed_dir,
+            "watched_prediction": self._watched_prediction,
+            "last_up": self._last_up if self._last_up != float("-inf") else None,
+            "last_down": self._last_down if self._last_down != float("-inf") else None,
         }
 
     def restore_memory(self, memory: dict[str, Any]) -> None:
@@ -138,6 +173,19 @@ class FlinktunePolicy(ShapeDecisions):
             self._changes = ChangeLog().restore(memory.get("changes", {}))
             self._first_waits = int(memory.get("first_waits", 0))
             self.latency = LatencyCurves().restore(memory.get("latency", []))
+            self.costs = ChangeCosts().restore(memory.get("costs", {}))
+            self.failure_costs.restore(memory.get("failure_costs", {}))
+            self.budget.restore(memory.get("budget", {}))
+            self.trust = float(memory.get("trust", self.trust_start))
+            self._rest_p95 = [float(x) for x in memory.get("rest_p95", [])]
+            self._failures = [float(x) for x in memory.get("failures", [])]
+            self._proposed_dir = memory.get("proposed_dir")
+            wp = memory.get("watched_prediction")
+            self._watched_prediction = float(wp) if wp is not None else None
+            ws = memory.get("watching_since")
+            self._watching_since = float(ws) if ws is not None else None
+            self._last_up = float(memory["last_up"]) if memory.get("last_up") is not None else float("-inf")
+            self._last_down = float(memory["last_down"]) if memory.get("last_down") is not None else float("-inf")
             proposed = memory.get("proposed")
             self._proposed = (
                 (float(proposed[0]), Configuration.from_dict(proposed[1], where="flinktune memory 'proposed'"))
@@ -154,9 +202,18 @@ class FlinktunePolicy(ShapeDecisions):
 
     # -- utilization: the configured targets, capped by the running shape's latency -----------
     @property
-    def _util(self) -> float:
+    def _util_before_failures(self) -> float:
+        """The utilization target before the failure headroom cap: what a shape must carry not to be outgrown."""
         cap = self._latency_cap.utilization
         return self.utilization if cap is None else min(self.utilization, cap)
+
+    @property
+    def _util(self) -> float:
+        cap = self._latency_cap.utilization
+        util = self.utilization if cap is None else min(self.utilization, cap)
+        util = min(util, self._failure_cap[0])
+        # Conservative as the error budget runs out: up to 15 % more headroom once less than half is left.
+        return util * (1.0 - 0.15 * max(0.0, 0.5 - self.budget.share_left) / 0.5)
 
     @property
     def _reshape_util(self) -> float:
@@ -174,6 +231,111 @@ class FlinktunePolicy(ShapeDecisions):
             self._latency_cap = LatencyCap(None, "")
         else:
             self._latency_cap = self.latency.cap(self.shape, context.latency_target_ms, self.latency_margin)
+
+    # -- what the job shows: the error budget, the price of the last change, the latency at rest --
+    def _observe(self, state: JobState, context: PolicyContext) -> None:
+        target = context.latency_target_ms
+        self._context_target_ms = target
+        failure_start = state.ts - state.window_s if state.restarts > 0 else None
+        if self._watching_since is None:
+            self._watching_since = state.ts - state.window_s
+        failure_down = self.failure_costs.modes["failure"].downtime_s
+        if state.restarts > 0 and (not self._failures or state.ts - self._failures[-1] >= state.window_s):
+            self._failures.append(state.ts)
+            if self.costs.watching:
+                self.costs.abandon()  # a failure's catch-up would be charged to the change
+                self._watched_prediction = None
+            elif not self.failure_costs.watching:
+                over = [t for t, v in state.minute_p95 if v > target]
+                self.failure_costs.started(
+                    over[0] if over else state.ts - 60.0, "failure", state.input_rate, 0.0, self._headroom_s(state)
+                )
+        self._failures = [t for t in self._failures if t > state.ts - 86400.0]
+        self.budget.observe(
+            state.ts,
+            state.minute_p95,
+            target,
+            failure_window_start=failure_start,
+            watching=self.costs.watching,
+            failure_minutes=int(np.ceil(failure_down / 60.0)),
+        )
+        cur = state.config
+        cap = self.capacities.model(shape_of(cur)).estimate(cur.parallelism) if not cur.vertex_parallelism else None
+        if self.failure_costs.watching:
+            self.failure_costs.observe(state.ts, state.minute_p95, target, cap)
+        if self.costs.watching:
+            predicted = self._watched_prediction
+            episode = self.costs.observe(state.ts, state.minute_p95, target, cap)
+            if episode is not None and predicted is not None:
+                # The trust region widens when changes cost what was predicted, narrows when they cost more.
+                ok = episode.over_s <= predicted + 60.0
+                self.trust = min(1.0, self.trust * self.trust_growth) if ok else max(0.15, self.trust * 0.5)
+                self._watched_prediction = None
+        steady = (
+            state.restarts == 0
+            and state.running
+            and self._changes.since_last(state.ts) >= self.min_dwell_s
+            and state.latency_p95_ms <= target
+            and np.isfinite(state.latency_p95_ms)
+        )
+        if steady:
+            self._rest_p95 = [*self._rest_p95, float(state.latency_p95_ms)][-30:]
+        self._failure_cap = self._cap_for_failures(state)
+
+    def _cap_for_failures(self, state: JobState) -> tuple[float, str]:
+        """The highest utilization whose catch-up after each expected failure fits ``failure_budget_share``
+        of the error budget (beyond the failure's own downtime), with why; 1.0 when nothing constrains it.
+
+        Failures per day: those seen over the last day, with one a day (a quarter of one in six hours) as
+        the prior for a job just met, so that a job failing often shows it within hours.
+        """
+        if self.failure_budget_share is None:
+            return 1.0, ""
+        seen_h = min(max(state.ts - (self._watching_since or state.ts), 0.0), 86400.0) / 3600.0
+        per_day = (len(self._failures) + 0.25) / (seen_h + 6.0) * 24.0
+        allowed_s = 60.0 * self.failure_budget_share * self.budget.minutes / per_day
+        mode = self.failure_costs.modes["failure"]
+        down, warm = mode.downtime_s, mode.warmup_s
+        grid = np.arange(0.20, 0.951, 0.025)
+        over, _ = catch_up_grid(grid, self._headroom_s(state), down, warm)
+        fits = grid[over - down <= allowed_s]
+        cap = float(fits.max()) if fits.size else float(grid[0])
+        if cap >= self.utilization:
+            return 1.0, ""
+        return cap, (
+            f"~{per_day:.0f} failures a day, each followed by a catch-up that must stay within "
+            f"{allowed_s:.0f} s over target beyond its {down:.0f} s downtime "
+            f"({self.failure_budget_share:.0%} of the error budget)"
+        )
+
+    def _burning(self, state: JobState) -> int:
+        """Minutes of this window charged to the budget while no failure or change explains them (0: none)."""
+        if state.restarts > 0 or self.costs.watching or self.failure_costs.watching:
+            return 0
+        start = state.ts - state.window_s
+        charged = sum(1 for t in self.budget.charged if t >= start)
+        return charged if charged >= 2 else 0
+
+    def _headroom_s(self, state: JobState) -> float:
+        """Seconds of queueing the latency target leaves above the latency at rest."""
+        target = self._context_target_ms
+        rest = (
+            float(np.median(self._rest_p95))
+            if self._rest_p95
+            else (state.latency_p95_ms if np.isfinite(state.latency_p95_ms) and state.latency_p95_ms <= target else 0.5 * target)
+        )
+        return max(target - rest, 0.1 * target) / 1000.0
+
+    def _price(self, state: JobState, target: Configuration, inputs: dict) -> ChangePrice:
+        """What ``target`` is predicted to cost in minutes over target (:class:`ChangeCosts`)."""
+        mode = "rescale" if same_shape(state.config, target) else "redeploy"
+        # Measured, or transferred from the shape measured last by cores per slot (as sizing does).
+        cap = self.capacities.estimate(shape_of(target), target.parallelism) if not target.vertex_parallelism else None
+        if cap is None:  # nothing measured yet: sized to carry the plan at the utilization target
+            cap = float(inputs.get("planned_rate", state.input_rate)) / max(self._util, 0.05)
+        rate = state.input_rate if np.isfinite(state.input_rate) else 0.0
+        lag = state.lag if np.isfinite(state.lag) else 0.0
+        return self.costs.predict(mode, rate, lag, cap, self._headroom_s(state))
 
     # -- rates -------------------------------------------------------------------------------
     def planned_rate(self, state: JobState, context: PolicyContext) -> tuple[float, str]:
@@ -194,11 +356,23 @@ class FlinktunePolicy(ShapeDecisions):
 
     # -- decide ------------------------------------------------------------------------------
     def decide(self, state: JobState, context: PolicyContext) -> Decision:
+        self._confirm_change(state.config)
+        self._observe(state, context)
+        decision = self._decide_all(state, context)
+        cap, why = self._failure_cap
+        note = f"; utilization capped at {cap:.0%} by failures: {why}" if why else ""
+        return replace(
+            decision,
+            reason=f"{decision.reason} [{self.budget.describe()}{note}]",
+            inputs=dict(decision.inputs, budget_left_min=self.budget.left(), trust=self.trust),
+        )
+
+    def _decide_all(self, state: JobState, context: PolicyContext) -> Decision:
         if context.forecast is None or context.surrogate is None:
             missing = "forecaster" if context.forecast is None else "surrogate"
             return Decision.keep(self.name, f"hold: no champion {missing} model is available yet")
         cur = state.config
-        self._confirm_change(cur)
+        self._shape_before = self.shape
         if self.shape is None and cur.with_(vertex_parallelism={}) != self.space.maximum:
             # A fresh policy object (a new decision task) on a job already tuned: adopt its shape
             # instead of choosing again, which could cost a redeploy for nothing.
@@ -224,11 +398,24 @@ class FlinktunePolicy(ShapeDecisions):
     def _decide(self, state: JobState, context: PolicyContext) -> Decision:
         cur = state.config
         planned, why = self.planned_rate(state, context)
+        burning = self._burning(state)
+        if burning:
+            # The budget burns in steady operation: the size that looked enough is not (noisy minutes
+            # pass the target while the mean p95 stays under it). Plan for more, and do not wait.
+            planned *= self.burn_growth
+            why += (
+                f"; {burning} min over target in this window with no failure or change to blame: {self.burn_growth - 1:.0%} more"
+            )
         sustained = self._sustained(state.ts, planned)
         inputs = {"planned_rate": planned, "sustained_rate": sustained, "rule": why, "failures_in_window": state.restarts}
         if self.shape is None:
             return self._first_shape(state, context, planned, why, inputs)
         need_up, why_up, fits = self._size(self.shape, planned, context)
+        if not fits and self._failure_cap[1] and self._size(self.shape, planned, context, self._util_before_failures)[2]:
+            # Short of the failure headroom only: the shape's largest size is the best in place; the
+            # headroom is no reason for a redeploy, which costs more over target than it would save.
+            fits = True
+            why_up += "; the shape's largest leaves less than the failure headroom asks for"
         # Outgrown: even the shape's largest parallelism cannot carry the plan. At the largest, it
         # waits ``min_dwell_s`` after the last change (a forecast burst passes) unless what arrives
         # now (input + lag drain) does not fit either. Below it, the in-place step to the largest
@@ -248,7 +435,7 @@ class FlinktunePolicy(ShapeDecisions):
             # extrapolates, and has proposed tiny shapes for huge rates).
             covered = float(context.extras.get("profiled_max_rate", 0.0))
             if self._best_shape(planned, context, need_up) is not None or planned <= covered * self.profile_margin:
-                return self._regrow(state, context, planned, why, inputs)
+                return self._regrow(state, context, planned, why, inputs, needed=True)
             return Decision.keep(
                 self.name,
                 f"p{cur.parallelism} is the shape's largest; {planned:,.0f} rec/s ({why}) is beyond "
@@ -265,7 +452,7 @@ class FlinktunePolicy(ShapeDecisions):
             # fits ``utilization`` of the running size, the margin recovery is sized with. Such a
             # scale-up keeps within the change budget; one the current load needs never waits.
             demand = current_demand(state, self.catch_up_s)
-            optional = cur_cap is not None and demand <= self._util * cur_cap
+            optional = cur_cap is not None and demand <= self._util * cur_cap and not burning
             budget = self._over_budget(state.ts) if optional else None
             if budget is not None:
                 return Decision.keep(
@@ -275,10 +462,19 @@ class FlinktunePolicy(ShapeDecisions):
                     f"{self._util:.0%} of its capacity {cur_cap:,.0f} rec/s: {budget}",
                     **inputs,
                 )
-            return self._change(state, need_up, f"scale up in place for {planned:,.0f} rec/s ({why}): {why_up}", inputs)
+            return self._change(
+                state, need_up, f"scale up in place for {planned:,.0f} rec/s ({why}): {why_up}", inputs, needed=not optional
+            )
         # Hysteresis: a scale-down must leave the smaller size at most ``down_utilization`` busy,
         # below the scale-up threshold, so a load hovering at one boundary does not flap.
         need_down, why_down, _ = self._size(self.shape, sustained, context, min(self.down_utilization, self._util))
+        # The trust region: one in-place step down frees at most ``trust`` of the running parallelism.
+        floor_p = int(np.ceil(cur.parallelism * (1.0 - self.trust)))
+        if need_down.parallelism < floor_p:
+            steps = [c for c in self._in_shape(self.shape) if c.parallelism >= floor_p]
+            if steps:
+                need_down = min(steps, key=lambda c: c.parallelism)
+                why_down += f"; stepped to p{need_down.parallelism}, the trust region's {self.trust:.0%} of p{cur.parallelism}"
         # A scale-down must free at least ``min_down_step`` parallelism: fewer, larger steps down.
         down = need_down.parallelism <= cur.parallelism - max(self.min_down_step, 1)
         budget = self._over_budget(state.ts)
@@ -336,14 +532,80 @@ class FlinktunePolicy(ShapeDecisions):
         self._proposed = None
         if running.with_(vertex_parallelism={}) == target.with_(vertex_parallelism={}):
             self._changes.record(at)
+            if self._proposed_dir == "up":
+                self._last_up = at
+            elif self._proposed_dir == "down":
+                self._last_down = at
+        else:  # held back by the guard: nothing ran, nothing to learn its price from
+            self.costs.abandon()
+            self._watched_prediction = None
 
-    def _change(self, state: JobState, target: Configuration, reason: str, inputs: dict) -> Decision:
+    def _change(self, state: JobState, target: Configuration, reason: str, inputs: dict, *, needed: bool = False) -> Decision:
+        """Propose ``target``. An optional change (not ``needed`` by the load that arrives now) is
+        made only when its predicted minutes over target fit the error budget and the saving over
+        ``saving_horizon_s`` outweighs them; otherwise the job keeps its configuration, with why."""
+        price = self._price(state, target, inputs)
+        if not needed:
+            held = self._hold_optional(state, target, price)
+            if held is not None:
+                self.shape = self._shape_before
+                return Decision.keep(
+                    self.name, f"hold {state.config.describe()}: {reason}; but {held}", **inputs, change_price_min=price.over_min
+                )
         self._proposed = (state.ts, target)
         mode = "in-place rescale" if same_shape(state.config, target) else "savepoint redeploy"
+        if scales_up(state.config, target):
+            self._proposed_dir = "up"
+        elif same_shape(state.config, target) and target.parallelism < state.config.parallelism:
+            self._proposed_dir = "down"  # an in-place step down; a re-shape is not one side of a flap
+        else:
+            self._proposed_dir = None
+        self.costs.started(
+            state.ts, price.mode, state.input_rate, state.lag if np.isfinite(state.lag) else 0.0, self._headroom_s(state)
+        )
+        self._watched_prediction = price.over_s if np.isfinite(price.over_s) else None
         return Decision(
             Action.RECONFIGURE,
-            f"{reason}; {target.describe()} by {mode}",
+            f"{reason}; {target.describe()} by {mode}; predicted price {price.describe()}",
             self.name,
             target=target,
-            inputs=dict(inputs, mode=mode, target=target.to_dict()),
+            inputs=dict(
+                inputs,
+                mode=mode,
+                target=target.to_dict(),
+                change_price_min=price.over_min,
+                settle_s=price.settle_s if np.isfinite(price.settle_s) else None,
+            ),
         )
+
+    def _hold_optional(self, state: JobState, target: Configuration, price: ChangePrice) -> str | None:
+        """Why an optional change to ``target`` must wait, or None: it reverses a recent change, its
+        predicted minutes over target exceed what the error budget lets one change spend, or the
+        saving over the horizon does not outweigh them."""
+        now = state.ts
+        down = relative_cost(target, self.space) < relative_cost(state.config, self.space)
+        if down and now - self._last_up < self.reversal_hold_s:
+            return (
+                f"a scale-up was made {(now - self._last_up) / 60:.0f} min ago; no reversal within "
+                f"{self.reversal_hold_s / 60:.0f} min (no flapping)"
+            )
+        if not down and scales_up(state.config, target) and now - self._last_down < self.reversal_hold_s:
+            return (
+                f"a scale-down was made {(now - self._last_down) / 60:.0f} min ago and the current load still fits; "
+                f"no reversal within {self.reversal_hold_s / 60:.0f} min (no flapping)"
+            )
+        allowed = self.budget.left() * self.budget_spend_share
+        if not np.isfinite(price.over_s) or price.over_min > allowed:
+            return (
+                f"it would cost {price.describe()}, more than the {allowed:.1f} min an optional change may spend now "
+                f"({self.budget.describe()})"
+            )
+        if down:
+            saving = relative_cost(state.config, self.space) - relative_cost(target, self.space)
+            worth = saving / 2.0 * self.saving_horizon_s / 60.0  # static-maximum minutes saved (static max costs 2.0)
+            if worth < self.minute_worth * price.over_min:
+                return (
+                    f"it saves {worth:.1f} static-minutes over {self.saving_horizon_s / 3600:g} h, less than its predicted "
+                    f"{price.over_min:.1f} min over target are worth ({self.minute_worth:g} static-minutes each); {price.describe()}"
+                )
+        return None

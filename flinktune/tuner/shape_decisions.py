@@ -77,7 +77,9 @@ class ShapeDecisions:
             self, shape: Shape, rate: float, context: PolicyContext, utilization: float | None = None
         ) -> tuple[Configuration, str, bool]: ...
 
-        def _change(self, state: JobState, target: Configuration, reason: str, inputs: dict) -> Decision: ...
+        def _change(
+            self, state: JobState, target: Configuration, reason: str, inputs: dict, *, needed: bool = False
+        ) -> Decision: ...
 
     # -- ranking shapes with the policy's options ----------------------------------------------
     def _in_shape(self, shape: Shape) -> list[Configuration]:
@@ -168,7 +170,9 @@ class ShapeDecisions:
             )
         return self._regrow(state, context, planned, why, inputs)
 
-    def _regrow(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
+    def _regrow(
+        self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict, *, needed: bool = False
+    ) -> Decision:
         """Pick the shape (first time, or when the current one cannot carry the load).
 
         By capacity (:meth:`rank_shapes`) once any shape has been measured; before that by the
@@ -176,7 +180,7 @@ class ShapeDecisions:
         """
         best = self._best_shape(planned, context, state.config.with_(vertex_parallelism={}))
         if best is None:
-            return self._surrogate_shape(state, context, planned, why, inputs)
+            return self._surrogate_shape(state, context, planned, why, inputs, needed=needed)
         self.shape = best.shape
         self._pending_since = None
         if best.config == state.config:
@@ -192,9 +196,12 @@ class ShapeDecisions:
             f"choose the shape for {planned:,.0f} rec/s ({why}): the cheapest at "
             f"utilization {self._util:.0%} that {grow}: {best.describe()}",
             inputs,
+            needed=needed,
         )
 
-    def _surrogate_shape(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
+    def _surrogate_shape(
+        self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict, *, needed: bool = False
+    ) -> Decision:
         """The shape from the surrogate alone (no capacity measured yet): cheapest over a range of rates."""
         args = (context.surrogate, self.space)
         goals = (context.latency_target_ms, context.recovery_limit_s, self._candidates())
@@ -225,6 +232,7 @@ class ShapeDecisions:
             f"choose the shape for {planned:,.0f} rec/s ({why}): the shape cheapest over {min(factors):g}-{max(factors):g}x "
             f"that rate with P(goals) >= {self.confidence} that grows in place to {self.growth:g}x it ({note})",
             inputs,
+            needed=needed,
         )
 
     # -- re-shaping to save -------------------------------------------------------------------

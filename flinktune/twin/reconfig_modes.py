@@ -39,7 +39,7 @@ from flinktune.config_space import ConfigError, Configuration
 from flinktune.twin import mechanics as mech
 from flinktune.twin.profile import ClusterProfile
 
-__all__ = ["MODES", "MigrationSettings", "ModeCost", "mode_costs", "reconfiguration_costs"]
+__all__ = ["MODES", "MigrationSettings", "ModeCost", "change_priors", "failure_prior", "mode_costs", "reconfiguration_costs"]
 
 MODES: tuple[str, ...] = ("redeploy", "rescale", "migrate")
 
@@ -66,6 +66,29 @@ class ModeCost:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def change_priors(profile: ClusterProfile, task_managers: int = 8) -> dict[str, tuple[float, float]]:
+    """(downtime s, warm-up s) per change mode as a calibrated profile has them: the prior a tuner's
+    change-cost model starts from on a job whose twin was calibrated (``task_managers``: a typical
+    count for the per-TaskManager terms)."""
+    rescale_warm = profile.rescale_warmup_s if profile.rescale_warmup_s is not None else profile.warmup_s
+    redeploy_warm = profile.redeploy_warmup_s if profile.redeploy_warmup_s is not None else profile.warmup_s
+    return {
+        "rescale": (profile.rescale_base_s + profile.tm_start_s, rescale_warm),
+        "redeploy": (
+            profile.savepoint_base_s + profile.redeploy_base_s + profile.redeploy_per_tm_s * task_managers,
+            redeploy_warm,
+        ),
+    }
+
+
+def failure_prior(profile: ClusterProfile, task_managers: int = 8) -> tuple[float, float]:
+    """(downtime s, warm-up s) of a job failure as a calibrated profile has it: detection, restart, warm-up."""
+    return (
+        profile.failure_detection_s + profile.restart_base_s + profile.restart_per_tm_s * task_managers,
+        profile.warmup_s,
+    )
 
 
 def _moved_fraction(old: Configuration, new: Configuration) -> float:

@@ -42,6 +42,10 @@ def test_evaluate_flags_stale_missing_nan_and_stopped():
     assert any("non-finite" in p for p in st2.problems)
 
 
+#: Changes that cost next to nothing: these tests are about the loop, not the price of a change.
+CHEAP_CHANGES = {"rescale": (1.0, 0.0), "redeploy": (1.0, 0.0)}
+
+
 def test_rate_series_has_utc_index():
     s = rate_series(raw_samples("j", 0, 10, rate=5.0), "j")
     assert str(s.index.tz) == "UTC" and len(s) == 10 and (s == 5.0).all()
@@ -56,7 +60,7 @@ def test_loop_reconfigures_records_and_explains(tmp_path):
     clock = ManualClock(600)
     loop = build_decision_loop(
         Backend("test", FrameMetricsSource(frame), realizer, clock), LoopSettings("j", 250.0),
-        policy=make_policy("flinktune", SPACE, memory_headroom=0.7), space=SPACE, store=store,
+        policy=make_policy("flinktune", SPACE, memory_headroom=0.7, change_priors=CHEAP_CHANGES), space=SPACE, store=store,
         forecaster=FixedForecast(20000), models=FixedModels(FunctionSurrogate(SPACE), 1e6),
     )
     out = loop.step()
@@ -78,7 +82,7 @@ def test_loop_dry_run_changes_nothing(tmp_path):
     store = SqliteStateStore(tmp_path / "s.db")
     loop = build_decision_loop(
         Backend("test", FrameMetricsSource(raw_samples("j", 0, 600, rate=20000, p95=120)), realizer, ManualClock(600)),
-        LoopSettings("j", 250.0, dry_run=True), policy=make_policy("flinktune", SPACE, memory_headroom=0.7), space=SPACE,
+        LoopSettings("j", 250.0, dry_run=True), policy=make_policy("flinktune", SPACE, memory_headroom=0.7, change_priors=CHEAP_CHANGES), space=SPACE,
         store=store, forecaster=FixedForecast(20000), models=FixedModels(FunctionSurrogate(SPACE), 1e6),
     )
     out = loop.step()

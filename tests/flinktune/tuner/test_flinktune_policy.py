@@ -20,6 +20,9 @@ from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob
 
 SPACE = default_space()
+#: Changes and failures that cost next to nothing, for the tests of the shape and sizing rules (the
+#: price of a change, the error budget and the failure headroom have their own tests below).
+CHEAP = {"change_priors": {"rescale": (1.0, 0.0), "redeploy": (1.0, 0.0)}, "failure_prior": (1.0, 0.0)}
 
 
 def vertices(rate: float, busy: float) -> tuple[VertexMetrics, ...]:
@@ -60,7 +63,7 @@ def test_capacity_model_extrapolates_sublinearly_up_and_linearly_down():
 
 
 def test_shape_once_then_in_place_scaling_with_dwell_before_scale_down():
-    pol = make_policy("flinktune", SPACE, memory_headroom=0.7, utilization=0.65, min_dwell_s=1200, down_horizon_s=1800)
+    pol = make_policy("flinktune", SPACE, **CHEAP, memory_headroom=0.7, utilization=0.65, min_dwell_s=1200, down_horizon_s=1800)
     first = pol.decide(state(SPACE.maximum, rate=30000, ts=0), ctx(30000))
     assert first.action is Action.RECONFIGURE and "shape" in first.reason
     shape = shape_of(first.target)
@@ -89,22 +92,22 @@ def test_shape_once_then_in_place_scaling_with_dwell_before_scale_down():
 
 
 def test_a_failure_window_does_not_feed_the_capacity_model():
-    pol = make_policy("flinktune", SPACE, memory_headroom=0.7)
+    pol = make_policy("flinktune", SPACE, **CHEAP, memory_headroom=0.7)
     cfg = pol.decide(state(SPACE.maximum, rate=30000), ctx(30000)).target
     pol.decide(state(cfg, rate=20000, busy=0.99, ts=300, restarts=1, p95=9000), ctx(20000))
     assert pol.capacity.measured == {}
 
 
 def test_the_first_shape_waits_one_interval_for_a_measurement_a_failure_window_did_not_give():
-    pol = make_policy("flinktune", SPACE, memory_headroom=0.7)
+    pol = make_policy("flinktune", SPACE, **CHEAP, memory_headroom=0.7)
     wait = pol.decide(state(SPACE.maximum, rate=30000, restarts=1), ctx(30000))
     assert wait.action is Action.KEEP and "wait to choose the first shape" in wait.reason and "1 failure(s)" in wait.reason
-    again = make_policy("flinktune", SPACE, memory_headroom=0.7)
+    again = make_policy("flinktune", SPACE, **CHEAP, memory_headroom=0.7)
     again.restore_memory(pol.memory())  # the next decide run, a new process
     # only once: a job that fails every window still gets a shape, by the surrogate
     chosen = again.decide(state(SPACE.maximum, rate=30000, ts=600, restarts=1), ctx(30000))
     assert chosen.action is Action.RECONFIGURE and "shape" in chosen.reason
-    measured = make_policy("flinktune", SPACE, memory_headroom=0.7).decide(state(SPACE.maximum, rate=30000), ctx(30000))
+    measured = make_policy("flinktune", SPACE, **CHEAP, memory_headroom=0.7).decide(state(SPACE.maximum, rate=30000), ctx(30000))
     assert measured.action is Action.RECONFIGURE  # a steady first window: chosen at once, by measured capacity
 
 
@@ -123,7 +126,7 @@ def test_evaluate_counts_restarts_from_a_real_twin():
 
 def test_a_fresh_policy_adopts_the_running_shape_instead_of_redeploying():
     running = Configuration(12, 2, 2.0, 2048, 10)
-    pol = make_policy("flinktune", SPACE, memory_headroom=0.7)
+    pol = make_policy("flinktune", SPACE, **CHEAP, memory_headroom=0.7)
     d = pol.decide(state(running, rate=20000, busy=0.5), ctx(20000))
     assert pol.shape == shape_of(running)
     assert d.action is Action.KEEP or shape_of(d.target) == shape_of(running)
@@ -168,7 +171,7 @@ def test_choose_shape_prefers_fine_cost_steps_over_the_rate_range_not_only_at_th
     coarse = [Configuration(p, 3, 3.0, 3072, 10) for p in (12, 24)]  # 12 or 24 cores only
     fine = [Configuration(p, 1, 1.0, 2048, 10) for p in (8, 12, 16, 20, 24)]  # steps of 4 cores
     cands = coarse + fine
-    pol = make_policy("flinktune", SPACE)
+    pol = make_policy("flinktune", SPACE, **CHEAP)
     planned = 60000.0  # both need 12 cores here: a tie at the planned rate alone
     by_rate = [_scores(cands, planned * f) for f in (1.0, 0.5, 0.75, 1.3, 1.6)]
     grown = _scores(cands, planned * 1.6)
@@ -182,8 +185,8 @@ def test_choose_shape_prefers_fine_cost_steps_over_the_rate_range_not_only_at_th
 
 
 def test_hysteresis_up_trigger_and_minimum_scale_down_step():
-    pol = make_policy("flinktune", SPACE, memory_headroom=0.7, utilization=0.75, up_trigger=0.85, down_utilization=0.75,
-                      min_dwell_s=0, down_horizon_s=300, min_down_step=8)  # fmt: skip
+    pol = make_policy("flinktune", SPACE, **CHEAP, memory_headroom=0.7, utilization=0.75, up_trigger=0.85, down_utilization=0.75,
+                      min_dwell_s=0, down_horizon_s=300, min_down_step=8, reversal_hold_s=0)  # fmt: skip
     cfg = pol.decide(state(SPACE.maximum, rate=30000, ts=0), ctx(30000)).target
     p0 = cfg.parallelism
     assert p0 <= max(SPACE.parallelism) - 8
@@ -211,7 +214,7 @@ def test_hysteresis_up_trigger_and_minimum_scale_down_step():
 
 
 def test_no_new_shape_is_chosen_beyond_what_profiling_covered():
-    pol = make_policy("flinktune", SPACE, memory_headroom=0.7, min_dwell_s=0)
+    pol = make_policy("flinktune", SPACE, **CHEAP, memory_headroom=0.7, min_dwell_s=0)
     cfg = Configuration(8, 2, 2.0, 2048, 10)
     pol.shape = shape_of(cfg)
     pol.capacity.observe(8, 10000.0)
@@ -246,7 +249,7 @@ def _running(shape_cfg, capacity, rate, ts, restarts=0):
 
 
 def _low_load_policy(**kw):
-    pol = make_policy("flinktune", SPACE, down_horizon_s=300, min_dwell_s=0, shape_dwell_s=1800, **kw)
+    pol = make_policy("flinktune", SPACE, **CHEAP, down_horizon_s=300, min_dwell_s=0, shape_dwell_s=1800, **kw)
     cfg = Configuration(8, 2, 2.0, 2048, 10)  # one core per slot, the smallest parallelism: 8 cores
     pol.shape = shape_of(cfg)
     pol.capacities.observe(pol.shape, 8, 40000.0)
@@ -289,7 +292,7 @@ def test_a_short_dip_does_not_re_choose_the_shape():
 
 
 def test_an_outgrown_fractional_shape_is_re_chosen_at_once_by_measured_capacity():
-    pol = make_policy("flinktune", SPACE, min_dwell_s=0)
+    pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0)
     small = Configuration(24, 4, 2.0, 3072, 10)  # half a core per slot, largest parallelism
     pol.shape = shape_of(small)
     pol.capacities.observe(pol.shape, 24, 60000.0)
@@ -305,7 +308,7 @@ def test_an_outgrown_shape_waits_the_dwell_for_a_forecast_but_not_for_a_load_tha
     small = Configuration(24, 4, 2.0, 3072, 10)  # half a core per slot, largest parallelism: capacity 60,000
 
     def policy_just_scaled():
-        pol = make_policy("flinktune", SPACE, min_dwell_s=900)
+        pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=900)
         pol.shape = shape_of(small)
         pol.capacities.observe(pol.shape, 24, 60000.0)
         pol._changes.record(0.0)  # the in-place step to p24 a window ago
@@ -323,7 +326,7 @@ def test_below_the_largest_a_plan_the_shape_cannot_carry_steps_in_place_unless_t
     mid = Configuration(16, 4, 2.0, 3072, 10)  # half a core per slot: 40,000 measured at p16, ~60,000 at p24
 
     def policy():
-        pol = make_policy("flinktune", SPACE, min_dwell_s=900)
+        pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=900)
         pol.shape = shape_of(mid)
         pol.capacities.observe(pol.shape, 16, 40000.0)
         return pol
@@ -356,7 +359,7 @@ def test_a_space_without_preferred_shapes_still_gets_a_shape_with_a_reason():
 
 
 def test_a_scale_up_only_the_forecast_asks_for_waits_for_the_change_budget_one_the_load_needs_does_not():
-    pol = make_policy("flinktune", SPACE, min_dwell_s=0, change_budget=1, budget_window_s=6 * 3600.0)
+    pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, change_budget=1, budget_window_s=6 * 3600.0)
     cfg = Configuration(8, 2, 2.0, 2048, 10)
     pol.shape = shape_of(cfg)
     pol.capacities.observe(pol.shape, 8, 40000.0)
@@ -390,7 +393,7 @@ def test_change_log_budget_counts_within_the_window_and_a_zero_budget_is_a_reaso
 
 
 def test_a_change_the_guard_held_back_uses_no_budget_and_no_dwell_time():
-    pol = make_policy("flinktune", SPACE, min_dwell_s=0, down_horizon_s=300, change_budget=1, budget_window_s=6 * 3600.0)
+    pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, change_budget=1, budget_window_s=6 * 3600.0)
     cfg = Configuration(16, 2, 2.0, 2048, 10)
     pol.shape = shape_of(cfg)
     pol.capacities.observe(pol.shape, 16, 80000.0)
@@ -412,7 +415,7 @@ def test_a_due_scale_down_lands_on_a_cheaper_shape_in_one_redeploy():
     cfg = Configuration(16, 2, 2.0, 2048, 10)  # one core per slot, 16 cores
 
     def policy(**kw):
-        pol = make_policy("flinktune", SPACE, down_horizon_s=300, min_dwell_s=0, **kw)
+        pol = make_policy("flinktune", SPACE, **CHEAP, down_horizon_s=300, min_dwell_s=0, **kw)
         pol.shape = shape_of(cfg)
         pol.capacities.observe(pol.shape, 16, 80000.0)
         return pol
