@@ -52,6 +52,7 @@ from flinktune.policies import POLICY_NAMES, make_policy
 from flinktune.settings import Settings, load_settings
 from flinktune.twin.backend import twin_backend
 from flinktune.twin.job_store import job_dir
+from flinktune.twin.reconfig_modes import change_priors, failure_prior
 from flinktune.twin.simulator import TwinJob
 
 __all__ = ["FORECAST_HISTORY_S", "ChampionModels", "LakeForecast", "TwinProfiler", "cluster_backend", "main", "run"]
@@ -267,7 +268,9 @@ def run(
             forecaster, models = LakeForecast(lake, job, settings.forecast_horizon_s), ChampionModels(settings, job)
         # The local realizer rescales the whole job (every vertex alike): per-vertex DS2 overrides would be
         # recorded but not run, and the next run would read the uniform parallelism back and decide again.
-        options = {"per_vertex": False} if policy == "ds2" and cluster == "local-flink" else {}
+        options: dict[str, Any] = {"per_vertex": False} if policy == "ds2" and cluster == "local-flink" else {}
+        if twin is not None and policy == "flinktune":  # the twin's calibration is the change-cost prior, as in the replay
+            options.update(change_priors=change_priors(twin.profile), failure_prior=failure_prior(twin.profile))
         loop = build_decision_loop(backend, loop_settings, policy=make_policy(policy, space, confidence=settings.confidence, **options),
                                    space=space, store=store, forecaster=forecaster, models=models)  # fmt: skip
         clock = backend.clock
