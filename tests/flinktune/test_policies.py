@@ -34,11 +34,17 @@ def test_static_keeps_the_maximum():
     assert d.action is Action.RECONFIGURE and d.target == MAX
 
 
+#: Changes that cost next to nothing (flinktune's price of a change), where a test is about another rule.
+CHEAP_CHANGES = {"rescale": (1.0, 0.0), "redeploy": (1.0, 0.0)}
+
+
 @pytest.mark.parametrize("name", ["demeter", "flinktune"])
 def test_model_policies_pick_a_cheaper_safe_configuration_at_low_load(name):
     # FunctionSurrogate predicts heap use at 60 % of every reservation; flinktune's heap headroom
     # rule (default 50 %) would refuse them all, so it is relaxed here.
-    opts = {"memory_headroom": 0.7} if name == "flinktune" else {}
+    # Changes are priced here as next to free: the first shape is an optional change, and this test is
+    # about which one (the price of a change has its own tests in tests/flinktune/tuner).
+    opts = {"memory_headroom": 0.7, "change_priors": CHEAP_CHANGES} if name == "flinktune" else {}
     d = make_policy(name, SPACE, **opts).decide(state(rate=20000), ctx(20000))
     assert d.action is Action.RECONFIGURE
     assert relative_cost(d.target, SPACE) < relative_cost(MAX, SPACE)
@@ -68,7 +74,7 @@ def test_profile_when_the_planned_rate_is_beyond_profiled_range(name):
 
 
 def test_flinktune_plans_for_the_backlog_and_keeps_its_shape_at_the_same_rate():
-    pol = make_policy("flinktune", SPACE, memory_headroom=0.7)
+    pol = make_policy("flinktune", SPACE, memory_headroom=0.7, change_priors=CHEAP_CHANGES)
     rate, why = pol.planned_rate(state(rate=20000, lag=3_000_000), ctx(20000))
     assert rate == pytest.approx(20000 + 3_000_000 / 300) and "lag" in why
     first = pol.decide(state(rate=20000), ctx(20000))
