@@ -88,14 +88,14 @@ RATE = Quantity("rate", "rec/s", 0.0, 1e9, above=lambda v: f"did you mean {_g(v 
 UTILIZATION = Quantity(
     "utilization (a fraction)", "", 0.0, 1.0, above=lambda v: f"did you mean {_g(v / 100)} (a percentage)?", low_open=True
 )
-CPU_CORE_HOUR_PRICE = Quantity(
-    "price", "per CPU core-hour", 0.0, 10.0,
-    above=lambda v: f"did you mean {_g(v / 730)} (a monthly price) or {_g(v / 100)} (in cents)?",
-)  # fmt: skip
-MEMORY_GIB_HOUR_PRICE = Quantity(
-    "price", "per GiB-hour", 0.0, 5.0,
-    above=lambda v: f"did you mean {_g(v / 730)} (a monthly price) or {_g(v / 100)} (in cents)?",
-)  # fmt: skip
+
+
+def _hourly_price_hint(v: float) -> str:
+    return f"did you mean {_g(v / 730)} (a monthly price) or {_g(v / 100)} (in cents)?"
+
+
+CPU_CORE_HOUR_PRICE = Quantity("price", "per CPU core-hour", 0.0, 10.0, above=_hourly_price_hint)
+MEMORY_GIB_HOUR_PRICE = Quantity("price", "per GiB-hour", 0.0, 5.0, above=_hourly_price_hint)
 
 
 def finite(value: Any, where: str) -> float:

@@ -209,9 +209,7 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
 
     @property
     def _util(self) -> float:
-        cap = self._latency_cap.utilization
-        util = self.utilization if cap is None else min(self.utilization, cap)
-        util = min(util, self._failure_cap[0])
+        util = min(self._util_before_failures, self._failure_cap[0])
         # Conservative as the error budget runs out: up to 15 % more headroom once less than half is left.
         return util * (1.0 - 0.15 * max(0.0, 0.5 - self.budget.share_left) / 0.5)
 
