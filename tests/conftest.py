@@ -27,6 +27,7 @@ import tempfile
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import gpytorch  # noqa: E402, F401  (imported once here, in the main thread: two threads of a worker importing linear_operator at once deadlocked on its module locks)
 import pytest  # noqa: E402
 
 from flinktune.settings import Settings  # noqa: E402
