@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-import torch
-
 __all__ = ["single_thread"]
 
 
@@ -22,6 +20,8 @@ def single_thread(enabled: bool = True) -> Iterator[None]:
     if not enabled:
         yield
         return
+    import torch  # here, not at import: a replay without models never loads it
+
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

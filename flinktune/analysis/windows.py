@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["RECORD_METRICS", "TIME_METRICS", "SubtaskWindow", "VertexWindow", "subtask_window"]
+__all__ = ["RECORD_METRICS", "TIME_METRICS", "SubtaskWindow", "VertexWindow", "has_vertex", "subtask_window"]
 
 TIME_METRICS = ("busyTimeMsPerSecond", "backPressuredTimeMsPerSecond", "idleTimeMsPerSecond")
 RECORD_METRICS = ("numRecordsInPerSecond", "numRecordsOutPerSecond")
@@ -53,19 +53,27 @@ class SubtaskWindow:
     per_subtask: bool
 
 
+def has_vertex(samples: pd.DataFrame) -> np.ndarray:
+    """Rows of ``samples`` that name a vertex (vertex-level or subtask samples), as a plain boolean array."""
+    return (samples["vertex"] != "").to_numpy(dtype=bool, na_value=True)
+
+
 def subtask_window(samples: pd.DataFrame) -> SubtaskWindow | None:
     """Dense per-subtask matrices from raw samples; None when there is no per-vertex busy time."""
-    df = samples[samples["metric"].isin(TIME_METRICS + RECORD_METRICS) & (samples["vertex"].astype(str) != "")]
-    if df.empty or not (df["metric"] == "busyTimeMsPerSecond").any():
+    metrics = TIME_METRICS + RECORD_METRICS
+    df = samples[samples["metric"].isin(metrics).to_numpy() & has_vertex(samples)]
+    if df.empty:
         return None
-    vertex = df["vertex"].astype(str).to_numpy()
-    names = list(dict.fromkeys(vertex))
-    v_code = pd.Categorical(vertex, categories=names).codes
+    # Integer codes of the labels (categorical columns give them without a string per row).
+    v_code, v_names = pd.factorize(df["vertex"], use_na_sentinel=False)  # in the order vertices first appear
+    names = [str(v) for v in v_names]
+    m_first, m_names = pd.factorize(df["metric"])
+    m_code = np.array([metrics.index(str(m)) for m in m_names], dtype=np.int64)[m_first]
+    if not (m_code == 0).any():  # no busy time
+        return None
     t_code, t_vals = pd.factorize(df["ts_ms"].to_numpy(), sort=True)
     sub = np.maximum(df["subtask"].to_numpy(dtype=np.int64), 0)
     per_subtask = bool((df["subtask"].to_numpy() >= 0).any())
-    metrics = TIME_METRICS + RECORD_METRICS
-    m_code = pd.Categorical(df["metric"].astype(str), categories=list(metrics)).codes
     width = int(sub.max()) + 1
     cube = np.zeros((len(metrics), len(names), len(t_vals), width))
     seen = np.zeros((len(names), width), dtype=bool)

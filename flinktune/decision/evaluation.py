@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from flinktune.analysis.criticality import CriticalityAnalysis, analyse
+from flinktune.analysis.windows import has_vertex
 from flinktune.config_space import Configuration
 from flinktune.decision import JobState, VertexMetrics
-from flinktune.metrics.quality import frozen_limit_s, quality_problems
+from flinktune.metrics.quality import frozen_limit_s, label_rows, quality_problems
 
 log = logging.getLogger(__name__)
 
@@ -33,35 +34,70 @@ REQUIRED_METRICS = ("workloadRate", "numRecordsOutPerSecond", "pendingRecords", 
 SOURCE_PREFIX = "Source"
 
 
+#: The label columns of the raw schema.
+_LABELS = ("job", "metric", "vertex")
+
+
+def _coded(samples: pd.DataFrame) -> pd.DataFrame:
+    """``samples`` with its label columns as categoricals (sorted categories, so any sort is unchanged).
+
+    Every comparison and group-by below then works on integer codes instead of one Python string
+    per row, which on a decision's window is most of the time evaluation takes.
+    """
+    cols = {
+        c: pd.Categorical(samples[c]) for c in _LABELS if c in samples and not isinstance(samples[c].dtype, pd.CategoricalDtype)
+    }
+    return samples.assign(**cols) if cols else samples
+
+
+def _per_second(ts: np.ndarray, values: np.ndarray) -> pd.Series:
+    """``values`` summed per timestamp (``ts_ms``), in time order: a group-by sum, without one when
+    every second holds one sample (the usual case), where that sum is the value itself (NaN: 0)."""
+    order = np.argsort(ts, kind="stable")
+    ts, values = ts[order], values[order]
+    if len(ts) > 1 and not bool((np.diff(ts) > 0).all()):
+        return pd.Series(values, index=pd.Index(ts, name="ts_ms"), name="value").groupby(level=0).sum()
+    return pd.Series(np.where(np.isnan(values), 0.0, values), index=pd.Index(ts, name="ts_ms"), name="value")
+
+
 def _job_metric(df: pd.DataFrame, metric: str) -> pd.Series:
     """Per-second series of a job-level metric (summed over subtasks when per subtask)."""
-    sel = df[df["metric"] == metric]
-    if sel.empty:
+    sel = label_rows(df["metric"], metric)
+    if not sel.any():
         return pd.Series(dtype="float64")
-    return sel.groupby("ts_ms")["value"].sum().sort_index()
+    return _per_second(df["ts_ms"].to_numpy()[sel], df["value"].to_numpy(dtype="float64")[sel])
 
 
 def _throughput(df: pd.DataFrame) -> pd.Series:
-    sel = df[(df["metric"] == "numRecordsOutPerSecond") & df["vertex"].str.startswith(SOURCE_PREFIX)]
-    if sel.empty:  # a source without the Flink prefix: take the first vertex seen
-        sel = df[df["metric"] == "numRecordsOutPerSecond"]
-        if sel.empty:
-            return pd.Series(dtype="float64")
-        sel = sel[sel["vertex"] == sel["vertex"].iloc[0]]
-    return (
-        sel[sel["subtask"] < 0].groupby("ts_ms")["value"].sum()
-        if (sel["subtask"] < 0).any()
-        else sel.groupby("ts_ms")["value"].sum()
-    )
+    out = label_rows(df["metric"], "numRecordsOutPerSecond")
+    if not out.any():
+        return pd.Series(dtype="float64")
+    vertex = pd.Series(pd.Categorical(df["vertex"]))
+    codes = vertex.cat.codes.to_numpy()
+    source = np.array([str(v).startswith(SOURCE_PREFIX) for v in vertex.cat.categories] + [False])
+    sel = out & source[codes]  # code -1 (no vertex) reads the trailing False
+    if not sel.any():  # a source without the Flink prefix: take the first vertex seen
+        sel = out & (codes == codes[np.flatnonzero(out)[0]])
+    sub = df["subtask"].to_numpy()
+    if (sub[sel] < 0).any():
+        sel &= sub < 0
+    return _per_second(df["ts_ms"].to_numpy()[sel], df["value"].to_numpy(dtype="float64")[sel])
 
 
 def _ratio(df: pd.DataFrame, metric: str) -> float:
     """Worst vertex's mean fraction of time spent in ``metric`` (ms per second / 1000)."""
-    sel = df[df["metric"] == metric]
-    if sel.empty:
+    rows = label_rows(df["metric"], metric)
+    if not rows.any():
         return float("nan")
-    per_vertex = sel.groupby(["vertex", "subtask"])["value"].mean().groupby(level=0).max()
-    return float(np.clip(per_vertex.max() / 1000.0, 0.0, 1.0))
+    # The highest mean over (vertex, subtask) series: one group-by on one integer key per series
+    # (rows without a vertex belong to none, as in a group-by on the labels).
+    vertex = pd.factorize(df["vertex"])[0][rows]
+    rows[rows] = vertex >= 0
+    vertex = vertex[vertex >= 0]
+    subtask = pd.factorize(df["subtask"].to_numpy()[rows])[0]
+    series = vertex.astype(np.int64) * (int(subtask.max(initial=0)) + 1) + subtask
+    means = pd.Series(df["value"].to_numpy(dtype="float64")[rows]).groupby(series).mean()
+    return float(np.clip(means.max() / 1000.0, 0.0, 1.0))
 
 
 def _slope(s: pd.Series) -> float:
@@ -92,6 +128,32 @@ def minute_p95(p95: pd.Series, running: pd.Series) -> tuple[tuple[float, float],
     return tuple(sorted(minutes.items()))
 
 
+def _unique_keys(*codes: np.ndarray) -> bool:
+    """True when no two rows share all of ``codes`` (integer codes, one array per key)."""
+    order = np.lexsort(codes[::-1])
+    same = np.ones(max(len(order) - 1, 0), dtype=bool)
+    for c in codes:
+        same &= c[order][1:] == c[order][:-1]
+    return not bool(same.any())
+
+
+def _mean_at(ts: np.ndarray, values: np.ndarray, at: np.ndarray) -> float:
+    """Mean of the series (``ts`` -> ``values``) at the timestamps ``at``, missing ones skipped
+    (pandas' reindex-then-mean, summed the same way); 0 when none is there."""
+    if not len(at) or not len(ts):
+        return 0.0
+    if len(ts) == len(at) and bool((ts == at).all()):
+        picked = values.copy()
+    else:
+        idx = pd.Index(ts).get_indexer(at)
+        picked = np.where(idx >= 0, values[idx], np.nan)
+    missing = np.isnan(picked)
+    if missing.all():
+        return 0.0
+    picked[missing] = 0.0
+    return float(picked.sum() / (~missing).sum())
+
+
 def vertex_metrics(samples: pd.DataFrame, config: Configuration) -> tuple[VertexMetrics, ...]:
     """Per-vertex window summary (DS2 style) from raw samples; empty when there are none.
 
@@ -99,33 +161,39 @@ def vertex_metrics(samples: pd.DataFrame, config: Configuration) -> tuple[Vertex
     nothing about how fast the vertex processes. Record rates are summed over subtasks per
     second; busy and backpressure take the busiest subtask (the operator autoscaler's MAX).
     """
-    df = samples[samples["metric"].isin(_VERTEX_METRICS) & (samples["vertex"].astype(str) != "")]
+    df = samples[samples["metric"].isin(_VERTEX_METRICS).to_numpy() & has_vertex(samples)]
     if df.empty:
         return ()
     overrides = config.vertex_overrides()
-    # One pass: per (vertex, metric, second) the sum (record rates) and the max (time ratios).
-    g = df.groupby(["vertex", "metric", "ts_ms"], sort=False, observed=True)["value"].agg(["sum", "max"])
+    # Per (vertex, metric, second) the sum (record rates) and the max (time ratios) as plain arrays,
+    # rows in the order the seconds first appear; a sample per key (vertex-level samples) is both.
+    vertex, metric, ts = df["vertex"], df["metric"], df["ts_ms"].to_numpy()
+    values = df["value"].to_numpy(dtype="float64")
+    v_code, names = pd.factorize(vertex, use_na_sentinel=False)
+    m_code, metrics = pd.factorize(metric)
+    if _unique_keys(v_code, m_code, ts):
+        sums, maxes = np.where(np.isnan(values), 0.0, values), values
+    else:
+        g = df.groupby(["vertex", "metric", "ts_ms"], sort=False, observed=True)["value"].agg(["sum", "max"])
+        v_code, names = pd.factorize(g.index.get_level_values("vertex"), use_na_sentinel=False)
+        m_code, metrics = pd.factorize(g.index.get_level_values("metric"))
+        ts = g.index.get_level_values("ts_ms").to_numpy()
+        sums, maxes = g["sum"].to_numpy(dtype="float64"), g["max"].to_numpy(dtype="float64")
+    m_of = {str(m): k for k, m in enumerate(metrics)}
     out: list[VertexMetrics] = []
-    for name in pd.unique(df["vertex"].astype(str)):
-        v = g.xs(name, level="vertex")
+    for k, name in enumerate(names):  # in the order vertices first appear
+        mine = v_code == k
 
-        def per_s(metric: str, how: str) -> pd.Series:
-            return (
-                v.xs(metric, level="metric")[how]  # noqa: B023 - per_s is called within this iteration only
-                if metric in v.index.get_level_values("metric")  # noqa: B023
-                else pd.Series(dtype="float64")
-            )
+        def per_s(metric: str, agg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            rows = mine & (m_code == m_of.get(metric, -2))  # noqa: B023 - per_s is called within this iteration only
+            return ts[rows], agg[rows]
 
-        busy_s = per_s("busyTimeMsPerSecond", "max")
-        working = busy_s.index[busy_s.to_numpy() > 0]
-
-        def mean_over(s: pd.Series) -> float:
-            s = s.reindex(working)  # noqa: B023 - mean_over is called within this iteration only
-            return float(s.mean()) if len(s) and s.notna().any() else 0.0
-
-        rin, rout = mean_over(per_s("numRecordsInPerSecond", "sum")), mean_over(per_s("numRecordsOutPerSecond", "sum"))
-        busy = float(np.clip(mean_over(busy_s) / 1000.0, 0.0, 1.0))
-        bp = float(np.clip(mean_over(per_s("backPressuredTimeMsPerSecond", "max")) / 1000.0, 0.0, 1.0))
+        busy_ts, busy_ms = per_s("busyTimeMsPerSecond", maxes)
+        working = busy_ts[busy_ms > 0]
+        rin = _mean_at(*per_s("numRecordsInPerSecond", sums), working)
+        rout = _mean_at(*per_s("numRecordsOutPerSecond", sums), working)
+        busy = float(np.clip(_mean_at(busy_ts, busy_ms, working) / 1000.0, 0.0, 1.0))
+        bp = float(np.clip(_mean_at(*per_s("backPressuredTimeMsPerSecond", maxes), working) / 1000.0, 0.0, 1.0))
         tpr = rin / busy if busy > 0 else float("inf")
         out.append(VertexMetrics(str(name), int(overrides.get(str(name), config.parallelism)), rin, rout, busy, bp, tpr))
     return tuple(out)
@@ -166,6 +234,7 @@ def evaluate(
     values may legitimately be constant (synthetic test frames).
     """
     problems: list[str] = []
+    samples = _coded(samples)
     df = samples[samples["job"] == job] if "job" in samples else samples
     present = set(df["metric"].unique()) if not df.empty else set()
     missing = [m for m in REQUIRED_METRICS if m not in present]

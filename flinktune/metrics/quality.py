@@ -40,6 +40,7 @@ __all__ = [
     "duplicate_problems",
     "frozen_for_s",
     "frozen_limit_s",
+    "label_rows",
     "quality_problems",
     "staleness_problem",
     "unit_problems",
@@ -76,7 +77,7 @@ def frozen_for_s(df: pd.DataFrame, newest: float) -> float:
     live = df[df["metric"].isin(LIVE_METRICS)]
     if live.empty:
         return 0.0
-    table = live.groupby(["ts_ms", "metric"])["value"].sum().unstack("metric").sort_index()
+    table = live.groupby(["ts_ms", "metric"], observed=True)["value"].sum().unstack("metric").sort_index()
     if len(table) < 3:
         return 0.0
     changed = (table.diff().abs() > 0).any(axis=1).to_numpy()
@@ -85,9 +86,21 @@ def frozen_for_s(df: pd.DataFrame, newest: float) -> float:
     return newest - float(last_change) / 1000.0
 
 
+def _may_overlap(df: pd.DataFrame, min_step_ms: int) -> bool:
+    """False when no two samples of one series are less than ``min_step_ms`` apart (duplicates
+    included): one sort of integer codes, so a clean window skips the slower search for an example."""
+    keys = [pd.factorize(df[c])[0] for c in ("metric", "vertex", "subtask")]
+    ts = df["ts_ms"].to_numpy()
+    order = np.lexsort((ts, *reversed(keys)))
+    same = np.ones(len(order) - 1, dtype=bool)
+    for k in keys:
+        same &= k[order][1:] == k[order][:-1]
+    return bool((same & (np.diff(ts[order]) < min_step_ms)).any())
+
+
 def duplicate_problems(df: pd.DataFrame, *, min_step_ms: int = MIN_STEP_MS) -> list[str]:
     """Samples of one series at one timestamp, or closer than ``min_step_ms``: one reason each kind."""
-    if df.empty:
+    if df.empty or not _may_overlap(df, min_step_ms):
         return []
     out = []
     dup = df.duplicated(_KEY, keep=False)
@@ -98,7 +111,7 @@ def duplicate_problems(df: pd.DataFrame, *, min_step_ms: int = MIN_STEP_MS) -> l
             f"{first['metric']} at ts_ms {int(first['ts_ms'])}; overlapping raw files would count them twice"
         )
     uniq = df.drop_duplicates(_KEY).sort_values(_KEY)
-    gaps = uniq.groupby(["metric", "vertex", "subtask"], sort=False)["ts_ms"].diff()
+    gaps = uniq.groupby(["metric", "vertex", "subtask"], sort=False, observed=True)["ts_ms"].diff()
     close = gaps < min_step_ms
     if close.any():
         row = uniq[close.to_numpy()].iloc[0]
@@ -117,8 +130,30 @@ def staleness_problem(newest: float, now: float, max_staleness_s: float) -> str 
     return f"stale data: {age} (limit {max_staleness_s:.0f} s)"
 
 
-def _job_values(df: pd.DataFrame, metric: str) -> pd.Series:
-    return df.loc[df["metric"] == metric].groupby("ts_ms")["value"].sum()
+def label_rows(column: pd.Series, label: str) -> np.ndarray:
+    """Rows of a label column (job, metric, vertex) equal to ``label``, as a plain boolean array.
+
+    A categorical column compares its integer codes with the label's (one lookup, no string per
+    row); a string column compares its strings, a missing label counting as unequal.
+    """
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        k = int(column.cat.categories.get_indexer([label])[0])
+        codes = column.cat.codes.to_numpy()
+        return codes == k if k >= 0 else np.zeros(len(codes), dtype=bool)
+    return (column == label).to_numpy(dtype=bool, na_value=False)
+
+
+def _rows(df: pd.DataFrame, metric: str) -> np.ndarray:
+    return label_rows(df["metric"], metric)
+
+
+def _job_values(df: pd.DataFrame, metric: str) -> np.ndarray:
+    """The metric's values summed per timestamp (a sample per timestamp, the usual case, is its own sum)."""
+    rows = _rows(df, metric)
+    ts, values = df["ts_ms"].to_numpy()[rows], df["value"].to_numpy(dtype="float64")[rows]
+    if len(np.unique(ts)) == len(ts):
+        return np.where(np.isnan(values), 0.0, values)
+    return pd.Series(values).groupby(ts).sum().to_numpy()
 
 
 def unit_problems(df: pd.DataFrame, config: Configuration, *, cpu_slack: float = CPU_SLACK) -> list[str]:
@@ -126,23 +161,24 @@ def unit_problems(df: pd.DataFrame, config: Configuration, *, cpu_slack: float =
     out = []
     cpu = _job_values(df, "cpuLoad")
     cores = config.total_cpu
-    if len(cpu) and float(cpu.median()) > cores * cpu_slack:
+    if len(cpu) and float(np.median(cpu)) > cores * cpu_slack:
         out.append(
-            f"cpuLoad median {float(cpu.median()):.3g} cores is above the {cores:g} cores reserved "
+            f"cpuLoad median {float(np.median(cpu)):.3g} cores is above the {cores:g} cores reserved "
             f"(x{cpu_slack:g}); is CPU reported in percent instead of cores?"
         )
     heap = _job_values(df, "heapUsedMb")
     memory = config.total_memory_mb
-    if len(heap) and float(heap.median()) > memory:
+    if len(heap) and float(np.median(heap)) > memory:
         out.append(
-            f"heapUsedMb median {float(heap.median()):.3g} MB is above the {memory} MB configured; "
+            f"heapUsedMb median {float(np.median(heap)):.3g} MB is above the {memory} MB configured; "
             "is heap reported in bytes instead of MB?"
         )
     for metric in _LATENCIES:
-        lat = df.loc[df["metric"] == metric, "value"]
-        if len(lat) and float(lat.median()) < MIN_LATENCY_MS:
+        lat = df["value"].to_numpy(dtype="float64")[_rows(df, metric)]
+        lat = lat[~np.isnan(lat)]
+        if len(lat) and float(np.median(lat)) < MIN_LATENCY_MS:
             out.append(
-                f"{metric} median {float(lat.median()):.3g} ms is below {MIN_LATENCY_MS:g} ms; "
+                f"{metric} median {float(np.median(lat)):.3g} ms is below {MIN_LATENCY_MS:g} ms; "
                 "is latency reported in seconds instead of milliseconds?"
             )
             break  # one latency reason is enough: they share one unit
@@ -154,10 +190,11 @@ def config_problems(df: pd.DataFrame, config: Configuration) -> list[str]:
     force: metrics of another deployment (or a stale exporter) would size the job on the wrong numbers."""
     out = []
     for knob, metric in CONFIG_METRICS.items():
-        series = df.loc[df["metric"] == metric]
-        if series.empty:
+        rows = _rows(df, metric)
+        if not rows.any():
             continue
-        newest = float(series.loc[series["ts_ms"] == series["ts_ms"].max(), "value"].max())
+        ts, values = df["ts_ms"].to_numpy()[rows], df["value"].to_numpy(dtype="float64")[rows]
+        newest = float(pd.Series(values[ts == ts.max()]).max())
         expected = float(getattr(config, knob))
         if abs(newest - expected) > 1e-6 * max(1.0, abs(expected)):
             out.append(

@@ -21,10 +21,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from flinktune.config_space import ConfigSpace, Configuration
-from models.torch_threads import single_thread
+from models.torch_threads import single_thread  # torch itself is imported where a model is fitted or used
 
 __all__ = [
     "BAD_LATENCY",
@@ -66,6 +65,8 @@ def fit_fixed_noise_gp(x: np.ndarray, y: np.ndarray, *, sem: float | None = CONS
     """A BoTorch GP on ``x`` (n, d) and ``y`` (n,), standardised, fitted by exact marginal likelihood,
     in eval mode. With ``sem`` it has the fixed observation variance ``sem**2`` (the published
     ``FixedNoiseGP``, docs/baselines.md, demeter); with None its noise is fitted (``SingleTaskGP``)."""
+    import torch
+
     from models.surrogate.gp import fit_gp
 
     tx = torch.as_tensor(np.asarray(x, dtype=float), dtype=torch.float64)
@@ -109,6 +110,8 @@ class ConstraintModels:
 
     def predict(self, X: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Latent posterior ``(mean, std)`` per outcome at the normalised candidates ``X`` (m, d)."""
+        import torch
+
         x = torch.as_tensor(np.asarray(X, dtype=float), dtype=torch.float64)
         out = {}
         with torch.no_grad(), single_thread():
@@ -144,6 +147,8 @@ def fit_constraint_models(
     (the published target optimiser models from one profile when it has support models); with
     support and fewer than 3 the weights are uniform (the published rule), with 3 or more they are
     rank weights per outcome."""
+    import torch
+
     from models.surrogate.rgpe import RGPEModel, compute_rank_weights
 
     rows = target[2]

@@ -238,7 +238,7 @@ def run_replays(
     runs: dict[K, PolicyRun] = {}
     # Slowest first so the processes finish together.
     order = sorted(jobs, key=lambda k: {"demeter": 0, "flinktune": 1}.get(jobs[k][0], 2))
-    if workers <= 1:
+    if workers <= 1 or len(jobs) <= 1:  # one replay: in this process (a spawned worker would import everything again)
         for key in order:
             name, st, opts = jobs[key]
             runs[key] = replay_policy(name, trace, prof, space, st, policy_options=opts, start_state=start_state)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 __all__ = ["LOG_OUTCOMES", "OUTCOMES", "SurrogateDataWarning", "SurrogateInputError", "SurrogatePrediction"]
 
@@ -38,6 +37,8 @@ class SurrogatePrediction:
         j = self._col(outcome)
         t = np.log(max(threshold, 1e-12)) if outcome in LOG_OUTCOMES else threshold
         std = np.maximum(self.std[:, j], 1e-9)
+        from scipy.stats import norm  # here, not at import: scipy.stats alone takes a second to load
+
         return norm.cdf((t - self.mean[:, j]) / std)
 
     def median(self, outcome: str) -> np.ndarray:
