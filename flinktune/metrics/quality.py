@@ -137,9 +137,11 @@ def label_rows(column: pd.Series, label: str) -> np.ndarray:
     row); a string column compares its strings, a missing label counting as unequal.
     """
     if isinstance(column.dtype, pd.CategoricalDtype):
-        k = int(column.cat.categories.get_indexer([label])[0])
         codes = column.cat.codes.to_numpy()
-        return codes == k if k >= 0 else np.zeros(len(codes), dtype=bool)
+        try:
+            return codes == column.cat.categories.get_loc(label)
+        except KeyError:
+            return np.zeros(len(codes), dtype=bool)
     return (column == label).to_numpy(dtype=bool, na_value=False)
 
 
