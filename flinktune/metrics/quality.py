@@ -137,9 +137,9 @@ def label_rows(column: pd.Series, label: str) -> np.ndarray:
     row); a string column compares its strings, a missing label counting as unequal.
     """
     if isinstance(column.dtype, pd.CategoricalDtype):
-        codes = column.cat.codes.to_numpy()
+        codes = column.array.codes  # the Categorical's own array, no copy
         try:
-            return codes == column.cat.categories.get_loc(label)
+            return codes == column.dtype.categories.get_loc(label)
         except KeyError:
             return np.zeros(len(codes), dtype=bool)
     return (column == label).to_numpy(dtype=bool, na_value=False)
