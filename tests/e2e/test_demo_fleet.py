@@ -34,10 +34,15 @@ def test_demo_with_three_jobs_writes_three_reports_and_an_overview_that_links_th
     proc = subprocess.run(
         [sys.executable, "-m", "flinktune.cli", "demo", "--jobs", "3", "--history-hours", "3", "--tuned-hours", "0.5",
          "--var-dir", str(var_dir), "--seed", "3"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=1500,
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
     assert proc.returncode == 0, f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-    lines = proc.stdout.strip().splitlines()
+    check_fleet_demo(var_dir, proc.stdout)
+
+
+def check_fleet_demo(var_dir: Path, stdout: str) -> None:
+    """What ``demo --jobs 3 --var-dir var_dir`` printed (``stdout``) and left in ``var_dir``."""
+    lines = stdout.strip().splitlines()
     overview = Path(re.fullmatch(r"fleet overview: (.+overview\.html)", lines[-1]).group(1))
 
     # The jobs are a fleet on the twin: the fleet file the demo wrote, every job managed, kinds and loads apart.
