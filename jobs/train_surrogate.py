@@ -9,10 +9,12 @@ dropped and counted; a knob value no configuration can have raises, naming the f
 
 Metrics: leave-one-out RMSE and 95 % interval coverage per outcome (model space; ``kind="gp"``,
 while ``"rgpe"`` logs its rank weights instead, see :func:`run`), the number of observations
-and distinct points, fit time. Promotion: the profiling table only grows, so a
-version trained on *more observations* replaces the champion (metric ``observations``, higher is
-better) provided its leave-one-out errors are finite; a refit on the same data changes nothing
-(that version becomes ``@challenger``). The version carries an input example (the first observed
+and distinct points, fit time, and the held-out RMSE per outcome. Promotion
+(:mod:`models.surrogate.holdout`): the newest 20 % of the observations are held out, a fit on the
+older ones is scored on them, the champion is re-scored on the same ones, and the version (refitted
+on all) replaces the champion when its held-out RMSE of log p95 latency is lower, or when the
+champion was trained for another configuration space or cannot score them, provided its metrics
+are finite; a version that loses becomes ``@challenger``. The version carries an input example (the first observed
 configurations, raw knob values and ``rate``) and the signature inferred from it and its prediction.
 The GPs are small and exact, so they train on CPU whatever ``settings.device`` says.
 
@@ -41,7 +43,8 @@ from flinktune.settings import Settings, load_settings
 __all__ = ["KINDS", "PROMOTION_METRIC", "input_example", "main", "observations_to_arrays", "read_observations", "run"]
 
 DATASET = "profiling_observations"
-PROMOTION_METRIC = "observations"
+#: models.surrogate.holdout.METRIC, spelt out so that importing this module does not import MLflow.
+PROMOTION_METRIC = "holdout_rmse.latency_ms"
 
 
 def read_observations(lake: Lake, job: str) -> pd.DataFrame:
@@ -62,7 +65,8 @@ def read_observations(lake: Lake, job: str) -> pd.DataFrame:
         missing = [c for c in needed if c not in names]
         if missing:
             raise ValueError(f"dataset {DATASET}: file {f} lacks column(s) {missing}")
-        part = pq.read_table(f, columns=needed).to_pandas()
+        # ts_ms orders the observations: promotion holds out the newest.
+        part = pq.read_table(f, columns=[*needed, *(["ts_ms"] if "ts_ms" in names else [])]).to_pandas()
         part["_file"] = str(f)
         part["_row"] = np.arange(len(part))
         frames.append(part)
@@ -107,7 +111,7 @@ KINDS = ("gp", "rgpe")
 
 
 def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str = "gp") -> dict:
-    """Fit, evaluate, register ``flinktune-surrogate-<job>``, promote when it has more data.
+    """Fit, evaluate, register ``flinktune-surrogate-<job>``, promote when it predicts the newest observations better.
 
     ``kind="gp"``: one pooled GP per outcome (leave-one-out metrics). ``kind="rgpe"``: rank-weighted
     per-rate-bucket GPs (:class:`RGPESurrogate`); its metrics are the bucket count and, per
@@ -118,6 +122,7 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
 
     from models import registry
     from models.surrogate.gp import GPSurrogate
+    from models.surrogate.holdout import hold_out, promote_on_holdout
     from models.surrogate.pyfunc import SurrogatePyfunc
     from models.surrogate.rgpe_surrogate import RGPESurrogate
     from models.surrogate.types import SurrogateDataWarning, SurrogateInputError
@@ -138,11 +143,14 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
         except SurrogateInputError as exc:
             raise SurrogateInputError(f"dataset {DATASET} job={job}: {exc}") from None
     fit_s = time.perf_counter() - t0
+    held = hold_out(df, X, rates, Y, job=job, knobs=list(KNOBS), bounds=space.bounds(),
+                    fit=lambda x, r, y: cls(device="cpu", seed=seed).fit(x, r, y))  # fmt: skip
     metrics: dict[str, float] = {
         "observations": float(len(df)),
         "rows_without_knobs": float(no_knobs),
         "fit_seconds": fit_s,
         **{k: v for k, v in model.fit_info.items()},
+        **held.metrics(),
     }
     if kind == "gp":
         for outcome, (y, mean, std) in model.loo().items():
@@ -184,11 +192,11 @@ def run(*, job: str, settings: Settings | None = None, seed: int = 0, kind: str 
             ),
         )
     bad = sorted(k for k, v in metrics.items() if not np.isfinite(v))
-    promotion = registry.promote(
-        name, version, PROMOTION_METRIC, challenger=metrics[PROMOTION_METRIC], lower_is_better=False,
+    promotion = promote_on_holdout(
+        name, version, held, knobs=list(KNOBS), bounds=space.bounds(),
         requirement=(not bad, f"finite metrics{' (non-finite: ' + ', '.join(bad) + ')' if bad else ''}"),
         data=f"Trained on {len(df)} profiling observations of job {job} ({DATASET}-{job}, {len(np.unique(X, axis=0))} distinct "
-             "configurations); more observations replace a champion trained on fewer.",
+             "configurations).",
     )
     return {"model_name": name, "version": version, "promoted": promotion.promoted, "promotion": promotion.reason,
             "champion": registry.champion_version(name), "metrics": metrics}

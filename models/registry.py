@@ -5,11 +5,13 @@ decision loop (``load_champion``). Call :func:`configure` first: it points MLflo
 URI (SQLite by default) and remembers the artifact root under which every experiment gets its own
 folder (``<artifact_root>/<experiment>``), so artifacts never land in the working directory.
 
-Promotion rule (:func:`promote`, the one path of both model kinds): the alias ``champion`` moves
+Promotion rule (:func:`promote`, the forecaster's): the alias ``champion`` moves
 to a candidate version when there is no champion yet, when the champion lacks the metric (it
 cannot defend its title), or when the candidate beats the champion's value of the same metric by
 more than ``margin`` (absolute, or relative to the champion's value; strictly), and any extra
-requirement holds. Each decision is written on the candidate version as the tag ``promotion``. A
+requirement holds. The surrogate decides on its held-out scores (:mod:`models.surrogate.holdout`)
+and records through :func:`record_promotion`, as :func:`promote` does. Each decision is written on
+the candidate version as the tag ``promotion`` and in words as its description. A
 version that is not promoted carries the alias ``challenger`` (the latest loser, so a user can load
 and compare it by name); a promotion drops a ``challenger`` alias older than the new champion.
 
@@ -59,6 +61,7 @@ __all__ = [
     "load_champion",
     "log_and_register",
     "promote",
+    "record_promotion",
     "version_metric",
 ]
 
@@ -269,9 +272,10 @@ def promote(
     context: str = "",
     data: str = "",
 ) -> Promotion:
-    """Champion/challenger for every model kind: move ``@champion`` to ``version`` when it wins.
+    """Champion/challenger on one metric: move ``@champion`` to ``version`` when it wins.
 
-    The one promotion path of the training jobs (forecaster and surrogate). ``challenger`` is the
+    The forecaster's promotion (the surrogate's decides on held-out scores and ends in
+    :func:`record_promotion`, as this does). ``challenger`` is the
     version's value of ``metric`` (None: read from its run); ``incumbent`` the champion's value on
     the same data (None: read from the champion's run; a forecaster passes its re-backtest on the
     challenger's window). The challenger must beat it by more than ``margin`` (absolute, or a
@@ -310,6 +314,22 @@ def promote(
         met, what = requirement
         wins = wins and met
         why = f"{why}; {what}{'' if met else ' (not met)'}"
+    words = describe_promotion(
+        wins, metric, challenger, current, incumbent, limit, lower_is_better=lower_is_better,
+        requirement=requirement, context=context, data=data,
+    )  # fmt: skip
+    return record_promotion(model_name, version, wins, why, metric=metric, description=words)
+
+
+def record_promotion(model_name: str, version: str, wins: bool, why: str, *, metric: str, description: str) -> Promotion:
+    """Carry out a decision made by the caller: move ``@champion`` to ``version`` (``wins``) or make it ``@challenger``.
+
+    The tag ``promotion`` gets ``promoted: <why>`` or ``kept champion: <why>``, ``promotion_metric``
+    the metric it was decided on, and the version's description ``description`` (words a person
+    reads in the MLflow UI). :func:`promote` ends here; a model kind whose comparison needs more
+    than two numbers (the surrogate's held-out scores, :mod:`models.surrogate.holdout`) decides
+    itself and calls this.
+    """
     reason = f"{'promoted' if wins else 'kept champion'}: {why}"
     client = _client()
     if wins:
@@ -319,11 +339,7 @@ def promote(
         client.set_registered_model_alias(model_name, CHALLENGER, str(version))
     client.set_model_version_tag(model_name, str(version), "promotion", reason)
     client.set_model_version_tag(model_name, str(version), "promotion_metric", metric)
-    words = describe_promotion(
-        wins, metric, challenger, current, incumbent, limit, lower_is_better=lower_is_better,
-        requirement=requirement, context=context, data=data,
-    )  # fmt: skip
-    client.update_model_version(model_name, str(version), description=words)
+    client.update_model_version(model_name, str(version), description=description)
     return Promotion(wins, reason)
 
 
@@ -375,10 +391,12 @@ def _drop_stale_challenger(client: MlflowClient, model_name: str, champion: int)
         client.delete_registered_model_alias(model_name, CHALLENGER)
 
 
-def load_champion(model_name: str) -> Any:
+def load_champion(model_name: str, *, unwrap: bool = True) -> Any:
     """The champion's Python object: the wrapper's ``.model`` (forecaster, surrogate) or the wrapper.
 
-    Wrappers must read their artifacts in ``load_context`` (the download is removed afterwards).
+    ``unwrap=False`` returns the pyfunc wrapper itself (what it was logged with: for a surrogate,
+    the knob names and bounds it scales raw values with). Wrappers must read their artifacts in
+    ``load_context`` (the download is removed afterwards).
 
     Raises :class:`RegistryError` naming the model when it has no champion.
     """
@@ -391,4 +409,4 @@ def load_champion(model_name: str) -> Any:
     finally:
         shutil.rmtree(dst, ignore_errors=True)
     inner = getattr(wrapper, "model", None)
-    return wrapper if inner is None else inner
+    return wrapper if inner is None or not unwrap else inner

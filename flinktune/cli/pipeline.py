@@ -10,7 +10,7 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -29,6 +29,9 @@ from flinktune.cli.options import (
     state_dir,
     state_settings,
 )
+
+if TYPE_CHECKING:
+    from flinktune.fleet.demo_fleet import DemoJob
 
 __all__ = ["COMMANDS", "decide", "demo", "replay", "report"]
 
@@ -78,10 +81,18 @@ def demo(
         help="The demo job's p95 latency target, ms: the tuner sizes the job to stay under it at the least cost "
         "(600: about 1.5 x the twin job's p95 at rest on the full-size configuration).",
     ),
-    job: str = typer.Option("demo", help="Job name (lower-case letters, digits and dashes)."),
+    job: str = typer.Option(
+        "demo", help="Job name (lower-case letters, digits and dashes); with --jobs N, the prefix of the jobs' names."
+    ),
     var_dir: Path = typer.Option(DEMO_VAR_DIR, help="State folder of the demo (recreated on every run)."),
+    jobs: int = typer.Option(
+        1,
+        "--jobs",
+        help="Twin jobs to run as one fleet (1 to 6), each of another kind and load (ysb and tsw at 1, 0.6 and 0.8 x "
+        "their rates, the first of --workload's kind), each with its report, and a fleet overview linking them.",
+    ),
 ) -> None:
-    """Run the whole pipeline on the twin and print the report's path."""
+    """Run the whole pipeline on the twin and print the report's path (with --jobs N: each job's and the fleet overview's)."""
     from flinktune.quantities import LATENCY_MS, QuantityError, check, finite
 
     try:  # before the demo folder is recreated
@@ -91,6 +102,16 @@ def demo(
     except QuantityError as exc:
         fail(str(exc))
     job = checked_job(job)
+    fleet = None
+    if jobs != 1:
+        from flinktune.fleet.demo_fleet import demo_jobs
+
+        if trace_file is not None:
+            fail("--trace-file runs one job; with --jobs N each job replays its kind's built-in trace at its own load")
+        try:
+            fleet = demo_jobs(jobs, prefix=job, seed=seed, first_kind=workload.value)
+        except ValueError as exc:
+            fail(str(exc))
     if trace_file is not None:
         from flinktune.twin.workload import TraceError, load_trace_csv
 
@@ -106,7 +127,8 @@ def demo(
             )
         trace_file = trace_file.resolve()
 
-    _warn_below_rest(latency_target_ms, None, workload.value)
+    for kind in dict.fromkeys([workload.value] if fleet is None else [j.kind for j in fleet]):
+        _warn_below_rest(latency_target_ms, None, kind)
     var_dir = var_dir.resolve()
     _fresh_demo_dir(var_dir)
     (var_dir / DEMO_SETTINGS).write_text(json.dumps({"latency_target_ms": latency_target_ms}) + "\n")
@@ -118,11 +140,18 @@ def demo(
 
     # The twin is a simulation: the demo switches its job to act on it, as an operator would with
     # `flinktune fleet act JOB` on a real cluster (every job starts in advice).
-    open_state_store(load_settings(var_dir=var_dir)).set_mode(job, "act", by="flinktune demo (the twin is a simulation)")
+    store = open_state_store(load_settings(var_dir=var_dir))
+    for name in [job] if fleet is None else [j.name for j in fleet]:
+        store.set_mode(name, "act", by="flinktune demo (the twin is a simulation)")
 
     t0 = time.monotonic()
     # One tick per decision interval (what the decide job runs the twin for), whatever it is set to.
     ticks = max(1, int(round(tuned_hours * 3600 / load_settings(var_dir=var_dir).decision_interval_s)))
+    env = {"FLINKTUNE_VAR_DIR": str(var_dir), "FLINKTUNE_LATENCY_TARGET_MS": f"{latency_target_ms:g}"}
+    if fleet is not None:
+        _fleet_demo(var_dir, fleet, history_hours=history_hours, tuned_hours=tuned_hours, policy=policy.value,
+                    latency_target_ms=latency_target_ms, ticks=ticks, env=env, started=t0)  # fmt: skip
+        return
     conf_common: dict[str, Any] = {"job": job}
     ingest = (
         "flinktune_ingest",
@@ -138,7 +167,6 @@ def demo(
         ("flinktune_train", conf_common),
         ("flinktune_decide", {**conf_common, "policy": policy.value, "dry_run": False, "ticks": ticks}),
     ]
-    env = {"FLINKTUNE_VAR_DIR": str(var_dir), "FLINKTUNE_LATENCY_TARGET_MS": f"{latency_target_ms:g}"}
     try:
         # One child runs all five DAG runs: Airflow, the models' libraries and Spark start once.
         with LocalPipeline(var_dir, env=env) as pipeline:
@@ -167,6 +195,39 @@ def demo(
     typer.echo(f"html report: {reports[-1].parent / 'report.html'}")
     # The last line is the verdict, a miss included: what a newcomer reads first.
     typer.echo(f"verdict: {summary['verdict']['headline']}")
+
+
+def _fleet_demo(
+    var_dir: Path,
+    fleet: list[DemoJob],
+    *,
+    history_hours: float,
+    tuned_hours: float,
+    policy: str,
+    latency_target_ms: float,
+    ticks: int,
+    env: dict[str, str],
+    started: float,
+) -> None:
+    """``demo --jobs N``: the fleet through the DAGs, then the overview; prints each job's verdict and report, the overview last."""
+    from flinktune.fleet.demo_fleet import run_fleet_demo
+    from flinktune.report.fleet_overview import FleetJob, write_fleet_overview
+
+    try:
+        run = run_fleet_demo(var_dir, fleet, history_hours=history_hours, tuned_hours=tuned_hours, policy=policy,
+                             latency_target_ms=latency_target_ms, ticks=ticks, env=env)  # fmt: skip
+        pages = [FleetJob(j.name, j.kind, j.load, Path(run.reports[j.name]["report"])) for j in fleet]
+        # Beside the jobs' report folders, so that its links are short and the folder moves as one.
+        overview = write_fleet_overview(
+            pages, pages[0].report.parent.parent, title=f"flinktune demo: {len(fleet)} twin jobs, {tuned_hours:g} h tuned each"
+        )
+    except Exception as exc:
+        fail(str(exc))
+    typer.echo(f"demo finished in {time.monotonic() - started:.0f} s: {len(fleet)} jobs, {tuned_hours:.1f} h tuned each")
+    for j in fleet:
+        page = run.reports[j.name]
+        typer.echo(f"{j.name} ({j.kind} at {j.load:g} x its rates): {page['verdict']}; html report: {page['html']}")
+    typer.echo(f"fleet overview: {overview}")
 
 
 def decide(

@@ -18,16 +18,16 @@ from jobs.decide import ChampionModels
 from models import registry
 
 
-def _observations(job: str, n: int, seed: int, slow: float):
+def _observations(job: str, n: int, seed: int, slow: float, start_ms: int = 1_700_000_000_000, rates=(10_000, 60_000)):
     import pandas as pd
 
     rng = np.random.default_rng(seed)
     cands = ConfigSpace().candidates()
     picks = [cands[i] for i in rng.choice(len(cands), n, replace=False)]
-    rate = rng.uniform(10_000, 60_000, n)
+    rate = rng.uniform(*rates, n)
     p = np.array([c.parallelism for c in picks], dtype=float)
     frame = pd.DataFrame([c.to_dict() for c in picks])
-    frame["job"], frame["run_id"], frame["ts_ms"] = job, [f"{job}-{i}" for i in range(n)], 1_700_000_000_000 + np.arange(n)
+    frame["job"], frame["run_id"], frame["ts_ms"] = job, [f"{job}-{i}" for i in range(n)], start_ms + np.arange(n)
     frame["input_rate"], frame["throughput"] = rate, rate
     frame["latency_ms"] = slow * 30 * np.exp(rate / (4_000 * p))  # job b's operators are `slow` times slower
     frame["recovery_s"] = 20 + frame["checkpoint_interval_s"] * rate / 30_000
@@ -51,8 +51,8 @@ def test_each_job_has_its_own_registered_surrogate_and_champion(tmp_path) -> Non
     b = train_surrogate.run(job="clicks", settings=settings)
     assert (a["model_name"], a["champion"]) == ("flinktune-surrogate-ads", "1")
     assert (b["model_name"], b["champion"]) == ("flinktune-surrogate-clicks", "1"), "versions count per job"
-    # More data for clicks: its champion moves, the other job's stays.
-    _land(settings, "clicks", 1, _observations("clicks", 8, seed=3, slow=4.0))
+    # clicks then ran at higher rates: the new version predicts those runs better, its champion moves; the other job's stays.
+    _land(settings, "clicks", 1, _observations("clicks", 16, seed=3, slow=4.0, start_ms=1_700_003_600_000, rates=(60_000, 90_000)))
     again = train_surrogate.run(job="clicks", settings=settings)
     assert (again["version"], again["promoted"]) == ("2", True)
     assert registry.champion_version("flinktune-surrogate-clicks") == "2"
@@ -62,7 +62,7 @@ def test_each_job_has_its_own_registered_surrogate_and_champion(tmp_path) -> Non
     X = np.array([space.normalise(c) for c in space.candidates()])
     ads, clicks = ChampionModels(settings, "ads"), ChampionModels(settings, "clicks")
     assert ads.surrogate is not None and clicks.surrogate is not None
-    assert clicks.surrogate.fit_info["latency_ms.points"] == 32 and ads.surrogate.fit_info["latency_ms.points"] == 24
+    assert clicks.surrogate.fit_info["latency_ms.points"] == 40 and ads.surrogate.fit_info["latency_ms.points"] == 24
     ratio = np.median(
         clicks.surrogate.predict(X, 30_000).median("latency_ms") / ads.surrogate.predict(X, 30_000).median("latency_ms")
     )

@@ -159,7 +159,7 @@ def test_train_forecaster_input_errors_name_the_path(settings):
                              candidates=("seasonal-naive",))
 
 
-def test_train_surrogate_promotes_only_with_more_observations(settings, monkeypatch, capsys):
+def test_train_surrogate_promotes_on_the_newest_observations_held_out(settings, monkeypatch, capsys):
     base = Lake(settings.lake_dir).curated_dir("profiling_observations") / "job=demo"
     _write(base / "part-0.parquet", _observations(30, seed=1))
     first = train_surrogate.run(job="demo", settings=settings)
@@ -171,9 +171,14 @@ def test_train_surrogate_promotes_only_with_more_observations(settings, monkeypa
     assert (again["version"], again["promoted"], again["champion"]) == ("2", False, "1")
     # The forecaster's promotion path: same tags, same reason form.
     tags = mlflow.MlflowClient().get_model_version("flinktune-surrogate-demo", "2").tags
-    assert tags["promotion"] == again["promotion"] == "kept champion: observations 30 vs champion v1 30 (needs > 30, margin 0); finite metrics"
-    assert tags["promotion_metric"] == "observations"
-    _write(base / "part-1.parquet", _observations(10, seed=2))
+    held = again["metrics"]["holdout_rmse.latency_ms"]
+    assert tags["promotion"] == again["promotion"]
+    assert again["promotion"].startswith(f"kept champion: held-out RMSE of log p95 latency {held:.3g} vs champion v1 ")
+    assert again["promotion"].endswith("on the 6 newest of 30 profiling observations of job demo; finite metrics")
+    assert tags["promotion_metric"] == "holdout_rmse.latency_ms"
+    newer = _observations(10, seed=2)
+    newer["ts_ms"] += 3_600_000  # profiled an hour later
+    _write(base / "part-1.parquet", newer)
     monkeypatch.setenv("FLINKTUNE_VAR_DIR", str(settings.var_dir))
     monkeypatch.setenv("FLINKTUNE_DEVICE", "cpu")
     assert train_surrogate.main(["--job", "demo"]) == 0

@@ -109,3 +109,13 @@ def test_replay_policy_option_reaches_the_policy_and_the_written_command(tmp_pat
     meta = json.loads(meta_file.read_text())["meta"]
     assert meta["policy_options"] == {"reactive": {"target_utilization": 0.35}}
     assert meta["command"].endswith("--policy-option reactive.target_utilization=0.35")
+
+
+def test_demo_jobs_out_of_range_or_with_a_trace_file_is_refused_before_any_work(tmp_path):
+    res = runner.invoke(app, ["demo", "--jobs", "7", "--var-dir", str(tmp_path / "v")])
+    assert res.exit_code == 2 and "--jobs 7: the demo runs 1 to 6 jobs" in res.output
+    trace = tmp_path / "trace.csv"
+    trace.write_text("\n".join(f"{i},{1000 + i}" for i in range(0, 40_000, 10)) + "\n")
+    res = runner.invoke(app, ["demo", "--jobs", "2", "--trace-file", str(trace), "--var-dir", str(tmp_path / "v")])
+    assert res.exit_code == 2 and "--trace-file runs one job" in res.output
+    assert not (tmp_path / "v").exists()  # nothing started
