@@ -149,8 +149,10 @@ def _fleet_setting(settings: Settings, job: str) -> tuple[str | None, str | None
 
 def cluster_backend(job: str, settings: Settings, cluster: str, *, dry_run: bool) -> tuple[Backend, ConfigSpace]:
     """The backend and configuration space of ``job`` on a real cluster (``kubernetes`` or
-    ``local-flink``), reading metrics from the raw lake the extractor keeps fresh."""
-    source = LakeMetricsSource(Lake(settings.lake_dir))
+    ``local-flink``), reading metrics from the raw lake and, after its newest sample, from Prometheus."""
+    from flinktune.extract.recent import fresh_metrics_source
+
+    source = fresh_metrics_source(settings, Lake(settings.lake_dir))
     if cluster == "local-flink":  # the rehearsal: a job on a local cluster another process started
         from flinktune.backends.local_flink import local_flink_backend
         from flinktune.localflink.attach import AttachError, attach

@@ -42,6 +42,7 @@ from flinktune.decision.stages import (
     Profiler,
     Realizer,
     RealizeResult,
+    SourceNote,
     StageProblem,
     StateStore,
 )
@@ -186,6 +187,9 @@ class DecisionLoop:
         if trigger:
             decision = replace(decision, reason=f"{decision.reason} [decided before the next interval: {trigger}]",
                                inputs={**decision.inputs, "trigger": trigger})  # fmt: skip
+        note = self.source.note if isinstance(self.source, SourceNote) else None
+        if note:  # how the metrics were served, when the reader must know (the lake alone, its live part out of reach)
+            decision = replace(decision, reason=f"{decision.reason} [{note}]", inputs={**decision.inputs, "metrics_note": note})
         # The policy's memory goes in the same transaction as the decision it led to.
         memory = (self.policy.name, self.policy.memory()) if isinstance(self.policy, PolicyMemory) and not s.dry_run else None
         result: RealizeResult | None = None

@@ -3,7 +3,9 @@
 Each stage is a small Protocol with a real implementation and a testing one, injected into
 :class:`flinktune.decision.loop.DecisionLoop` together with a clock. Shapes:
 
-- ``MetricsSource.fetch(job, start_ms, end_ms)`` -> raw-schema frame (see ``metric_schema``).
+- ``MetricsSource.fetch(job, start_ms, end_ms)`` -> raw-schema frame (see ``metric_schema``); a source
+  that must tell the decision's reader how its last fetch was served (the lake alone, its live part
+  out of reach) is a :class:`SourceNote`.
 - ``Forecaster`` (``models.forecasting``): fit a rate series, predict a :class:`QuantileForecast`.
 - ``Surrogate`` (``models.surrogate``): fit (X, rates, Y) arrays, predict :class:`SurrogatePrediction`.
 - ``ForecastProvider.forecast(job, now)`` -> the rate forecast the policy plans with (or None).
@@ -47,6 +49,7 @@ __all__ = [
     "RealizeResult",
     "Realizer",
     "ReconfigMode",
+    "SourceNote",
     "StageProblem",
     "StateStore",
     "Surrogate",
@@ -58,6 +61,14 @@ class MetricsSource(Protocol):
     """Samples for a job and a time range, in the raw schema."""
 
     def fetch(self, job: str, start_ms: int, end_ms: int) -> pd.DataFrame: ...
+
+
+@runtime_checkable
+class SourceNote(Protocol):
+    """A metrics source whose last fetch left something the decision's reason must say (its live part
+    unreachable, the decision made on the lake alone): ``note``, or None. The loop appends it."""
+
+    note: str | None
 
 
 @runtime_checkable

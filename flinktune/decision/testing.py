@@ -3,6 +3,7 @@
 - :class:`StaticForecaster`: predicts a given constant or profile with fixed quantile spreads.
 - :class:`FunctionSurrogate`: a closed-form surrogate (latency grows as utilisation nears 1).
 - :class:`FrameMetricsSource`: serves a fixed raw-schema frame.
+- :class:`FrameRecentMetrics`: the recent minutes of a fresh decision from a frame, or out of reach.
 - :class:`RecordingRealizer`: remembers the configuration it was told to apply.
 
 They are deterministic and cheap; never use them for the stage under test.
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.config_space import ConfigSpace, Configuration
+from flinktune.decision.fresh import RecentMetricsUnavailable
 from flinktune.decision.reconfig import ReconfigMode, same_shape
 from flinktune.decision.stages import RealizeResult
 from models.forecasting.types import QuantileForecast
@@ -25,6 +27,7 @@ __all__ = [
     "FixedForecast",
     "FixedModels",
     "FrameMetricsSource",
+    "FrameRecentMetrics",
     "FunctionSurrogate",
     "RecordingRealizer",
     "StaticForecaster",
@@ -113,6 +116,25 @@ class FrameMetricsSource:
     frame: pd.DataFrame
 
     def fetch(self, job: str, start_ms: int, end_ms: int) -> pd.DataFrame:
+        f = self.frame
+        return f[(f["job"] == job) & (f["ts_ms"] >= start_ms) & (f["ts_ms"] < end_ms)].reset_index(drop=True)
+
+
+@dataclass
+class FrameRecentMetrics:
+    """A :class:`~flinktune.decision.fresh.RecentMetrics` serving rows of ``frame`` in the asked range; with
+    ``down`` set it raises :class:`~flinktune.decision.fresh.RecentMetricsUnavailable` with that text.
+    ``asked`` lists the ranges asked for."""
+
+    frame: pd.DataFrame
+    down: str | None = None
+    name: str = "the recent source"
+    asked: list[tuple[int, int]] = field(default_factory=list)
+
+    def recent(self, job: str, start_ms: int, end_ms: int) -> pd.DataFrame:
+        self.asked.append((start_ms, end_ms))
+        if self.down:
+            raise RecentMetricsUnavailable(self.down)
         f = self.frame
         return f[(f["job"] == job) & (f["ts_ms"] >= start_ms) & (f["ts_ms"] < end_ms)].reset_index(drop=True)
 

@@ -45,8 +45,10 @@ __all__ = [
     "LabelMap",
     "PrometheusClient",
     "extract_prometheus",
+    "job_queries",
     "metric_queries",
     "operator_gauge_queries",
+    "query_samples",
 ]
 
 log = logging.getLogger(__name__)
@@ -258,6 +260,42 @@ def _series_rows(metric: str, series: list[dict], labels: LabelMap, where: str) 
     return out
 
 
+def job_queries(job: str, labels: LabelMap = LabelMap(), queries: Mapping[str, str] | None = None) -> dict[str, str]:
+    """PromQL per raw metric for ``job``: :func:`metric_queries` with ``queries`` (a preset's overrides) over it."""
+    return {**metric_queries(job, labels), **(queries or {})}
+
+
+def query_samples(
+    client: PrometheusClient,
+    exprs: Mapping[str, str],
+    *,
+    job: str,
+    start_ms: int,
+    end_ms: int,
+    step_s: int = 1,
+    labels: LabelMap = LabelMap(),
+    where: str = "",
+) -> pd.DataFrame:
+    """``job``'s samples in ``[start_ms, end_ms)`` (raw schema, every step-aligned instant), one range query per
+    metric of ``exprs``: what the ingest writes to the lake for that range, and what a decision reads of the
+    minutes the lake does not hold yet (:mod:`flinktune.extract.recent`). ``end_ms - start_ms`` is at most
+    :data:`MAX_POINTS` steps."""
+    step_ms = step_s * 1000
+    first = -(-start_ms // step_ms) * step_ms
+    where = where or f"Prometheus job {job!r} range [{start_ms}, {end_ms})"
+    frames: list[pd.DataFrame] = []
+    if first < end_ms:
+        for metric, expr in exprs.items():
+            frames += _series_rows(metric, client.query_range(expr, first, end_ms - 1, step_s), labels, where)
+    df = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame({c: [] for c in ("metric", "vertex", "subtask", "ts_ms", "value")})
+    )
+    df.insert(0, "job", job)
+    return df.astype(RAW_DTYPES)
+
+
 def extract_prometheus(
     client: PrometheusClient,
     sink: RawSink,
@@ -279,27 +317,13 @@ def extract_prometheus(
         raise ExtractError(f"chunk_s={chunk_s} at step_s={step_s} exceeds Prometheus' {MAX_POINTS} points per series")
     step_ms = step_s * 1000
     start_ms = (start_ms // step_ms) * step_ms
-    exprs = {**metric_queries(job, labels), **(queries or {})}
+    exprs = job_queries(job, labels, queries)
     result = ExtractResult(job=job, source=f"prometheus {client.endpoint.display_url()}", start_ms=start_ms, end_ms=end_ms)
     seen: set[str] = set()
     for lo, hi in hour_chunks(start_ms, end_ms, chunk_s=chunk_s):
         where = f"Prometheus job {job!r} chunk [{lo}, {hi})"
-        frames: list[pd.DataFrame] = []
-        first = -(-lo // step_ms) * step_ms
-        for metric, expr in exprs.items():
-            if first >= hi:
-                break
-            got = _series_rows(metric, client.query_range(expr, first, hi - 1, step_s), labels, where)
-            if got:
-                seen.add(metric)
-            frames += got
-        df = (
-            pd.concat(frames, ignore_index=True)
-            if frames
-            else pd.DataFrame({c: [] for c in ("metric", "vertex", "subtask", "ts_ms", "value")})
-        )
-        df.insert(0, "job", job)
-        df = df.astype(RAW_DTYPES)
+        df = query_samples(client, exprs, job=job, start_ms=lo, end_ms=hi, step_s=step_s, labels=labels, where=where)
+        seen.update(df["metric"].unique().tolist())
         written = sink.write(job, df, lo, hi, where=where)
         result.chunks += 1
         result.rows += len(df)

@@ -57,7 +57,9 @@ class RehearsalOptions:
     ingest_every_s: int = 20
     decide_cron: str = "* * * * *"
     retrain_cron: str = "*/10 * * * *"
-    decision_interval_s: int = 120  # the window each decision reads: the lake lags by up to two ingest periods
+    # The window each decision reads (the lake's history, then Prometheus after the lake's newest sample): two
+    # decide periods, so a rate is a two-minute mean and a step in the load moves it over two decisions.
+    decision_interval_s: int = 120
     spark_workers: int = 2
     celery_workers: int = 2
     drain_ingest_s: float = 900.0  # at the end: how long the ingest run in flight may take to end (flinktune.rehearsal.drain)

@@ -9,7 +9,8 @@ too small); ``None`` when too little time followed it to judge.
 
 Every decision is listed with the gate that decided its outcome (:func:`decision_gate`: changed,
 advice only, stale or frozen metrics, another controller, stabilizing, the scale-down budget, the
-skew hold, the policy's own keep, ...) and the age of the newest sample it decided on.
+skew hold, the policy's own keep, ...), the age of the newest sample it decided on, the parallelism it
+ran at and the rate its policy planned for.
 
 The capacities it judges against are measured in the run itself, from the lake: for each
 parallelism that ran, the median over steady samples of throughput / (widest vertex busy
@@ -83,12 +84,15 @@ def decision_gate(row: Any) -> str:
     return "policy: no change needed" if action == "keep" else f"{action} ({status or 'recorded'})"
 
 
-def _data_age(row: Any) -> float | None:
+def _stored(row: Any, column: str, *path: str) -> float | None:
+    """A number inside a decision row's JSON column (``state``: ``data_age_s``; ``inputs``: ``planned_rate``), else None."""
     try:
-        age = json.loads(row["state"]).get("data_age_s") if isinstance(row["state"], str) else None
+        value: Any = json.loads(row[column]) if isinstance(row.get(column), str) else None
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
     except ValueError:
         return None
-    return float(age) if isinstance(age, (int, float)) and np.isfinite(age) else None
+    return float(value) if isinstance(value, (int, float)) and np.isfinite(value) else None
 
 
 def change_verdict(correct: bool | None, latency_ok: bool | None, needless: bool | None) -> str:
@@ -122,8 +126,9 @@ def job_report(job: str, decisions: pd.DataFrame, raw: pd.DataFrame, *, latency_
             problem = str(exc)
             verdicts = [{"change": vars(c), "verdict": "not judged", "why": problem} for c in changes]
     per_decision: list[dict[str, Any]] = [
-        {"ts": float(row["ts"]), "action": str(row["action"]), "gate": decision_gate(row), "data_age_s": _data_age(row),
-         "reason": str(row["reason"])}
+        {"ts": float(row["ts"]), "action": str(row["action"]), "gate": decision_gate(row),
+         "data_age_s": _stored(row, "state", "data_age_s"), "parallelism": _stored(row, "state", "config", "parallelism"),
+         "planned_rate": _stored(row, "inputs", "planned_rate"), "reason": str(row["reason"])}
         for _, row in decisions.iterrows()
     ]  # fmt: skip
     ages = [float(d["data_age_s"]) for d in per_decision if d["data_age_s"] is not None]
@@ -177,11 +182,13 @@ def render_markdown(summary: dict[str, Any]) -> str:
                   f"deployment at the largest parallelism: {_num(job['cost_vs_static_max'], '{:.0%}')}", ""]  # fmt: skip
         if job.get("per_decision"):
             lines += [f"- gates: {job['gates']}; data age at decision: median {_num(job['data_age_s_median'], '{:.0f}')} s", "",
-                      "| when (UTC) | action | gate | data age s | reason |", "|---|---|---|---|---|"]  # fmt: skip
+                      "| when (UTC) | action | gate | data age s | p | planned rec/s | reason |",
+                      "|---|---|---|---|---|---|---|"]  # fmt: skip
             for d in job["per_decision"]:
                 when = time.strftime("%H:%M:%S", time.gmtime(d["ts"]))
                 reason = d["reason"].replace("|", "/")[:160]
-                lines.append(f"| {when} | {d['action']} | {d['gate']} | {_num(d['data_age_s'])} | {reason} |")
+                lines.append(f"| {when} | {d['action']} | {d['gate']} | {_num(d['data_age_s'])} | {_num(d.get('parallelism'))} "
+                             f"| {_num(d.get('planned_rate'))} | {reason} |")  # fmt: skip
             lines.append("")
         if job["changes"]:
             lines += ["| when (UTC) | change | mode | downtime s | verdict | why |", "|---|---|---|---|---|---|"]

@@ -242,12 +242,15 @@ def test_each_decision_is_listed_with_the_gate_that_held_it_and_its_data_age(tmp
     held = other_controller({"metadata": {"namespace": "f", "name": "j"}, "spec": {"flinkConfiguration": {"job.autoscaler.enabled": "true"}}})
     store.record_decision("j", 950.0, stale, Decision.keep("guard", f"hold: {held}"), None)
     store.record_decision("j", 960.0, fresh, up, None, dry_run=True)
-    store.record_decision("j", 970.0, fresh, Decision.keep("ds2", "sizes match the running parallelism"), None)
+    store.record_decision("j", 970.0, fresh, Decision.keep("ds2", "sizes match the running parallelism", planned_rate=1000.0), None)
     report = job_report("j", store.decisions("j"), frame.iloc[0:0], latency_target_ms=1000.0, end_ts=1000.0)
     gates = [(d["ts"], d["gate"]) for d in report["per_decision"]]
     assert gates == [(310.0, "changed"), (410.0, "stabilization window"), (900.0, "stale metrics"), (950.0, "another controller"),
                      (960.0, "advice only"), (970.0, "policy: no change needed")]  # fmt: skip
     assert [d["data_age_s"] for d in report["per_decision"]][:3] == [11.0, 11.0, 601.0]
     assert report["data_age_s_median"] == 11.0 and report["gates"]["changed"] == 1
+    # The parallelism each decision ran at and the rate its policy planned for (none without a plan).
+    assert [(d["parallelism"], d["planned_rate"]) for d in report["per_decision"]][-2:] == [(4.0, None), (4.0, 1000.0)]
     text = render_markdown({"jobs": {"j": {**report, "rate_plan": {}}}})
-    assert "| stale metrics | 601 | hold: stale data" in text and "data age at decision: median 11 s" in text
+    assert "| stale metrics | 601 | 4 | n/a | hold: stale data" in text and "data age at decision: median 11 s" in text
+    assert "| policy: no change needed | 11 | 4 | 1,000 | sizes match" in text
