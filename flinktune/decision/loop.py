@@ -148,7 +148,6 @@ class DecisionLoop:
         if self.models is not None:
             ctx.surrogate = self.models.surrogate
             ctx.profiled_max_rate = self.models.profiled_max_rate
-            ctx.extras["profiled_max_rate"] = ctx.profiled_max_rate  # the tuner reads it from extras
             if isinstance(self.models, ProfileBook):  # policies whose rules read the profiles themselves
                 ctx.observations = self.models.observations
                 ctx.fit_surrogate = self.models.fit_surrogate

@@ -21,7 +21,7 @@ Each stage is a small Protocol with a real implementation and a testing one, inj
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -154,8 +154,8 @@ class PolicyContext:
 
     ``profiled_max_rate`` (rec/s) is the highest rate profiling covered (0 before any);
     ``observations`` and ``fit_surrogate`` are a :class:`ProfileBook`'s, None where the models
-    provider has none. ``extras`` carries a policy's own options (the profiling budget) and, as the
-    tuner reads it there, ``profiled_max_rate`` too.
+    provider has none. ``profiling_budget`` (cores, MiB) caps what the tuner's profiling runs may
+    reserve (None: the space's own budget, its static maximum's totals).
     """
 
     latency_target_ms: float
@@ -166,7 +166,7 @@ class PolicyContext:
     profiled_max_rate: float = 0.0
     observations: pd.DataFrame | None = None
     fit_surrogate: Callable[[pd.DataFrame], Surrogate] | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    profiling_budget: tuple[float, float] | None = None
 
 
 class Policy(Protocol):
