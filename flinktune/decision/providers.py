@@ -1,10 +1,9 @@
-"""The production model and forecast providers of a decision loop: the job's MLflow champions and the
-input rate in the raw lake.
-
-Use :class:`ChampionModels` (a ``ModelProvider``) and :class:`LakeForecast` (a ``ForecastProvider``)
-where a decide run reads the registry (every cluster; the twin too unless its models come from a
-file). An unreachable model store is a :class:`~flinktune.decision.stages.StageProblem`, so the loop
-holds and says why; a missing champion is the policy's business.
+"""The production model and forecast providers of a decision loop: the job's MLflow champions and
+the input rate in the raw lake. Use :class:`ChampionModels` (a ``ModelProvider``) and
+:class:`LakeForecast` (a ``ForecastProvider``) where a decide run reads the registry (every cluster;
+the twin too unless its models come from a file). An unreachable model store is a
+:class:`~flinktune.decision.stages.StageProblem`, so the loop holds and says why; a missing champion
+is the policy's business.
 """
 
 from __future__ import annotations

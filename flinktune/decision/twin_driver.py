@@ -1,7 +1,6 @@
 """Drive a decision loop on a simulated cluster: run it one interval in watch-sized steps, let the
-watch decide early between them, then make the interval's scheduled decision.
-
-Use :class:`TwinDriver` wherever the twin stands in for a cluster (``jobs.decide`` on the twin, the
+watch decide early between them, then make the interval's scheduled decision. Use
+:class:`TwinDriver` wherever the twin stands in for a cluster (``jobs.decide`` on the twin, the
 replay harness): both step the twin, move the loop's clock with it and watch between decisions the
 same way, so a decide run per tick makes the replay's decisions.
 """

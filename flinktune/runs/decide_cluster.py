@@ -1,7 +1,6 @@
-"""What a decide run needs on a real cluster (Kubernetes or a local Flink): its backend and space, the
-job's fleet setting, which policies it refuses there, and how a decision reads in a run's summary.
-
-Use :func:`cluster_backend` for ``FLINKTUNE_CLUSTER=kubernetes`` or ``local-flink``;
+"""What a decide run needs on a real cluster (Kubernetes or a local Flink): its backend and space,
+the job's fleet setting, which policies it refuses there, and how a decision reads in a run's
+summary. Use :func:`cluster_backend` for ``FLINKTUNE_CLUSTER=kubernetes`` or ``local-flink``;
 :data:`IN_PROCESS_MEMORY` names the policies one decide run per decision would make forget;
 :func:`summary_row` is a decision as every decide run's JSON summary lists it (the twin's too).
 """

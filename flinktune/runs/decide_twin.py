@@ -1,9 +1,8 @@
 """A decide run's ticks on the twin: the persisted twin and its trace, run one interval per tick
-through :class:`~flinktune.decision.twin_driver.TwinDriver` (the replay's loop), the twin saved after
-every decision.
-
-Use :meth:`TwinRun.open` in a decide run under ``FLINKTUNE_CLUSTER=twin``; its :meth:`TwinRun.ticks`
-writes the twin's samples to the raw lake the loop reads, as the extractor does on a real cluster.
+through :class:`~flinktune.decision.twin_driver.TwinDriver` (the replay's loop), the twin saved
+after every decision. Use :meth:`TwinRun.open` in a decide run under ``FLINKTUNE_CLUSTER=twin``; its
+:meth:`TwinRun.ticks` writes the twin's samples to the raw lake the loop reads, as the extractor
+does on a real cluster.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The forecaster candidates of the retraining run and the history they train on.
-
-Use :data:`CANDIDATES` and :func:`build_candidate` for a fresh model by name (the retraining run, the
+"""The forecaster candidates of the retraining run and the history they train on. Use
+:data:`CANDIDATES` and :func:`build_candidate` for a fresh model by name (the retraining run, the
 forecasting benchmark, the tests), :func:`read_rate_history` for a job's per-minute input rate from
 the curated ``features_1m`` dataset.
 """

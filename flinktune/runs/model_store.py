@@ -1,9 +1,8 @@
 """The MLflow model store as the training runs use it: configured from the settings, and the pip
-requirements a registered model carries, read from what is installed.
-
-Use :func:`configure_store` before a training or decide run touches the registry, and
-:func:`pinned_requirements` for a model's ``pip_requirements``: the versions are pinned once, in
-``pyproject.toml``, and the environment installed from it is what the model was trained with.
+requirements a registered model carries, read from what is installed. Use :func:`configure_store`
+before a training or decide run touches the registry, and :func:`pinned_requirements` for a model's
+``pip_requirements``: the versions are pinned once, in ``pyproject.toml``, and the environment
+installed from it is what the model was trained with.
 """
 
 from __future__ import annotations
