@@ -34,11 +34,13 @@ from models.forecasting.types import QuantileForecast
 from models.surrogate.types import SurrogatePrediction
 
 __all__ = [
+    "ControllerAware",
     "ForecastProvider",
     "Forecaster",
     "Guard",
     "MetricsSource",
     "ModelProvider",
+    "PatchPreview",
     "Policy",
     "PolicyContext",
     "PolicyMemory",
@@ -209,6 +211,22 @@ class Realizer(Protocol):
     def current(self, job: str) -> Configuration: ...
 
     def apply(self, job: str, config: Configuration) -> RealizeResult: ...
+
+
+@runtime_checkable
+class ControllerAware(Protocol):
+    """A realizer that sees whether another controller sizes the job: ``held`` is why it must not act
+    (the loop holds with it), None while the job is flinktune's alone."""
+
+    held: str | None
+
+
+@runtime_checkable
+class PatchPreview(Protocol):
+    """A realizer whose dry run computes the change it would make: ``last_diff`` is the last one as a
+    diff (empty when it changed nothing), what a dry decide run prints."""
+
+    last_diff: str
 
 
 class StateStore(Protocol):

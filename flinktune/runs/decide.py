@@ -33,7 +33,7 @@ from flinktune.config_space import Configuration, default_space
 from flinktune.decision.loop import DecisionLoop, LoopSettings, build_decision_loop
 from flinktune.decision.modes import resolve_mode
 from flinktune.decision.providers import ChampionModels, LakeForecast
-from flinktune.decision.stages import ForecastProvider, ModelProvider
+from flinktune.decision.stages import ForecastProvider, ModelProvider, PatchPreview
 from flinktune.decision.store import open_state_store
 from flinktune.decision.watch import WatchRule
 from flinktune.job_name import job_name
@@ -176,7 +176,7 @@ def _cluster_step(loop: DecisionLoop, trigger: str | None, dry_run: bool) -> dic
     """The one decision of a run on a real cluster (a watch-triggered run reads the minutes that
     raised the alarm, as the twin's early decisions do)."""
     outcome = loop.step(trigger=trigger or None, window_s=WatchRule().window_s if trigger else None)
-    diff = getattr(loop.realizer, "last_diff", None)
+    diff = loop.realizer.last_diff if isinstance(loop.realizer, PatchPreview) else None
     if dry_run and diff:
         print(diff, flush=True)
     print(f"[decide] {outcome.line()}", flush=True)
