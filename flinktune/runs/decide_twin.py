@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -23,9 +23,12 @@ from flinktune.lake import Lake, LakeMetricsSource
 from flinktune.runs.decide_cluster import summary_row
 from flinktune.settings import Settings
 from flinktune.twin.backend import twin_backend
-from flinktune.twin.job_store import job_dir
+from flinktune.twin.job_store import TRACE_FILE, TWIN_FILE, job_dir
 from flinktune.twin.reconfig_modes import change_priors, failure_prior
 from flinktune.twin.simulator import TwinJob
+
+if TYPE_CHECKING:  # the replay's models load only for a run from a file
+    from flinktune.replay.models import ReplayModels, TraceForecast
 
 __all__ = ["TwinRun"]
 
@@ -44,7 +47,7 @@ class TwinRun:
     def open(cls, settings: Settings, job: str) -> TwinRun:
         """The job's persisted twin; FileNotFoundError naming the folder when ``jobs.simulate`` has not run."""
         folder = job_dir(settings.twin_dir, job)  # type: ignore[arg-type]  # filled by the settings' validator
-        twin_path, trace_path = folder / "twin.json", folder / "trace.parquet"
+        twin_path, trace_path = folder / TWIN_FILE, folder / TRACE_FILE
         if not twin_path.exists() or not trace_path.exists():
             raise FileNotFoundError(f"no twin for job {job!r} under {folder}; run jobs.simulate first")
         return cls(job, twin_path, TwinJob.load(twin_path), pd.read_parquet(trace_path)["rate"])
@@ -62,14 +65,14 @@ class TwinRun:
         """The flinktune policy's change-cost and failure priors from the twin's calibration, as in the replay."""
         return {"change_priors": change_priors(self.twin.profile), "failure_prior": failure_prior(self.twin.profile)}
 
-    def trace_forecast(self, models: Any, horizon_s: int) -> Any:
+    def trace_forecast(self, models: ReplayModels, horizon_s: int) -> TraceForecast:
         """The replay's forecast from the twin's trace, for models from a saved ``ReplayModels``."""
         from flinktune.replay.models import TraceForecast
 
         return TraceForecast(models, self.trace, horizon_s)
 
     def ticks(self, loop: DecisionLoop, ticks: int, *, policy: str, settings: Settings, lake: Lake, store: StateStore,
-              models: Any = None, models_file: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+              models: ReplayModels | None = None, models_file: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
         """Run ``ticks`` decision intervals of the trace, each ending in a decision; the summaries, early ones included."""
         assert self.clock is not None, "backend() first: the loop runs on the twin's clock"
         every = settings.watch_every_s if policy in WATCHED_POLICIES else 0
