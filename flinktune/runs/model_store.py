@@ -18,8 +18,13 @@ def configure_store(settings: Settings) -> None:
     """Point the model registry at the settings' MLflow store, with their request timeout and retries."""
     from models.registry import configure
 
-    configure(settings.mlflow_tracking_uri, settings.mlflow_artifact_root,  # type: ignore[arg-type]  # filled by the validator request_timeout_s=settings.timeouts.mlflow_request_s,
-              max_retries=settings.timeouts.mlflow_retries)  # fmt: skip
+    # The URI and the artifact root are filled by the settings' validator.
+    configure(
+        settings.mlflow_tracking_uri,  # type: ignore[arg-type]
+        settings.mlflow_artifact_root,  # type: ignore[arg-type]
+        request_timeout_s=settings.timeouts.mlflow_request_s,
+        max_retries=settings.timeouts.mlflow_retries,
+    )
 
 
 def pinned_requirements(*distributions: str) -> list[str]:
