@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> dict:
         t0 = time.perf_counter()
         spark_session(settings, "flinktune-etl-features")
         t_spark = time.perf_counter() - t0
-        from jobs.etl_features import DATASETS, run
+        from flinktune.runs.feature_etl import DATASETS
+        from flinktune.runs.feature_etl import etl_features as run
 
         walls, cpus = [], []
         for i in range(args.repeats):

@@ -1,6 +1,7 @@
 """flinktune_decide: run the decision loop for a job (keep, reconfigure or profile).
 
-Wiring only: the work lives in ``jobs.decide``, imported inside the task.
+Wiring only: the work lives in :mod:`flinktune.runs.decide` (through
+:mod:`flinktune.orchestration.dag_tasks.tasks`), imported inside the task.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ their own, so that a long ETL or training task never holds a decision back.
 When a decision says *profile* on a real cluster (`FLINKTUNE_CLUSTER=kubernetes`),
 **request_profile** passes its configurations and planned rate to **trigger_profile**, which
 starts `flinktune_profile` (TriggerDagRunOperator: the request carries a conf, which an asset
-event cannot show in the UI as plainly). On the twin, `jobs.decide` profiles inline before its
+event cannot show in the UI as plainly). On the twin, the decide run profiles inline before its
 next tick, so both are skipped.
 
 **The fleet**: **fleet** lists the jobs this run acts on (`flinktune.fleet.targets`): every managed

@@ -1,7 +1,7 @@
 """flinktune_ingest: metrics -> raw lake -> validated 10-second and one-minute features, every 5 minutes.
 
-Wiring only: the work lives in ``jobs.simulate``, ``jobs.extract_metrics`` and ``jobs.etl_features``
-(through :mod:`flinktune.orchestration.dag_tasks.tasks`), imported inside the tasks so that parsing
+Wiring only: the work lives in ``jobs.simulate``, ``jobs.extract_metrics`` and
+:mod:`flinktune.runs.feature_etl` (through :mod:`flinktune.orchestration.dag_tasks.tasks`), imported inside the tasks so that parsing
 this file needs none of them.
 """
 

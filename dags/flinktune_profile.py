@@ -30,7 +30,7 @@ Triggered by `flinktune_decide` when a decision says *profile* (production clust
 1. **suggest**: the `configs` to profile, checked against the configuration space, or a
    space-filling design of `max_runs` when empty; more than `max_runs` fails before any run.
 2. **profile** (dynamic task mapping, one task per configuration): a short-lived profiling
-   deployment of `duration_s` seconds per rate (on the twin: one `jobs.profile` run) ->
+   deployment of `duration_s` seconds per rate (on the twin: one twin profiling run) ->
    validated `profiling_observations`.
 3. **train_surrogate**: retrains the surrogate on all observations; updates the asset
    `flinktune://models/champions`, which triggers `flinktune_decide`.

@@ -1,7 +1,8 @@
 """flinktune_train: profile the job, then retrain the surrogate and the forecaster.
 
-Wiring only: the work lives in ``jobs.profile``, ``jobs.train_surrogate`` and
-``jobs.train_forecaster``, imported inside the tasks so that parsing needs none of them.
+Wiring only: the work lives in :mod:`flinktune.runs` (``twin_profiling``, ``surrogate_training``,
+``forecaster_training``, through :mod:`flinktune.orchestration.dag_tasks.tasks`), imported inside the
+tasks so that parsing needs none of them.
 """
 
 from __future__ import annotations

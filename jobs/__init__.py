@@ -1,7 +1,7 @@
-"""Runnable units (``python -m jobs.<name>``): thin entry points over the libraries.
+"""Runnable units (``python -m jobs.<name>``): thin entry points that parse, call and print.
 
-Each module has ``run(*, ..., settings=None) -> dict`` (a JSON-serialisable summary, used as
-Airflow XCom) and ``main(argv=None)``.
+Each module has ``run(*, ..., settings=None) -> dict`` (a JSON-serialisable summary; for the bigger
+jobs the :mod:`flinktune.runs` function the DAG tasks and the CLI call too) and ``main(argv=None)``.
 """
 
 __all__: list[str] = []

@@ -53,10 +53,14 @@ def run(
         if len(trace) < seconds:
             raise TraceError(f"{trace_file}: the trace covers {len(trace)} s, fewer than the {seconds} s asked for")
     else:
-        trace = generate_trace(workload, hours + TRACE_EXTRA_HOURS, seed, start=pd.Timestamp(DEFAULT_START_TS, unit="s", tz="UTC"))
+        trace = generate_trace(
+            workload, hours + TRACE_EXTRA_HOURS, seed, start=pd.Timestamp(DEFAULT_START_TS, unit="s", tz="UTC")
+        )
     start_ts = int(trace.index[0].timestamp())
-    twin = TwinJob(ClusterProfile.default(workload), ConfigSpace().maximum, job=job, seed=seed, start_ts=start_ts, failures=FAILURES)
-    lake = Lake(settings.lake_dir)
+    twin = TwinJob(
+        ClusterProfile.default(workload), ConfigSpace().maximum, job=job, seed=seed, start_ts=start_ts, failures=FAILURES
+    )
+    lake = Lake(settings.lake_dir)  # type: ignore[arg-type]  # filled by the settings' validator
     rates = trace.to_numpy(dtype=float)[:seconds]
     files: list[str] = []
     rows = 0
@@ -64,7 +68,7 @@ def run(
         frame = twin.run(rates[lo : lo + 3600])
         rows += len(frame)
         files.extend(str(p) for p in lake.write_raw(frame))
-    save_job(settings.twin_dir, twin, trace)
+    save_job(settings.twin_dir, twin, trace)  # type: ignore[arg-type]
     return {"job": job, "start_ms": start_ts * 1000, "end_ms": twin.now * 1000, "rows": rows, "files": files}
 
 

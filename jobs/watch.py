@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 
 from flinktune.decision.store import open_state_store
-from flinktune.entry import OneLineParser, run_main
 from flinktune.decision.watch import check_cluster
 from flinktune.entry import OneLineParser, run_main
 from flinktune.job_name import job_name
@@ -33,7 +32,7 @@ def run(*, job: str, settings: Settings | None = None) -> dict:
     cluster = load_backends().cluster
     if cluster == "twin":
         return {"job": job, "ts": None, "alarm": None, "note": "on the twin the decide run watches between its own ticks"}
-    from jobs.decide import cluster_backend
+    from flinktune.runs.decide_cluster import cluster_backend
 
     backend, _ = cluster_backend(job, settings, cluster, dry_run=True)  # the watch reads only
     now = backend.clock.now()

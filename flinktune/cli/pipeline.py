@@ -247,12 +247,12 @@ def decide(
         fail("give --apply or --dry-run, not both")
     job = checked_job(job)
     folder = state_dir(var_dir)
+    from flinktune.runs.decide import decide as run_decide
     from flinktune.settings import load_settings
-    from jobs.decide import run
 
     with nothing_left_on_refusal(folder):
         settings = load_settings(var_dir=folder, **state_settings(folder))
-        result = run(job=job, ticks=ticks, policy=policy.value, apply=apply, settings=settings)
+        result = run_decide(job=job, ticks=ticks, policy=policy.value, apply=apply, settings=settings)
     typer.echo(json.dumps(result, indent=2))
 
 

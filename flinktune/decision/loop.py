@@ -32,6 +32,7 @@ from flinktune.decision.explain import annotate
 from flinktune.decision.guard import GuardRules, SafetyGuard
 from flinktune.decision.reconfig import ReconfigMode, same_shape
 from flinktune.decision.stages import (
+    ControllerAware,
     ForecastProvider,
     MetricsSource,
     ModelProvider,
@@ -149,7 +150,6 @@ class DecisionLoop:
         if self.models is not None:
             ctx.surrogate = self.models.surrogate
             ctx.profiled_max_rate = self.models.profiled_max_rate
-            ctx.extras["profiled_max_rate"] = ctx.profiled_max_rate  # the tuner reads it from extras
             if isinstance(self.models, ProfileBook):  # policies whose rules read the profiles themselves
                 ctx.observations = self.models.observations
                 ctx.fit_surrogate = self.models.fit_surrogate
@@ -171,7 +171,7 @@ class DecisionLoop:
         state = evaluate(
             s.job, samples, current, now, window_s=window, max_staleness_s=s.max_staleness_s, frozen_after_s=s.frozen_after_s
         )
-        held = getattr(self.realizer, "held", None)
+        held = self.realizer.held if isinstance(self.realizer, ControllerAware) else None
         if held:  # one controller per job: another one sizes it (flinktune.kubernetes.controllers)
             return self._hold_for(now, state, str(held))
         # A model store that cannot be reached is a problem of the data the decision stands on: the guard holds.

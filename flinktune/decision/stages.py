@@ -23,7 +23,7 @@ Each stage is a small Protocol with a real implementation and a testing one, inj
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -36,11 +36,13 @@ from models.forecasting.types import QuantileForecast
 from models.surrogate.types import SurrogatePrediction
 
 __all__ = [
+    "ControllerAware",
     "ForecastProvider",
     "Forecaster",
     "Guard",
     "MetricsSource",
     "ModelProvider",
+    "PatchPreview",
     "Policy",
     "PolicyContext",
     "PolicyMemory",
@@ -165,8 +167,8 @@ class PolicyContext:
 
     ``profiled_max_rate`` (rec/s) is the highest rate profiling covered (0 before any);
     ``observations`` and ``fit_surrogate`` are a :class:`ProfileBook`'s, None where the models
-    provider has none. ``extras`` carries a policy's own options (the profiling budget) and, as the
-    tuner reads it there, ``profiled_max_rate`` too.
+    provider has none. ``profiling_budget`` (cores, MiB) caps what the tuner's profiling runs may
+    reserve (None: the space's own budget, its static maximum's totals).
     """
 
     latency_target_ms: float
@@ -177,7 +179,7 @@ class PolicyContext:
     profiled_max_rate: float = 0.0
     observations: pd.DataFrame | None = None
     fit_surrogate: Callable[[pd.DataFrame], Surrogate] | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    profiling_budget: tuple[float, float] | None = None
 
 
 class Policy(Protocol):
@@ -220,6 +222,22 @@ class Realizer(Protocol):
     def current(self, job: str) -> Configuration: ...
 
     def apply(self, job: str, config: Configuration) -> RealizeResult: ...
+
+
+@runtime_checkable
+class ControllerAware(Protocol):
+    """A realizer that sees whether another controller sizes the job: ``held`` is why it must not act
+    (the loop holds with it), None while the job is flinktune's alone."""
+
+    held: str | None
+
+
+@runtime_checkable
+class PatchPreview(Protocol):
+    """A realizer whose dry run computes the change it would make: ``last_diff`` is the last one as a
+    diff (empty when it changed nothing), what a dry decide run prints."""
+
+    last_diff: str
 
 
 class StateStore(Protocol):

@@ -4,7 +4,8 @@ Use :func:`replay_policy` for one policy on one trace; :mod:`flinktune.replay.ru
 in parallel and writes the tables. Everything happens in-process: the twin is the cluster
 (:class:`TwinMetricsSource`, :class:`TwinRealizer`), a :class:`ManualClock` follows the twin, and
 each policy decides at its own published cadence (:data:`DECISION_INTERVAL_S`) over the samples
-since its previous decision. Same trace, seed and failure schedule for every policy.
+since its previous decision; :class:`~flinktune.decision.twin_driver.TwinDriver` steps the twin and
+the watch, as ``jobs.decide`` does on the twin. Same trace, seed and failure schedule for every policy.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from flinktune.config_space import ConfigSpace
 from flinktune.decision.guard import GuardRules
 from flinktune.decision.loop import DecisionLoop, LoopSettings, StepOutcome, build_decision_loop
 from flinktune.decision.store import MemoryStateStore
-from flinktune.decision.watch import WATCHED_POLICIES, WatchRule, step_if_alarmed, watch_chunks
+from flinktune.decision.twin_driver import TwinDriver
+from flinktune.decision.watch import WATCHED_POLICIES, WatchRule
 from flinktune.policies import MODEL_POLICIES, make_policy
 from flinktune.replay.metrics import recoveries, summarize
 from flinktune.replay.models import ReplayModels, TraceForecast, make_forecaster
@@ -356,22 +358,15 @@ def run_replay(rig: ReplayRig, trace: pd.Series, *, store: Any = None, started: 
     twin, models, interval = rig.twin, rig.models, rig.interval
     clock = ManualClock(twin.now)
     loop = replay_loop(rig, trace, MemoryStateStore() if store is None else store, clock)
+    driver = TwinDriver(twin, clock, loop, watch=rig.watch)
     values = trace.to_numpy(dtype=float)
     decisions: list[dict[str, Any]] = []
-    watch = rig.watch
     for lo in range(0, len(values), interval):
-        at = lo
-        for chunk in watch_chunks(interval, watch.every_s if watch is not None else 0):
-            twin.run(values[at : at + chunk])
-            at += chunk
-            clock.set(twin.now)
-            if watch is not None and at < lo + interval and at < len(values):
-                early = step_if_alarmed(loop, clock.now(), watch)
-                if early is not None:
-                    _note(decisions, early, clock.now())
+        for early in driver.run_interval(values[lo : lo + interval], interval):
+            _note(decisions, early, clock.now())
         if lo + interval > len(values):
             break
-        _note(decisions, loop.step(), clock.now())
+        _note(decisions, driver.decide(), clock.now())
     hist = twin.history()
     summary = summarize(hist, twin.reconfigurations, models, rig.settings.recovery_limit_s)
     minutes = per_minute(hist)

@@ -326,7 +326,7 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
             # Outgrown: a bigger shape (a redeploy), ranked by capacity when there is a measured
             # one; the surrogate alone only within what profiling covered (beyond it, it
             # extrapolates, and has proposed tiny shapes for huge rates).
-            covered = float(context.extras.get("profiled_max_rate", 0.0))
+            covered = context.profiled_max_rate
             if self._best_shape(planned, context, need_up) is not None or planned <= covered * self.profile_margin:
                 return self._regrow(state, context, planned, why, inputs, needed=True)
             return Decision.keep(

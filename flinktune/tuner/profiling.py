@@ -4,7 +4,7 @@ As Demeter does it (docs/baselines.md, demeter): constrained multi-objective BO 
 that fit the profiling budget, here qLogNEHVI on the discrete set (``models.surrogate.acquisition``):
 objectives are the candidates' reserved CPU and memory, constraints the latency and recovery
 models. The budget defaults to the space's own (the static maximum's totals);
-``context.extras["profiling_budget"] = (cpu, memory_mb)`` narrows it. When the acquisition cannot
+``context.profiling_budget = (cpu, memory_mb)`` narrows it. When the acquisition cannot
 run (fewer candidates in budget than asked for, or the surrogate is not a BoTorch-backed one), the
 most uncertain candidates are taken instead, one per footprint, and the reason says so.
 """
@@ -60,7 +60,7 @@ def propose_profiling(
     among ``candidates`` (default: the whole space)."""
     cands = list(candidates) if candidates is not None else space.candidates()
     reserved = np.array([[c.total_cpu, c.total_memory_mb] for c in cands], dtype="float64")
-    cpu_cap, mem_cap = context.extras.get("profiling_budget", space.budget())
+    cpu_cap, mem_cap = context.profiling_budget or space.budget()
     in_budget = (reserved[:, 0] <= cpu_cap + 1e-9) & (reserved[:, 1] <= mem_cap)
     if int(in_budget.sum()) < batch:
         return most_uncertain(surrogate, space, rate, context, batch, [c for c, ok in zip(cands, in_budget) if ok] or None)

@@ -144,7 +144,7 @@ class ShapeDecisions:
 
     # -- the first shape, and a bigger one when the current one is outgrown -------------------
     def _first_shape(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
-        covered = float(context.extras.get("profiled_max_rate", 0.0))
+        covered = context.profiled_max_rate
         if planned > covered * self.profile_margin:
             configs = propose_profiling(context.surrogate, self.space, planned, context, self.profile_batch, state.config)  # type: ignore[arg-type]  # surrogate checked not None at the top of decide()
             return Decision(

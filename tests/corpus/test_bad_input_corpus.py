@@ -155,8 +155,8 @@ def _gate(fault: str) -> str:
     from flinktune.decision import Action, Decision
     from flinktune.decision.evaluation import evaluate
     from flinktune.decision.guard import SafetyGuard
+    from flinktune.runs.decide_cluster import FROZEN_AFTER_S
     from flinktune.settings import Settings
-    from jobs.decide import FROZEN_AFTER_S
 
     s, space = Settings(), default_space()
     now = 100_000

@@ -18,7 +18,7 @@ def state(config=MAX, rate=30000.0, p95=150.0, lag=0.0):
 def ctx(level, covered=200000.0):
     return PolicyContext(
         latency_target_ms=250.0, recovery_limit_s=180.0, forecast=StaticForecaster(level).predict(__import__("pandas").Series(dtype=float), 600),
-        surrogate=FunctionSurrogate(SPACE), profiled_max_rate=covered, extras={"profiled_max_rate": covered},
+        surrogate=FunctionSurrogate(SPACE), profiled_max_rate=covered,
     )
 
 
@@ -95,7 +95,7 @@ def test_profiling_suggestions_respect_the_profiling_budget():
     from flinktune.tuner.profiling import propose_profiling
 
     c = ctx(80000, covered=30000)
-    c.extras["profiling_budget"] = (8.0, 16384)
+    c.profiling_budget = (8.0, 16384)
     configs = propose_profiling(c.surrogate, SPACE, 80000.0, c, 3, MAX)
     assert 1 <= len(configs) <= 3 and len(set(configs)) == len(configs)
     assert all(cfg.total_cpu <= 8.0 and cfg.total_memory_mb <= 16384 for cfg in configs)

@@ -46,7 +46,7 @@ def mlflow_at(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("server", ["refused", "silent"])
 def test_an_unreachable_model_store_is_reported_as_such_within_seconds(mlflow_at, server):
-    from jobs.decide import _load_champion
+    from flinktune.decision.providers import load_champion
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -57,7 +57,7 @@ def test_an_unreachable_model_store_is_reported_as_such_within_seconds(mlflow_at
             listener.close()
         mlflow_at(f"http://127.0.0.1:{port}")
         t0 = time.monotonic()
-        model, problem = _load_champion("flinktune-surrogate-demo")
+        model, problem = load_champion("flinktune-surrogate-demo")
         took = time.monotonic() - t0
     assert took < 5, f"{server}: {took:.1f} s"
     assert model is None and problem.startswith("model store unreachable") and "flinktune-surrogate-demo" in problem
@@ -79,8 +79,8 @@ def test_a_model_store_problem_is_a_hold_with_its_reason():
 def test_a_tracking_uris_password_is_in_no_reason_message_or_stored_row(mlflow_at, tmp_path, caplog):
     """The URI's user info reaches neither the champion problem, the decision's reason, the log,
     nor the state store's row (which the plugin shows every viewer)."""
+    from flinktune.decision.providers import load_champion
     from flinktune.decision.store import SqliteStateStore
-    from jobs.decide import _load_champion
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -88,7 +88,7 @@ def test_a_tracking_uris_password_is_in_no_reason_message_or_stored_row(mlflow_a
     uri = f"http://alice:S3CRETpw@127.0.0.1:{port}"
     mlflow_at(uri)
     with caplog.at_level("DEBUG"):
-        _, problem = _load_champion("flinktune-surrogate-demo")
+        _, problem = load_champion("flinktune-surrogate-demo")
     assert problem and "S3CRETpw" not in problem and "S3CRETpw" not in caplog.text
     models = FixedModels(FunctionSurrogate(SPACE), 1e6)
     models.problem = f"model store unreachable: model store {uri} did not answer"  # as a client library might word it

@@ -9,6 +9,7 @@ import json
 import pandas as pd
 import pytest
 
+import flinktune.runs.feature_etl as feature_etl
 import jobs.etl_features as etl
 from data_contracts import ContractViolation
 from flinktune.etl import curated
@@ -87,7 +88,7 @@ def test_curated_contract_failure_quarantines_features_and_main_prints_json(sett
         assert (settings.lake_dir / "quarantine" / ds / f"demo-{START}-{START + 2 * MIN}" / "batch.parquet").is_file(), ds
 
     lake.write_raw(small_raw(minutes=2))  # same files, good values
-    monkeypatch.setattr(etl, "load_settings", lambda: settings)
+    monkeypatch.setattr(feature_etl, "load_settings", lambda: settings)
     assert etl.main(["--job", "demo", "--start-ms", str(START)]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["dataset"] == "features_1m" and summary["rows"] == 2 and summary["path"].endswith("job=demo")

@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from flinktune.config_space import ConfigSpace
+from flinktune.decision.providers import ChampionModels
 from flinktune.lake import Lake
 from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.settings import Settings
 from jobs import train_surrogate
-from jobs.decide import ChampionModels
 from models import registry
 
 
@@ -60,7 +60,7 @@ def test_each_job_has_its_own_registered_surrogate_and_champion(tmp_path) -> Non
     # Each job's decide loads its own champion: the slow job's latency model predicts it slower.
     space = ConfigSpace()
     X = np.array([space.normalise(c) for c in space.candidates()])
-    ads, clicks = ChampionModels(settings, "ads"), ChampionModels(settings, "clicks")
+    ads, clicks = ChampionModels(Lake(settings.lake_dir), "ads"), ChampionModels(Lake(settings.lake_dir), "clicks")
     assert ads.surrogate is not None and clicks.surrogate is not None
     assert clicks.surrogate.fit_info["latency_ms.points"] == 40 and ads.surrogate.fit_info["latency_ms.points"] == 24
     ratio = np.median(

@@ -11,6 +11,7 @@ import pytest
 from flinktune.config_space import ConfigError
 from flinktune.lake import Lake
 from flinktune.metrics.schema import PROFILING_COLUMNS
+from flinktune.runs.twin_profiling import DESIGN_SIZE, STARTUP_RUNS
 from flinktune.twin.job_store import load_job, upcoming_rates
 from flinktune.twin.workload import TraceError
 from jobs import profile as profile_job
@@ -81,7 +82,7 @@ def test_default_profiling_is_the_policys_startup_design_around_the_latest_peak(
     peak = rates[-settings.forecast_horizon_s:].max()
     out = profile_job.run(job="demo", settings=settings)
     df = pd.read_parquet(out["path"])
-    design = startup_design(default_space(), profile_job.STARTUP_RUNS, 0)
+    design = startup_design(default_space(), STARTUP_RUNS, 0)
     assert out["rows"] == 2 * len(design) == 6
     assert sorted({tuple(r) for r in df[["parallelism", "task_slots", "cpu", "memory_mb"]].to_numpy().tolist()}) == \
         sorted({(c.parallelism, c.task_slots, c.cpu, c.memory_mb) for c in design})
@@ -94,9 +95,9 @@ def test_default_profiling_is_the_policys_startup_design_around_the_latest_peak(
 
 def test_profile_defaults_without_a_twin_and_bad_configs(settings) -> None:
     out = profile_job.run(job="fresh", rates=[40_000], duration_s=60, settings=settings)
-    assert out["rows"] == profile_job.STARTUP_RUNS  # the policy's start-up shapes
+    assert out["rows"] == STARTUP_RUNS  # the policy's start-up shapes
     out = profile_job.run(job="fresh", rates=[40_000], duration_s=60, settings=settings, design="space")
-    assert out["rows"] == profile_job.DESIGN_SIZE
+    assert out["rows"] == DESIGN_SIZE
     with pytest.raises(ValueError, match="design must be 'startup' or 'space'"):
         profile_job.run(job="fresh", settings=settings, design="grid")
     with pytest.raises(ConfigError, match=r"configs\[0\]: unknown key\(s\) \['cores'\]"):

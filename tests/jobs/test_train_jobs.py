@@ -12,6 +12,7 @@ import pytest
 from flinktune.config_space import ConfigError, ConfigSpace
 from flinktune.lake import Lake
 from flinktune.metrics.schema import PROFILING_COLUMNS
+from flinktune.runs.forecaster_candidates import CANDIDATES, build_candidate
 from flinktune.settings import Settings
 from jobs import train_forecaster, train_surrogate
 from models import registry
@@ -80,7 +81,7 @@ def test_train_forecaster_logs_candidates_and_registers_a_champion_that_forecast
     # tested on their own).
     from benchmarks.forecasting import CHAMPION_CANDIDATES
 
-    assert set(train_forecaster.CANDIDATES) == {*CHAMPION_CANDIDATES, "tide-quantile", "darts-theta", "seasonal-naive"}
+    assert set(CANDIDATES) == {*CHAMPION_CANDIDATES, "tide-quantile", "darts-theta", "seasonal-naive"}
     cands = ("peak-gbm", "darts-peak-linear", "darts-theta", "seasonal-naive")
     summary = train_forecaster.run(job="demo", settings=settings, candidates=cands, stride_bins=2)
     json.dumps(summary)  # XCom-ready
@@ -241,7 +242,7 @@ def test_the_registered_champion_is_the_benchmarks_winner_on_the_same_trace(sett
     out = train_forecaster.run(job="demo", settings=settings, candidates=pool, stride_bins=3, select_refits=2)
     trace = pd.Series(feats["input_rate"].to_numpy(), index=pd.DatetimeIndex(feats["window_start"]))
     build = dict(bin_s=60, horizon_s=600, n_epochs=1, device="cpu", seed=0)
-    rows = run_trace({c: train_forecaster.build_candidate(c, **build) for c in pool}, trace, seed=0, workload="demo",
+    rows = run_trace({c: build_candidate(c, **build) for c in pool}, trace, seed=0, workload="demo",
                      select_start=pd.Timestamp(out["select_start"]), report_start=pd.Timestamp(out["report_start"]),
                      stride_bins=3, select_refits=2)
     bench = next(r for r in rows if r["model"] == "champion")

@@ -8,8 +8,8 @@ a JSON-ready dict or list (the task's XCom). Errors name the param, variable or 
 - :func:`collect_metrics`: the ingest's raw metrics of one job, from the twin, Prometheus or the lake.
 - :func:`extract_prometheus_window`: the last schedule period of a job's metrics from Prometheus.
 - :func:`etl_features`: in-process Spark, or ``spark-submit`` to a standalone cluster (:mod:`.spark_submit`).
-- :func:`train`: ``jobs.train_<model>`` in process; :func:`profile_on_twin`: the train DAG's twin profiling.
-- :func:`decide`: one fleet job's ``jobs.decide`` run with its own goals; :func:`report`: ``jobs.report``.
+- :func:`train`: ``flinktune.runs``' training of the model in process; :func:`profile_on_twin`: the train DAG's twin profiling.
+- :func:`decide`: one fleet job's decide run (:mod:`flinktune.runs.decide`) with its own goals; :func:`report`: ``jobs.report``.
 - :func:`suggest_profile_configs` / :func:`profile_config`: the profiling DAG's mapped runs.
 - :func:`profile_request`: the profiling run a decision asked for, if it must go through that DAG.
 - :func:`watch_fleet`: the fleet jobs whose backlog outgrew their size, as ``flinktune_decide`` confs.
@@ -62,9 +62,9 @@ def etl_features(job: str, start_ms: int | None = None, end_ms: int | None = Non
     """
     settings, backends = _settings(), load_backends()
     if not backends.spark_submit:
-        from jobs import etl_features as job_module
+        from flinktune.runs.feature_etl import etl_features as run_etl
 
-        return job_module.run(job=job, start_ms=start_ms, end_ms=end_ms, settings=settings)
+        return run_etl(job=job, start_ms=start_ms, end_ms=end_ms, settings=settings)
     from flinktune.orchestration.dag_tasks.spark_submit import run_spark_submit, spark_submit_command
 
     cmd = spark_submit_command(
@@ -136,31 +136,33 @@ def train(model: str, job: str) -> dict[str, Any]:
     With ``FLINKTUNE_TRAINING=kubernetes`` the DAG runs a trainer pod instead
     (:func:`flinktune.orchestration.dag_tasks.k8s_operators.trainer_pod_task`), not this.
     """
-    import importlib
-
     from flinktune.orchestration.dag_tasks.trainer_pod import TRAINING_MODULES
 
     if model not in TRAINING_MODULES:
         raise ValueError(f"unknown model {model!r}; known: {', '.join(TRAINING_MODULES)}")
     from flinktune.lake import Lake
 
-    module = importlib.import_module(TRAINING_MODULES[model])
+    if model == "surrogate":
+        from flinktune.runs.surrogate_training import DATASET as dataset
+        from flinktune.runs.surrogate_training import train_surrogate as run_training
+    else:
+        from flinktune.runs.forecaster_candidates import DATASET as dataset
+        from flinktune.runs.forecaster_training import train_forecaster as run_training  # type: ignore[assignment]
     settings = _settings()
     lake = Lake(settings.lake_dir)  # type: ignore[arg-type]
-    if not lake.dataset_files(module.DATASET, job):
+    if not lake.dataset_files(dataset, job):
         # A fleet job with nothing to learn from yet (new, or profiled only through flinktune_profile on a
         # real cluster) is not a failed retrain: the scheduled run skips it and says why.
         from airflow.sdk.exceptions import AirflowSkipException
 
         raise AirflowSkipException(
-            f"{model} of job {job!r}: no {module.DATASET} in the lake yet "
-            f"({lake.curated_job_dir(module.DATASET, job)}); nothing to train on"
+            f"{model} of job {job!r}: no {dataset} in the lake yet ({lake.curated_job_dir(dataset, job)}); nothing to train on"
         )
-    return module.run(job=job, settings=settings)
+    return run_training(job=job, settings=settings)
 
 
 def profile_on_twin(job: str) -> dict[str, Any]:
-    """The train DAG's profiling of ``job`` on the twin (``jobs.profile``: the policy's start-up design); the
+    """The train DAG's profiling of ``job`` on the twin (:mod:`flinktune.runs.twin_profiling`: the policy's start-up design); the
     job's summary. Skips (``AirflowSkipException``, with the reason) on a real cluster, where profiling
     runs go through ``flinktune_profile`` and twin rows must not land in a real job's observations."""
     if load_backends().cluster != "twin":
@@ -169,19 +171,19 @@ def profile_on_twin(job: str) -> dict[str, Any]:
         raise AirflowSkipException(
             "real cluster: profiling runs through the flinktune_profile DAG; the surrogate retrains on the observations it wrote"
         )
-    from jobs import profile as job_module
+    from flinktune.runs.twin_profiling import profile_on_twin as run_profiling
 
-    return job_module.run(job=job, settings=_settings())
+    return run_profiling(job=job, settings=_settings())
 
 
 def decide(target: Mapping[str, Any], *, ticks: int, trigger: str | None = None) -> dict[str, Any]:
-    """One fleet job's decide run (``jobs.decide``): ``target`` is a fleet target (``job``, ``policy``,
+    """One fleet job's decide run (:func:`flinktune.runs.decide.decide`): ``target`` is a fleet target (``job``, ``policy``,
     ``dry_run``, ``mode`` and its source, ``goals``: the job's own goals over the settings); ``trigger``
     the watch alarm's reason of an early decision. It acts only when the run is not dry and the job's
     mode is act (:mod:`flinktune.decision.modes`). The run's summary with ``dry_run``."""
-    from jobs import decide as job_module
+    from flinktune.runs.decide import decide as run_decide
 
-    decided = job_module.run(
+    decided = run_decide(
         job=target["job"],
         ticks=ticks,
         policy=target["policy"],
@@ -222,7 +224,7 @@ def suggest_profile_configs(job: str, configs: Sequence[Mapping[str, Any]], *, m
 
 
 def profile_config(job: str, config: Mapping[str, Any], *, rates: Sequence[float], duration_s: int, seed: int) -> dict[str, Any]:
-    """One short-lived profiling deployment of ``config`` (on the twin: one ``jobs.profile`` run).
+    """One short-lived profiling deployment of ``config`` (on the twin: one twin profiling run).
 
     On Kubernetes: a copy of the FlinkDeployment ``job`` in ``FLINKTUNE_K8S_NAMESPACE`` runs
     ``config`` on the live input (:func:`flinktune.kubernetes.profiling.run_profiling_deployment`),
@@ -233,9 +235,9 @@ def profile_config(job: str, config: Mapping[str, Any], *, rates: Sequence[float
     """
     if load_backends().cluster != "twin":
         return _profile_on_kubernetes(job, config, rates=rates, duration_s=duration_s)
-    from jobs import profile as job_module
+    from flinktune.runs.twin_profiling import profile_on_twin as run_profiling
 
-    summary = job_module.run(
+    summary = run_profiling(
         job=job, configs=[dict(config)], rates=list(rates) or None, duration_s=duration_s, seed=seed, settings=_settings()
     )
     return {**summary, "config": dict(config)}

@@ -75,7 +75,6 @@ def test_the_context_carries_a_profile_books_observations_and_fit():
     loop = _loop(models)
     ctx = loop.context(_state(loop))
     assert ctx.observations is obs and ctx.profiled_max_rate == 30000.0
-    assert ctx.extras["profiled_max_rate"] == 30000.0  # where the tuner reads it
     assert ctx.fit_surrogate is not None and isinstance(ctx.fit_surrogate(obs.head(1)), FunctionSurrogate)
     assert models.fitted == [1]
 

@@ -44,7 +44,7 @@ def context(rate: float, surrogate=None) -> PolicyContext:
     flat = np.full(10, rate)
     fc = QuantileForecast(start=pd.Timestamp(10_000, unit="s", tz="UTC"), bin_s=30, mean=flat, quantiles={0.5: flat, 0.9: flat},
                           model="flat")
-    return PolicyContext(3000.0, 180.0, forecast=fc, surrogate=surrogate, extras={"profiled_max_rate": 40000.0})
+    return PolicyContext(3000.0, 180.0, forecast=fc, surrogate=surrogate, profiled_max_rate=40000.0)
 
 
 # -- profiled capacity -----------------------------------------------------------------------------

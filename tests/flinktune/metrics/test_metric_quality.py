@@ -11,7 +11,7 @@ from flinktune.decision.evaluation import evaluate
 from flinktune.decision.guard import SafetyGuard
 from flinktune.decision.testing import raw_samples
 from flinktune.metrics.quality import duplicate_problems, quality_problems, unit_problems
-from jobs.decide import FROZEN_AFTER_S
+from flinktune.runs.decide_cluster import FROZEN_AFTER_S
 
 SPACE = default_space()
 BIG = SPACE.maximum  # 24 TaskManagers: 4 cores used and 2 GB of heap are well inside it

@@ -41,7 +41,7 @@ def state(config, rate=20000.0, busy=0.5, ts=0.0, restarts=0, p95=150.0):
 def ctx(level):
     return PolicyContext(latency_target_ms=250.0, recovery_limit_s=180.0,
                          forecast=StaticForecaster(level, spread=0.0).predict(pd.Series(dtype=float), 600),
-                         surrogate=FunctionSurrogate(SPACE), extras={"profiled_max_rate": 1e6})  # fmt: skip
+                         surrogate=FunctionSurrogate(SPACE), profiled_max_rate=1e6)  # fmt: skip
 
 
 def test_measured_capacity_is_the_tightest_vertex_in_job_input_terms():
@@ -219,7 +219,7 @@ def test_no_new_shape_is_chosen_beyond_what_profiling_covered():
     pol.shape = shape_of(cfg)
     pol.capacity.observe(8, 10000.0)
     context = ctx(500000)
-    context.extras["profiled_max_rate"] = 50000.0
+    context.profiled_max_rate = 50000.0
     top = Configuration(24, 2, 2.0, 2048, 10)
     d = pol.decide(state(top, rate=40000, busy=0.99, ts=10), context)
     assert d.action is Action.KEEP and "beyond what profiling covered" in d.reason
@@ -297,7 +297,7 @@ def test_an_outgrown_fractional_shape_is_re_chosen_at_once_by_measured_capacity(
     pol.shape = shape_of(small)
     pol.capacities.observe(pol.shape, 24, 60000.0)
     context = ctx(70000.0)
-    context.extras["profiled_max_rate"] = 20000.0  # the capacity ranking does not need profiling coverage
+    context.profiled_max_rate = 20000.0  # the capacity ranking does not need profiling coverage
     d = pol.decide(_running(small, 60000.0, 50000.0, 300), context)
     assert d.action is Action.RECONFIGURE and "choose the shape" in d.reason
     assert d.target.cpu / d.target.task_slots > 0.5  # more cores per slot than the outgrown shape
@@ -347,7 +347,7 @@ def test_a_space_without_preferred_shapes_still_gets_a_shape_with_a_reason():
     pol = make_policy("flinktune", small)
     context = PolicyContext(latency_target_ms=250.0, recovery_limit_s=180.0,
                             forecast=StaticForecaster(20000.0, spread=0.0).predict(pd.Series(dtype=float), 600),
-                            surrogate=FunctionSurrogate(small), extras={"profiled_max_rate": 1e6})  # fmt: skip
+                            surrogate=FunctionSurrogate(small), profiled_max_rate=1e6)  # fmt: skip
     running = state(Configuration(1, 1, 1.0, 1024, 10), rate=20000.0, busy=0.5)
     assert pol.decide(running, context).reason
     # The surrogate-only path (no capacity measured for the load) crashed on an empty candidate list.

@@ -75,7 +75,7 @@ def _window(config: Configuration, rate: float, capacity: float, p95: float, ts:
 def _ctx(level: float, target_ms: float) -> PolicyContext:
     return PolicyContext(latency_target_ms=target_ms, recovery_limit_s=180.0,
                          forecast=StaticForecaster(level, spread=0.0).predict(pd.Series(dtype=float), 600),
-                         surrogate=FunctionSurrogate(SPACE), extras={"profiled_max_rate": 1e6})  # fmt: skip
+                         surrogate=FunctionSurrogate(SPACE), profiled_max_rate=1e6)  # fmt: skip
 
 
 def _policy_after_windows(target_ms: float, failing: bool = False):

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobs.train_forecaster import CANDIDATES, build_candidate
+from flinktune.runs.forecaster_candidates import CANDIDATES, build_candidate
 from models.forecasting.base import ForecastingModel
 from models.forecasting.pyfunc import _KINDS
 from models.forecasting.seasonal_naive import SeasonalNaiveForecaster

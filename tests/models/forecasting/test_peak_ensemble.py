@@ -62,7 +62,7 @@ def test_the_ensemble_is_the_mean_of_its_members_batched_or_single_and_survives_
 
 def test_it_is_a_champion_candidate_of_the_benchmark_the_job_and_the_rule_rescoring():
     from benchmarks.forecasting import _READS_RAW, CHAMPION_CANDIDATES
-    from jobs.train_forecaster import CANDIDATES, build_candidate
+    from flinktune.runs.forecaster_candidates import CANDIDATES, build_candidate
 
     assert "darts-peak-ensemble" in CHAMPION_CANDIDATES and "darts-peak-ensemble" in _READS_RAW
     assert "darts-peak-ensemble" in CANDIDATES
