@@ -1,7 +1,7 @@
 """The grey-box twin's scores on held-out profiling runs (the leave-one-run-out targets) and its leave-one-group-out cross-validation.
 
 Use :func:`cross_validate` on a table in the ``profiling_runs.csv`` format with a grouping column
-(``flinktune twin calibrate --group-by run``, ``benchmarks/twin_fidelity.py``): each group in turn is
+(``flinktune twin calibrate --group-by run``, ``benchmarks/fidelity/twin_fidelity.py``): each group in turn is
 held out, the twin fitted on the others (:func:`flinktune.twin.grey_box.fit_grey_box`) and scored on it
 (:func:`score`). Scores come in pairs: the grey-box's and, prefixed ``mech_``, the mechanism's alone.
 """

@@ -233,7 +233,7 @@ def calibrate_downtime_on_folder(
     default ``config``'s parallelism: the space's largest), leaving out episodes near the injections of
     ``results_recovery_per_injection.csv`` (column ``inj_ts``) when it has one. ``method``: whose
     measured changes to fit: one method's (e.g. ``"demeter"``) says what its own redeploys cost
-    (``benchmarks/demeter_trajectory.py --redeploy-fit``), and several joined by commas pool their scale-downs:
+    (``benchmarks/fidelity/demeter_trajectory.py --redeploy-fit``), and several joined by commas pool their scale-downs:
     every measured savepoint redeploy counts once, whichever controller asked for it. The twin's profile is
     fitted on ``"operator,demeter"`` pooled (:data:`flinktune.twin.folder_calibration.REDEPLOY_METHODS`); a
     method without files is left out of the pool."""

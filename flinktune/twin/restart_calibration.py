@@ -6,7 +6,7 @@ under reactive mode + an HPA (latency, TaskManagers, throughput; ``measured_60s/
 it fits the restart terms so that one twin restart from the TaskManager count before each measured
 rescale to the count after it, at the measured throughput, costs as much latency in total as the
 measured rescales did. With no such file the profile is returned unchanged with a note saying so.
-Then refit the mechanism with the fitted terms held (``benchmarks/twin_fidelity.py`` and
+Then refit the mechanism with the fitted terms held (``benchmarks/fidelity/twin_fidelity.py`` and
 ``flinktune twin calibrate`` do): its recovery stage (``failure_detection_s``, ``restart_base_s``)
 was fitted on the profiling runs' recoveries with the old ``restart_per_tm_s``, which every restart shares.
 

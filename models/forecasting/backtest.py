@@ -81,7 +81,7 @@ IDENTITY_PEAK_RULE = "max_mean_x1.00"
 #: Standard errors by which a peak rule must beat :data:`IDENTITY_PEAK_RULE` (:func:`select_peak_rule`);
 #: 0 = the plain minimum. The guard's value when used is 1, the one-standard-error rule of model
 #: selection (Breiman et al. 1984), not tuned on any trace. Off by default: measured with
-#: ``benchmarks/forecasting.py --peak-n-se 1``, it left every champion's peak MAE unchanged (ysb seed 9's x0.95
+#: ``benchmarks/forecasting/forecasting.py --peak-n-se 1``, it left every champion's peak MAE unchanged (ysb seed 9's x0.95
 #: passes it) but dropped Demeter's noise-fitted x1.05 on ysb seed 8, so Demeter improved there and
 #: the champion's ratio to it rose (ysb mean 1.018x -> 1.060x, a target metric). Pass ``peak_n_se=1``
 #: (benchmark: ``--peak-n-se 1``) to use it.
@@ -99,7 +99,7 @@ PLANNING_Z = 0.0
 #: smooth forecast, which sits below a noisy truth's highest bin (module doc); a direct peak model's
 #: median peak is already fitted to the peak under the absolute loss, so a factor on top of it has no
 #: bias to correct and only fits the selection span's drift. Measured with
-#: ``benchmarks/forecasting.py --direct-peak-factor``: every factor these models chose other than x1.00 (ysb seeds 9 and 11,
+#: ``benchmarks/forecasting/forecasting.py --direct-peak-factor``: every factor these models chose other than x1.00 (ysb seeds 9 and 11,
 #: x0.95) made the report span worse. ``False`` (benchmark: ``--direct-peak-factor``) restores the choice.
 DIRECT_PEAK_PLAIN = True
 #: Fewest selection origins a rule may be chosen on (below this the choice is noise).

@@ -4,7 +4,7 @@ Use :class:`DartsQuantileForecaster` wherever the loop needs a forecast of the i
 on hours of history (offline, on a schedule), then call :meth:`~DartsQuantileForecaster.predict`
 with the latest history at every decision. It is a global model, so predict never refits.
 
-Why TiDE with a quantile loss (measured in ``benchmarks/forecasting.py``): on 18 h synthetic
+Why TiDE with a quantile loss (measured in ``benchmarks/forecasting/forecasting.py``): on 18 h synthetic
 traces it fits in about a second on 2 CPU cores, predicts in ~20 ms, and its p90 peak covered the
 true 10-minute peak about 95 % of the time, with a lower peak error than seasonal naive. NHiTS was
 similar but less calibrated; quantile linear regression was slower and much worse. Calendar

@@ -1,7 +1,7 @@
 """Seasonal-naive baseline forecaster: the next window repeats a past window, plus residual quantiles.
 
 Use :class:`SeasonalNaiveForecaster` as the yardstick in backtests (``jobs.train_forecaster``,
-``benchmarks/forecasting.py``) and as a dependency-free fallback. Bin ``i`` of the forecast is
+``benchmarks/forecasting/forecasting.py``) and as a dependency-free fallback. Bin ``i`` of the forecast is
 the history value one season earlier; with ``season_s=None`` the season is the horizon itself,
 so the forecast repeats the last ``horizon`` of history (the classic "last window" baseline).
 Quantiles add the empirical quantiles of the fitted series' seasonal differences

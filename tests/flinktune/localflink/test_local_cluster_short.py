@@ -5,7 +5,7 @@ read metrics through the REST MetricsSource, profile steps (one kept up, one far
 that falls behind, then the backlog cleared and the low rate kept up again), rescale in place,
 redeploy from a savepoint with a new checkpoint interval, kill a TaskManager and see recovery,
 stop everything by PID. About 2-3 minutes on 2 cores; the long form is
-benchmarks/local_flink_loop.py.
+benchmarks/localflink/loop.py.
 """
 
 from __future__ import annotations

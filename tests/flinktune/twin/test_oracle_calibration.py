@@ -77,7 +77,7 @@ def test_calibration_errors_name_the_problem() -> None:
 
 
 def test_failure_runs_without_a_latency_are_fitted_on_recovery_only() -> None:
-    # A failure injection measures recovery but no steady latency (benchmarks/local_flink_recovery.py).
+    # A failure injection measures recovery but no steady latency (benchmarks/localflink/recovery.py).
     truth = apply_params(PROFILE, {"failure_detection_s": 8.0})
     configs = SPACE.candidates()[-60::10]  # large enough to recover from a failure at these rates
     obs = profile_configs(truth, configs, [10_000, 20_000], duration_s=180, seed=3)

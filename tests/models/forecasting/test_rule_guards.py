@@ -107,7 +107,7 @@ def test_champion_needs_its_under_forecast_bound_within_the_target():
 def test_rules_script_rescores_saved_backtests_per_variant(tmp_path):
     import pickle
 
-    from benchmarks.forecasting_rules import main, rescore
+    from benchmarks.forecasting.forecasting_rules import main, rescore
 
     noisy = _result(_blocks([101] * 4 + [94] * 6), 100.0, "peak-gbm")  # x0.95 wins within noise
     biased = _result(_blocks([95] * 10), 100.0, "darts-peak-linear")  # x0.95 is a real 5 % bias

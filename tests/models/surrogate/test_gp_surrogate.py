@@ -69,7 +69,7 @@ def test_uncertainty_grows_away_from_data_and_noise_option(model, data):
 
 
 def test_scores_the_840_candidate_grid_in_one_call(model):
-    # Speed is measured by benchmarks/surrogate.py, not asserted here; this checks the shapes.
+    # Speed is measured by benchmarks/scale/surrogate.py, not asserted here; this checks the shapes.
     C = np.random.default_rng(2).random((840, 5))
     pred = model.predict(C, 30_000)
     assert pred.mean.shape == pred.std.shape == (840, len(pred.outcomes))
