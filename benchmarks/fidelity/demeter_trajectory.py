@@ -27,7 +27,7 @@ failure's fractional TaskManager count on the measured side is no move), and ``d
 the default and returns mean little there).
 
 ``--redeploy-fit``: fit the redeploy's downtime and warm-up on the measured ``--method``'s own changes
-(:func:`flinktune.twin.redeploy_downtime.calibrate_downtime_on_folder` with ``method``; the twin's profile is
+(:func:`flinktune.calibration.redeploy_downtime.calibrate_downtime_on_folder` with ``method``; the twin's profile is
 fitted on the operator's and Demeter's pooled) and print the note beside the twin's values, instead of replaying: what a
 change of that method cost, measured (:func:`method_redeploy_fit`).
 
@@ -46,11 +46,11 @@ import pandas as pd
 
 from benchmarks.fidelity.carried_profiles import minutes_at_default, replay_chain
 from benchmarks.fidelity.measured_folder import calibrated_twin, failure_spec, replay_trace
+from flinktune.calibration.mechanism import BAD_LATENCY_FACTOR
+from flinktune.calibration.redeploy_downtime import calibrate_downtime_on_folder
 from flinktune.config_space import Configuration, space_from_runs
 from flinktune.replay.harness import PolicyRun, ReplaySettings, replay_policy
-from flinktune.twin.calibration import BAD_LATENCY_FACTOR
 from flinktune.twin.profile import ClusterProfile
-from flinktune.twin.redeploy_downtime import calibrate_downtime_on_folder
 
 __all__ = [
     "RATE_BANDS",

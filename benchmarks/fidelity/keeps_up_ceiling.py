@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from flinktune.calibration.grey_box import KEEPS_UP_FACTOR, check_profiling_runs
 from flinktune.config_space import KNOBS
-from flinktune.twin.grey_box import KEEPS_UP_FACTOR, check_profiling_runs
 
 __all__ = ["ceiling"]
 

@@ -19,14 +19,13 @@ from typing import Any
 
 import pandas as pd
 
+from flinktune.calibration.busy import calibrate_busy_noise_on_folder, calibrate_busy_on_folder
+from flinktune.calibration.folder import REDEPLOY_METHODS, calibrate_folder
+from flinktune.calibration.measured_changes import count_changes_on_folder
 from flinktune.config_space import ConfigSpace
 from flinktune.policies.autoscaler import AutoscalerPolicy
 from flinktune.replay.decision_noise import DEFAULT_SIGMAS, fit_decision_noise
 from flinktune.replay.harness import ReplaySettings
-from flinktune.twin.busy_calibration import calibrate_busy_noise_on_folder, calibrate_busy_on_folder
-from flinktune.twin.folder_calibration import REDEPLOY_METHODS, calibrate_beside
-from flinktune.twin.grey_box import fit_grey_box
-from flinktune.twin.measured_changes import count_changes_on_folder
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.workload import load_trace_csv
 
@@ -121,7 +120,7 @@ def relative_to_static(rows: pd.DataFrame, base: pd.Series) -> pd.DataFrame:
 def measured_table(data: Path) -> pd.DataFrame:
     """Measured means per method, relative to static where the replay reports ratios. A method whose
     summary publishes no reconfigurations gets the count of its per-minute files
-    (:mod:`flinktune.twin.measured_changes`); ``attrs["changes_note"]`` says which and how the counter
+    (:mod:`flinktune.calibration.measured_changes`); ``attrs["changes_note"]`` says which and how the counter
     fares on the published counts."""
     s = pd.read_csv(data / "summary_by_method.csv").set_index("method")
     base = s.loc["baseline"]
@@ -166,7 +165,7 @@ def calibrated_twin(
     """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
     measured methods in ``data``, in the order each calibration needs: the restart cost on the
     reactive runs (then the mechanism refitted with it held), the redeploy's downtime and warm-up on
-    the operator runs (``redeploy_fit``: ``folder_calibration.REDEPLOY_FITS``; default both on the backlog
+    the operator runs (``redeploy_fit``: ``flinktune.calibration.folder.REDEPLOY_FITS``; default both on the backlog
     after their scale-downs), CPU on the static run, the published targets from the method names, the operator's busy
     time on its own decisions. ``calibrate=False``: the mechanism fit alone, default options but the
     operator's ``operator`` version. ``busy_noise``: the operator reads its busy time with the spread
@@ -174,18 +173,16 @@ def calibrated_twin(
     but overshoots the CPU, see docs/results/twin-fidelity-ads.md). Use it wherever a
     benchmark replays the calibrated twin. ``source_partitions``: the measured lag's factor to the operator's
     in the busy-time fit (its sum over the source topic's partitions; None: the space's largest parallelism,
-    Demeter's 24; 1, the default: the lag as measured, since the operator's unit makes the replay worse; ``busy_calibration.measured_lag_scale``). ``redeploy_methods``: whose measured
-    scale-downs the redeploy's downtime and warm-up are fitted on (``folder_calibration.calibrate_beside``)."""
-    twin = fit_grey_box(runs_csv.drop(columns=["run"]), base, max_nfev=max_nfev)
-    profile, options = twin.profile, {}
+    Demeter's 24; 1, the default: the lag as measured, since the operator's unit makes the replay worse; ``flinktune.calibration.busy.measured_lag_scale``). ``redeploy_methods``: whose measured
+    scale-downs the redeploy's downtime and warm-up are fitted on (``flinktune.calibration.folder.calibrate_folder``)."""
+    cal = calibrate_folder(
+        data, runs_csv.drop(columns=["run"]), base, default=space.maximum, measured=calibrate, redeploy_fit=redeploy_fit,
+        redeploy_methods=redeploy_methods, max_nfev=max_nfev,
+    )  # fmt: skip
+    twin, profile, options = cal.twin, cal.twin.profile, {}
     notes = dict.fromkeys(("restart", "downtime", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
+    notes.update(cal.notes)
     if calibrate:
-        cal = calibrate_beside(
-            data, twin, runs_csv.drop(columns=["run"]), base, space.maximum, redeploy_fit=redeploy_fit,
-            redeploy_methods=redeploy_methods, max_nfev=max_nfev,
-        )  # fmt: skip
-        twin, profile = cal.twin, cal.twin.profile
-        notes.update(cal.notes)
         options = published_targets(data)
         # The busy time the operator reads, on the measured operator's own decisions (made by the
         # version the measured runs used, whichever version is replayed).

@@ -5,7 +5,7 @@ Use on any folder in the demeter-ads format (``../shared/data/demeter-ads/README
     python -m benchmarks.fidelity.twin_fidelity --data ../shared/data/demeter-ads --out docs/results/twin-fidelity-ads.md
 
 1. Profiling runs, leave-one-run-out (``profiling_runs.csv``, column ``run``): the grey-box twin
-   (:mod:`flinktune.twin.grey_box`) fitted on the other runs predicts each run; scores against
+   (:mod:`flinktune.calibration.grey_box`) fitted on the other runs predicts each run; scores against
    the leave-one-run-out targets, for the corrected twin and the mechanism alone.
 2. Replay: the mechanism fitted on all runs replays static, demeter, autoscaler and reactive on the
    folder's trace (``trace_x3.csv``, or the first ``*.csv`` with ``timestamp,value``) with its
@@ -14,16 +14,16 @@ Use on any folder in the demeter-ads format (``../shared/data/demeter-ads/README
    from ``profiling_overhead.csv``).
 
 Calibrated on the folder too, when it has them: the twin's CPU per record on the static run's
-measured CPU load (``measured_60s/*baseline*.csv``, :mod:`flinktune.twin.cpu_calibration`), the
+measured CPU load (``measured_60s/*baseline*.csv``, :mod:`flinktune.calibration.cpu`), the
 restart cost (warm-up, per-TaskManager restart time, pod start) on the measured reactive runs'
-rescales (``measured_60s/*reactive*.csv``, :mod:`flinktune.twin.restart_calibration`; the mechanism
+rescales (``measured_60s/*reactive*.csv``, :mod:`flinktune.calibration.restart`; the mechanism
 is then refitted with those held, so that its recovery stage agrees with them), and the
 utilisation target of the reactive HPA from the measured method's name (``reactive35`` -> 0.35;
 none in the name: the policy's default), the downtime and warm-up of a savepoint redeploy on the
 backlog after the measured operator runs' scale-downs (``measured_60s/*operator*.csv``,
-:mod:`flinktune.twin.redeploy_downtime`; ``--redeploy-fit`` for fits on the latency instead)
+:mod:`flinktune.calibration.redeploy_downtime`; ``--redeploy-fit`` for fits on the latency instead)
 and the busy time the operator autoscaler reads on those runs' own rescale decisions
-(:mod:`flinktune.twin.busy_calibration`). The operator autoscaler replayed is the published version
+(:mod:`flinktune.calibration.busy`). The operator autoscaler replayed is the published version
 ``--operator`` names (default ``demeter-1.6``: operator 1.6.0 on Flink 1.17 with Demeter's settings,
 the one measured; ``newest``: the 1.10+ behaviour the other replay tables use). Slow recoveries are
 counted with the detector-like measure (:func:`flinktune.replay.metrics.detector_recovery_time`,
@@ -65,14 +65,14 @@ from benchmarks.fidelity.measured_folder import (
     measured_table,
     replay_trace,
 )
+from flinktune.calibration.folder import REDEPLOY_FITS, REDEPLOY_METHODS
+from flinktune.calibration.grey_box_scores import cross_validate
+from flinktune.calibration.mechanism import BAD_LATENCY_FACTOR
+from flinktune.calibration.observation_checks import screen_observations
 from flinktune.config_space import space_from_runs
 from flinktune.policies.autoscaler import VERSIONS
 from flinktune.replay.harness import ReplaySettings
 from flinktune.replay.runner import run_replays
-from flinktune.twin.calibration import BAD_LATENCY_FACTOR
-from flinktune.twin.folder_calibration import REDEPLOY_FITS, REDEPLOY_METHODS
-from flinktune.twin.grey_box_scores import cross_validate
-from flinktune.twin.observation_checks import screen_observations
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.recovery_checks import DEMETER_CHECKS, on_schedule
 
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         default="backlog",
         help="How the redeploy's downtime and warm-up are fitted on the operator runs: backlog (default; both on the "
         "backlog after their scale-downs), downtime (the downtime on it, the warm-up on their latency), latency "
-        "(the warm-up alone, on their latency); flinktune.twin.folder_calibration.",
+        "(the warm-up alone, on their latency); flinktune.calibration.folder.",
     )
     ap.add_argument(
         "--redeploy-methods",

@@ -9,7 +9,7 @@
 
 The sweep writes one ``PROFILING_COLUMNS`` row per (parallelism, rate) point with the throughput
 and busy fraction from counter deltas and the job's p95 latency (flinktune.localflink.profiling).
-Calibration is ``flinktune.twin.calibration.calibrate`` (what ``flinktune twin calibrate`` runs)
+Calibration is ``flinktune.calibration.mechanism.calibrate`` (what ``flinktune twin calibrate`` runs)
 starting from the built-in YSB profile, with 25 % of the runs held out; the scores printed for
 the held-out runs are the throughput MAPE, the recovery MAPE (runs with a failure) and the
 latency-class accuracy. The calibrated profile is written beside the observations.
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from flinktune.calibration.mechanism import calibrate, evaluate, read_observations
 from flinktune.localflink.distribution import repo_root
 from flinktune.metrics.schema import PROFILING_COLUMNS
-from flinktune.twin.calibration import calibrate, evaluate, read_observations
 from flinktune.twin.profile import ClusterProfile
 
 

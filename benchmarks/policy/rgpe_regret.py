@@ -112,7 +112,7 @@ ARMS = ("none", "own-rates", "other-jobs")
 
 def _job_profile(rng: np.random.Generator):
     """A ysb-like job: the built-in profile with seeded per-job cost, queueing, GC and checkpoint traits."""
-    from flinktune.twin.calibration import apply_params
+    from flinktune.calibration.mechanism import apply_params
     from flinktune.twin.profile import ClusterProfile
 
     return apply_params(ClusterProfile.default(), {

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from flinktune.calibration.mechanism import CalibrationError, apply_params, calibrate, evaluate
 from flinktune.config_space import ConfigSpace
 from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.twin import mechanics as mech
-from flinktune.twin.calibration import CalibrationError, apply_params, calibrate, evaluate
 from flinktune.twin.oracle import ORACLE_COLUMNS, oracle_schedule
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import profile_configs

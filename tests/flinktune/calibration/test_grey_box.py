@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from flinktune.calibration.grey_box import GreyBoxTwin, check_profiling_runs, fit_grey_box, fit_mechanism
+from flinktune.calibration.grey_box_scores import cross_validate
+from flinktune.calibration.mechanism import CalibrationError
 from flinktune.config_space import Configuration
-from flinktune.twin.calibration import CalibrationError
-from flinktune.twin.grey_box import GreyBoxTwin, check_profiling_runs, fit_grey_box, fit_mechanism
-from flinktune.twin.grey_box_scores import cross_validate
 from flinktune.twin.mechanics import steady_state
 from flinktune.twin.profile import ClusterProfile
 

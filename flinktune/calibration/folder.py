@@ -1,27 +1,28 @@
-"""The twin's calibrations on the measured methods beside a profiling table, in the order each needs.
+"""The twin calibrated on a measured folder: the grey-box fit on its profiling runs, then the calibrations on its measured methods, in the order each needs.
 
-A folder in the demeter-ads format holds profiling runs (what :func:`flinktune.twin.grey_box.fit_grey_box`
+A folder in the demeter-ads format holds profiling runs (what :func:`flinktune.calibration.grey_box.fit_grey_box`
 fits) and, in ``measured_60s/``, per-minute measurements of methods run for real. Three terms of the
 profile are fitted on those, not on the profiling runs, and each reads the one before:
 
-1. the restart cost on the reactive runs' rescales (:mod:`flinktune.twin.restart_calibration`); the
+1. the restart cost on the reactive runs' rescales (:mod:`flinktune.calibration.restart`); the
    mechanism's recovery stage was fitted with the old restart terms, so the mechanism is refitted
    with the fitted ones held (it then fits detection and ``restart_base_s``, not these);
 2. the fixed part of a savepoint redeploy's downtime (``redeploy_base_s``) on the backlog after the
    scale-downs of the operator's and Demeter's runs pooled (:data:`REDEPLOY_METHODS`; both change the
-   job by the same savepoint redeploy), its first minute (:mod:`flinktune.twin.redeploy_downtime`);
+   job by the same savepoint redeploy), its first minute (:mod:`flinktune.calibration.redeploy_downtime`);
 3. the warm-up after a savepoint redeploy, the downtime held: with ``redeploy_fit="backlog"`` (the
    default) on the same backlog's second minute, alternated with step 2 until both settle; with
    ``"downtime"`` on the scale-downs' latency read per minute over the seconds the job runs
-   (:mod:`flinktune.twin.redeploy_calibration`); with ``"latency"`` step 2 is left
+   (:mod:`flinktune.calibration.redeploy_warmup`); with ``"latency"`` step 2 is left
    out and the warm-up is fitted on the latency of every second; the profiling runs' fit depends on
    none of them;
-4. the CPU per unit of busy time on the static run (:mod:`flinktune.twin.cpu_calibration`).
+4. the CPU per unit of busy time on the static run (:mod:`flinktune.calibration.cpu`).
 
-A missing file leaves its term as it was, with a note saying so. Use :func:`calibrate_beside` wherever
+A missing file leaves its term as it was, with a note saying so. Use :func:`calibrate_folder` wherever
 a calibrated twin is made from such a folder (``flinktune twin calibrate --group-by`` and the
-benchmarks), so that both make the same profile. Policy-side fits (the operator's busy time, the
-published targets) are not the twin's and stay with the benchmarks.
+benchmarks), so that both make the same profile; :func:`calibrate_beside` runs the steps above on a
+twin already fitted. Policy-side fits (the operator's busy time, the published targets) are not the
+twin's and stay with their callers.
 """
 
 from __future__ import annotations
@@ -32,15 +33,15 @@ from typing import Any
 
 import pandas as pd
 
-from flinktune.config_space import Configuration
-from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measurements, read_static_measurements
-from flinktune.twin.grey_box import GreyBoxTwin, fit_grey_box
+from flinktune.calibration.cpu import calibrate_cpu, find_static_measurements, read_static_measurements
+from flinktune.calibration.grey_box import GreyBoxTwin, fit_grey_box
+from flinktune.calibration.redeploy_downtime import calibrate_downtime_on_folder
+from flinktune.calibration.redeploy_warmup import calibrate_redeploy_on_folder
+from flinktune.calibration.restart import calibrate_restart_on_folder
+from flinktune.config_space import Configuration, space_from_runs
 from flinktune.twin.profile import ClusterProfile
-from flinktune.twin.redeploy_calibration import calibrate_redeploy_on_folder
-from flinktune.twin.redeploy_downtime import calibrate_downtime_on_folder
-from flinktune.twin.restart_calibration import calibrate_restart_on_folder
 
-__all__ = ["REDEPLOY_FITS", "REDEPLOY_METHODS", "FolderCalibration", "calibrate_beside"]
+__all__ = ["REDEPLOY_FITS", "REDEPLOY_METHODS", "FolderCalibration", "calibrate_beside", "calibrate_folder"]
 
 #: How the redeploy's terms are fitted on the operator runs (see the module's note, steps 2 and 3).
 REDEPLOY_FITS: tuple[str, ...] = ("backlog", "downtime", "latency")
@@ -58,6 +59,34 @@ class FolderCalibration:
 
     twin: GreyBoxTwin
     notes: dict[str, str]
+
+
+def calibrate_folder(
+    folder: str | Path,
+    runs: pd.DataFrame,
+    base: ClusterProfile,
+    *,
+    default: Configuration | None = None,
+    measured: bool = True,
+    redeploy_fit: str = "backlog",
+    redeploy_methods: str = REDEPLOY_METHODS,
+    **fit_kwargs: Any,
+) -> FolderCalibration:
+    """The grey-box twin fitted on ``runs`` (``folder``'s profiling table, screened, without any
+    grouping column) from ``base`` (:func:`~flinktune.calibration.grey_box.fit_grey_box` with
+    ``fit_kwargs``), then calibrated on ``folder``'s measured methods (:func:`calibrate_beside`;
+    ``measured=False``: the fit alone, no notes). ``default`` is the static configuration the measured
+    runs deployed; None: the largest configuration of ``runs``. A ``ValueError`` names an unknown
+    ``redeploy_fit`` (before any fit), a table the fit refuses or a measured file that cannot be read."""
+    if redeploy_fit not in REDEPLOY_FITS:
+        raise ValueError(f"redeploy_fit must be one of {list(REDEPLOY_FITS)}, got {redeploy_fit!r}")
+    twin = fit_grey_box(runs, base, **fit_kwargs)
+    if not measured:
+        return FolderCalibration(twin, {})
+    default = space_from_runs(runs).maximum if default is None else default
+    return calibrate_beside(
+        folder, twin, runs, base, default, redeploy_fit=redeploy_fit, redeploy_methods=redeploy_methods, **fit_kwargs
+    )
 
 
 def calibrate_beside(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flinktune.twin.capacity_correction import fit_capacity_correction
+from flinktune.calibration.capacity_correction import fit_capacity_correction
 
 
 def _synthetic(n: int = 160, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

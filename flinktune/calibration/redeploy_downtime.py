@@ -2,7 +2,7 @@
 
 Use :func:`calibrate_downtime_on_folder` (or :func:`calibrate_downtime` on episodes you already have)
 after the restart cost is fitted and before the redeploy warm-up
-(:mod:`flinktune.twin.redeploy_calibration`): it sets ``redeploy_base_s``, the fixed part of a
+(:mod:`flinktune.calibration.redeploy_warmup`): it sets ``redeploy_base_s``, the fixed part of a
 redeploy's downtime (tear down, new JobManager and TaskManager pods; the savepoint, the per-TaskManager
 term and the state transfer stay as they are), so that the twin's median backlog in the minute after a
 measured scale-down starts equals the measured median. With no ``measured_60s/*operator*.csv`` the
@@ -13,7 +13,7 @@ warm-up together (one total, so one term), while the backlog a minute in is set 
 job took no input: the warm-up only slows its draining. The warm-up is then refitted on the latency
 excess with the downtime held.
 
-What is measured: the rescale episodes of :func:`~flinktune.twin.restart_calibration.rescale_episodes`
+What is measured: the rescale episodes of :func:`~flinktune.calibration.restart.rescale_episodes`
 (the TaskManager count changes between two whole counts, away from the injected failures) in the
 operator's files, and the backlog at each minute from the episode's first minute ``s``: ``consumer_lag``
 x ``lag_scale`` / the throughput of the minute before, in seconds of input. ``consumer_lag`` is the
@@ -40,11 +40,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from flinktune.calibration.cpu import read_measured_columns
+from flinktune.calibration.redeploy_warmup import at_taskmanagers, solve_increasing, usable_episodes
+from flinktune.calibration.restart import RESCALE_COLUMNS, rescale_episodes
 from flinktune.config_space import Configuration
-from flinktune.twin.cpu_calibration import read_measured_columns
 from flinktune.twin.profile import ClusterProfile
-from flinktune.twin.redeploy_calibration import at_taskmanagers, solve_increasing, usable_episodes
-from flinktune.twin.restart_calibration import RESCALE_COLUMNS, rescale_episodes
 from flinktune.twin.simulator import TwinJob
 
 __all__ = [
@@ -86,7 +86,7 @@ class DowntimeCalibration:
 
 
 def redeploy_backlogs(measured: pd.DataFrame, injections: object = (), lag_scale: float = 1.0) -> pd.DataFrame:
-    """:func:`~flinktune.twin.restart_calibration.rescale_episodes` of ``measured`` (per-minute rows with
+    """:func:`~flinktune.calibration.restart.rescale_episodes` of ``measured`` (per-minute rows with
     :data:`DOWNTIME_COLUMNS`, optional ``run``) with ``backlog_0`` .. ``backlog_3``: ``consumer_lag`` x
     ``lag_scale`` / ``rate`` at the episode's first minute and the three after it (s of input; NaN where
     the minute is missing)."""
@@ -235,13 +235,13 @@ def calibrate_downtime_on_folder(
     measured changes to fit: one method's (e.g. ``"demeter"``) says what its own redeploys cost
     (``benchmarks/fidelity/demeter_trajectory.py --redeploy-fit``), and several joined by commas pool their scale-downs:
     every measured savepoint redeploy counts once, whichever controller asked for it. The twin's profile is
-    fitted on ``"operator,demeter"`` pooled (:data:`flinktune.twin.folder_calibration.REDEPLOY_METHODS`); a
+    fitted on ``"operator,demeter"`` pooled (:data:`flinktune.calibration.folder.REDEPLOY_METHODS`); a
     method without files is left out of the pool."""
     names = [m.strip() for m in method.split(",")]
     if not all(names) or any(c in m for m in names for c in "*?[]/"):
         raise ValueError(f"method must name measured methods (e.g. 'operator', 'demeter,operator'), got {method!r}")
     where = Path(folder) / "measured_60s"
-    # The operator's: what busy_calibration.find_operator_measurements reads.
+    # The operator's: what busy.find_operator_measurements reads.
     files = sorted({f for m in names for f in where.glob(f"*{m}*.csv")})
     if not files:
         none = " and ".join(f"no measured {m} run" for m in names)

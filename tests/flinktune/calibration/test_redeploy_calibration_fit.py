@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from flinktune.calibration.redeploy_warmup import calibrate_redeploy, calibrate_redeploy_on_folder, twin_redeploy_cost
 from flinktune.config_space import Configuration
 from flinktune.twin import mechanics as mech
 from flinktune.twin.profile import ClusterProfile
-from flinktune.twin.redeploy_calibration import calibrate_redeploy, calibrate_redeploy_on_folder, twin_redeploy_cost
 from flinktune.twin.simulator import TwinJob
 
 SHAPE = Configuration(parallelism=8, task_slots=1, cpu=1.0, memory_mb=2048, checkpoint_interval_s=10)

@@ -1,4 +1,4 @@
-"""The twin's restart cost fitted on measured reactive-mode rescales (flinktune.twin.restart_calibration)."""
+"""The twin's restart cost fitted on measured reactive-mode rescales (flinktune.calibration.restart)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flinktune.config_space import Configuration
-from flinktune.twin import mechanics as mech
-from flinktune.twin.profile import ClusterProfile
-from flinktune.twin.restart_calibration import (
+from flinktune.calibration.restart import (
     calibrate_restart,
     calibrate_restart_on_folder,
     find_reactive_measurements,
@@ -17,6 +14,9 @@ from flinktune.twin.restart_calibration import (
     rescale_episodes,
     twin_rescale_cost,
 )
+from flinktune.config_space import Configuration
+from flinktune.twin import mechanics as mech
+from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob
 
 SHAPE = Configuration(parallelism=8, task_slots=1, cpu=1.0, memory_mb=2048, checkpoint_interval_s=10)

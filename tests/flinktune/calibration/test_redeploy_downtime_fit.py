@@ -1,4 +1,4 @@
-"""The redeploy's downtime fitted on the backlog after measured operator rescales (flinktune.twin.redeploy_downtime)."""
+"""The redeploy's downtime fitted on the backlog after measured operator rescales (flinktune.calibration.redeploy_downtime)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flinktune.config_space import Configuration
-from flinktune.twin import mechanics as mech
-from flinktune.twin.folder_calibration import calibrate_beside
-from flinktune.twin.grey_box import GreyBoxTwin
-from flinktune.twin.profile import ClusterProfile
-from flinktune.twin.redeploy_calibration import calibrate_redeploy, twin_redeploy_cost
-from flinktune.twin.redeploy_downtime import (
+from flinktune.calibration.folder import calibrate_beside
+from flinktune.calibration.grey_box import GreyBoxTwin
+from flinktune.calibration.redeploy_downtime import (
     calibrate_downtime,
     calibrate_downtime_on_folder,
     redeploy_backlogs,
     twin_redeploy_backlog,
 )
+from flinktune.calibration.redeploy_warmup import calibrate_redeploy, twin_redeploy_cost
+from flinktune.config_space import Configuration
+from flinktune.twin import mechanics as mech
+from flinktune.twin.profile import ClusterProfile
 
 SHAPE = Configuration(parallelism=8, task_slots=1, cpu=1.0, memory_mb=2048, checkpoint_interval_s=10)
 BASE = ClusterProfile.default("ysb")

@@ -1,4 +1,4 @@
-"""The calibrations on measured methods beside a profiling table, in one sequence (flinktune.twin.folder_calibration)."""
+"""The calibrations on measured methods beside a profiling table, in one sequence (flinktune.calibration.folder)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from flinktune.calibration.folder import calibrate_beside
+from flinktune.calibration.grey_box import GreyBoxTwin
 from flinktune.config_space import Configuration
 from flinktune.twin import mechanics as mech
-from flinktune.twin.folder_calibration import calibrate_beside
-from flinktune.twin.grey_box import GreyBoxTwin
 from flinktune.twin.profile import ClusterProfile
 
 STATIC = Configuration(parallelism=24, task_slots=1, cpu=1.0, memory_mb=4096, checkpoint_interval_s=10)

@@ -11,10 +11,10 @@ Why its own term: the operator autoscaler 1.6 on Flink 1.17 (the measured runs; 
 out every rescale as a full savepoint upgrade, new JobManager and TaskManager pods, so cold JVMs, unlike
 a failure (the job restarts in TaskManagers that keep running, fitted on the profiling runs'
 recoveries with ``warmup_s``) or a reactive-mode rescale (``rescale_warmup_s``,
-:mod:`flinktune.twin.restart_calibration`). Nothing else pins it: the profiling runs' capacity is
+:mod:`flinktune.calibration.restart`). Nothing else pins it: the profiling runs' capacity is
 measured minutes after their deployment.
 
-What is measured: the rescale episodes of :func:`~flinktune.twin.restart_calibration.rescale_episodes`
+What is measured: the rescale episodes of :func:`~flinktune.calibration.restart.rescale_episodes`
 (minutes in which the TaskManager count changes between two whole counts, away from the injected
 failures; cost = excess latency over the run's quiet median x time, s x s) in the operator's files.
 Only scale-downs are fitted: before a scale-up the job was too small, and that lag is in the
@@ -35,11 +35,11 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
+from flinktune.calibration.busy import find_operator_measurements
+from flinktune.calibration.restart import read_reactive_measurements, rescale_episodes
 from flinktune.config_space import Configuration
 from flinktune.twin import mechanics as mech
-from flinktune.twin.busy_calibration import find_operator_measurements
 from flinktune.twin.profile import ClusterProfile
-from flinktune.twin.restart_calibration import read_reactive_measurements, rescale_episodes
 from flinktune.twin.simulator import TwinJob
 
 __all__ = [
@@ -103,7 +103,7 @@ def twin_redeploy_cost(
 ) -> float:
     """Excess latency x time (s x s) of one savepoint redeploy of the twin from ``tm_before`` to
     ``tm_after`` TaskManagers (``config``'s shape) at a constant ``rate``, noise off (the p50, as
-    :func:`~flinktune.twin.restart_calibration.twin_rescale_cost`).
+    :func:`~flinktune.calibration.restart.twin_rescale_cost`).
 
     ``per_minute``: read as the measured minutes are, a latency metric of a running job: the redeploy
     starts 0, 15, 30 or 45 s into a minute (averaged), each minute's excess is its mean over the seconds
@@ -139,7 +139,7 @@ def calibrate_redeploy(
     profile: ClusterProfile, config: Configuration, episodes: pd.DataFrame, *, per_minute: bool = False
 ) -> RedeployCalibration:
     """``profile`` with ``redeploy_warmup_s`` in [0, 600] s so that the twin's summed cost over the
-    usable scale-down ``episodes`` (from :func:`~flinktune.twin.restart_calibration.rescale_episodes`)
+    usable scale-down ``episodes`` (from :func:`~flinktune.calibration.restart.rescale_episodes`)
     equals the measured sum; unchanged, with a note, when there is none. ``per_minute``: the twin's cost
     read as the measured minutes are (:func:`twin_redeploy_cost`)."""
     need = {"tm_before", "tm_after", "rate", "cost_s2"}

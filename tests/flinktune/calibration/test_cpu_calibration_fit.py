@@ -1,4 +1,4 @@
-"""The twin's CPU per record calibrated on a measured static run's CPU load (flinktune.twin.cpu_calibration)."""
+"""The twin's CPU per record calibrated on a measured static run's CPU load (flinktune.calibration.cpu)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from flinktune.calibration.cpu import calibrate_cpu, find_static_measurements, read_static_measurements
 from flinktune.config_space import Configuration
 from flinktune.twin import mechanics as mech
-from flinktune.twin.cpu_calibration import calibrate_cpu, find_static_measurements, read_static_measurements
 from flinktune.twin.profile import ClusterProfile
 
 STATIC = Configuration(parallelism=24, task_slots=1, cpu=1.0, memory_mb=4096, checkpoint_interval_s=10)

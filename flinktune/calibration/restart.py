@@ -50,9 +50,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
+from flinktune.calibration.cpu import read_measured_columns
 from flinktune.config_space import Configuration
 from flinktune.twin import mechanics as mech
-from flinktune.twin.cpu_calibration import read_measured_columns
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.simulator import TwinJob
 

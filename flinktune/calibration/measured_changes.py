@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from flinktune.twin.cpu_calibration import read_measured_columns
+from flinktune.calibration.cpu import read_measured_columns
 
 __all__ = ["CHANGE_COLUMNS", "MeasuredChanges", "count_changes", "count_changes_on_folder"]
 

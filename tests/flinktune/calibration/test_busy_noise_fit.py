@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from flinktune.calibration.busy import OperatorDecision, calibrate_busy_noise, predicted_parallelism, twin_busy
 from flinktune.config_space import default_space
 from flinktune.decision import Action, JobState, VertexMetrics
 from flinktune.decision.stages import PolicyContext
 from flinktune.policies.autoscaler import AutoscalerPolicy
 from flinktune.twin import ClusterProfile
-from flinktune.twin.busy_calibration import OperatorDecision, calibrate_busy_noise, predicted_parallelism, twin_busy
 
 SPACE = default_space()
 MAX = SPACE.maximum

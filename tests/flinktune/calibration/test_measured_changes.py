@@ -1,4 +1,4 @@
-"""A measured method's configuration changes counted from its per-minute files (flinktune.twin.measured_changes)."""
+"""A measured method's configuration changes counted from its per-minute files (flinktune.calibration.measured_changes)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from flinktune.twin.measured_changes import count_changes, count_changes_on_folder
+from flinktune.calibration.measured_changes import count_changes, count_changes_on_folder
 
 ADS = Path(
     os.environ.get("FLINKTUNE_DEMETER_ADS", Path(__file__).resolve().parents[3].parent / "shared" / "data" / "demeter-ads")

@@ -2,7 +2,7 @@
 
 Use :func:`cross_validate` on a table in the ``profiling_runs.csv`` format with a grouping column
 (``flinktune twin calibrate --group-by run``, ``benchmarks/fidelity/twin_fidelity.py``): each group in turn is
-held out, the twin fitted on the others (:func:`flinktune.twin.grey_box.fit_grey_box`) and scored on it
+held out, the twin fitted on the others (:func:`flinktune.calibration.grey_box.fit_grey_box`) and scored on it
 (:func:`score`). Scores come in pairs: the grey-box's and, prefixed ``mech_``, the mechanism's alone.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flinktune.twin.calibration import CalibrationError
-from flinktune.twin.grey_box import KEEPS_UP_FACTOR, GreyBoxTwin, check_profiling_runs, fit_grey_box
+from flinktune.calibration.grey_box import KEEPS_UP_FACTOR, GreyBoxTwin, check_profiling_runs, fit_grey_box
+from flinktune.calibration.mechanism import CalibrationError
 from flinktune.twin.profile import ClusterProfile
 
 __all__ = ["cross_validate", "score"]

@@ -6,10 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flinktune.config_space import default_space
-from flinktune.policies.autoscaler import AutoscalerPolicy
-from flinktune.twin import ClusterProfile
-from flinktune.twin.busy_calibration import (
+from flinktune.calibration.busy import (
     OperatorDecision,
     calibrate_busy_noise_on_folder,
     calibrate_busy_on_folder,
@@ -18,6 +15,9 @@ from flinktune.twin.busy_calibration import (
     predicted_parallelism,
     twin_busy,
 )
+from flinktune.config_space import default_space
+from flinktune.policies.autoscaler import AutoscalerPolicy
+from flinktune.twin import ClusterProfile
 
 SPACE = default_space()
 MAX = SPACE.maximum

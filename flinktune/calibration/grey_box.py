@@ -3,7 +3,7 @@
 Use :func:`fit_grey_box` on a table in the ``profiling_runs.csv`` format (Demeter's real runs or
 any job's: the five knobs, ``input_rate``, ``throughput``, ``latency_ms``, ``recovery_s``, and a
 grouping column such as ``run``), :meth:`GreyBoxTwin.predict` for any table of knobs and rates,
-and :func:`flinktune.twin.grey_box_scores.cross_validate` for leave-one-group-out scores
+and :func:`flinktune.calibration.grey_box_scores.cross_validate` for leave-one-group-out scores
 (``flinktune twin calibrate --group-by run``).
 
 Which part is which:
@@ -15,7 +15,7 @@ Which part is which:
   and catch-up. This is what the replay simulator runs on.
 - Learned correction (gradient-boosted trees on the knobs, derived layout features, the rate and
   the mechanism's own predictions): capacity as a censored log-ratio to the mechanism's capacity
-  (:mod:`flinktune.twin.capacity_correction`; throughput = min(kept ratio x rate, capacity) with a
+  (:mod:`flinktune.calibration.capacity_correction`; throughput = min(kept ratio x rate, capacity) with a
   10 %/90 % band, so the keeps-up class follows from the capacity), the latency class and
   level, the recovery class (at most ``recovery_limit_s``) and the recovery time below the profiler's cap.
   Real profiling runs show effects the mechanism does not (throughputs up to 2.6x the recorded
@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flinktune.calibration.capacity_correction import fit_capacity_correction
+from flinktune.calibration.mechanism import PARAM_BOUNDS, CalibrationError, apply_params
 from flinktune.config_space import KNOBS, Configuration
 from flinktune.signing import SignatureError, read_signed, write_signed
-from flinktune.twin.calibration import PARAM_BOUNDS, CalibrationError, apply_params
-from flinktune.twin.capacity_correction import fit_capacity_correction
 from flinktune.twin.mechanics import steady_state
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import overload_horizon_s

@@ -50,9 +50,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flinktune.calibration.cpu import read_measured_columns
 from flinktune.config_space import Configuration
 from flinktune.twin import mechanics as mech
-from flinktune.twin.cpu_calibration import read_measured_columns
 from flinktune.twin.profile import ClusterProfile
 
 __all__ = [
