@@ -61,7 +61,7 @@ def check_state_store(store) -> None:
     assert i2 != i1
     rows = store.decisions("c")
     assert list(rows["ts"]) == [100.0, 400.0] and list(rows["action"]) == ["reconfigure", "keep"]
-    assert list(rows["changed"]) == [1, 0] and list(rows["mode"])[0] == "in-place" and list(rows["dry_run"]) == [0, 1]
+    assert list(rows["changed"]) == [1, 0] and next(iter(rows["mode"])) == "in-place" and list(rows["dry_run"]) == [0, 1]
     assert list(store.decisions("c", limit=1)["ts"]) == [400.0]
     assert store.policy_memory("c", "p") == {"n": 1, "xs": [0.5, 2]}  # a decision without memory keeps the last one
     store.record_decision("c", 700.0, _state(b, 700.0), Decision.keep("p", "fine"), None, memory=("p", {"n": 2}))

@@ -15,7 +15,16 @@ from benchmarks.fidelity.carried_profiles import share_at_default
 from benchmarks.fidelity.measured_folder import METHODS
 from flinktune.replay.metrics import relative_table
 
-__all__ = ["CARRIED", "TOLERANCES", "TWIN_MEASURES", "compare", "rank_table", "replayed_table", "with_default", "within_tolerance"]
+__all__ = [
+    "CARRIED",
+    "TOLERANCES",
+    "TWIN_MEASURES",
+    "compare",
+    "rank_table",
+    "replayed_table",
+    "with_default",
+    "within_tolerance",
+]
 
 #: The policy whose replay ``--carry-profiles`` chains (the one with a measured profile database).
 CARRIED = "demeter"
@@ -23,8 +32,13 @@ CARRIED = "demeter"
 TWIN_MEASURES = {"slow_recoveries_twin_measure": "slow_recoveries", "p95_every_second": "p95"}
 #: The replay targets on resources and latency, figure -> (kind, tolerance): "abs", within +-tolerance of
 #: the measured figure; "factor", within that factor of it either way.
-TOLERANCES = {"cpu": ("abs", 0.08), "memory": ("abs", 0.08), "p50": ("factor", 2.0), "p95": ("factor", 2.0),
-              "p99": ("factor", 2.0)}  # fmt: skip
+TOLERANCES = {
+    "cpu": ("abs", 0.08),
+    "memory": ("abs", 0.08),
+    "p50": ("factor", 2.0),
+    "p95": ("factor", 2.0),
+    "p99": ("factor", 2.0),
+}
 
 
 def within_tolerance(figure: str, twin: float, measured: float) -> bool:
@@ -49,14 +63,20 @@ def replayed_table(runs: dict, recovery_limit_s: float = 180.0) -> pd.DataFrame:
         {k: {c: v.summary[f"observed_latency_{c}_ms"] for c in ("p50", "p95", "p99")} for k, v in runs.items()}
     ).T
     observed = observed / observed.loc["static"]
-    return pd.DataFrame({
-        "cpu": rel["cpu_core_hours"] - rel["profiling_cpu_core_hours"] / static_cpu,
-        "memory": rel["memory_gib_hours"] - rel["profiling_memory_gib_hours"] / runs["static"].summary["memory_gib_hours"],
-        "p50": observed["p50"], "p95": observed["p95"], "p99": observed["p99"], "p95_every_second": rel["latency_p95_ms"],
-        "slow_recoveries": detector, "slow_recoveries_twin_measure": rel["recoveries_over_limit"],
-        "reconfigurations": rel["reconfigurations"],
-        "profiling_cpu": rel["profiling_cpu_core_hours"] / static_cpu,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "cpu": rel["cpu_core_hours"] - rel["profiling_cpu_core_hours"] / static_cpu,
+            "memory": rel["memory_gib_hours"] - rel["profiling_memory_gib_hours"] / runs["static"].summary["memory_gib_hours"],
+            "p50": observed["p50"],
+            "p95": observed["p95"],
+            "p99": observed["p99"],
+            "p95_every_second": rel["latency_p95_ms"],
+            "slow_recoveries": detector,
+            "slow_recoveries_twin_measure": rel["recoveries_over_limit"],
+            "reconfigurations": rel["reconfigurations"],
+            "profiling_cpu": rel["profiling_cpu_core_hours"] / static_cpu,
+        }
+    )
 
 
 def compare(replayed: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:

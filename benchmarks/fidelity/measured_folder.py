@@ -158,10 +158,19 @@ class CalibratedTwin:
 
 
 def calibrated_twin(
-    data: Path, runs_csv: pd.DataFrame, base: ClusterProfile, space: ConfigSpace, *, max_nfev: int = 60,
-    calibrate: bool = True, operator: str = DEFAULT_OPERATOR, busy_noise: bool = False, redeploy_fit: str = "backlog",
-    source_partitions: int | None = 1, redeploy_methods: str = REDEPLOY_METHODS,
-) -> CalibratedTwin:  # fmt: skip
+    data: Path,
+    runs_csv: pd.DataFrame,
+    base: ClusterProfile,
+    space: ConfigSpace,
+    *,
+    max_nfev: int = 60,
+    calibrate: bool = True,
+    operator: str = DEFAULT_OPERATOR,
+    busy_noise: bool = False,
+    redeploy_fit: str = "backlog",
+    source_partitions: int | None = 1,
+    redeploy_methods: str = REDEPLOY_METHODS,
+) -> CalibratedTwin:
     """The twin fitted on ``runs_csv`` (profiling runs with a ``run`` column) and calibrated on the
     measured methods in ``data``, in the order each calibration needs: the restart cost on the
     reactive runs (then the mechanism refitted with it held), the redeploy's downtime and warm-up on
@@ -176,9 +185,15 @@ def calibrated_twin(
     Demeter's 24; 1, the default: the lag as measured, since the operator's unit makes the replay worse; ``flinktune.calibration.busy.measured_lag_scale``). ``redeploy_methods``: whose measured
     scale-downs the redeploy's downtime and warm-up are fitted on (``flinktune.calibration.folder.calibrate_folder``)."""
     cal = calibrate_folder(
-        data, runs_csv.drop(columns=["run"]), base, default=space.maximum, measured=calibrate, redeploy_fit=redeploy_fit,
-        redeploy_methods=redeploy_methods, max_nfev=max_nfev,
-    )  # fmt: skip
+        data,
+        runs_csv.drop(columns=["run"]),
+        base,
+        default=space.maximum,
+        measured=calibrate,
+        redeploy_fit=redeploy_fit,
+        redeploy_methods=redeploy_methods,
+        max_nfev=max_nfev,
+    )
     twin, profile, options = cal.twin, cal.twin.profile, {}
     notes = dict.fromkeys(("restart", "downtime", "redeploy", "cpu", "busy"), "not calibrated (--no-calibrate)")
     notes.update(cal.notes)

@@ -29,8 +29,17 @@ from benchmarks.fidelity.fidelity_table import TOLERANCES, within_tolerance
 from benchmarks.fidelity.measured_folder import METHODS, relative_to_static
 
 __all__ = ["main", "parse_twin", "spread_table"]
-_NEEDED = ["run", "method", "cpu_cores_mean", "mem_gib_mean", "lat_median_ms", "lat_p95_ms", "lat_p99_ms",
-           "n_rec_gt180", "n_reconfigs"]  # fmt: skip
+_NEEDED = [
+    "run",
+    "method",
+    "cpu_cores_mean",
+    "mem_gib_mean",
+    "lat_median_ms",
+    "lat_p95_ms",
+    "lat_p99_ms",
+    "n_rec_gt180",
+    "n_reconfigs",
+]
 
 
 def _read(data: Path) -> pd.DataFrame:
@@ -73,9 +82,18 @@ def spread_table(data: Path, twin: dict[tuple[str, str], float] | None = None) -
             x = vals if kind == "abs" else np.log(vals)
             se_x = float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")
             se, share = (se_x, se_x / tol) if kind == "abs" else (math.exp(se_x), se_x / math.log(tol))
-            row = {"policy": policy, "figure": fig, "runs": " / ".join(f"{v:.3g}" for v in vals), "n": len(vals),
-                   "mean": float(vals.mean()), "geometric_mean": None if kind == "abs" else float(math.exp(x.mean())),
-                   "se": se, "kind": kind, "tolerance": tol, "se_over_tolerance": share}  # fmt: skip
+            row = {
+                "policy": policy,
+                "figure": fig,
+                "runs": " / ".join(f"{v:.3g}" for v in vals),
+                "n": len(vals),
+                "mean": float(vals.mean()),
+                "geometric_mean": None if kind == "abs" else float(math.exp(x.mean())),
+                "se": se,
+                "kind": kind,
+                "tolerance": tol,
+                "se_over_tolerance": share,
+            }
             if twin is not None and (policy, fig) in twin:
                 t = twin[(policy, fig)]
                 row["twin"] = t

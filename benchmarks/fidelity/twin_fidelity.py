@@ -112,11 +112,25 @@ def _md(df: pd.DataFrame) -> str:
 
 
 def run(
-    data: Path, out: Path | None, *, hours: float | None, rows: int | None, seeds: Sequence[int], workers: int, command: str, max_nfev: int = 60,
-    policies: Sequence[str] = tuple(METHODS), skip_loro: bool = False, calibrate: bool = True,
-    operator: str = DEFAULT_OPERATOR, busy_noise: str = "changes", redeploy_fit: str = "backlog",
-    source_partitions: int | None = 1, carry_profiles: bool = False, redeploy_methods: str = REDEPLOY_METHODS,
-) -> dict:  # fmt: skip
+    data: Path,
+    out: Path | None,
+    *,
+    hours: float | None,
+    rows: int | None,
+    seeds: Sequence[int],
+    workers: int,
+    command: str,
+    max_nfev: int = 60,
+    policies: Sequence[str] = tuple(METHODS),
+    skip_loro: bool = False,
+    calibrate: bool = True,
+    operator: str = DEFAULT_OPERATOR,
+    busy_noise: str = "changes",
+    redeploy_fit: str = "backlog",
+    source_partitions: int | None = 1,
+    carry_profiles: bool = False,
+    redeploy_methods: str = REDEPLOY_METHODS,
+) -> dict:
     """Every figure of the benchmark as a dict (and the Markdown file when ``out`` is given).
 
     The replay runs once per seed (failures and noise); the comparison uses the mean over seeds and
@@ -138,9 +152,18 @@ def run(
     cv_mean = folds.drop(columns=["run"]).astype(float).mean()
     space = space_from_runs(runs_csv)
     cal = calibrated_twin(
-        data, runs_csv, base, space, max_nfev=max_nfev, calibrate=calibrate, operator=operator, busy_noise=busy_noise == "decisions",
-        redeploy_fit=redeploy_fit, source_partitions=source_partitions, redeploy_methods=redeploy_methods,
-    )  # fmt: skip
+        data,
+        runs_csv,
+        base,
+        space,
+        max_nfev=max_nfev,
+        calibrate=calibrate,
+        operator=operator,
+        busy_noise=busy_noise == "decisions",
+        redeploy_fit=redeploy_fit,
+        source_partitions=source_partitions,
+        redeploy_methods=redeploy_methods,
+    )
     twin, profile, options = cal.twin, cal.profile, cal.options
     restart_note, downtime_note, redeploy_note, cpu_note, busy_note = (
         cal.notes[k] for k in ("restart", "downtime", "redeploy", "cpu", "busy")
@@ -155,8 +178,10 @@ def run(
         measured.loc[CARRIED, "at_default"] = float(traj["at_default"].mean()) if not traj.empty else np.nan
     static_row = pd.read_csv(data / "summary_by_method.csv").set_index("method").loc["baseline"]
     mx = space.maximum
-    static_note = (f"space maximum {mx.describe()} vs measured static {static_row['tm_mean']:g} TaskManagers x "
-                   f"({static_row['cpu_cores_mean'] / static_row['tm_mean']:g} CPU, {static_row['mem_gib_mean'] / static_row['tm_mean']:.2f} GiB)")  # fmt: skip
+    static_note = (
+        f"space maximum {mx.describe()} vs measured static {static_row['tm_mean']:g} TaskManagers x "
+        f"({static_row['cpu_cores_mean'] / static_row['tm_mean']:g} CPU, {static_row['mem_gib_mean'] / static_row['tm_mean']:.2f} GiB)"
+    )
     trace, forecaster = replay_trace(data, hours)
     failures, failures_from = failure_spec(data)
     # The latency goal of every policy and the guard: Demeter's published boundary, 2.14 x the lowest
@@ -182,8 +207,11 @@ def run(
     all_replays = run_replays(
         trace,
         {(seed, p): (p, seed_settings[seed], seed_options[seed].get(p)) for seed in seeds for p in once},
-        workers=workers, progress=sys.stderr, space=space, profile=profile,
-    )  # fmt: skip
+        workers=workers,
+        progress=sys.stderr,
+        space=space,
+        profile=profile,
+    )
     for seed in seeds:
         settings, seeded = seed_settings[seed], seed_options[seed]
         replays = {p: all_replays[(seed, p)] for p in once}
@@ -198,26 +226,55 @@ def run(
                 both = {**replays, CARRIED: link}
                 tab = with_default(replayed_table(both, settings.recovery_limit_s), both, mx)
                 tables.append(tab.loc[policies])
-                per_rank.append({"seed": seed, "rank": rank, "profiles_at_start": link.prior_profiles,
-                                 "profiling_runs": link.summary["profiling_runs"], **tab.loc[CARRIED].to_dict()})  # fmt: skip
+                per_rank.append(
+                    {
+                        "seed": seed,
+                        "rank": rank,
+                        "profiles_at_start": link.prior_profiles,
+                        "profiling_runs": link.summary["profiling_runs"],
+                        **tab.loc[CARRIED].to_dict(),
+                    }
+                )
         per_seed.append(pd.concat(tables).groupby(level=0).mean().loc[policies])
     stacked = pd.concat(per_seed, keys=list(seeds), names=["seed", "policy"])
     replayed = stacked.groupby(level="policy").mean().loc[policies]
     table = compare(replayed, measured)
     lo, hi = stacked.groupby(level="policy").min(), stacked.groupby(level="policy").max()
     table["seed range"] = [
-        f"{lo.loc[p, f]:.3f}-{hi.loc[p, f]:.3f}" if p in lo.index and f in lo.columns else "" for p, f in zip(table["policy"], table["figure"])
-    ]  # fmt: skip
+        f"{lo.loc[p, f]:.3f}-{hi.loc[p, f]:.3f}" if p in lo.index and f in lo.columns else ""
+        for p, f in zip(table["policy"], table["figure"])
+    ]
     per_rank_table = rank_table(pd.DataFrame(per_rank), measured_ranks) if measured_ranks is not None else None
     result = {
-        "folds": folds, "cv_mean": cv_mean, "params": twin.params, "replayed": replayed, "measured": measured,
-        "comparison": table, "seeds": list(seeds), "failures": failures, "failures_from": failures_from, "static_note": static_note,
-        "cpu_note": cpu_note, "restart_note": restart_note, "busy_note": busy_note, "downtime_note": downtime_note, "redeploy_note": redeploy_note, "targets": options, "operator": operator, "cpu_per_busy": profile.cpu_per_busy,
-        "hours": len(trace) / 3600.0, "forecaster": forecaster, "latency_target_ms": latency_target_ms, "rows": len(runs_csv), "wall_s": time.perf_counter() - t0,
+        "folds": folds,
+        "cv_mean": cv_mean,
+        "params": twin.params,
+        "replayed": replayed,
+        "measured": measured,
+        "comparison": table,
+        "seeds": list(seeds),
+        "failures": failures,
+        "failures_from": failures_from,
+        "static_note": static_note,
+        "cpu_note": cpu_note,
+        "restart_note": restart_note,
+        "busy_note": busy_note,
+        "downtime_note": downtime_note,
+        "redeploy_note": redeploy_note,
+        "targets": options,
+        "operator": operator,
+        "cpu_per_busy": profile.cpu_per_busy,
+        "hours": len(trace) / 3600.0,
+        "forecaster": forecaster,
+        "latency_target_ms": latency_target_ms,
+        "rows": len(runs_csv),
+        "wall_s": time.perf_counter() - t0,
         "checks_note": _checks_note(runs_csv["recovery_s"].to_numpy(dtype=float)),
         "changes_note": measured.attrs.get("changes_note", "all published"),
-        "carry_profiles": measured_ranks is not None, "per_rank": per_rank_table, "per_rank_seeds": pd.DataFrame(per_rank),
-    }  # fmt: skip
+        "carry_profiles": measured_ranks is not None,
+        "per_rank": per_rank_table,
+        "per_rank_seeds": pd.DataFrame(per_rank),
+    }
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(render(result, data, command))
@@ -237,17 +294,22 @@ def _checks_note(recoveries: np.ndarray) -> str:
 
 def _cv_rows(cv: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(
-        [(k, cv[k], cv.get(f"mech_{k}", np.nan), f"{op} {b:g}", (cv[k] <= b) if op == "<=" else (cv[k] >= b)) for k, (op, b) in CV_TARGETS.items()],
+        [
+            (k, cv[k], cv.get(f"mech_{k}", np.nan), f"{op} {b:g}", (cv[k] <= b) if op == "<=" else (cv[k] >= b))
+            for k, (op, b) in CV_TARGETS.items()
+        ],
         columns=["score", "grey-box", "mechanism only", "target", "met"],
-    )  # fmt: skip
+    )
 
 
 def render_loro(folds: pd.DataFrame, command: str, wall_s: float) -> str:
     """The leave-one-run-out tables alone (``--loro-only``)."""
     return (
-        f"Command: `{command}` (wall time {wall_s:.0f} s)\n\n" + _md(_cv_rows(folds.drop(columns=["run"]).mean()))
-        + "\nPer held-out run:\n\n" + _md(folds.round(4))
-    )  # fmt: skip
+        f"Command: `{command}` (wall time {wall_s:.0f} s)\n\n"
+        + _md(_cv_rows(folds.drop(columns=["run"]).mean()))
+        + "\nPer held-out run:\n\n"
+        + _md(folds.round(4))
+    )
 
 
 def render(r: dict, data: Path, command: str) -> str:
@@ -256,11 +318,17 @@ def render(r: dict, data: Path, command: str) -> str:
         f"# Twin fidelity: {data.name}\n\nCommand: `{command}`\n\n"
         f"Profiling runs: {r['rows']}; trace: {r['hours']:.1f} h; forecaster of the model policies: {r['forecaster']}; latency goal {r['latency_target_ms']:.0f} ms (2.14 x the lowest profiled latency, Demeter's boundary); failures: `{r['failures']}` ({r['failures_from']}); "
         f"wall time {r['wall_s']:.0f} s.\n\n"
-        + ("## Profiling runs, leave-one-run-out: not run (--skip-loro)\n\n" if r["folds"].empty else
-           "## Profiling runs, leave-one-run-out (mean over the held-out runs)\n\n" + _md(cv_rows) +
-           "\nPer held-out run:\n\n" + _md(r["folds"].round(4))) +
-        "\nMechanism fitted on all runs (the profile the replays use): " +
-        ", ".join(f"`{k}`={v:.4g}" for k, v in r["params"].items()) + "\n\n"
+        + (
+            "## Profiling runs, leave-one-run-out: not run (--skip-loro)\n\n"
+            if r["folds"].empty
+            else "## Profiling runs, leave-one-run-out (mean over the held-out runs)\n\n"
+            + _md(cv_rows)
+            + "\nPer held-out run:\n\n"
+            + _md(r["folds"].round(4))
+        )
+        + "\nMechanism fitted on all runs (the profile the replays use): "
+        + ", ".join(f"`{k}`={v:.4g}" for k, v in r["params"].items())
+        + "\n\n"
         f"## Replayed methods against measured (relative to static; recoveries and reconfigurations per run; twin: mean over seeds {r['seeds']})\n\n"
         f"Static: {r['static_note']}.\n\n"
         f"Operator autoscaler: version `{r['operator']}` ({OPERATOR_NOTES[r['operator']]}); busy time it reads: {r['busy_note']}.\n\n"
@@ -269,13 +337,18 @@ def render(r: dict, data: Path, command: str) -> str:
         "metric reports it (the twin's every-second p95, down seconds included, in `p95_every_second`). "
         "Slow recoveries: detector-like measure (20 s wait, then 15 normal points of 5 s; the twin's own lag measure in `slow_recoveries_twin_measure`). "
         f"Profiling recoveries: {r['checks_note']}. Reconfigurations where the summary has none: {r['changes_note']}.\n\n"
-        + _md(r["comparison"]) + "\n"
-        + ("" if r.get("per_rank") is None else
-           "\n## Demeter with a carried profile database, per rank (replay k of each seed's chain against measured run k)\n\n"
-           "Each seed's chain: run 1 from the start-up design, each later run with the previous run's profiles "
-           "(not charged, no start-up design); the table above compares the chain's mean with the measured mean.\n\n"
-           + _md(r["per_rank"]) + "\n")
-    )  # fmt: skip
+        + _md(r["comparison"])
+        + "\n"
+        + (
+            ""
+            if r.get("per_rank") is None
+            else "\n## Demeter with a carried profile database, per rank (replay k of each seed's chain against measured run k)\n\n"
+            "Each seed's chain: run 1 from the start-up design, each later run with the previous run's profiles "
+            "(not charged, no start-up design); the table above compares the chain's mean with the measured mean.\n\n"
+            + _md(r["per_rank"])
+            + "\n"
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -89,7 +89,7 @@ class YsbDraws:
         """The raw shape (``_ysb_shape``'s output) over ``full`` seconds."""
         out = np.empty(self.full)
         for s in self.segments:
-            out[s.start:s.end] = s.level(np.arange(s.end - s.start))
+            out[s.start : s.end] = s.level(np.arange(s.end - s.start))
         return out
 
 
@@ -150,13 +150,14 @@ def compose_ysb(draws: YsbDraws) -> np.ndarray:
     ar = ar / max(np.abs(ar).max(), 1e-9) * _AR_PEAK
     x = _smooth(shape, _SMOOTH) + ar + draws.white
     for at, width, amp in draws.spikes:
-        x[int(at):int(at) + int(width)] += amp
+        x[int(at) : int(at) + int(width)] += amp
     lo, hi = WORKLOADS["ysb"]
-    return np.clip(lo + (hi - lo) * np.clip(x, -0.02, 1.02), 0.0, None)[:draws.n]
+    return np.clip(lo + (hi - lo) * np.clip(x, -0.02, 1.02), 0.0, None)[: draws.n]
 
 
-def _future_shape(draws: YsbDraws, c: _Constants, level: np.ndarray, origin: int, sims: int,
-                  rng: np.random.Generator, hide_end: bool = False) -> np.ndarray:
+def _future_shape(
+    draws: YsbDraws, c: _Constants, level: np.ndarray, origin: int, sims: int, rng: np.random.Generator, hide_end: bool = False
+) -> np.ndarray:
     """Smoothed, normalised shape over ``[origin, origin + horizon)`` for each simulation: (sims, horizon).
 
     ``hide_end``: the current regime's end is drawn afresh (its length given that it has lasted
@@ -243,7 +244,7 @@ def oracle_peaks(draws: YsbDraws, origins: np.ndarray, sims: int = 1000, seed: i
 
 def _truth_peaks(trace: np.ndarray, origins: np.ndarray) -> np.ndarray:
     h = _BIN_S * _HORIZON_BINS
-    return np.array([trace[o:o + h].reshape(_HORIZON_BINS, _BIN_S).mean(axis=1).max() for o in origins.astype(int)])
+    return np.array([trace[o : o + h].reshape(_HORIZON_BINS, _BIN_S).mean(axis=1).max() for o in origins.astype(int)])
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -284,11 +285,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
             row[f"{key}_mae_last_two_thirds"] = round(float(err[k:].mean()), 1)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print("| seed | origins | oracle peak MAE: all origins | last two thirds | regime end hidden: all origins | last two thirds |\n"
-          "|---|---|---|---|---|---|")
+    print(
+        "| seed | origins | oracle peak MAE: all origins | last two thirds | regime end hidden: all origins | last two thirds |\n"
+        "|---|---|---|---|---|---|"
+    )
     for r in rows:
-        print(f"| {r['seed']} | {r['origins']} | {r['oracle_mae_all']:.0f} | {r['oracle_mae_last_two_thirds']:.0f} | "
-              f"{r['oracle_no_end_mae_all']:.0f} | {r['oracle_no_end_mae_last_two_thirds']:.0f} |")
+        print(
+            f"| {r['seed']} | {r['origins']} | {r['oracle_mae_all']:.0f} | {r['oracle_mae_last_two_thirds']:.0f} | "
+            f"{r['oracle_no_end_mae_all']:.0f} | {r['oracle_no_end_mae_last_two_thirds']:.0f} |"
+        )
     return rows
 
 

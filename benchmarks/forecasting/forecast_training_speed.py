@@ -30,8 +30,21 @@ from models.forecasting.darts_forecaster import DartsQuantileForecaster
 
 __all__ = ["COLUMNS", "main", "measure"]
 
-COLUMNS = ["resolution_s", "device", "bins", "input_bins", "output_bins", "windows", "epochs", "batch_size", "fit_s",
-           "s_per_epoch", "predict_ms", "speedup", "note"]
+COLUMNS = [
+    "resolution_s",
+    "device",
+    "bins",
+    "input_bins",
+    "output_bins",
+    "windows",
+    "epochs",
+    "batch_size",
+    "fit_s",
+    "s_per_epoch",
+    "predict_ms",
+    "speedup",
+    "note",
+]
 
 
 def _cuda_available() -> bool:
@@ -50,24 +63,32 @@ def _csv(text: str, cast, name: str) -> list:
     return out
 
 
-def measure(resolution_s: int, device: str, *, hours: float, epochs: int, batch_size: int, context_s: int,
-            horizon_s: int, seed: int) -> dict:
+def measure(
+    resolution_s: int, device: str, *, hours: float, epochs: int, batch_size: int, context_s: int, horizon_s: int, seed: int
+) -> dict:
     """One row of the table (see module doc); ``note`` says why a row has no numbers."""
     row: dict = {"resolution_s": resolution_s, "device": device, "epochs": epochs, "batch_size": batch_size}
     if context_s % resolution_s or horizon_s % resolution_s:
-        raise ValueError(f"--context-s {context_s} and --horizon-s {horizon_s} must be multiples of the resolution "
-                         f"{resolution_s} s")
+        raise ValueError(
+            f"--context-s {context_s} and --horizon-s {horizon_s} must be multiples of the resolution {resolution_s} s"
+        )
     if device == "cuda" and not _cuda_available():
         return row | {"note": "not measured: no CUDA device on this machine"}
     series = generate_trace("ysb", hours, seed)
-    model = DartsQuantileForecaster(bin_s=resolution_s, input_bins=context_s // resolution_s,
-                                    output_bins=horizon_s // resolution_s, n_epochs=epochs, batch_size=batch_size,
-                                    device=device, seed=seed)
+    model = DartsQuantileForecaster(
+        bin_s=resolution_s,
+        input_bins=context_s // resolution_s,
+        output_bins=horizon_s // resolution_s,
+        n_epochs=epochs,
+        batch_size=batch_size,
+        device=device,
+        seed=seed,
+    )
     t0 = time.perf_counter()
     model.fit(series)
     fit_s = time.perf_counter() - t0
     bins = int(model.fit_info["train_bins"])
-    history = series.iloc[-(context_s + resolution_s):]
+    history = series.iloc[-(context_s + resolution_s) :]
     model.predict(history, horizon_s)  # first call pays lazy set-up
     timings = []
     for _ in range(5):
@@ -75,10 +96,14 @@ def measure(resolution_s: int, device: str, *, hours: float, epochs: int, batch_
         model.predict(history, horizon_s)
         timings.append(time.perf_counter() - t0)
     return row | {
-        "bins": bins, "input_bins": model.input_bins, "output_bins": model.output_bins,
+        "bins": bins,
+        "input_bins": model.input_bins,
+        "output_bins": model.output_bins,
         "windows": bins - model.input_bins - model.output_bins + 1,
-        "fit_s": round(fit_s, 2), "s_per_epoch": round(fit_s / epochs, 2),
-        "predict_ms": round(float(np.median(timings)) * 1000, 1), "note": "",
+        "fit_s": round(fit_s, 2),
+        "s_per_epoch": round(fit_s / epochs, 2),
+        "predict_ms": round(float(np.median(timings)) * 1000, 1),
+        "note": "",
     }
 
 
@@ -91,8 +116,9 @@ def _table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--resolutions", type=lambda s: _csv(s, int, "resolutions"), default=[1, 10],
-                   help="bin widths in seconds (default 1,10)")
+    p.add_argument(
+        "--resolutions", type=lambda s: _csv(s, int, "resolutions"), default=[1, 10], help="bin widths in seconds (default 1,10)"
+    )
     p.add_argument("--devices", type=lambda s: _csv(s, str, "devices"), default=["cpu", "cuda"])
     p.add_argument("--hours", type=float, default=18.0)
     p.add_argument("--epochs", type=int, default=2)
@@ -110,8 +136,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for res in a.resolutions:
         cpu_fit = None
         for dev in a.devices:
-            row = measure(res, dev, hours=a.hours, epochs=a.epochs, batch_size=a.batch_size, context_s=a.context_s,
-                          horizon_s=a.horizon_s, seed=a.seed)
+            row = measure(
+                res,
+                dev,
+                hours=a.hours,
+                epochs=a.epochs,
+                batch_size=a.batch_size,
+                context_s=a.context_s,
+                horizon_s=a.horizon_s,
+                seed=a.seed,
+            )
             if dev == "cpu":
                 cpu_fit = row.get("fit_s")
             elif cpu_fit and row.get("fit_s"):

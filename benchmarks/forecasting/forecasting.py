@@ -60,8 +60,24 @@ from models.forecasting.statistical import StatisticalForecaster
 
 __all__ = ["CHAMPION_CANDIDATES", "COLUMNS", "main", "ratio_table", "run_trace"]
 
-COLUMNS = ["seed", "workload", "model", "chosen", "rule", "peak_rule", "peak_mae", "raw_peak_mae", "peak_mase", "vs_demeter", "under_rate",
-           "over_provisioning", "published_rule_under_rate", "fit_s", "predict_ms", "origins"]
+COLUMNS = [
+    "seed",
+    "workload",
+    "model",
+    "chosen",
+    "rule",
+    "peak_rule",
+    "peak_mae",
+    "raw_peak_mae",
+    "peak_mase",
+    "vs_demeter",
+    "under_rate",
+    "over_provisioning",
+    "published_rule_under_rate",
+    "fit_s",
+    "predict_ms",
+    "origins",
+]
 _QUICK_STRIDE_BINS, _QUICK_EPOCHS = 10, 2
 #: Models that read the 1 s trace rather than its minute bins.
 _READS_RAW = ("demeter-arima", "darts-peak-linear", "darts-peak-hgb", "darts-peak-ensemble")
@@ -98,24 +114,40 @@ def ratio_table(rows: list[dict]) -> str:
     seeds = sorted({r["seed"] for r in rows})
     keys = list(dict.fromkeys((r["workload"], r["model"]) for r in rows))
     by = {(r["seed"], r["workload"], r["model"]): r for r in rows}
-    lines = ["| workload | model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | max under_rate |",
-             "|---|---|" + "---|" * (len(seeds) + 2)]
+    lines = [
+        "| workload | model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | max under_rate |",
+        "|---|---|" + "---|" * (len(seeds) + 2),
+    ]
     for workload, model in keys:
         cells = [by.get((s, workload, model), {}).get("vs_demeter", float("nan")) for s in seeds]
         unders = [by[(s, workload, model)]["under_rate"] for s in seeds if (s, workload, model) in by]
         present = [c for s, c in zip(seeds, cells) if (s, workload, model) in by]  # a trace runs on one seed
         mean = float(np.mean(present)) if present and not np.isnan(present).any() else float("nan")
-        lines.append(f"| {workload} | {model} | " + " | ".join("" if (s, workload, model) not in by else f"{c:.3f}"
-                                                                 for s, c in zip(seeds, cells))
-                     + f" | {mean:.3f} | {max(unders):.3f} |")
+        lines.append(
+            f"| {workload} | {model} | "
+            + " | ".join("" if (s, workload, model) not in by else f"{c:.3f}" for s, c in zip(seeds, cells))
+            + f" | {mean:.3f} | {max(unders):.3f} |"
+        )
     return "\n".join(lines)
 
 
-def run_trace(models: dict, raw: pd.Series, *, seed: int, workload: str, select_start: pd.Timestamp | None = None,
-              report_start: pd.Timestamp | None = None, train_hours: float | None = None,
-              select_hours: float | None = None, stride_bins: int = 1, select_refits: int = 3,
-              planning_z: float | None = None, peak_n_se: float | None = None,
-              direct_peak_plain: bool | None = None, keep: dict | None = None) -> list[dict]:
+def run_trace(
+    models: dict,
+    raw: pd.Series,
+    *,
+    seed: int,
+    workload: str,
+    select_start: pd.Timestamp | None = None,
+    report_start: pd.Timestamp | None = None,
+    train_hours: float | None = None,
+    select_hours: float | None = None,
+    stride_bins: int = 1,
+    select_refits: int = 3,
+    planning_z: float | None = None,
+    peak_n_se: float | None = None,
+    direct_peak_plain: bool | None = None,
+    keep: dict | None = None,
+) -> list[dict]:
     """Every model of ``models`` (name -> fresh forecaster) on one trace, then the champion row.
 
     ``raw`` is the trace (rec/s, tz-aware, any step); the truth is its minute bins. The spans are
@@ -129,17 +161,31 @@ def run_trace(models: dict, raw: pd.Series, *, seed: int, workload: str, select_
         select_start = report_start - pd.Timedelta(hours=select_hours)
     demeter_mae, rows, backtests = None, [], {}
     for name, model in models.items():
-        bt = backtest_select_then_report(model, series, select_start=select_start, report_start=report_start,
-                                         stride_bins=stride_bins, select_refits=select_refits,
-                                         inputs=raw if name in _READS_RAW else None, planning_z=planning_z,
-                                         peak_n_se=peak_n_se, direct_peak_plain=direct_peak_plain)
+        bt = backtest_select_then_report(
+            model,
+            series,
+            select_start=select_start,
+            report_start=report_start,
+            stride_bins=stride_bins,
+            select_refits=select_refits,
+            inputs=raw if name in _READS_RAW else None,
+            planning_z=planning_z,
+            peak_n_se=peak_n_se,
+            direct_peak_plain=direct_peak_plain,
+        )
         backtests[name] = bt
         m = dict(bt.metrics)
         if name == "demeter-arima":
             demeter_mae = m["peak_mae"]
         m["vs_demeter"] = m["peak_mae"] / demeter_mae if demeter_mae else float("nan")
-        rows.append({"seed": seed, "workload": workload, "model": name,
-                     **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}})
+        rows.append(
+            {
+                "seed": seed,
+                "workload": workload,
+                "model": name,
+                **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()},
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     pool = [c for c in CHAMPION_CANDIDATES if c in backtests]
     if pool:
@@ -154,38 +200,71 @@ def run_trace(models: dict, raw: pd.Series, *, seed: int, workload: str, select_
 
 def main(argv: list[str] | None = None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--trace", action="append", default=[], metavar="FILE",
-                   help="a recorded trace (timestamp,value); repeatable; backtested over its whole length")
+    p.add_argument(
+        "--trace",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a recorded trace (timestamp,value); repeatable; backtested over its whole length",
+    )
     p.add_argument("--hours", type=float, default=18.0, help="length of the generated traces")
-    p.add_argument("--train-hours", type=float, default=None,
-                   help="report origins start here (the final fit's span); default 2/3 of the trace")
-    p.add_argument("--select-hours", type=float, default=None,
-                   help="span before --train-hours whose origins choose the rules (the first fit ends where it "
-                        "starts); default 1/3 of the trace")
-    p.add_argument("--select-refits", type=int, default=3,
-                   help="parts of the selection span, each forecast by a model fitted on everything before it")
+    p.add_argument(
+        "--train-hours",
+        type=float,
+        default=None,
+        help="report origins start here (the final fit's span); default 2/3 of the trace",
+    )
+    p.add_argument(
+        "--select-hours",
+        type=float,
+        default=None,
+        help="span before --train-hours whose origins choose the rules (the first fit ends where it "
+        "starts); default 1/3 of the trace",
+    )
+    p.add_argument(
+        "--select-refits",
+        type=int,
+        default=3,
+        help="parts of the selection span, each forecast by a model fitted on everything before it",
+    )
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--seed", type=int, default=None, help="one trace seed (same as --seeds N)")
     p.add_argument("--seeds", type=_seeds, default=None, help="comma-separated trace seeds (default 7)")
     p.add_argument("--stride-bins", type=int, default=1, help="minutes between backtest origins")
-    p.add_argument("--quick", action="store_true",
-                   help=f"smoke run: an origin every {_QUICK_STRIDE_BINS} minutes, {_QUICK_EPOCHS} epochs")
+    p.add_argument(
+        "--quick", action="store_true", help=f"smoke run: an origin every {_QUICK_STRIDE_BINS} minutes, {_QUICK_EPOCHS} epochs"
+    )
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
-    p.add_argument("--workloads", default=None,
-                   help="generated twin traces (default ysb,tsw; none when --trace is given; 'none' for none)")
+    p.add_argument(
+        "--workloads", default=None, help="generated twin traces (default ysb,tsw; none when --trace is given; 'none' for none)"
+    )
     p.add_argument("--models", default=None, help="comma-separated subset of model names")
-    p.add_argument("--planning-z", type=float, default=None,
-                   help="z of the under-forecast upper bound the planning rule is chosen on (default "
-                        "models.forecasting.backtest.PLANNING_Z; 0: the point estimate)")
-    p.add_argument("--peak-n-se", type=float, default=None,
-                   help="standard errors a peak factor must beat the plain peak by (default PEAK_RULE_N_SE; "
-                        "0: the plain minimum)")
-    p.add_argument("--direct-peak-factor", action="store_true",
-                   help="let models that forecast the peak directly choose a peak factor too ("
-                        "default: they keep the plain peak, models.forecasting.backtest.DIRECT_PEAK_PLAIN)")
-    p.add_argument("--save-backtests", default=None, metavar="FILE",
-                   help="pickle every backtest ({(workload, seed): {model: SelectedBacktest}}) to FILE, for "
-                        "benchmarks/forecasting/forecasting_rules.py to re-choose the rules on the same forecasts")
+    p.add_argument(
+        "--planning-z",
+        type=float,
+        default=None,
+        help="z of the under-forecast upper bound the planning rule is chosen on (default "
+        "models.forecasting.backtest.PLANNING_Z; 0: the point estimate)",
+    )
+    p.add_argument(
+        "--peak-n-se",
+        type=float,
+        default=None,
+        help="standard errors a peak factor must beat the plain peak by (default PEAK_RULE_N_SE; 0: the plain minimum)",
+    )
+    p.add_argument(
+        "--direct-peak-factor",
+        action="store_true",
+        help="let models that forecast the peak directly choose a peak factor too ("
+        "default: they keep the plain peak, models.forecasting.backtest.DIRECT_PEAK_PLAIN)",
+    )
+    p.add_argument(
+        "--save-backtests",
+        default=None,
+        metavar="FILE",
+        help="pickle every backtest ({(workload, seed): {model: SelectedBacktest}}) to FILE, for "
+        "benchmarks/forecasting/forecasting_rules.py to re-choose the rules on the same forecasts",
+    )
     a = p.parse_args(argv)
     if a.seed is not None and a.seeds is not None:
         p.error("give --seed or --seeds, not both")
@@ -217,12 +296,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
         hours = (raw.index[-1] - raw.index[0]).total_seconds() / 3600 + 1 / 3600
         traces.append((Path(path).stem, raw, *spans(hours, f"the length of trace {path}")))
     gen_spans = spans(a.hours, "--hours") if workloads else None
+
     def chosen(seed: int) -> dict:
         return {n: m for n, m in _models(a, seed).items() if not wanted or n in wanted}
 
     kept: dict = {}
-    common = dict(stride_bins=a.stride_bins, select_refits=a.select_refits, planning_z=a.planning_z,
-                  peak_n_se=a.peak_n_se, direct_peak_plain=False if a.direct_peak_factor else None, keep=kept)
+    common = dict(
+        stride_bins=a.stride_bins,
+        select_refits=a.select_refits,
+        planning_z=a.planning_z,
+        peak_n_se=a.peak_n_se,
+        direct_peak_plain=False if a.direct_peak_factor else None,
+        keep=kept,
+    )
+
     def save() -> None:  # after every trace, so a cut-short run keeps what it finished
         if a.save_backtests:
             with open(a.save_backtests, "wb") as fh:
@@ -230,13 +317,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     rows = []
     for workload, raw, train, select in traces:
-        rows += run_trace(chosen(seeds[0]), raw, seed=seeds[0], workload=workload, train_hours=train,
-                          select_hours=select, **common)
+        rows += run_trace(
+            chosen(seeds[0]), raw, seed=seeds[0], workload=workload, train_hours=train, select_hours=select, **common
+        )
         save()
     for seed in seeds:
         for workload in workloads:
-            rows += run_trace(chosen(seed), generate_trace(workload, a.hours, seed), seed=seed, workload=workload,
-                              train_hours=gen_spans[0], select_hours=gen_spans[1], **common)
+            rows += run_trace(
+                chosen(seed),
+                generate_trace(workload, a.hours, seed),
+                seed=seed,
+                workload=workload,
+                train_hours=gen_spans[0],
+                select_hours=gen_spans[1],
+                **common,
+            )
             save()
     print("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS))
     for r in rows:

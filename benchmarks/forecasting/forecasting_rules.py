@@ -31,9 +31,13 @@ from models.forecasting.peak_ensemble import ENSEMBLE_NAME, ensemble_backtest, m
 __all__ = ["VARIANTS", "main", "rescore", "with_ensemble"]
 
 #: Variant name -> (planning_z, peak_n_se, direct_peak_plain) for :func:`models.forecasting.backtest.choose_rules`.
-VARIANTS: dict[str, tuple[float, float, bool]] = {"plain": (0.0, 0.0, False), "peak-1se": (0.0, 1.0, False),
-                                                  "planning-ucb": (1.0, 0.0, False), "both": (1.0, 1.0, False),
-                                                  "direct-x1": (0.0, 0.0, True)}
+VARIANTS: dict[str, tuple[float, float, bool]] = {
+    "plain": (0.0, 0.0, False),
+    "peak-1se": (0.0, 1.0, False),
+    "planning-ucb": (1.0, 0.0, False),
+    "both": (1.0, 1.0, False),
+    "direct-x1": (0.0, 0.0, True),
+}
 
 
 def with_ensemble(backtests: dict[str, SelectedBacktest]) -> dict[str, SelectedBacktest]:
@@ -47,13 +51,15 @@ def with_ensemble(backtests: dict[str, SelectedBacktest]) -> dict[str, SelectedB
     return {**backtests, ENSEMBLE_NAME: ensemble_backtest([backtests[m] for m in member_candidates()])}
 
 
-def rescore(backtests: dict[str, SelectedBacktest], planning_z: float, peak_n_se: float,
-            direct_peak_plain: bool = False) -> dict[str, dict]:
+def rescore(
+    backtests: dict[str, SelectedBacktest], planning_z: float, peak_n_se: float, direct_peak_plain: bool = False
+) -> dict[str, dict]:
     """Report metrics of every model (and ``champion``, with ``chosen``) under one variant of the rule choice."""
     out, redone = {}, {}
     for name, bt in backtests.items():
-        rule, peak_rule = choose_rules(bt.selection, planning_z=planning_z, peak_n_se=peak_n_se,
-                                       direct_peak_plain=direct_peak_plain)
+        rule, peak_rule = choose_rules(
+            bt.selection, planning_z=planning_z, peak_n_se=peak_n_se, direct_peak_plain=direct_peak_plain
+        )
         redone[name] = SelectedBacktest(bt.selection, bt.report, summarize(bt.report, rule=rule, peak_rule=peak_rule))
         out[name] = dict(redone[name].metrics)
     demeter = out.get("demeter-arima", {}).get("peak_mae")
@@ -70,8 +76,11 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("file", help="pickle written by benchmarks/forecasting/forecasting.py --save-backtests")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {list(VARIANTS)}")
-    p.add_argument("--ensemble", action="store_true",
-                   help=f"add {ENSEMBLE_NAME} from the saved {' and '.join(member_candidates())} forecasts where it was not run")
+    p.add_argument(
+        "--ensemble",
+        action="store_true",
+        help=f"add {ENSEMBLE_NAME} from the saved {' and '.join(member_candidates())} forecasts where it was not run",
+    )
     a = p.parse_args(argv)
     with open(a.file, "rb") as fh:
         saved = pickle.load(fh)  # a file this project's benchmark wrote: trusted input
@@ -85,9 +94,11 @@ def main(argv: list[str] | None = None) -> dict:
             out = rescore(with_ensemble(backtests) if a.ensemble else backtests, z, n_se, direct)
             results[(variant, workload, seed)] = out
             for name, m in out.items():
-                print(f"| {workload} {seed} | {name} | {m.get('chosen', '')} | {m['rule']} | {m['peak_rule']} | "
-                      f"{m['peak_mae']:.0f} | {m['vs_demeter']:.3f} | {100 * m['under_rate']:.1f} % | "
-                      f"{m['over_provisioning']:.3f} |")
+                print(
+                    f"| {workload} {seed} | {name} | {m.get('chosen', '')} | {m['rule']} | {m['peak_rule']} | "
+                    f"{m['peak_mae']:.0f} | {m['vs_demeter']:.3f} | {100 * m['under_rate']:.1f} % | "
+                    f"{m['over_provisioning']:.3f} |"
+                )
     return results
 
 

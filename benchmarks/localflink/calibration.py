@@ -45,14 +45,24 @@ def sweep(out: Path, rates: list[float], parallelisms: list[int], work: int) -> 
     )
     from flinktune.localflink.profiling import measure_point
 
-    cluster = LocalFlinkCluster(out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024))
+    cluster = LocalFlinkCluster(
+        out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024)
+    )
     rate = RateFile(out / "rate.txt")
     rows = []
     try:
         cluster.up(timeout_s=180)
         rate.set(rates[0])
-        control = JobControl(cluster.rest, JobSpec(jar=repo_root() / "var" / "localflink" / "flinkjob.jar", name="calibration",
-                                                   rate_file=rate.path, work=work, keys=500))
+        control = JobControl(
+            cluster.rest,
+            JobSpec(
+                jar=repo_root() / "var" / "localflink" / "flinkjob.jar",
+                name="calibration",
+                rate_file=rate.path,
+                work=work,
+                keys=500,
+            ),
+        )
         realizer = LocalFlinkRealizer(cluster, control, Configuration(parallelisms[0], 1, 1.0, 1024, 10))
         realizer.deploy()
         source = RestMetricsSource(control, config_provider=lambda: realizer.config)
@@ -62,7 +72,10 @@ def sweep(out: Path, rates: list[float], parallelisms: list[int], work: int) -> 
             for r in rates:
                 row = measure_point(control, source, rate, realizer.config, r)
                 rows.append(row)
-                print(f"p={p} rate {r:.0f}: throughput {row['throughput']:.0f}, busy {row['busy']:.2f}, p95 {row['latency_ms']:.0f} ms", flush=True)
+                print(
+                    f"p={p} rate {r:.0f}: throughput {row['throughput']:.0f}, busy {row['busy']:.2f}, p95 {row['latency_ms']:.0f} ms",
+                    flush=True,
+                )
         source.stop()
     finally:
         cluster.down()
@@ -81,9 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parallelism", default="1,2")
     ap.add_argument("--work", type=int, default=10000)
     ap.add_argument("--holdout", type=float, default=0.25, help="share of runs held out at random (ignored with --test-steady)")
-    ap.add_argument("--test-steady", action="store_true",
-                    help="fit on every run except the decision loop's steady rows (run_id ending in -steady, written by "
-                         "benchmarks/localflink/loop.py) and score on those: held-out runs of another kind than the fit's")
+    ap.add_argument(
+        "--test-steady",
+        action="store_true",
+        help="fit on every run except the decision loop's steady rows (run_id ending in -steady, written by "
+        "benchmarks/localflink/loop.py) and score on those: held-out runs of another kind than the fit's",
+    )
     ap.add_argument("--out", type=Path, default=repo_root() / "var" / "localflink" / "calibration")
     args = ap.parse_args(argv)
     out = args.out.resolve()
@@ -91,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     paths = list(args.observations)
     if args.sweep:
         t = time.time()
-        paths.append(sweep(out, [float(r) for r in args.rates.split(",")], [int(p) for p in args.parallelism.split(",")], args.work))
+        paths.append(
+            sweep(out, [float(r) for r in args.rates.split(",")], [int(p) for p in args.parallelism.split(",")], args.work)
+        )
         print(f"sweep took {time.time() - t:.0f} s")
     if not paths:
         ap.error("give --observations FILE or --sweep")
@@ -106,11 +124,26 @@ def main(argv: list[str] | None = None) -> int:
     result = calibrate(obs, base, holdout=0.0 if test is not None else args.holdout, seed=0, duration_s=60)
     held = evaluate(result.profile, test, duration_s=60) if test is not None else result.holdout
     profile_path = result.profile.to_yaml(out / "calibrated_profile.yaml")
-    print(result.summary() if test is None else
-          f"fitted on {len(obs)} runs; held-out steady loop rows ({len(test)}): throughput MAPE {held['throughput_mape']:.1%}, "
-          f"latency-class accuracy {held['latency_class_accuracy']:.1%}")
-    print(json.dumps({"runs": len(obs), "held_out_runs": len(test) if test is not None else None, "profile": str(profile_path),
-                      "params": result.params, "train": result.train, "holdout": held}, default=float, indent=2))
+    print(
+        result.summary()
+        if test is None
+        else f"fitted on {len(obs)} runs; held-out steady loop rows ({len(test)}): throughput MAPE {held['throughput_mape']:.1%}, "
+        f"latency-class accuracy {held['latency_class_accuracy']:.1%}"
+    )
+    print(
+        json.dumps(
+            {
+                "runs": len(obs),
+                "held_out_runs": len(test) if test is not None else None,
+                "profile": str(profile_path),
+                "params": result.params,
+                "train": result.train,
+                "holdout": held,
+            },
+            default=float,
+            indent=2,
+        )
+    )
     return 0
 
 

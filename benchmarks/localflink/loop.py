@@ -72,8 +72,13 @@ def trend_forecast(source, job: str, now: float, horizon_s: int = 300, bin_s: in
     slope = float(np.polyfit((s.index.to_numpy() - s.index[0]) / 1000.0, s.to_numpy(), 1)[0]) if len(s) > 5 else 0.0
     t = np.arange(1, horizon_s // bin_s + 1) * bin_s
     q50 = np.maximum(last + slope * t, 0.0)
-    return QuantileForecast(start=pd.Timestamp(now, unit="s", tz="UTC"), bin_s=bin_s, mean=q50,
-                            quantiles={0.5: q50, 0.9: q50 * 1.1}, model="linear-trend-3min")
+    return QuantileForecast(
+        start=pd.Timestamp(now, unit="s", tz="UTC"),
+        bin_s=bin_s,
+        mean=q50,
+        quantiles={0.5: q50, 0.9: q50 * 1.1},
+        model="linear-trend-3min",
+    )
 
 
 class TrendForecast:
@@ -101,9 +106,13 @@ class ProfiledModels:
         unsat = [s for s in profiler.steps if not s["saturated"] and s["throughput"] > 0 and np.isfinite(s["flink_cores"])]
         per_record = float(np.mean([s["flink_cores"] / s["throughput"] for s in unsat])) if unsat else 3e-5
         heap = [o["memory_used_mb"] for o in profiler.observations if np.isfinite(o["memory_used_mb"])]
-        return CapacitySurrogate.from_estimates(SPACE, capacity.profiled.values(), recovery_s=profiler.recovery_s or 30.0,
-                                                cpu_core_s_per_record=per_record,
-                                                memory_used_mb=float(np.mean(heap)) if heap else 200.0)  # fmt: skip
+        return CapacitySurrogate.from_estimates(
+            SPACE,
+            capacity.profiled.values(),
+            recovery_s=profiler.recovery_s or 30.0,
+            cpu_core_s_per_record=per_record,
+            memory_used_mb=float(np.mean(heap)) if heap else 200.0,
+        )
 
     @property
     def profiled_max_rate(self) -> float:
@@ -128,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     jar = repo_root() / "var" / "localflink" / "flinkjob.jar"
-    cluster = LocalFlinkCluster(out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024))
+    cluster = LocalFlinkCluster(
+        out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024)
+    )
     rate = RateFile(out / "rate.txt")
     timeline: list[dict] = []
     loop_obs: list[dict] = []
@@ -155,21 +166,43 @@ def main(argv: list[str] | None = None) -> int:
         source.start(interval_s=2.0)
         cpu = CpuMeter(lambda: [t.pid for t in cluster.taskmanagers()] + [cluster.status()["jobmanager_pid"] or 0])
         capacity = ProfiledCapacity()
-        profiler = SaturationProfiler(JOB, realizer, rate, capacity, out, source=source, cpu=cpu, max_steps=args.max_steps,
-                                      settle_s=args.settle_s, measure_s=args.measure_s, measure_recovery=not args.no_failure,
-                                      log=log)
+        profiler = SaturationProfiler(
+            JOB,
+            realizer,
+            rate,
+            capacity,
+            out,
+            source=source,
+            cpu=cpu,
+            max_steps=args.max_steps,
+            settle_s=args.settle_s,
+            measure_s=args.measure_s,
+            measure_recovery=not args.no_failure,
+            log=log,
+        )
         view = WithoutProfiling(source, profiler.periods)
         # The one shape's capacity model is the profiled one: it caps the policy's busy-time measurements.
-        inner = FlinktunePolicy(SPACE, capacities=ShapeCapacities(models={shape_of(p1): capacity}), min_down_step=1,
-                                min_dwell_s=180, down_horizon_s=120)
+        inner = FlinktunePolicy(
+            SPACE,
+            capacities=ShapeCapacities(models={shape_of(p1): capacity}),
+            min_down_step=1,
+            min_dwell_s=180,
+            down_horizon_s=120,
+        )
         policy = ProfileWhenUntrusted(inner, capacity, SPACE)
         guard_rules = GuardRules(stabilization_s=60, scale_down_window_s=240, rollback_window_s=180)
 
         backend = local_flink_backend(realizer, view, profiler)
-        loop = build_decision_loop(backend, LoopSettings(JOB, args.latency_target_ms, 180.0, window_s=90, max_staleness_s=30,
-                                                         frozen_after_s=60),
-                                   policy=policy, space=SPACE, store=MemoryStateStore(), guard_rules=guard_rules,
-                                   forecaster=TrendForecast(view), models=ProfiledModels(capacity, profiler))
+        loop = build_decision_loop(
+            backend,
+            LoopSettings(JOB, args.latency_target_ms, 180.0, window_s=90, max_staleness_s=30, frozen_after_s=60),
+            policy=policy,
+            space=SPACE,
+            store=MemoryStateStore(),
+            guard_rules=guard_rules,
+            forecaster=TrendForecast(view),
+            models=ProfiledModels(capacity, profiler),
+        )
         duration = args.minutes * 60
         next_step = time.time() + args.interval
         cpu.mark()
@@ -180,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
                 plan = RatePlan.from_capacities(cap, duration)
                 # The plan starts once the view shows samples again (profiling is hidden for margin_s).
                 plan_t0, plan_profiling_s = now + view.margin_s, profiler.seconds
-                log(f"capacities {cap}; rate plan {plan.low:,.0f} -> {plan.high:,.0f} -> {plan.low:,.0f} rec/s over {args.minutes:g} min")
+                log(
+                    f"capacities {cap}; rate plan {plan.low:,.0f} -> {plan.high:,.0f} -> {plan.low:,.0f} rec/s over {args.minutes:g} min"
+                )
             if plan is None and now - t_start > 900:
                 raise RuntimeError("no trusted capacity for every parallelism after 15 minutes: profiling never completed")
             t = plan_time(now)
@@ -191,24 +226,48 @@ def main(argv: list[str] | None = None) -> int:
                 machine, flink = cpu.read()
                 cpu.mark()
                 changed = o.result is not None and o.result.changed
-                row = {"t_s": round(t), "ts": s.ts, "rate": s.input_rate, "throughput": s.throughput, "p95_ms": s.latency_p95_ms,
-                       "lag": s.lag, "busy": s.busy_ratio, "parallelism": s.config.parallelism, "action": o.decision.action.value,
-                       "target_p": o.decision.target.parallelism if o.decision.target else None,
-                       "mode": o.result.mode if changed else "", "downtime_s": o.result.downtime_s if changed else 0.0,
-                       "machine_cores": machine, "flink_cores": flink, "reason": o.decision.reason}
+                row = {
+                    "t_s": round(t),
+                    "ts": s.ts,
+                    "rate": s.input_rate,
+                    "throughput": s.throughput,
+                    "p95_ms": s.latency_p95_ms,
+                    "lag": s.lag,
+                    "busy": s.busy_ratio,
+                    "parallelism": s.config.parallelism,
+                    "action": o.decision.action.value,
+                    "target_p": o.decision.target.parallelism if o.decision.target else None,
+                    "mode": o.result.mode if changed else "",
+                    "downtime_s": o.result.downtime_s if changed else 0.0,
+                    "machine_cores": machine,
+                    "flink_cores": flink,
+                    "reason": o.decision.reason,
+                }
                 timeline.append(row)
-                log(f"t={t:5.0f}s rate {s.input_rate:7.0f} thr {s.throughput:7.0f} p95 {s.latency_p95_ms:7.0f} ms lag {s.lag:8.0f} "
-                    f"p={s.config.parallelism} cpu {machine:.2f}/{flink:.2f} -> {o.line()}")
+                log(
+                    f"t={t:5.0f}s rate {s.input_rate:7.0f} thr {s.throughput:7.0f} p95 {s.latency_p95_ms:7.0f} ms lag {s.lag:8.0f} "
+                    f"p={s.config.parallelism} cpu {machine:.2f}/{flink:.2f} -> {o.line()}"
+                )
                 if plan is not None and not s.problems and np.isfinite(s.latency_p95_ms):
                     # "steady": the offered rate and the configuration were constant over the evaluation window
                     # and the 60 s meters before it (a restarted task's meter reads low for a minute), so the row
                     # is a clean held-out point for calibration (chosen by input, not outcome).
                     recent_change = any(r["mode"] and r["t_s"] > t - 150 for r in timeline)
                     steady = t >= 150 and not recent_change and np.ptp([plan.rate_at(t - d) for d in range(0, 151, 5)]) < 1.0
-                    loop_obs.append({"job": JOB, "run_id": f"loop-{len(timeline)}" + ("-steady" if steady else ""),
-                                     "ts_ms": int(s.ts * 1000), **s.config.to_dict(),
-                                     "input_rate": s.input_rate, "throughput": s.throughput, "latency_ms": s.latency_p95_ms,
-                                     "recovery_s": np.nan, "cpu_used": s.cpu_used, "memory_used_mb": s.memory_used_mb})
+                    loop_obs.append(
+                        {
+                            "job": JOB,
+                            "run_id": f"loop-{len(timeline)}" + ("-steady" if steady else ""),
+                            "ts_ms": int(s.ts * 1000),
+                            **s.config.to_dict(),
+                            "input_rate": s.input_rate,
+                            "throughput": s.throughput,
+                            "latency_ms": s.latency_p95_ms,
+                            "recovery_s": np.nan,
+                            "cpu_used": s.cpu_used,
+                            "memory_used_mb": s.memory_used_mb,
+                        }
+                    )
                 next_step = max(next_step + args.interval, time.time() + 1)
             time.sleep(2.0)
         end_ts = time.time()
@@ -217,8 +276,19 @@ def main(argv: list[str] | None = None) -> int:
         stopped = cluster.down()
         log(f"stopped PIDs {stopped}")
         end_ts = end_ts or time.time()
-        summary = write_results(out, args, timeline, loop_obs, source, profiler, plan, plan_t0,
-                                plan_time(end_ts) if plan is not None else 0.0, end_ts, t_start)
+        summary = write_results(
+            out,
+            args,
+            timeline,
+            loop_obs,
+            source,
+            profiler,
+            plan,
+            plan_t0,
+            plan_time(end_ts) if plan is not None else 0.0,
+            end_ts,
+            t_start,
+        )
         log(json.dumps({k: summary[k] for k in ("scale_ups", "correct_scale_ups", "scale_downs", "correct_scale_downs", "done")}))
     return 0
 
@@ -236,16 +306,28 @@ def write_results(out: Path, args, timeline, loop_obs, source, profiler, plan, p
         obs = pd.DataFrame(profiler.observations + loop_obs, columns=list(PROFILING_COLUMNS))
         obs.to_csv(out / "observations.csv", index=False)
         cap = {p: e.capacity for p, e in profiler.capacity.profiled.items()}
-        summary["profiling"] = {"seconds": profiler.seconds, "recovery_s": profiler.recovery_s, "rescales": profiler.rescales,
-                                "estimates": [e.to_dict() for e in profiler.estimates]}
+        summary["profiling"] = {
+            "seconds": profiler.seconds,
+            "recovery_s": profiler.recovery_s,
+            "rescales": profiler.rescales,
+            "estimates": [e.to_dict() for e in profiler.estimates],
+        }
         summary["capacity"] = cap
         if plan is not None:
-            summary["rate_plan"] = {"low": plan.low, "high": plan.high, "knots": plan.knots, "started": plan_t0,
-                                    "loop_minutes": plan_s / 60,
-                                    "scale_up_required": plan.high > cap[min(cap)],
-                                    "scale_down_correct_at_low": plan.low <= 0.85 * cap[min(cap)]}
-        changes = [Change(r["ts"], int(r["parallelism"]), int(r["target_p"]), r["mode"], float(r["downtime_s"]), r["reason"])
-                   for r in timeline if r["mode"] and r["target_p"] is not None]
+            summary["rate_plan"] = {
+                "low": plan.low,
+                "high": plan.high,
+                "knots": plan.knots,
+                "started": plan_t0,
+                "loop_minutes": plan_s / 60,
+                "scale_up_required": plan.high > cap[min(cap)],
+                "scale_down_correct_at_low": plan.low <= 0.85 * cap[min(cap)],
+            }
+        changes = [
+            Change(r["ts"], int(r["parallelism"]), int(r["target_p"]), r["mode"], float(r["downtime_s"]), r["reason"])
+            for r in timeline
+            if r["mode"] and r["target_p"] is not None
+        ]
         if changes and len(samples):
             hidden = WithoutProfiling(source, profiler.periods).fetch(JOB, 0, 2**62)
             verdicts = judge_changes(hidden, changes, cap, args.latency_target_ms, end_ts)
@@ -256,10 +338,15 @@ def write_results(out: Path, args, timeline, loop_obs, source, profiler, plan, p
     summary["changes"] = [v.to_dict() for v in verdicts]
     ups = [v for v in verdicts if v.change.kind == "scale-up"]
     downs = [v for v in verdicts if v.change.kind == "scale-down"]
-    summary.update(scale_ups=len(ups), correct_scale_ups=sum(v.correct is True for v in ups), scale_downs=len(downs),
-                   correct_scale_downs=sum(v.correct is True for v in downs))
-    summary["done"] = bool(summary["correct_scale_ups"] >= 1 and summary["correct_scale_downs"] >= 1
-                           and plan_s / 60 >= min(15.0, args.minutes) - 0.5)
+    summary.update(
+        scale_ups=len(ups),
+        correct_scale_ups=sum(v.correct is True for v in ups),
+        scale_downs=len(downs),
+        correct_scale_downs=sum(v.correct is True for v in downs),
+    )
+    summary["done"] = bool(
+        summary["correct_scale_ups"] >= 1 and summary["correct_scale_downs"] >= 1 and plan_s / 60 >= min(15.0, args.minutes) - 0.5
+    )
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     return summary
 

@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     jar = repo_root() / "var" / "localflink" / "flinkjob.jar"
     if not jar.exists():
         ap.error(f"{jar} is missing: run `bash scripts/setup_local_flink.sh` first")
-    cluster = LocalFlinkCluster(out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024))
+    cluster = LocalFlinkCluster(
+        out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024)
+    )
     rate = RateFile(out / "rate.txt")
     config = Configuration(args.parallelism, 1, 1.0, 1024, 10)
     rows, results = [], []
@@ -69,22 +71,40 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(args.gap)
             rec = inject_taskmanager_failure(cluster, control, timeout_s=150)
             results.append(rec)
-            print(f"failure {i + 1}/{args.repeats} at p={args.parallelism}, {args.rate:,.0f} rec/s: detected +{rec.detected_s:.1f} s, "
-                  f"running again +{rec.running_again_s:.1f} s, "
-                  + (f"recovered +{rec.recovery_s:.1f} s" if rec.recovered else f"NOT recovered within {rec.recovery_s:.0f} s"),
-                  flush=True)
-            rows.append({"job": "recovery-bench", "run_id": f"failure-{uuid.uuid4().hex[:8]}", "ts_ms": int(time.time() * 1000),
-                         **config.to_dict(), "input_rate": args.rate, "throughput": rec.pre_failure_rate, "latency_ms": np.nan,
-                         "recovery_s": rec.recovery_s if rec.recovered else np.nan, "cpu_used": np.nan, "memory_used_mb": np.nan})
+            print(
+                f"failure {i + 1}/{args.repeats} at p={args.parallelism}, {args.rate:,.0f} rec/s: detected +{rec.detected_s:.1f} s, "
+                f"running again +{rec.running_again_s:.1f} s, "
+                + (f"recovered +{rec.recovery_s:.1f} s" if rec.recovered else f"NOT recovered within {rec.recovery_s:.0f} s"),
+                flush=True,
+            )
+            rows.append(
+                {
+                    "job": "recovery-bench",
+                    "run_id": f"failure-{uuid.uuid4().hex[:8]}",
+                    "ts_ms": int(time.time() * 1000),
+                    **config.to_dict(),
+                    "input_rate": args.rate,
+                    "throughput": rec.pre_failure_rate,
+                    "latency_ms": np.nan,
+                    "recovery_s": rec.recovery_s if rec.recovered else np.nan,
+                    "cpu_used": np.nan,
+                    "memory_used_mb": np.nan,
+                }
+            )
     finally:
         cluster.down()
     pd.DataFrame(rows, columns=list(PROFILING_COLUMNS)).to_csv(out / "recovery.csv", index=False)
     ok = [r for r in results if r.recovered]
-    summary = {"parallelism": args.parallelism, "rate": args.rate, "failures": len(results), "recovered": len(ok),
-               "median_detected_s": float(np.median([r.detected_s for r in ok])) if ok else None,
-               "median_running_again_s": float(np.median([r.running_again_s for r in ok])) if ok else None,
-               "median_recovery_s": float(np.median([r.recovery_s for r in ok])) if ok else None,
-               "runs": [r.__dict__ for r in results]}
+    summary = {
+        "parallelism": args.parallelism,
+        "rate": args.rate,
+        "failures": len(results),
+        "recovered": len(ok),
+        "median_detected_s": float(np.median([r.detected_s for r in ok])) if ok else None,
+        "median_running_again_s": float(np.median([r.running_again_s for r in ok])) if ok else None,
+        "median_recovery_s": float(np.median([r.recovery_s for r in ok])) if ok else None,
+        "runs": [r.__dict__ for r in results],
+    }
     (out / "recovery.json").write_text(json.dumps(summary, indent=2, default=float))
     print(json.dumps({k: v for k, v in summary.items() if k != "runs"}))
     return 0 if len(ok) == len(results) else 1

@@ -51,8 +51,16 @@ def main(argv: list[str] | None = None) -> None:
         latency_target_ms=a.latency_target_ms,
     )
     started = time.perf_counter()
-    run = replay_policy("flinktune", same.trace, same.profile, default_space(), settings, start_state=same.start_state,
-                        policy_options=options, interval_s=a.interval_s)  # fmt: skip
+    run = replay_policy(
+        "flinktune",
+        same.trace,
+        same.profile,
+        default_space(),
+        settings,
+        start_state=same.start_state,
+        policy_options=options,
+        interval_s=a.interval_s,
+    )
     for d in run.decisions:
         cap = d["reason"].find("[utilization capped")  # the latency cap's note, at the end
         print(
@@ -60,10 +68,21 @@ def main(argv: list[str] | None = None) -> None:
             + (f" ... {d['reason'][cap:]}" if cap >= 0 else "")
         )
     s, minutes = run.summary, run.minutes
-    print(json.dumps({"interval_s": a.interval_s, "watch_every_s": a.watch_every_s, "utilization": util,
-                      "cpu_core_hours": round(s["cpu_core_hours"], 1), "latency_p95_ms": round(s["latency_p95_ms"]), "target_ms": a.latency_target_ms,
-                      "minutes_over_target": int((minutes["latency_p95_ms"] > a.latency_target_ms).sum()), "reconfigurations": int(s["reconfigurations"]),
-                      "wall_s": round(time.perf_counter() - started, 1)}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "interval_s": a.interval_s,
+                "watch_every_s": a.watch_every_s,
+                "utilization": util,
+                "cpu_core_hours": round(s["cpu_core_hours"], 1),
+                "latency_p95_ms": round(s["latency_p95_ms"]),
+                "target_ms": a.latency_target_ms,
+                "minutes_over_target": int((minutes["latency_p95_ms"] > a.latency_target_ms).sum()),
+                "reconfigurations": int(s["reconfigurations"]),
+                "wall_s": round(time.perf_counter() - started, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -22,19 +22,39 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--hours", type=float, default=18.0)
     p.add_argument("--failures", default="every:45m")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--forecaster", default="peak", choices=list(FORECASTERS),
-                   help="forecaster of the model-based policies (default peak: quantiles of the next "
-                        "10 min's peak, seasonal naive until 31 min of history)")
-    p.add_argument("--watch-every-s", type=int, default=60,
-                   help="seconds between the watch's checks that let flinktune decide early when the backlog grows (0: off)")
+    p.add_argument(
+        "--forecaster",
+        default="peak",
+        choices=list(FORECASTERS),
+        help="forecaster of the model-based policies (default peak: quantiles of the next "
+        "10 min's peak, seasonal naive until 31 min of history)",
+    )
+    p.add_argument(
+        "--watch-every-s",
+        type=int,
+        default=60,
+        help="seconds between the watch's checks that let flinktune decide early when the backlog grows (0: off)",
+    )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", default="docs/results")
     a = p.parse_args(argv)
     for trace in a.traces.split(","):
-        cmd = (f"python -m benchmarks.policy.replay --traces {trace} --policies {a.policies} --hours {a.hours:g} --failures {a.failures} "
-               f"--seed {a.seed} --forecaster {a.forecaster} --watch-every-s {a.watch_every_s} --out {a.out}")  # fmt: skip
-        res = cli_replay(trace, a.policies, a.hours, a.failures, a.seed, a.out, forecaster=a.forecaster, workers=a.workers, command=cmd,
-                         watch_every_s=a.watch_every_s)
+        cmd = (
+            f"python -m benchmarks.policy.replay --traces {trace} --policies {a.policies} --hours {a.hours:g} --failures {a.failures} "
+            f"--seed {a.seed} --forecaster {a.forecaster} --watch-every-s {a.watch_every_s} --out {a.out}"
+        )
+        res = cli_replay(
+            trace,
+            a.policies,
+            a.hours,
+            a.failures,
+            a.seed,
+            a.out,
+            forecaster=a.forecaster,
+            workers=a.workers,
+            command=cmd,
+            watch_every_s=a.watch_every_s,
+        )
         print(json.dumps(res))
 
 

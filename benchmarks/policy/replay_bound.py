@@ -144,8 +144,10 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     for trace in a.traces.split(","):
         b = bound(trace, a.seed, a.hours, a.recovery_limit_s)
-        print(f"{trace} seed {a.seed}: CPU relative to static >= {b['per_second']:.3f} (per-second perfect sizing), "
-              f"{b['single_shape']:.3f} (best single shape, parallelism free); recovery <= {a.recovery_limit_s:g} s")  # fmt: skip
+        print(
+            f"{trace} seed {a.seed}: CPU relative to static >= {b['per_second']:.3f} (per-second perfect sizing), "
+            f"{b['single_shape']:.3f} (best single shape, parallelism free); recovery <= {a.recovery_limit_s:g} s"
+        )
 
 
 if __name__ == "__main__":

@@ -64,7 +64,9 @@ def _pick(model: RGPESurrogate, cands: np.ndarray, seen: set[int], best: float) 
     from botorch.acquisition.objective import ScalarizedPosteriorTransform
 
     m = model.outcome_model("latency_ms", TARGET_RATE)
-    acq = LogExpectedImprovement(m, best_f=-best, posterior_transform=ScalarizedPosteriorTransform(torch.tensor([-1.0], dtype=torch.float64)))
+    acq = LogExpectedImprovement(
+        m, best_f=-best, posterior_transform=ScalarizedPosteriorTransform(torch.tensor([-1.0], dtype=torch.float64))
+    )
     with torch.no_grad():
         vals = acq(torch.as_tensor(cands).unsqueeze(-2)).numpy()
     vals[list(seen)] = -np.inf
@@ -79,7 +81,7 @@ def run_seed(seed: int, iterations: int, init: int, *, use_bases: bool, dilution
     f_best = float(f(cands, 0).min())
     Xb = rng.random((25 * len(BASE_SHIFTS), D))
     rb = np.repeat([TARGET_RATE + 10_000 * s for s in BASE_SHIFTS], 25)
-    yb = np.concatenate([f(Xb[i * 25:(i + 1) * 25], s) for i, s in enumerate(BASE_SHIFTS)]) + rng.normal(0, 0.03, len(Xb))
+    yb = np.concatenate([f(Xb[i * 25 : (i + 1) * 25], s) for i, s in enumerate(BASE_SHIFTS)]) + rng.normal(0, 0.03, len(Xb))
     chosen = list(rng.choice(len(cands), init, replace=False))
     noise = np.random.default_rng(seed + 10_000)  # same observation noise for both methods
     obs = {i: float(f(cands[[i]], 0)[0] + noise.normal(0, 0.03)) for i in chosen}
@@ -109,16 +111,20 @@ GIB_PER_CORE_PRICE = PriceList.model_fields["memory_gib_hour"].default / PriceLi
 ARMS = ("none", "own-rates", "other-jobs")
 
 
-
 def _job_profile(rng: np.random.Generator):
     """A ysb-like job: the built-in profile with seeded per-job cost, queueing, GC and checkpoint traits."""
     from flinktune.calibration.mechanism import apply_params
     from flinktune.twin.profile import ClusterProfile
 
-    return apply_params(ClusterProfile.default(), {
-        "cost_scale": rng.uniform(0.8, 1.25), "queue_ms": rng.uniform(35.0, 70.0),
-        "gc_slowdown": rng.uniform(1.0, 2.0), "checkpoint_upload_mb_s": rng.uniform(18.0, 35.0),
-    })
+    return apply_params(
+        ClusterProfile.default(),
+        {
+            "cost_scale": rng.uniform(0.8, 1.25),
+            "queue_ms": rng.uniform(35.0, 70.0),
+            "gc_slowdown": rng.uniform(1.0, 2.0),
+            "checkpoint_upload_mb_s": rng.uniform(18.0, 35.0),
+        },
+    )
 
 
 def slack(profile, configs, rate: float) -> np.ndarray:
@@ -244,20 +250,31 @@ def transfer_main(seeds: int, iterations: int, init: int, tolerance: float = 0.0
         hit = [k for k, v in enumerate(reg) if v <= tolerance]
         return init + (hit[0] + 1 if hit else len(reg) + 1)  # not reached: counted as one more than the budget
 
-    print(f"\nNew job at {TRANSFER_RATE:,.0f} rec/s, {seeds} seeds, {init} initial + {iterations} BO profiling runs; "
-          f"regret = log(cheapest feasible found / cheapest feasible), tolerance {tolerance}\n")
-    print("| base models | new job's runs for the bases | BO runs to within 5 %, mean | worst | reached | final regret, mean | worst |\n"
-          "|---|---|---|---|---|---|---|")
+    print(
+        f"\nNew job at {TRANSFER_RATE:,.0f} rec/s, {seeds} seeds, {init} initial + {iterations} BO profiling runs; "
+        f"regret = log(cheapest feasible found / cheapest feasible), tolerance {tolerance}\n"
+    )
+    print(
+        "| base models | new job's runs for the bases | BO runs to within 5 %, mean | worst | reached | final regret, mean | worst |\n"
+        "|---|---|---|---|---|---|---|"
+    )
     summary = {"seeds": seeds, "iterations": iterations, "init": init, "tolerance": tolerance, "arms": {}}
     for arm in ARMS:
         R = np.array(runs[arm])
         n = np.array([runs_to(list(r)) for r in R])
         reached = int((R.min(axis=1) <= tolerance).sum())
-        summary["arms"][arm] = {"runs_mean": float(n.mean()), "runs_worst": int(n.max()), "reached": reached,
-                                "final_mean": float(R[:, -1].mean()), "final_worst": float(R[:, -1].max())}
+        summary["arms"][arm] = {
+            "runs_mean": float(n.mean()),
+            "runs_worst": int(n.max()),
+            "reached": reached,
+            "final_mean": float(R[:, -1].mean()),
+            "final_worst": float(R[:, -1].max()),
+        }
         a = summary["arms"][arm]
         own = 3 * 25 if arm == "own-rates" else 0  # run_transfer_seed's base_points per source
-        print(f"| {arm} | {own} | {a['runs_mean']:.1f} | {a['runs_worst']} | {reached}/{seeds} | {a['final_mean']:.4f} | {a['final_worst']:.4f} |")
+        print(
+            f"| {arm} | {own} | {a['runs_mean']:.1f} | {a['runs_worst']} | {reached}/{seeds} | {a['final_mean']:.4f} | {a['final_worst']:.4f} |"
+        )
     summary["seconds"] = round(time.perf_counter() - start, 1)
     print(json.dumps(summary))
     return summary
@@ -287,7 +304,10 @@ def main(argv: list[str] | None = None) -> dict:
             gp = run_seed(s, a.iterations, a.init, use_bases=False, dilution_points=dil)
             rg = run_seed(s, a.iterations, a.init, use_bases=True, dilution_points=dil)
             runs.append({"seed": s, "gp": gp["regret"], "rgpe": rg["regret"], "weights": rg["weights"]})
-            print(json.dumps({"seed": s, "gp_final": round(gp["regret"][-1], 4), "rgpe_final": round(rg["regret"][-1], 4)}), flush=True)
+            print(
+                json.dumps({"seed": s, "gp_final": round(gp["regret"][-1], 4), "rgpe_final": round(rg["regret"][-1], 4)}),
+                flush=True,
+            )
     G = np.array([r["gp"] for r in runs])
     R = np.array([r["rgpe"] for r in runs])
     print(f"\nSimple regret (f units), {a.seeds} seeds, {a.init} initial points, dilution_points={dil}\n")
@@ -302,11 +322,16 @@ def main(argv: list[str] | None = None) -> dict:
         return float(wilcoxon(y, x, alternative="less").pvalue) if np.any(np.abs(diff) > 1e-12) else 1.0
 
     summary = {
-        "seeds": a.seeds, "iterations": a.iterations, "dilution_points": dil,
+        "seeds": a.seeds,
+        "iterations": a.iterations,
+        "dilution_points": dil,
         "final_mean": {"gp": float(final_g.mean()), "rgpe": float(final_r.mean())},
         "final_median": {"gp": float(np.median(final_g)), "rgpe": float(np.median(final_r))},
-        "rgpe_wins_ties_losses": [int((final_r < final_g - 1e-9).sum()), int((np.abs(final_r - final_g) <= 1e-9).sum()),
-                                  int((final_r > final_g + 1e-9).sum())],
+        "rgpe_wins_ties_losses": [
+            int((final_r < final_g - 1e-9).sum()),
+            int((np.abs(final_r - final_g) <= 1e-9).sum()),
+            int((final_r > final_g + 1e-9).sum()),
+        ],
         "wilcoxon_p_final": test(final_g, final_r),
         "wilcoxon_p_summed_regret": test(area_g, area_r),
         "mean_weight_by_bucket": {b: float(np.mean([r["weights"].get(b, 0.0) for r in runs])) for b in ["3", "4", "5", "target"]},
@@ -316,8 +341,10 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"| final regret, mean | {final_g.mean():.4f} | {final_r.mean():.4f} |")
     print(f"| final regret, median | {np.median(final_g):.4f} | {np.median(final_r):.4f} |")
     print(f"| regret summed over evaluations, mean | {area_g.mean():.4f} | {area_r.mean():.4f} |")
-    print(f"\nRGPE wins/ties/losses (final): {summary['rgpe_wins_ties_losses']}; one-sided paired Wilcoxon "
-          f"p = {summary['wilcoxon_p_final']:.4g} (final), {summary['wilcoxon_p_summed_regret']:.4g} (summed)")
+    print(
+        f"\nRGPE wins/ties/losses (final): {summary['rgpe_wins_ties_losses']}; one-sided paired Wilcoxon "
+        f"p = {summary['wilcoxon_p_final']:.4g} (final), {summary['wilcoxon_p_summed_regret']:.4g} (summed)"
+    )
     print(f"mean latency weight by bucket (3 = closest): {summary['mean_weight_by_bucket']}")
     print(json.dumps(summary))
     return summary

@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--vertices", type=int, default=4)
     p.add_argument("--subtasks", type=int, default=24)
     p.add_argument("--var-dir", type=Path, default=None, help="where the lake goes (default: a temp dir, removed after)")
-    p.add_argument("--repeats", type=int, default=1, help="ETL runs over the one generated lake (default 1); medians are reported")
+    p.add_argument(
+        "--repeats", type=int, default=1, help="ETL runs over the one generated lake (default 1); medians are reported"
+    )
     args = p.parse_args(argv)
     if args.repeats < 1:
         p.error(f"--repeats must be at least 1, got {args.repeats}")
@@ -81,7 +83,9 @@ def main(argv: list[str] | None = None) -> dict:
         t0 = time.perf_counter()
         samples, seconds = 0, int(hours * 3600)
         for i, off in enumerate(range(0, seconds, 3600)):
-            chunk = synthetic_raw("bench", START_MS + off * 1000, min(3600, seconds - off), vertices=args.vertices, subtasks=args.subtasks, seed=i)
+            chunk = synthetic_raw(
+                "bench", START_MS + off * 1000, min(3600, seconds - off), vertices=args.vertices, subtasks=args.subtasks, seed=i
+            )
             samples += len(chunk)
             lake.write_raw(chunk)
         t_gen = time.perf_counter() - t0

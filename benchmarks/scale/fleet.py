@@ -121,8 +121,15 @@ def run_cycle(
         trace, rig = shared[kind]
         scaled = trace * float(rng.uniform(0.5, 1.5))
         name = f"{kind}-{i:05d}"
-        twin = TwinJob(rig.twin.profile, space.maximum, job=name, seed=seed + i, start_ts=int(trace.index[0].timestamp()),
-                       failures="none", retain_s=interval + 60)  # fmt: skip
+        twin = TwinJob(
+            rig.twin.profile,
+            space.maximum,
+            job=name,
+            seed=seed + i,
+            start_ts=int(trace.index[0].timestamp()),
+            failures="none",
+            retain_s=interval + 60,
+        )
         twin.run(scaled.to_numpy(dtype=float)[: 2 * interval])
         rigs[name] = (twin, scaled, rig)
         jobs.append(FleetEntry(name, "benchmark", settings=JobSettings(name=name, kind=kind)))
@@ -138,9 +145,12 @@ def run_cycle(
         loop = build_decision_loop(
             twin_backend(twin, clock, job=job.name),
             LoopSettings(job.name, job.latency_target_ms, job.recovery_limit_s, window_s=interval, max_staleness_s=interval),
-            policy=make_policy(job.policy, space, confidence=settings.confidence), space=space, store=store,
-            models=rig.models, forecaster=TraceForecast(rig.models, scaled, settings.forecast_horizon_s),
-        )  # fmt: skip
+            policy=make_policy(job.policy, space, confidence=settings.confidence),
+            space=space,
+            store=store,
+            models=rig.models,
+            forecaster=TraceForecast(rig.models, scaled, settings.forecast_horizon_s),
+        )
         out = loop.step()
         done[out.decision.action.value] += 1
         chosen[job.name] = _digest(out.decision)

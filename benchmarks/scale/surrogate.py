@@ -52,12 +52,14 @@ TARGET_RATE = 25_000.0
 
 def _outcomes(X: np.ndarray, rate: np.ndarray) -> np.ndarray:
     capacity = 15_000 * (1 + 3 * X[:, 0]) * (1 + 0.5 * X[:, 2])
-    return np.column_stack([
-        40 * np.exp(1.5 * rate / capacity),
-        0.5 + 4 * X[:, 0] * rate / 60_000,
-        1000 + 3000 * X[:, 3],
-        20 + 150 * X[:, 4] * rate / 60_000,
-    ])
+    return np.column_stack(
+        [
+            40 * np.exp(1.5 * rate / capacity),
+            0.5 + 4 * X[:, 0] * rate / 60_000,
+            1000 + 3000 * X[:, 3],
+            20 + 150 * X[:, 4] * rate / 60_000,
+        ]
+    )
 
 
 def _observations(C: np.ndarray, rng: np.random.Generator, n: int, bases: int) -> tuple[np.ndarray, ...]:
@@ -94,11 +96,19 @@ def _rgpe_once(C: np.ndarray, data: tuple[np.ndarray, ...], extra: tuple[np.ndar
     _, again_s, _ = _timed(lambda: model.predict(C, TARGET_RATE))
     more = tuple(np.concatenate([a, b]) for a, b in zip(data, extra))
     _, refit_s, refit_cpu = _timed(lambda: model.fit(*more).predict(C, TARGET_RATE))
-    return {"fit_s": fit_s, "fit_cpu_s": fit_cpu, "decision_s": decision_s, "decision_cpu_s": decision_cpu,
-            "scoring_only_s": again_s, "refit_decision_s": refit_s, "refit_decision_cpu_s": refit_cpu,
-            "total_s": fit_s + decision_s, "total_cpu_s": fit_cpu + decision_cpu,
-            "gp_not_converged": model.fit_info.get("gp_not_converged", 0.0),
-            "weights": model.weights(TARGET_RATE)["latency_ms"]}
+    return {
+        "fit_s": fit_s,
+        "fit_cpu_s": fit_cpu,
+        "decision_s": decision_s,
+        "decision_cpu_s": decision_cpu,
+        "scoring_only_s": again_s,
+        "refit_decision_s": refit_s,
+        "refit_decision_cpu_s": refit_cpu,
+        "total_s": fit_s + decision_s,
+        "total_cpu_s": fit_cpu + decision_cpu,
+        "gp_not_converged": model.fit_info.get("gp_not_converged", 0.0),
+        "weights": model.weights(TARGET_RATE)["latency_ms"],
+    }
 
 
 def bench_rgpe(C: np.ndarray, n: int, bases: int, device: str, seed: int, repeats: int = 3) -> dict:
@@ -109,12 +119,31 @@ def bench_rgpe(C: np.ndarray, n: int, bases: int, device: str, seed: int, repeat
     runs = [_rgpe_once(C, data, extra, device, seed) for _ in range(max(1, repeats))]
     med = {k: round(float(np.median([r[k] for r in runs])), 3) for k in runs[0] if k.endswith("_s")}
     w = runs[-1]["weights"]
-    return {"kind": "rgpe", "device": device, "observations": n, "base_models": bases, "target_points": w["target_points"],
-            "repeats": len(runs), **{k: med[k] for k in ("fit_s", "fit_cpu_s", "decision_s", "decision_cpu_s", "scoring_only_s",
-                                                       "refit_decision_s", "refit_decision_cpu_s", "total_s", "total_cpu_s")},
-            "total_max_s": round(max(r["total_s"] for r in runs), 3),
-            "gp_not_converged": max(r["gp_not_converged"] for r in runs),
-            "latency_weights": w.get("weights", w.get("reason"))}
+    return {
+        "kind": "rgpe",
+        "device": device,
+        "observations": n,
+        "base_models": bases,
+        "target_points": w["target_points"],
+        "repeats": len(runs),
+        **{
+            k: med[k]
+            for k in (
+                "fit_s",
+                "fit_cpu_s",
+                "decision_s",
+                "decision_cpu_s",
+                "scoring_only_s",
+                "refit_decision_s",
+                "refit_decision_cpu_s",
+                "total_s",
+                "total_cpu_s",
+            )
+        },
+        "total_max_s": round(max(r["total_s"] for r in runs), 3),
+        "gp_not_converged": max(r["gp_not_converged"] for r in runs),
+        "latency_weights": w.get("weights", w.get("reason")),
+    }
 
 
 def bench_gp(C: np.ndarray, n: int, repeats: int, seed: int) -> dict:
@@ -124,8 +153,14 @@ def bench_gp(C: np.ndarray, n: int, repeats: int, seed: int) -> dict:
     Y = _outcomes(X, rates) * np.exp(rng.normal(0, 0.05, (n, 4)))
     model, fit_s, _ = _timed(lambda: GPSurrogate(seed=seed).fit(X, rates, Y))
     times = [_timed(lambda: model.predict(C, 40_000.0))[1] for _ in range(repeats)]
-    return {"kind": "gp", "observations": n, "fit_s": round(fit_s, 3), "decision_ms": round(1000 * min(times), 1),
-            "decision_ms_median": round(1000 * float(np.median(times)), 1), "candidates": len(C)}
+    return {
+        "kind": "gp",
+        "observations": n,
+        "fit_s": round(fit_s, 3),
+        "decision_ms": round(1000 * min(times), 1),
+        "decision_ms_median": round(1000 * float(np.median(times)), 1),
+        "candidates": len(C),
+    }
 
 
 def _print(rows: list[dict]) -> None:
@@ -155,7 +190,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     else:
         sizes = a.sizes or [50, 200, 1000, 5000]
         _, warm_s, warm_cpu = _timed(lambda: _rgpe_once(C, *_warmup_data(C), a.device, a.seed))
-        print(f"warm-up (first fit and decision in this process, not in the table): {warm_s:.3f} s, CPU {warm_cpu:.3f} s", flush=True)
+        print(
+            f"warm-up (first fit and decision in this process, not in the table): {warm_s:.3f} s, CPU {warm_cpu:.3f} s",
+            flush=True,
+        )
         for n in sizes:
             for b in a.bases:
                 rows.append(bench_rgpe(C, n, b, a.device, a.seed, a.repeats))

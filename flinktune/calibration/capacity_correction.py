@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BAG_SEEDS", "IMPUTATION_ROUNDS", "CapacityCorrection", "fit_capacity_correction"]
+__all__ = ["BAG_SEEDS", "IMPUTATION_ROUNDS", "CapacityCorrection", "boosted_trees", "fit_capacity_correction"]
 
 #: Rounds of censored imputation (kept-up runs' targets raised to the prediction), a fixed default.
 IMPUTATION_ROUNDS = 5
@@ -33,12 +33,20 @@ IMPUTATION_ROUNDS = 5
 BAG_SEEDS = 5
 
 
-def _gbr(loss: str = "squared_error", alpha: float = 0.5, seed: int = 0) -> Any:
+def boosted_trees(loss: str = "squared_error", alpha: float = 0.5, seed: int = 0) -> Any:
+    """The gradient-boosted trees every learned part of the grey-box twin uses (unfitted), one setting for all."""
     from sklearn.ensemble import GradientBoostingRegressor
 
     return GradientBoostingRegressor(
-        loss=loss, alpha=alpha, n_estimators=150, max_depth=3, learning_rate=0.05, subsample=0.8, min_samples_leaf=3, random_state=seed
-    )  # fmt: skip
+        loss=loss,
+        alpha=alpha,
+        n_estimators=150,
+        max_depth=3,
+        learning_rate=0.05,
+        subsample=0.8,
+        min_samples_leaf=3,
+        random_state=seed,
+    )
 
 
 @dataclass
@@ -73,7 +81,7 @@ class CapacityCorrection:
 
 def fit_capacity_correction(
     x: np.ndarray, mech_capacity: np.ndarray, rate: np.ndarray, throughput: np.ndarray, *, keeps_up_factor: float, seed: int = 0
-) -> CapacityCorrection:  # fmt: skip
+) -> CapacityCorrection:
     """Fit on the fit runs; a run with throughput >= ``keeps_up_factor`` x rate is censored (capacity >= throughput).
 
     With no kept-up run the kept ratio is 1 (nothing says the rate is over- or under-recorded).
@@ -84,7 +92,7 @@ def fit_capacity_correction(
     for s in range(seed, seed + BAG_SEEDS):
         target = y.copy()
         for _ in range(IMPUTATION_ROUNDS):
-            model = _gbr(seed=s).fit(x, target)
+            model = boosted_trees(seed=s).fit(x, target)
             target = np.where(kept, np.maximum(y, model.predict(x)), y)
         models.append(model)
         imputed.append(target)
@@ -93,8 +101,8 @@ def fit_capacity_correction(
     q = np.quantile(ratios, [0.1, 0.5, 0.9]) if ratios.size else np.ones(3)
     return CapacityCorrection(
         models=models,
-        lo=_gbr("quantile", 0.1, seed).fit(x, target),
-        hi=_gbr("quantile", 0.9, seed).fit(x, target),
+        lo=boosted_trees("quantile", 0.1, seed).fit(x, target),
+        hi=boosted_trees("quantile", 0.9, seed).fit(x, target),
         kept_ratio=float(q[1]),
         kept_lo=float(q[0]),
         kept_hi=float(q[2]),

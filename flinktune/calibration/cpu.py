@@ -95,8 +95,13 @@ def calibrate_cpu(profile: ClusterProfile, config: Configuration, measured: pd.D
     rows = measured[np.isclose(measured["task_managers"].to_numpy(float), tms)] if len(measured) else measured
     if len(rows) == 0:
         return CpuCalibration(
-            profile, None, None, None, 0, f"no measured minutes at the static {tms} TaskManagers: CPU not calibrated (cpu_per_busy stays {profile.cpu_per_busy:g})"
-        )  # fmt: skip
+            profile,
+            None,
+            None,
+            None,
+            0,
+            f"no measured minutes at the static {tms} TaskManagers: CPU not calibrated (cpu_per_busy stays {profile.cpu_per_busy:g})",
+        )
     thr = rows["throughput"].to_numpy(float)
     measured_cores = float((rows["cpu_load"].to_numpy(float) * config.total_cpu).mean())
     unit = profile.with_(cpu_per_busy=1.0)

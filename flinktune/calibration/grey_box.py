@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flinktune.calibration.capacity_correction import fit_capacity_correction
+from flinktune.calibration.capacity_correction import boosted_trees, fit_capacity_correction
 from flinktune.calibration.mechanism import PARAM_BOUNDS, CalibrationError, apply_params
 from flinktune.config_space import KNOBS, Configuration
 from flinktune.signing import SignatureError, read_signed, write_signed
@@ -141,21 +141,6 @@ def _mechanism(profile: ClusterProfile, table: pd.DataFrame, horizon_s: float) -
         for k in keys:
             out[k][pos] = ss[k]
     return out
-
-
-def _gbr(loss: str = "squared_error", alpha: float = 0.5, seed: int = 0) -> Any:
-    from sklearn.ensemble import GradientBoostingRegressor
-
-    return GradientBoostingRegressor(
-        loss=loss,
-        alpha=alpha,
-        n_estimators=150,
-        max_depth=3,
-        learning_rate=0.05,
-        subsample=0.8,
-        min_samples_leaf=3,
-        random_state=seed,
-    )
 
 
 def _gbc(seed: int = 0) -> Any:
@@ -293,13 +278,13 @@ def fit_grey_box(
     has_lat = np.isfinite(lat)
     good_latency_ms = GOOD_LATENCY_FACTOR * float(np.percentile(lat[has_lat], 10)) if has_lat.any() else float("inf")
     lat_resid = np.log(np.maximum(lat[has_lat], 1e-3)) - np.log(np.maximum(mech["latency_ms"][has_lat], 1e-3))
-    models["lat"] = _gbr(seed=seed).fit(x[has_lat], lat_resid)
+    models["lat"] = boosted_trees(seed=seed).fit(x[has_lat], lat_resid)
     models["lat_good"] = _classifier(x[has_lat], lat[has_lat] <= good_latency_ms, seed)
     rec = obs["recovery_s"].to_numpy(float)
     has_rec = np.isfinite(rec)
     below = has_rec & (rec < recovery_cap_s)
     if below.sum() >= 3:
-        models["rec"] = _gbr(seed=seed).fit(x[below], np.log(np.maximum(rec[below], 1.0)))
+        models["rec"] = boosted_trees(seed=seed).fit(x[below], np.log(np.maximum(rec[below], 1.0)))
         models["rec_ok"] = _classifier(x[has_rec], rec[has_rec] <= recovery_limit_s, seed)
     elif has_rec.any():
         notes.append(

@@ -149,8 +149,13 @@ def calibrate_redeploy(
     downs, ups = usable[usable["tm_after"] < usable["tm_before"]], usable[usable["tm_after"] > usable["tm_before"]]
     if downs.empty:
         return RedeployCalibration(
-            profile, None, None, None, 0, f"no usable operator scale-down (of {len(episodes)} episodes): redeploy warm-up not calibrated"
-        )  # fmt: skip
+            profile,
+            None,
+            None,
+            None,
+            0,
+            f"no usable operator scale-down (of {len(episodes)} episodes): redeploy warm-up not calibrated",
+        )
     measured = float(downs["cost_s2"].sum())
     current = profile.warmup_s if profile.redeploy_warmup_s is None else profile.redeploy_warmup_s
     before = _total(profile, config, downs, current, per_minute)

@@ -184,8 +184,11 @@ class DecisionLoop:
         # The guard has the last word (the skew hold is one of its rules); the analysis only quotes.
         decision = annotate(self.guard.review(planned, state, now), state)
         if trigger:
-            decision = replace(decision, reason=f"{decision.reason} [decided before the next interval: {trigger}]",
-                               inputs={**decision.inputs, "trigger": trigger})  # fmt: skip
+            decision = replace(
+                decision,
+                reason=f"{decision.reason} [decided before the next interval: {trigger}]",
+                inputs={**decision.inputs, "trigger": trigger},
+            )
         # The policy's memory goes in the same transaction as the decision it led to.
         memory = (self.policy.name, self.policy.memory()) if isinstance(self.policy, PolicyMemory) and not s.dry_run else None
         result: RealizeResult | None = None

@@ -102,7 +102,7 @@ def _steps(*runs: tuple[float, int]) -> list[float]:
         ([counter_rows(_steps((0, 70), (1, 70), (0, 45), (1, 5)))], 0),
         # A fall across a window boundary, and per-subtask series with a fall in one of them.
         ([counter_rows(_steps((5, 65), (4, 10))), counter_rows(_steps((10, 30), (12, 40)), vertex="v", subtask=0),
-          counter_rows(_steps((2, 50), (1.5, 20)), vertex="v", subtask=1)], 0),  # fmt: skip
+          counter_rows(_steps((2, 50), (1.5, 20)), vertex="v", subtask=1)], 0),
         # A value back within one window (3 4 3 4): runs interleave, so the counter rows are scanned.
         ([counter_rows([3, 4, 3, 4]), counter_rows(_steps((7, 5), (6, 5)), job="other")], 1),
         # Tied times with different values: runs touch, scanned too; ties never fall.

@@ -118,5 +118,5 @@ def test_freshness_is_skipped_without_now_and_rerun_replaces_the_quarantine(tmp_
 
 
 def test_bad_batch_id_is_refused_before_anything_is_written(tmp_path):
-    with pytest.raises(ValueError, match="batch_id '../x'"):
+    with pytest.raises(ValueError, match=r"batch_id '../x'"):
         validate(observations(), "profiling_observations", batch_id="../x", quarantine_root=tmp_path)

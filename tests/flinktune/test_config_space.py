@@ -34,7 +34,7 @@ def test_impossible_configuration_names_the_field(field, value):
 def test_from_dict_round_trip_and_unknown_key():
     c = Configuration(16, 2, 2.0, 2048, 30).with_(vertex_parallelism={"Window": 12})
     assert Configuration.from_dict(c.to_dict()) == c
-    with pytest.raises(ConfigError, match="unknown key.*'slots'"):
+    with pytest.raises(ConfigError, match=r"unknown key.*'slots'"):
         Configuration.from_dict({"parallelism": 8, "slots": 1}, where="x.yaml")
     with pytest.raises(ConfigError, match="missing key"):
         Configuration.from_dict({"parallelism": 8})

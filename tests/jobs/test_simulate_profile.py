@@ -105,7 +105,7 @@ def test_profile_defaults_without_a_twin_and_bad_configs(settings) -> None:
 
 def test_profile_refuses_on_a_real_cluster_and_writes_no_twin_rows(settings, monkeypatch) -> None:
     monkeypatch.setenv("FLINKTUNE_CLUSTER", "kubernetes")
-    with pytest.raises(ValueError, match="twin only.*flinktune_profile DAG") as caught:
+    with pytest.raises(ValueError, match=r"twin only.*flinktune_profile DAG") as caught:
         profile_job.run(job="wordcount", rates=[20_000.0], duration_s=60, settings=settings)
     assert "\n" not in str(caught.value)
     assert not settings.lake_dir.exists() or not list(settings.lake_dir.rglob("*.parquet"))

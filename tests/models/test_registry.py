@@ -140,5 +140,5 @@ def test_a_corrupt_local_store_is_unavailable_not_no_champion(tmp_path) -> None:
     db = tmp_path / "mlflow.db"
     db.write_bytes(b"\x00garbage" * 500)
     configure(f"sqlite:///{db}", tmp_path / "artifacts", request_timeout_s=2, max_retries=0)
-    with pytest.raises(ModelStoreUnavailable, match="cannot be read .*not a database"):
+    with pytest.raises(ModelStoreUnavailable, match=r"cannot be read .*not a database"):
         champion_version("flinktune-surrogate-demo")

@@ -164,7 +164,7 @@ def test_a_failed_replay_names_its_unit_and_keeps_the_scenarios_done(tmp_path: P
 
     monkeypatch.setattr(rb, "_replay_one", broken_on_tsw)
     out = tmp_path / "r.md"
-    with pytest.raises(RuntimeError, match="^second seed 1 static: the replay failed: ZeroDivisionError: a policy bug"):
+    with pytest.raises(RuntimeError, match=r"^second seed 1 static: the replay failed: ZeroDivisionError: a policy bug"):
         rb.run(m, seeds_text="1", policies="static", workers=1, data=tmp_path, out=out)
     assert set(json.loads(out.with_suffix(".json").read_text())["scenarios"]["first"]["seeds"]["1"]["policies"]) == {"static"}
     assert "### first" in out.read_text() and "### second" not in out.read_text()

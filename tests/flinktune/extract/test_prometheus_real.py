@@ -69,11 +69,13 @@ def test_extract_from_a_real_prometheus_matches_what_was_served(tmp_path):
         "scrape_configs:\n"
         f"  - job_name: twin\n    honor_timestamps: true\n    static_configs: [{{targets: ['127.0.0.1:{port}']}}]\n"
     )
-    proc = subprocess.Popen(
-        [binary, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
-        stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "wb"),
-    )  # fmt: skip
+    # The child keeps its own copy of the log's descriptor; ours closes once it has started.
+    with open(tmp_path / "prometheus.log", "wb") as log:
+        proc = subprocess.Popen(
+            [binary, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
+            stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{prom_port}"
         _wait_ready(url, 20)

@@ -68,7 +68,7 @@ def test_duplicate_names_hold_both_entries_naming_both_places(tmp_path):
     ],
 )
 def test_a_file_that_is_not_a_fleet_is_refused_naming_the_file(tmp_path, text, expected):
-    with pytest.raises(FleetError, match="fleet.yaml") as err:
+    with pytest.raises(FleetError, match=r"fleet.yaml") as err:
         load_fleet_file(_write(tmp_path, text))
     assert expected in str(err.value)
 

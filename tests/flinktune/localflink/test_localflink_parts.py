@@ -42,9 +42,9 @@ def test_missing_distribution_names_the_setup_script(tmp_path, monkeypatch):
     monkeypatch.delenv("FLINKTUNE_FLINK_HOME", raising=False)
     if not Path("/usr/bin/java").exists() and not __import__("shutil").which("java"):
         pytest.skip("no java: find_distribution stops at the Java check")
-    with pytest.raises(DistributionError, match="setup_local_flink.sh"):
+    with pytest.raises(DistributionError, match=r"setup_local_flink.sh"):
         find_distribution(venv=tmp_path / "no-venv")
-    with pytest.raises(DistributionError, match="flink-dist-2.3.0.jar"):
+    with pytest.raises(DistributionError, match=r"flink-dist-2.3.0.jar"):
         find_distribution(_fake_dist(tmp_path).home)
 
 
@@ -92,9 +92,9 @@ def test_rate_file_is_replaced_whole_and_rejects_bad_rates(tmp_path):
     rf.set(12345.5)
     assert rf.get() == 12345.5
     assert list((tmp_path / "sub").iterdir()) == [rf.path]  # no temp file left behind
-    with pytest.raises(ValueError, match="rate.txt"):
+    with pytest.raises(ValueError, match=r"rate.txt"):
         rf.set(-1)
-    with pytest.raises(ValueError, match="rate.txt"):
+    with pytest.raises(ValueError, match=r"rate.txt"):
         rf.set(float("nan"))
     assert rf.get() == 12345.5
 

@@ -92,7 +92,7 @@ def test_bad_frames_are_refused_with_the_reason():
         summarize_step(good.head(2), 1000.0, where="step 3")
     restarted = good.copy()
     restarted.loc[8:, "records_out"] -= 1e6
-    with pytest.raises(ValueError, match="records_out went backwards.*restarted"):
+    with pytest.raises(ValueError, match=r"records_out went backwards.*restarted"):
         summarize_step(restarted, 1000.0)
     with pytest.raises(ValueError, match="non-finite"):
         summarize_step(good.assign(busy_ms=np.nan), 1000.0)

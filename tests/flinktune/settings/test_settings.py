@@ -54,7 +54,7 @@ def test_each_group_has_its_documented_defaults_from_an_empty_environment() -> N
     assert read_group(PrometheusSettings, {}).url == ""
 
 
-@pytest.mark.parametrize("group", GROUPS + [st.Settings, st.TimeoutSettings], ids=lambda g: g.__name__)
+@pytest.mark.parametrize("group", [*GROUPS, st.Settings, st.TimeoutSettings], ids=lambda g: g.__name__)
 def test_every_field_has_a_description(group: type) -> None:
     assert all(info.description for info in group.model_fields.values()), group.__name__
 

@@ -104,5 +104,5 @@ def test_sizing_honours_the_latency_target_and_says_so():
 
 
 def test_failure_windows_do_not_feed_the_curve():
-    pol, cfg, _ = _policy_after_windows(target_ms=500.0, failing=True)
+    pol, _cfg, _ = _policy_after_windows(target_ms=500.0, failing=True)
     assert pol.latency.points == {}

@@ -112,7 +112,7 @@ def test_nan_and_irregular_steps_are_repaired_long_gaps_refused(fitted, trace):
     assert fc.start == ref.start
     np.testing.assert_allclose(fc.quantiles[0.5], ref.quantiles[0.5])
     gappy = minutes.drop(minutes.index[-20:-10])
-    with pytest.raises(ForecastInputError, match="gap of 10 missing 60s bins .* exceeds the repair limit of 5"):
+    with pytest.raises(ForecastInputError, match=r"gap of 10 missing 60s bins .* exceeds the repair limit of 5"):
         fitted.predict(gappy, 600)
     with pytest.raises(RuntimeError, match="before fit"):
         DirectPeakForecaster().predict(minutes, 600)

@@ -106,7 +106,7 @@ def test_closed_form_loo_matches_refitting_without_each_point(model):
     loo = model.loo()
     gp = model._models["cpu_used"]
     x, y_std = gp.train_inputs[0], gp.train_targets
-    y, mean, std = loo["cpu_used"]
+    _y, mean, std = loo["cpu_used"]
     tf = gp.outcome_transform
     for i in (0, 17, 42):
         keep = torch.arange(len(y_std)) != i
