@@ -78,13 +78,14 @@ def test_default_profiling_is_the_policys_startup_design_around_the_latest_peak(
 
     simulate.run(job="demo", hours=0.5, settings=settings)
     rates = TwinJob.load(job_dir(settings.twin_dir, "demo") / TWIN_FILE).history()["rate"].to_numpy()
-    peak = rates[-settings.forecast_horizon_s:].max()
+    peak = rates[-settings.forecast_horizon_s :].max()
     out = profile_job.run(job="demo", settings=settings)
     df = pd.read_parquet(out["path"])
     design = startup_design(default_space(), profile_job.STARTUP_RUNS, 0)
     assert out["rows"] == 2 * len(design) == 6
-    assert sorted({tuple(r) for r in df[["parallelism", "task_slots", "cpu", "memory_mb"]].to_numpy().tolist()}) == \
-        sorted({(c.parallelism, c.task_slots, c.cpu, c.memory_mb) for c in design})
+    assert sorted({tuple(r) for r in df[["parallelism", "task_slots", "cpu", "memory_mb"]].to_numpy().tolist()}) == sorted(
+        {(c.parallelism, c.task_slots, c.cpu, c.memory_mb) for c in design}
+    )
     # Two loads: half and 1.1 x the latest peak (the measured mean is within the generator's 2 % jitter).
     for target in (0.5 * peak, 1.1 * peak):
         assert (abs(df["input_rate"] / target - 1) < 0.03).sum() == len(design)

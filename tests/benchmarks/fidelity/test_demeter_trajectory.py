@@ -141,7 +141,13 @@ def test_the_twins_row_dates_its_first_move_and_bands_its_minutes() -> None:
         index=pd.Index(idx, name="ts"),
     )
     decisions = [
-        {"ts": t0 + 300, "changed": True, "target": mx.to_dict(), "action": "reconfigure", "reason": "go to the maximum"},  # to the default: no move
+        {
+            "ts": t0 + 300,
+            "changed": True,
+            "target": mx.to_dict(),
+            "action": "reconfigure",
+            "reason": "go to the maximum",
+        },  # to the default: no move
         {"ts": t0 + 600, "changed": True, "target": small.to_dict(), "action": "reconfigure", "reason": "planned rate"},
         {"ts": t0 + 2400, "changed": True, "target": mx.to_dict(), "action": "reconfigure", "reason": "go to the maximum"},
     ]

@@ -24,10 +24,9 @@ def test_oracle_is_exact_when_nothing_random_is_left():
     trace = compose_ysb(draws)
     seg = max(draws.segments[:-1], key=lambda s: s.end - s.start)
     at = draws.spikes[:, 0]
-    origin = next(o for o in range(seg.start + seg.ramp + 60, seg.end - 1200, 60)
-                  if not ((at > o - 100) & (at < o + 700)).any())
+    origin = next(o for o in range(seg.start + seg.ramp + 60, seg.end - 1200, 60) if not ((at > o - 100) & (at < o + 700)).any())
     forecast = oracle_peaks(draws, np.array([origin]), sims=300)[0]
-    truth = trace[origin:origin + 600].reshape(10, 60).mean(axis=1).max()
+    truth = trace[origin : origin + 600].reshape(10, 60).mean(axis=1).max()
     assert abs(forecast - truth) < 1_000
     with pytest.raises(ValueError, match="needs 1 s of past and 600 s of trace after it"):
         oracle_peaks(draws, np.array([draws.n - 599]))

@@ -7,8 +7,22 @@ from benchmarks.forecasting.forecast_training_speed import main
 
 
 def test_cpu_rows_are_measured_and_a_missing_gpu_is_reported(capsys):
-    rows = main(["--hours", "1", "--epochs", "1", "--resolutions", "10,30", "--context-s", "600", "--horizon-s", "300",
-                 "--devices", "cpu,cuda"])
+    rows = main(
+        [
+            "--hours",
+            "1",
+            "--epochs",
+            "1",
+            "--resolutions",
+            "10,30",
+            "--context-s",
+            "600",
+            "--horizon-s",
+            "300",
+            "--devices",
+            "cpu,cuda",
+        ]
+    )
     cpu = [r for r in rows if r["device"] == "cpu"]
     assert [r["resolution_s"] for r in cpu] == [10, 30]
     assert [(r["input_bins"], r["output_bins"]) for r in cpu] == [(60, 30), (20, 10)]

@@ -8,10 +8,29 @@ from benchmarks.forecasting.forecasting import main, ratio_table
 
 
 def test_quick_run_covers_every_seed_with_fewer_origins():
-    rows = main(["--quick", "--hours", "5", "--train-hours", "4", "--select-hours", "1.5", "--seeds", "3,4",
-                 "--workloads", "ysb", "--models", "peak-gbm"])
-    assert [(r["seed"], r["workload"], r["model"]) for r in rows] == [(3, "ysb", "peak-gbm"), (3, "ysb", "champion"),
-                                                                       (4, "ysb", "peak-gbm"), (4, "ysb", "champion")]
+    rows = main(
+        [
+            "--quick",
+            "--hours",
+            "5",
+            "--train-hours",
+            "4",
+            "--select-hours",
+            "1.5",
+            "--seeds",
+            "3,4",
+            "--workloads",
+            "ysb",
+            "--models",
+            "peak-gbm",
+        ]
+    )
+    assert [(r["seed"], r["workload"], r["model"]) for r in rows] == [
+        (3, "ysb", "peak-gbm"),
+        (3, "ysb", "champion"),
+        (4, "ysb", "peak-gbm"),
+        (4, "ysb", "champion"),
+    ]
     rows = [r for r in rows if r["model"] != "champion"]  # the only candidate, so a copy of its row
     # The rules come from 2.5-4 h (9 origins at stride 10); the last hour has 51 origins, at stride 10 all 6 are reported.
     assert all(r["origins"] == 6.0 for r in rows)
@@ -35,9 +54,15 @@ def test_bad_arguments_are_refused_with_the_option_named(capsys):
 
 
 def test_ratio_table_has_one_column_per_seed_and_their_mean():
-    rows = [{"seed": s, "workload": "ysb", "model": m, "vs_demeter": v, "under_rate": u}
-            for s, m, v, u in [(7, "demeter-arima", 1.0, 0.01), (8, "demeter-arima", 1.0, 0.1),
-                               (7, "peak-gbm", 0.9, 0.04), (8, "peak-gbm", 1.2, 0.02)]]
+    rows = [
+        {"seed": s, "workload": "ysb", "model": m, "vs_demeter": v, "under_rate": u}
+        for s, m, v, u in [
+            (7, "demeter-arima", 1.0, 0.01),
+            (8, "demeter-arima", 1.0, 0.1),
+            (7, "peak-gbm", 0.9, 0.04),
+            (8, "peak-gbm", 1.2, 0.02),
+        ]
+    ]
     table = ratio_table(rows).splitlines()
     assert table[0] == "| workload | model | seed 7 | seed 8 | mean | max under_rate |"
     assert table[3] == "| ysb | peak-gbm | 0.900 | 1.200 | 1.050 | 0.040 |"

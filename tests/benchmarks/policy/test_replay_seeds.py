@@ -100,7 +100,10 @@ def test_targets_met_and_missed() -> None:
         (["--trace", "/no/such/trace.csv"], "--trace '/no/such/trace.csv'"),
         (["--trace", "ysb", "--policy-option", "reactive.target=x"], "--policy-option 'reactive.target=x'"),
         (["--trace", "ysb", "--policy-option", "reactive=0.35"], "expected POLICY.ARGUMENT=NUMBER"),
-        (["--trace", "ysb", "--policies", "ds2", "--policy-option", "reactive.target_utilization=0.35"], "'reactive' is not replayed"),
+        (
+            ["--trace", "ysb", "--policies", "ds2", "--policy-option", "reactive.target_utilization=0.35"],
+            "'reactive' is not replayed",
+        ),
         (["--trace", "ysb", "--policies", "reactive", "--policy-option", "reactive.no_such=1"], "the reactive policy refused"),
     ],
 )

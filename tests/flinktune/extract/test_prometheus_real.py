@@ -33,8 +33,10 @@ JOB = "twin-prom"
 def _prometheus_binary() -> str:
     found = os.environ.get("FLINKTUNE_PROMETHEUS_BIN") or shutil.which("prometheus")
     if not found:
-        pytest.skip("no prometheus binary: scripts/bootstrap.sh installs Debian's package where it runs as root, "
-                    "or set FLINKTUNE_PROMETHEUS_BIN")
+        pytest.skip(
+            "no prometheus binary: scripts/bootstrap.sh installs Debian's package where it runs as root, "
+            "or set FLINKTUNE_PROMETHEUS_BIN"
+        )
     return found
 
 
@@ -85,7 +87,9 @@ def test_extract_from_a_real_prometheus_matches_what_was_served(tmp_path):
         assert len(ts) >= 8, f"only {len(ts)} scrapes in 14 s; log: {(tmp_path / 'prometheus.log').read_text()[-2000:]}"
         start, end = ts[1], ts[-1] + 1  # whole seconds Prometheus has surely ingested
         lake = Lake(tmp_path / "lake")
-        result = extract_prometheus(PrometheusClient(PrometheusEndpoint(url)), RawSink(lake), job=JOB, start_ms=start, end_ms=end, chunk_s=60)
+        result = extract_prometheus(
+            PrometheusClient(PrometheusEndpoint(url)), RawSink(lake), job=JOB, start_ms=start, end_ms=end, chunk_s=60
+        )
     finally:
         proc.terminate()
         try:

@@ -109,11 +109,13 @@ def _deployment(name, ns="flink", managed="true", **annotations):
 
 
 def test_discovery_reads_labelled_deployments_and_their_annotations():
-    api = _Api([
-        _deployment("ads", latency_target_ms="800", mode="act", policy="ds2"),
-        _deployment("ignored", managed="false"),
-        _deployment("clicks", ns="other"),
-    ])
+    api = _Api(
+        [
+            _deployment("ads", latency_target_ms="800", mode="act", policy="ds2"),
+            _deployment("ignored", managed="false"),
+            _deployment("clicks", ns="other"),
+        ]
+    )
     fleet = discover_flinkdeployments(api)
     assert [(s.name, s.namespace) for s in fleet.managed()] == [("ads", "flink"), ("clicks", "other")]
     ads = fleet.get("ads").settings

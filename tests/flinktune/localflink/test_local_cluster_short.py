@@ -53,8 +53,11 @@ def _alive(pid: int) -> bool:
 @pytest.fixture
 def cluster(flink_setup, tmp_path):
     dist, _ = flink_setup
-    c = LocalFlinkCluster(tmp_path / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1,
-                                                             tm_memory_mb=1024, checkpoint_interval_s=10), dist=dist)
+    c = LocalFlinkCluster(
+        tmp_path / "cluster",
+        ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024, checkpoint_interval_s=10),
+        dist=dist,
+    )
     c.up(timeout_s=120)
     yield c
     c.down()

@@ -84,7 +84,9 @@ def _policy_after_windows(target_ms: float, failing: bool = False):
     pol.shape = shape_of(cfg)
     capacity = 80000.0
     for i, u in enumerate((0.2, 0.3, 0.4, 0.5)):  # the load rises through the afternoon; the forecast follows
-        pol.decide(_window(cfg, u * capacity, capacity, queueing(u), ts=300.0 * i, restarts=int(failing)), _ctx(u * capacity, target_ms))
+        pol.decide(
+            _window(cfg, u * capacity, capacity, queueing(u), ts=300.0 * i, restarts=int(failing)), _ctx(u * capacity, target_ms)
+        )
     return pol, cfg, capacity
 
 

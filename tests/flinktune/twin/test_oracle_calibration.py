@@ -48,7 +48,9 @@ def test_calibration_round_trip_recovers_a_known_profile() -> None:
     truth = apply_params(PROFILE, truth_params)
     rng = np.random.default_rng(5)
     # A realistic design: configurations that fit in memory (unstable ones are too noisy to fit on).
-    stable = [c for c in SPACE.candidates() if mech.memory_pressure(truth, mech.layout(truth, c), 90_000)[0] < truth.oom_pressure_start]
+    stable = [
+        c for c in SPACE.candidates() if mech.memory_pressure(truth, mech.layout(truth, c), 90_000)[0] < truth.oom_pressure_start
+    ]
     configs = [stable[i] for i in rng.choice(len(stable), 24, replace=False)]
     obs = profile_configs(truth, configs, [15_000, 40_000, 70_000], duration_s=180, seed=3)
     for col in ("throughput", "latency_ms", "recovery_s", "cpu_used"):
@@ -61,7 +63,9 @@ def test_calibration_round_trip_recovers_a_known_profile() -> None:
     assert res.holdout["latency_class_accuracy"] >= 0.9 and res.n_holdout == 18
     assert res.train["throughput_mape"] < before["throughput_mape"]
     assert "held-out (18 runs)" in res.summary()
-    assert res.profile.dataflow.vertices[0].cost_us == pytest.approx(PROFILE.dataflow.vertices[0].cost_us * res.params["cost_scale"])
+    assert res.profile.dataflow.vertices[0].cost_us == pytest.approx(
+        PROFILE.dataflow.vertices[0].cost_us * res.params["cost_scale"]
+    )
 
 
 def test_calibration_errors_name_the_problem() -> None:

@@ -144,7 +144,8 @@ def test_the_backtest_built_from_the_members_equals_the_ensembles_own():
     binned = raw.resample("60s").mean()  # the truth in the forecast's bins; the models read the 10 s input
     own = backtest_select_then_report(DartsPeakEnsemble(**kw), binned, inputs=raw, **spans)
     members = [
-        backtest_select_then_report(DartsPeakForecaster(estimator=e, **kw), binned, inputs=raw, **spans) for e in ("linear", "hgb")
+        backtest_select_then_report(DartsPeakForecaster(estimator=e, **kw), binned, inputs=raw, **spans)
+        for e in ("linear", "hgb")
     ]
     built = ensemble_backtest(members)
     assert built.metrics.keys() == own.metrics.keys()

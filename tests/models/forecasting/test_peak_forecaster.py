@@ -130,5 +130,6 @@ def test_save_load_roundtrip_through_the_pyfunc_loader(fitted, trace, tmp_path):
 def test_peak_quantiles_must_match_the_bin_levels():
     start = pd.Timestamp("2024-01-01", tz="UTC")
     with pytest.raises(ValueError, match="peak_quantiles levels"):
-        QuantileForecast(start=start, bin_s=60, mean=np.ones(2), quantiles={0.5: np.ones(2), 0.9: np.ones(2)},
-                         peak_quantiles={0.9: 2.0})
+        QuantileForecast(
+            start=start, bin_s=60, mean=np.ones(2), quantiles={0.5: np.ones(2), 0.9: np.ones(2)}, peak_quantiles={0.9: 2.0}
+        )

@@ -1,6 +1,5 @@
 """GPSurrogate: recovers a known function's ordering, sensible probabilities, state round trip."""
 
-
 import numpy as np
 import pytest
 import torch
