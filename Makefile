@@ -17,10 +17,12 @@ demo: bootstrap
 test: bootstrap
 	@$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-# ruff (format and lint) and mypy on flinktune/ (settings in pyproject.toml); .ci/run runs it before the tests.
+# ruff (format and lint) on every package and the tests, mypy on every package but the tests (its files and
+# settings in pyproject.toml); .ci/run runs it before the tests.
+LINT_PATHS := flinktune models jobs dags plugins data_contracts benchmarks docker tests
 lint: bootstrap
-	@$(VENV)/bin/ruff format --check flinktune
-	@$(VENV)/bin/ruff check flinktune
+	@$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	@$(VENV)/bin/ruff check $(LINT_PATHS)
 	@$(VENV)/bin/mypy
 
 test-fast: bootstrap

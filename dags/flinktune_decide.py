@@ -72,11 +72,18 @@ FLEET_POOL = "flinktune_fleet"  # bounds how many jobs decide at once; created w
         "policy": Param("flinktune", enum=list(POLICIES), title="Policy", description="Tuning policy that plans."),
         "dry_run": dry_run_param(),
         "trigger": Param(
-            "", type="string", maxLength=2000, title="Trigger",
+            "",
+            type="string",
+            maxLength=2000,
+            title="Trigger",
             description="Why this run decides before its interval (set by flinktune_watch); empty for the schedule.",
         ),
         "ticks": Param(
-            1, type="integer", minimum=1, maximum=500, title="Ticks",
+            1,
+            type="integer",
+            minimum=1,
+            maximum=500,
+            title="Ticks",
             description="Decision intervals to run (each advances the twin by one interval).",
         ),
     },
@@ -99,7 +106,10 @@ def flinktune_decide() -> None:
 
     request = request_profile(decide.expand(target=fleet_targets()))
     TriggerDagRunOperator.partial(
-        task_id="trigger_profile", trigger_dag_id="flinktune_profile", execution_timeout=timedelta(minutes=5),
+        task_id="trigger_profile",
+        trigger_dag_id="flinktune_profile",
+        execution_timeout=timedelta(minutes=5),
     ).expand(conf=request)
+
 
 flinktune_decide()

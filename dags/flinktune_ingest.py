@@ -78,8 +78,11 @@ def flinktune_ingest() -> None:
 
         return collect_metrics(target["job"], params, every_s=EVERY.total_seconds())
 
-    @task(execution_timeout=timedelta(minutes=20), outlets=[FEATURES_10S, FEATURES_1M],
-          map_index_template="{{ task.op_kwargs['window']['job'] }}")  # fmt: skip
+    @task(
+        execution_timeout=timedelta(minutes=20),
+        outlets=[FEATURES_10S, FEATURES_1M],
+        map_index_template="{{ task.op_kwargs['window']['job'] }}",
+    )
     def etl_features(window: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
         params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.dag_tasks.tasks import etl_features as etl

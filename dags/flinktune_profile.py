@@ -48,10 +48,22 @@ Triggered by `flinktune_decide` when a decision says *profile* (production clust
     default_args=default_args(),
     params={
         "job": job_param(),
-        "configs": Param([], type="array", items=CONFIGURATION_SCHEMA, maxItems=32, title="Configurations",
-                         description="Configurations to profile; empty: a space-filling design of max_runs."),
-        "rates": Param([], type="array", items={"type": "number", "exclusiveMinimum": 0}, maxItems=8,
-                       title="Input rates (rec/s)", description="Rates to profile at; empty: from the job's history."),
+        "configs": Param(
+            [],
+            type="array",
+            items=CONFIGURATION_SCHEMA,
+            maxItems=32,
+            title="Configurations",
+            description="Configurations to profile; empty: a space-filling design of max_runs.",
+        ),
+        "rates": Param(
+            [],
+            type="array",
+            items={"type": "number", "exclusiveMinimum": 0},
+            maxItems=8,
+            title="Input rates (rec/s)",
+            description="Rates to profile at; empty: from the job's history.",
+        ),
         "duration_s": Param(300, type="integer", minimum=30, maximum=1800, title="Seconds per profiling run"),
         "max_runs": Param(6, type="integer", minimum=1, maximum=32, title="Budget: profiling deployments"),
         "seed": Param(0, type="integer", minimum=0, title="Seed"),
@@ -71,8 +83,7 @@ def flinktune_profile() -> None:
         params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.dag_tasks.tasks import profile_config
 
-        return profile_config(params["job"], config, rates=params["rates"], duration_s=params["duration_s"],
-                              seed=params["seed"])
+        return profile_config(params["job"], config, rates=params["rates"], duration_s=params["duration_s"], seed=params["seed"])
 
     @task(outlets=[CHAMPIONS], **TRAINING)
     def train_surrogate(params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -32,13 +32,28 @@ Nothing touches a real cluster.
     default_args=default_args(retries=1),
     params={
         "job": job_param(),  # a label only: the replay runs on the twin
-        "trace": Param("ysb", type="string", pattern=r"^([a-z0-9_-]+|/[^\0]+\.csv)$", title="Trace",
-                       description="Built-in workload name (ysb, tsw) or an absolute path to a CSV rate trace."),
-        "policies": Param("all", type="string", pattern=r"^(all|[a-z0-9_]+(,[a-z0-9_]+)*)$", title="Policies",
-                          description="'all' or a comma-separated list, e.g. flinktune,ds2,static."),
+        "trace": Param(
+            "ysb",
+            type="string",
+            pattern=r"^([a-z0-9_-]+|/[^\0]+\.csv)$",
+            title="Trace",
+            description="Built-in workload name (ysb, tsw) or an absolute path to a CSV rate trace.",
+        ),
+        "policies": Param(
+            "all",
+            type="string",
+            pattern=r"^(all|[a-z0-9_]+(,[a-z0-9_]+)*)$",
+            title="Policies",
+            description="'all' or a comma-separated list, e.g. flinktune,ds2,static.",
+        ),
         "hours": Param(6.0, type="number", exclusiveMinimum=0, maximum=168, title="Hours to replay"),
-        "failures": Param("every:45m", type="string", pattern=FAILURES_PATTERN, title="Failures",
-                          description="none, every:<n>[s|m|h] or random:<n>/[s|m|h]."),
+        "failures": Param(
+            "every:45m",
+            type="string",
+            pattern=FAILURES_PATTERN,
+            title="Failures",
+            description="none, every:<n>[s|m|h] or random:<n>/[s|m|h].",
+        ),
         "seed": Param(7, type="integer", minimum=0, title="Seed"),
     },
 )
@@ -48,8 +63,14 @@ def flinktune_replay() -> None:
         params = task_params(params)  # first: a bad trigger fails before anything acts
         from flinktune.orchestration.dag_tasks.tasks import replay as replay_task
 
-        return replay_task(trace=params["trace"], policies=params["policies"], hours=params["hours"],
-                           failures=params["failures"], seed=params["seed"], run_id=run_id or "manual")
+        return replay_task(
+            trace=params["trace"],
+            policies=params["policies"],
+            hours=params["hours"],
+            failures=params["failures"],
+            seed=params["seed"],
+            run_id=run_id or "manual",
+        )
 
     replay()
 

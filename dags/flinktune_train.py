@@ -50,6 +50,7 @@ with back-off; they run in the worker, or in a GPU pod (`KubernetesPodOperator`)
 `FLINKTUNE_TRAINING=kubernetes` (docs/OPERATIONS.md).
 """
 
+
 @dag(
     dag_id="flinktune_train",
     schedule=CronTriggerTimetable(RETRAIN_CRON, timezone="UTC"),

@@ -59,7 +59,10 @@ def flinktune_watch() -> None:
         return watch_fleet(targets)
 
     TriggerDagRunOperator.partial(
-        task_id="trigger_decide", trigger_dag_id="flinktune_decide", execution_timeout=timedelta(minutes=2),
+        task_id="trigger_decide",
+        trigger_dag_id="flinktune_decide",
+        execution_timeout=timedelta(minutes=2),
     ).expand(conf=watch(fleet_targets()))
+
 
 flinktune_watch()

@@ -16,11 +16,11 @@ from data_contracts.validate import run_checks, validate
 
 __all__ = [
     "BatchRecord",
-    "GxProject",
     "Contract",
     "ContractError",
     "ContractViolation",
     "Failure",
+    "GxProject",
     "ValidationOutcome",
     "load_contract",
     "read_batches",

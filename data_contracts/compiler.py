@@ -23,7 +23,7 @@ from typing import Any
 
 from data_contracts.contract import Contract
 
-__all__ = ["compile_suite", "gx_context", "gx_severity", "RULE_META_KEY"]
+__all__ = ["RULE_META_KEY", "compile_suite", "gx_context", "gx_severity"]
 
 #: Key in ``expectation.meta`` holding ``{"rule", "column", "severity"}``.
 RULE_META_KEY = "contract_rule"
@@ -130,7 +130,7 @@ def compile_suite(
             raise ValueError("compile_suite: now must be timezone-aware (UTC)")
         col = contract.column(contract.freshness_column)
         oldest = now - dt.timedelta(seconds=float(contract.freshness_max_age_s or 0))
-        bound: Any = oldest.astimezone(dt.timezone.utc) if col.type == "timestamp" else int(oldest.timestamp() * 1000)
+        bound: Any = oldest.astimezone(dt.UTC) if col.type == "timestamp" else int(oldest.timestamp() * 1000)
         add(gxe.ExpectColumnMaxToBeBetween, "freshness", col.name, contract.freshness_severity, column=col.name, min_value=bound)
     # All at once: suite.add_expectation would write the whole suite to the active context's store
     # on every call once a suite of this name has been saved there (a GX project; see gx_project).

@@ -45,15 +45,15 @@ from data_contracts.counter_rules import CounterRule, parse_counter_rules
 from data_contracts.row_rules import Required, RowRule, parse_required, parse_row_rules
 
 __all__ = [
-    "ContractError",
-    "Contract",
-    "ColumnSpec",
-    "Rule",
     "COLUMN_TYPES",
-    "SEVERITIES",
     "CONTRACTS_DIR",
-    "load_contract",
+    "SEVERITIES",
+    "ColumnSpec",
+    "Contract",
+    "ContractError",
+    "Rule",
     "contract_path",
+    "load_contract",
 ]
 
 #: Where the packaged contracts live.
@@ -63,8 +63,30 @@ COLUMN_TYPES = ("string", "integer", "int32", "int64", "double", "number", "time
 SEVERITIES = ("error", "warning")
 _COLUMN_RULE_KINDS = ("exists", "type", "not_null", "finite", "range", "allowed", "regex")
 
-_TOP_KEYS = {"dataset", "description", "columns", "uniqueness", "completeness", "freshness", "row_rules", "required_values", "counters"}
-_COLUMN_KEYS = {"name", "type", "nullable", "min_non_null_fraction", "finite", "range", "allowed", "regex", "severity", "severities", "description"}
+_TOP_KEYS = {
+    "dataset",
+    "description",
+    "columns",
+    "uniqueness",
+    "completeness",
+    "freshness",
+    "row_rules",
+    "required_values",
+    "counters",
+}
+_COLUMN_KEYS = {
+    "name",
+    "type",
+    "nullable",
+    "min_non_null_fraction",
+    "finite",
+    "range",
+    "allowed",
+    "regex",
+    "severity",
+    "severities",
+    "description",
+}
 _RANGE_KEYS = {"min", "max"}
 _UNIQ_KEYS = {"columns", "severity"}
 _COMPL_KEYS = {"min_rows", "severity", "per_window"}

@@ -36,17 +36,23 @@ rows, which gives the same answer on any batch.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
 from data_contracts.outcome import Failure
 
 __all__ = [
-    "CounterRule", "parse_counter_rules", "counter_failure", "counter_failures_pandas", "counter_failures_spark",
-    "spark_counter_keys", "counter_failures_from_runs",
-]  # fmt: skip
+    "CounterRule",
+    "counter_failure",
+    "counter_failures_from_runs",
+    "counter_failures_pandas",
+    "counter_failures_spark",
+    "parse_counter_rules",
+    "spark_counter_keys",
+]
 
 _KEYS = {"name", "when", "series", "order", "value", "reset_max_fraction", "severity", "description"}
 _WHEN_KEYS = {"column", "in"}
@@ -155,15 +161,21 @@ def counter_failures_spark(df: Any, rules: tuple[CounterRule, ...], rows: int | 
     for rule in rules:
         v = F.col(rule.value).cast("double")
         cols = list(dict.fromkeys([*rule.series, rule.order]))
-        part = df.filter(F.col(rule.when_column).isin(list(rule.when_in)) & v.isNotNull() & ~F.isnan(v) & ~v.isin(float("inf"), float("-inf")))
+        part = df.filter(
+            F.col(rule.when_column).isin(list(rule.when_in)) & v.isNotNull() & ~F.isnan(v) & ~v.isin(float("inf"), float("-inf"))
+        )
         part = part.select(*cols, v.alias("_v"))
         w = Window.partitionBy(*rule.series).orderBy(rule.order, "_v")
         falls = part.withColumn("previous", F.lag("_v").over(w)).filter(
-            F.col("previous").isNotNull() & (F.col("_v") < F.col("previous")) & (F.col("_v") > rule.reset_max_fraction * F.col("previous"))
+            F.col("previous").isNotNull()
+            & (F.col("_v") < F.col("previous"))
+            & (F.col("_v") > rule.reset_max_fraction * F.col("previous"))
         )
         first = falls.orderBy(*cols).limit(_SAMPLE).collect()
         if first:  # the failure path only: count them all
-            sample = [_ordered({**{c: _py(r[c]) for c in cols}, "previous": r["previous"], rule.value: r["_v"]}, rule) for r in first]
+            sample = [
+                _ordered({**{c: _py(r[c]) for c in cols}, "previous": r["previous"], rule.value: r["_v"]}, rule) for r in first
+            ]
             out.append(counter_failure(rule, falls.count(), rows, sample))
     return out
 
@@ -200,7 +212,10 @@ def spark_counter_keys(rules: tuple[CounterRule, ...], keys: list[str], types: d
         real = on & v.isNotNull() & ~F.isnan(v) & ~v.isin(float("inf"), float("-inf"))
         group.append(F.when(real, v).alias(f"_k{i}_v"))
         group += [F.when(on, F.col(c)).alias(n) for c, n in _run_names(i, rule, keys).items() if c != n]
-        aggs += [F.min(F.when(real, F.col(rule.order))).alias(f"_k{i}_t0"), F.max(F.when(real, F.col(rule.order))).alias(f"_k{i}_t1")]
+        aggs += [
+            F.min(F.when(real, F.col(rule.order))).alias(f"_k{i}_t0"),
+            F.max(F.when(real, F.col(rule.order))).alias(f"_k{i}_t1"),
+        ]
     return group, aggs
 
 

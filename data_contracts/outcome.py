@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Failure", "ValidationOutcome", "ContractViolation"]
+__all__ = ["ContractViolation", "Failure", "ValidationOutcome"]
 
 
 @dataclass(frozen=True)

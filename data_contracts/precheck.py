@@ -33,7 +33,7 @@ from data_contracts.counter_rules import counter_failures_pandas
 from data_contracts.outcome import Failure
 from data_contracts.row_rules import required_failures_pandas, row_rule_failures_pandas
 
-__all__ = ["precheck", "engine_of", "schema_failures", "spark_unique_failures", "window_failures_from_counts", "SAMPLE_SIZE"]
+__all__ = ["SAMPLE_SIZE", "engine_of", "precheck", "schema_failures", "spark_unique_failures", "window_failures_from_counts"]
 
 #: How many offending values a failure carries.
 SAMPLE_SIZE = 5
@@ -92,12 +92,20 @@ def _schema_failures(df: Any, contract: Contract, engine: str) -> list[Failure]:
     out: list[Failure] = []
     for c in contract.columns:
         if c.name not in schema:
-            out.append(Failure(f"{c.name}.exists", c.name, c.severity_of("exists"), (), None, f"column missing; present: {sorted(schema)}"))
+            out.append(
+                Failure(
+                    f"{c.name}.exists", c.name, c.severity_of("exists"), (), None, f"column missing; present: {sorted(schema)}"
+                )
+            )
             continue
         name, dtype = schema[c.name]
         ok = _pandas_type_ok(dtype, c.type) if engine == "pandas" else name in _SPARK_TYPES[c.type]
         if not ok:
-            out.append(Failure(f"{c.name}.type", c.name, c.severity_of("type"), (name,), None, f"has type {name}, contract says {c.type}"))
+            out.append(
+                Failure(
+                    f"{c.name}.type", c.name, c.severity_of("type"), (name,), None, f"has type {name}, contract says {c.type}"
+                )
+            )
     return out
 
 
@@ -111,19 +119,28 @@ def _finite_failures(df: Any, contract: Contract, engine: str) -> list[Failure]:
             s = pd.to_numeric(df[c.name], errors="coerce").astype("float64")
             bad = s[s.isin([math.inf, -math.inf])]
             if len(bad):
-                out.append(Failure(f"{c.name}.finite", c.name, c.severity_of("finite"), tuple(float(v) for v in bad.head(SAMPLE_SIZE)), int(len(bad)), "infinite values"))
+                out.append(
+                    Failure(
+                        f"{c.name}.finite",
+                        c.name,
+                        c.severity_of("finite"),
+                        tuple(float(v) for v in bad.head(SAMPLE_SIZE)),
+                        int(len(bad)),
+                        "infinite values",
+                    )
+                )
         return out
     from pyspark.sql import functions as F
 
-    def bad(name: str) -> Any:
+    def not_finite(name: str) -> Any:
         col = F.col(name).cast("double")
         return F.isnan(col) | col.isin(float("inf"), float("-inf"))
 
-    counts = df.agg(*[F.sum(F.when(bad(c.name), 1).otherwise(0)).alias(c.name) for c in cols]).collect()[0]
+    counts = df.agg(*[F.sum(F.when(not_finite(c.name), 1).otherwise(0)).alias(c.name) for c in cols]).collect()[0]
     for c in cols:
         n = int(counts[c.name] or 0)
         if n:
-            sample = tuple(float(r[0]) for r in df.filter(bad(c.name)).select(c.name).limit(SAMPLE_SIZE).collect())
+            sample = tuple(float(r[0]) for r in df.filter(not_finite(c.name)).select(c.name).limit(SAMPLE_SIZE).collect())
             out.append(Failure(f"{c.name}.finite", c.name, c.severity_of("finite"), sample, n, "NaN or infinite values"))
     return out
 
@@ -221,7 +238,11 @@ def _pandas_window(contract: Contract) -> Any:
 
     def label(df: pd.DataFrame) -> pd.Series:
         s = df[col]
-        idx = (s - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(seconds=width) if ctype == "timestamp" else s.astype("int64") // int(width * 1000)
+        idx = (
+            (s - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(seconds=width)
+            if ctype == "timestamp"
+            else s.astype("int64") // int(width * 1000)
+        )
         return idx.map(lambda w: pd.Timestamp(int(w) * width, unit="s", tz="UTC").isoformat())
 
     return label

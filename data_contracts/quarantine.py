@@ -19,7 +19,7 @@ from typing import Any
 from data_contracts.outcome import ValidationOutcome
 from data_contracts.precheck import engine_of
 
-__all__ = ["write_quarantine", "render_markdown", "check_batch_id"]
+__all__ = ["check_batch_id", "render_markdown", "write_quarantine"]
 
 _BATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,199}$")
 

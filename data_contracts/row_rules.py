@@ -27,8 +27,9 @@ parser per engine), so both engines run them here.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,9 +37,16 @@ import pandas as pd
 from data_contracts.outcome import Failure
 
 __all__ = [
-    "RowRule", "Required", "parse_row_rules", "parse_required", "row_rule_mask", "row_rule_failure",
-    "row_rule_failures_pandas", "required_failure", "required_failures_pandas",
-]  # fmt: skip
+    "Required",
+    "RowRule",
+    "parse_required",
+    "parse_row_rules",
+    "required_failure",
+    "required_failures_pandas",
+    "row_rule_failure",
+    "row_rule_failures_pandas",
+    "row_rule_mask",
+]
 
 _ROW_KEYS = {"name", "when", "check", "severity", "description"}
 _WHEN_KEYS = {"column", "in"}
@@ -136,7 +144,9 @@ def parse_row_rules(err: Err, raw: Any, columns: list[str], severity: Callable[[
         name = _name(err, r.get("name"), f"{where}.name")
         when = _mapping(err, r["when"], f"{where}.when", _WHEN_KEYS) if "when" in r else None
         check = _mapping(err, r.get("check"), f"{where}.check", _CHECK_KEYS)
-        named = [(f"{where}.check.column", check.get("column"))] + ([(f"{where}.when.column", when.get("column"))] if when else [])
+        named = [(f"{where}.check.column", check.get("column"))] + (
+            [(f"{where}.when.column", when.get("column"))] if when else []
+        )
         for key, col in named:
             if col not in columns:
                 raise err(key, f"column {col!r} is not declared in columns {columns}")
@@ -151,7 +161,10 @@ def parse_row_rules(err: Err, raw: Any, columns: list[str], severity: Callable[[
             cols = prod.get("columns")
             if not isinstance(cols, list) or not cols or any(c not in columns for c in cols):
                 raise err(f"{where}.check.at_most_product.columns", f"must list declared columns, got {cols!r}")
-            kw = {"at_most": tuple(cols), "factor": _number(err, prod.get("factor", 1.0), f"{where}.check.at_most_product.factor")}
+            kw = {
+                "at_most": tuple(cols),
+                "factor": _number(err, prod.get("factor", 1.0), f"{where}.check.at_most_product.factor"),
+            }
         elif "range" in check:
             rng = _mapping(err, check["range"], f"{where}.check.range", {"min", "max"})
             if not rng:
@@ -243,14 +256,18 @@ def required_failure(req: Required, missing: list[tuple[Any, Any]], windows_chec
     """``missing``: (window label or None, value) pairs."""
     if req.per_window:
         sample = tuple(f"{w}: {v}" for w, v in missing[:_SAMPLE])
-        detail = f"{req.column} values absent from {len({w for w, _ in missing})} of {windows_checked} window(s) (a partial scrape)"
+        detail = (
+            f"{req.column} values absent from {len({w for w, _ in missing})} of {windows_checked} window(s) (a partial scrape)"
+        )
     else:
         sample = tuple(v for _, v in missing[:_SAMPLE])
         detail = f"{req.column} values absent from the whole batch: {[v for _, v in missing]}"
     return Failure(req.id, req.column, req.severity, sample, len(missing), detail)
 
 
-def required_failures_pandas(df: pd.DataFrame, reqs: tuple[Required, ...], window: Callable[[pd.DataFrame], pd.Series] | None) -> list[Failure]:
+def required_failures_pandas(
+    df: pd.DataFrame, reqs: tuple[Required, ...], window: Callable[[pd.DataFrame], pd.Series] | None
+) -> list[Failure]:
     """Failures of ``reqs``; ``window`` maps rows to window labels (needed by per-window entries)."""
     out = []
     for req in reqs:

@@ -130,7 +130,11 @@ def spark_failures(df: Any, contract: Contract, now: dt.datetime | None) -> tupl
     # aggregates per column serve every range rule on it); only when a bound is crossed does an
     # exact count run (a second pass, on the failure path only). Nulls, NaN and sets are counted.
     ranged = {c.name for c in contract.columns if c.name not in keys and (c.min is not None or c.max is not None)}
-    ranged |= {r.column for r in contract.row_rules if r.column not in keys and r.allowed is None and r.regex is None and r.at_most is None}
+    ranged |= {
+        r.column
+        for r in contract.row_rules
+        if r.column not in keys and r.allowed is None and r.regex is None and r.at_most is None
+    }
     types = {f.name: type(f.dataType).__name__ for f in df.schema.fields}
     counted = {k: v for k, v in conds.items() if k[0] not in keys and k[1] != "range"}
     aggs = [F.count(F.lit(1)).alias("_rows"), _fresh_value(df, contract)]
@@ -138,7 +142,11 @@ def spark_failures(df: Any, contract: Contract, now: dt.datetime | None) -> tupl
     for name in sorted(ranged):
         aggs += [F.min(_real(name, types)).alias(f"_min_{name}"), F.max(_real(name, types)).alias(f"_max_{name}")]
     rules = [(r, _row_condition(r, df, with_when=r.when_column not in keys)) for r in contract.row_rules]
-    numeric = [cond for r, cond in rules if r.column not in keys and (r.allowed is not None or r.regex is not None or r.at_most is not None)]
+    numeric = [
+        cond
+        for r, cond in rules
+        if r.column not in keys and (r.allowed is not None or r.regex is not None or r.at_most is not None)
+    ]
     aggs += [F.sum(F.when(cond, 1).otherwise(0)).alias(f"_r{i}") for i, cond in enumerate(numeric)]
     run_keys, run_aggs = spark_counter_keys(contract.counters, keys, types)
     g = df.groupBy(_window_index(contract, df), *keys, *run_keys).agg(*aggs, *run_aggs).toPandas()
@@ -169,7 +177,16 @@ def spark_failures(df: Any, contract: Contract, now: dt.datetime | None) -> tupl
         failures.append(Failure(f"{name}.{kind}", name, c.severity_of(kind), sample, bad, _detail(c, kind, bad, rows)))
     failures += spark_unique_failures(df, contract)
     if contract.min_rows and rows < contract.min_rows:
-        failures.append(Failure("completeness.min_rows", None, contract.min_rows_severity, (rows,), None, f"observed {rows} row(s); expected at least {contract.min_rows}"))
+        failures.append(
+            Failure(
+                "completeness.min_rows",
+                None,
+                contract.min_rows_severity,
+                (rows,),
+                None,
+                f"observed {rows} row(s); expected at least {contract.min_rows}",
+            )
+        )
     failures += _window_failures(g, contract)
     failures += _freshness_failures(g, contract, now)
     failures += _row_failures(df, g, rules, keys, rows)
@@ -207,8 +224,10 @@ def _num(s: pd.Series) -> pd.Series:
 
 def _row_failures(df: Any, g: pd.DataFrame, rules: list[tuple[RowRule, Any]], keys: list[str], rows: int) -> list[Failure]:
     out = []
-    numbered = [r for r, _ in rules if r.column not in keys and (r.allowed is not None or r.regex is not None or r.at_most is not None)]
-    for rule, cond in rules:
+    numbered = [
+        r for r, _ in rules if r.column not in keys and (r.allowed is not None or r.regex is not None or r.at_most is not None)
+    ]
+    for rule, _ in rules:
         applies = g[rule.when_column].isin(list(rule.when_in)) if rule.when_column in keys else pd.Series(True, index=g.index)
         full = _row_condition(rule, df, with_when=True)
         if rule.column in keys:
@@ -218,7 +237,10 @@ def _row_failures(df: Any, g: pd.DataFrame, rules: list[tuple[RowRule, Any]], ke
         else:
             bad = df.filter(full).count() if (applies & _crosses(g, rule.column, rule.min, rule.max)).any() else 0
         if bad:
-            sample = [{k: _plain(v) for k, v in r.asDict().items()} for r in df.filter(full).select(*rule.columns).limit(SAMPLE_SIZE).collect()]
+            sample = [
+                {k: _plain(v) for k, v in r.asDict().items()}
+                for r in df.filter(full).select(*rule.columns).limit(SAMPLE_SIZE).collect()
+            ]
             out.append(row_rule_failure(rule, bad, rows, sample))
     return out
 
@@ -257,8 +279,12 @@ def _required_failures(g: pd.DataFrame, contract: Contract) -> list[Failure]:
     for req in contract.required:
         present = g.loc[g[req.column].notna()].groupby("_w")[req.column].agg(lambda s: set(s))
         if req.per_window:
-            missing = [(pd.Timestamp(int(w) * contract.window_s, unit="s", tz="UTC").isoformat(), v)
-                       for w, have in sorted(present.items()) for v in req.values if v not in have]  # fmt: skip
+            missing = [
+                (pd.Timestamp(int(w) * contract.window_s, unit="s", tz="UTC").isoformat(), v)
+                for w, have in sorted(present.items())
+                for v in req.values
+                if v not in have
+            ]
             if missing:
                 out.append(required_failure(req, missing, len(present)))
         elif len(g):
@@ -304,8 +330,16 @@ def _freshness_failures(g: pd.DataFrame, contract: Contract, now: dt.datetime | 
         ok, bound = latest >= bound_ms, str(bound_ms)
     if ok:
         return []
-    return [Failure("freshness", contract.freshness_column, contract.freshness_severity, (_plain(latest),), None,
-                    f"observed {_plain(latest)!r}; expected between {bound} and +inf")]  # fmt: skip
+    return [
+        Failure(
+            "freshness",
+            contract.freshness_column,
+            contract.freshness_severity,
+            (_plain(latest),),
+            None,
+            f"observed {_plain(latest)!r}; expected between {bound} and +inf",
+        )
+    ]
 
 
 def _plain(value: Any) -> Any:

@@ -36,7 +36,7 @@ from data_contracts.precheck import SAMPLE_SIZE, engine_of, precheck
 from data_contracts.quarantine import check_batch_id, write_quarantine
 from data_contracts.spark_onepass import spark_failures
 
-__all__ = ["validate", "run_checks", "ValidationOutcome", "Failure", "ContractViolation"]
+__all__ = ["ContractViolation", "Failure", "ValidationOutcome", "run_checks", "validate"]
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +66,10 @@ def _as_utc(now: dt.datetime | float | int | None) -> dt.datetime | None:
     if now is None:
         return None
     if isinstance(now, (int, float)):
-        return dt.datetime.fromtimestamp(float(now), tz=dt.timezone.utc)
+        return dt.datetime.fromtimestamp(float(now), tz=dt.UTC)
     if now.tzinfo is None:
         raise ValueError(f"now={now!r} must be timezone-aware (or epoch seconds)")
-    return now.astimezone(dt.timezone.utc)
+    return now.astimezone(dt.UTC)
 
 
 def _plain(value: Any) -> Any:

@@ -118,12 +118,12 @@ def lint(path: str | Path, *, python_spec: str | None = None) -> list[Finding]:
     path = Path(path)
     found: list[Finding] = []
     instructions = _instructions(path.read_text())
-    args = {m.group(1): m.group(2) for _, word, a in instructions if word == "ARG"
-            for m in [re.match(r"(\w+)=(\S+)", a)] if m}
+    args = {m.group(1): m.group(2) for _, word, a in instructions if word == "ARG" for m in [re.match(r"(\w+)=(\S+)", a)] if m}
     last_user, stage_start = None, 0
     stages: dict[str, str] = {}  # stage name -> its base image
     base, spark_copied, entry = "", False, None  # of the stage being read (the final one at the end)
     for number, word, rest in instructions:
+
         def add(rule: str, message: str, number: int = number) -> None:
             found.append(Finding(str(path), number, rule, message))
 
@@ -166,8 +166,14 @@ def lint(path: str | Path, *, python_spec: str | None = None) -> list[Finding]:
     if base:
         found += _final_stage(str(path), stage_start, base, spark_copied, entry, python_spec)
     if last_user in (None, "root", "0"):
-        found.append(Finding(str(path), stage_start or 1, "user-set",
-                             "the final stage must switch to a non-root USER" if last_user else "the final stage sets no USER"))
+        found.append(
+            Finding(
+                str(path),
+                stage_start or 1,
+                "user-set",
+                "the final stage must switch to a non-root USER" if last_user else "the final stage sets no USER",
+            )
+        )
     return found
 
 
@@ -178,20 +184,33 @@ def _final_stage(
     found = []
     spec = python_spec or requires_python()
     if base not in BASE_PYTHON:
-        found.append(Finding(path, line, "base-python",
-                             f"base {base!r} is not in BASE_PYTHON: add it with the Python it runs and a source"))  # fmt: skip
+        found.append(
+            Finding(
+                path, line, "base-python", f"base {base!r} is not in BASE_PYTHON: add it with the Python it runs and a source"
+            )
+        )
     elif not _python_allowed(BASE_PYTHON[base][0], spec):
         version, source = BASE_PYTHON[base]
-        found.append(Finding(path, line, "base-python", f"base {base!r} runs Python {version}, outside requires-python "
-                             f"{spec!r} ({source})"))  # fmt: skip
+        found.append(
+            Finding(
+                path, line, "base-python", f"base {base!r} runs Python {version}, outside requires-python {spec!r} ({source})"
+            )
+        )
     if _is_spark(base) or spark_copied:
         if entry is None and not _is_spark(base):
-            found.append(Finding(path, line, "spark-entrypoint",
-                                 f"copies Spark's {_SPARK_ENTRYPOINT} but sets no ENTRYPOINT to it"))  # fmt: skip
+            found.append(
+                Finding(path, line, "spark-entrypoint", f"copies Spark's {_SPARK_ENTRYPOINT} but sets no ENTRYPOINT to it")
+            )
         elif entry is not None and entry[1] != _SPARK_ENTRYPOINT:
-            found.append(Finding(path, entry[0], "spark-entrypoint",
-                                 f"ENTRYPOINT {entry[1]!r} replaces Spark's {_SPARK_ENTRYPOINT}, which starts the driver "
-                                 "and executor pods; run the application as the SparkApplication's main file"))  # fmt: skip
+            found.append(
+                Finding(
+                    path,
+                    entry[0],
+                    "spark-entrypoint",
+                    f"ENTRYPOINT {entry[1]!r} replaces Spark's {_SPARK_ENTRYPOINT}, which starts the driver "
+                    "and executor pods; run the application as the SparkApplication's main file",
+                )
+            )
     return found
 
 

@@ -86,8 +86,9 @@ class ModelStoreUnavailable(RegistryError):
 _ABSENT_CODES = frozenset({"RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "NOT_FOUND"})
 
 
-def configure(tracking_uri: str, artifact_root: str | Path, *, request_timeout_s: float | None = None,
-              max_retries: int | None = None) -> None:  # fmt: skip
+def configure(
+    tracking_uri: str, artifact_root: str | Path, *, request_timeout_s: float | None = None, max_retries: int | None = None
+) -> None:
     """Point MLflow (tracking and registry) at ``tracking_uri``; experiments go under ``artifact_root``.
 
     ``request_timeout_s`` and ``max_retries`` bound every HTTP request MLflow makes (its own
@@ -104,7 +105,7 @@ def configure(tracking_uri: str, artifact_root: str | Path, *, request_timeout_s
             raise ValueError(f"MLflow max retries must be >= 0, got {max_retries}")
         os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(int(max_retries))
     if tracking_uri.startswith("sqlite:///"):
-        Path(tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        Path(tracking_uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
         from models.store_home import follow_home
 
         follow_home(tracking_uri)  # a copied state folder logs into itself, not into the folder it was copied from
@@ -242,12 +243,14 @@ def champion_version(model_name: str) -> str | None:
         if exc.error_code in _ABSENT_CODES:
             return None
         detail = " ".join(str(exc).split())[:200]
-        raise ModelStoreUnavailable(redact(f"model store {mlflow.get_registry_uri()} did not answer for {model_name!r} "
-                                           f"({exc.error_code}: {detail})")) from None  # fmt: skip
+        raise ModelStoreUnavailable(
+            redact(f"model store {mlflow.get_registry_uri()} did not answer for {model_name!r} ({exc.error_code}: {detail})")
+        ) from None
     except Exception as exc:  # the store itself is broken (a corrupt database file): never "no champion"
         detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise ModelStoreUnavailable(redact(f"model store {mlflow.get_registry_uri()} cannot be read for {model_name!r} "
-                                           f"({type(exc).__name__}: {detail})")) from None  # fmt: skip
+        raise ModelStoreUnavailable(
+            redact(f"model store {mlflow.get_registry_uri()} cannot be read for {model_name!r} ({type(exc).__name__}: {detail})")
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -308,8 +311,10 @@ def promote(
         step = abs(incumbent) * margin if relative else margin
         limit = incumbent - step if lower_is_better else incumbent + step
         wins = challenger < limit if lower_is_better else challenger > limit
-        why = (f"{context + ': ' if context else ''}{metric} {challenger:.6g} vs champion v{current} {incumbent:.6g} "
-               f"(needs {'<' if lower_is_better else '>'} {limit:.6g}, margin {margin:g}{' relative' if relative else ''})")
+        why = (
+            f"{context + ': ' if context else ''}{metric} {challenger:.6g} vs champion v{current} {incumbent:.6g} "
+            f"(needs {'<' if lower_is_better else '>'} {limit:.6g}, margin {margin:g}{' relative' if relative else ''})"
+        )
     if requirement is not None:
         met, what = requirement
         wins = wins and met

@@ -11,10 +11,10 @@ rewrites every stored path under the old folder to the same path under the new o
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import tempfile
 from pathlib import Path
+
+from flinktune.lake.atomic import atomic_write
 
 __all__ = ["HOME_FILE", "follow_home", "store_home"]
 
@@ -48,11 +48,7 @@ def _recorded(db: Path, marker: Path) -> str | None:
 
 
 def _write_marker(marker: Path, home: Path) -> None:
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=marker.parent, prefix=f".{marker.name}.")
-    with os.fdopen(fd, "w") as out:
-        json.dump({"home": str(home)}, out)
-    os.replace(tmp, marker)
+    atomic_write(marker, json.dumps({"home": str(home)}).encode())
 
 
 def follow_home(tracking_uri: str) -> int:

@@ -195,4 +195,5 @@ class FlinktunePlugin(AirflowPlugin):
     """Registers the decisions view with the Airflow 3 API server."""
 
     name = "flinktune"
-    fastapi_apps = [{"app": create_app(), "url_prefix": "/flinktune", "name": "flinktune"}]
+    # A plain list attribute, as AirflowPlugin declares it (a ClassVar would not match the base class).
+    fastapi_apps = [{"app": create_app(), "url_prefix": "/flinktune", "name": "flinktune"}]  # noqa: RUF012

@@ -23,7 +23,9 @@ def _result_ok(res: RealizeResult) -> None:
     assert math.isfinite(res.downtime_s) and res.downtime_s >= 0, res
 
 
-def check_realizer(realizer, job: str, in_place: Configuration, redeploy: Configuration, *, in_place_supported: bool = True) -> None:
+def check_realizer(
+    realizer, job: str, in_place: Configuration, redeploy: Configuration, *, in_place_supported: bool = True
+) -> None:
     """``realizer`` runs ``job``; ``in_place`` differs from what runs in parallelism only, ``redeploy`` in its shape.
 
     A no-op when nothing changes; a change is reported changed, in one ReconfigMode, in place exactly
@@ -61,7 +63,7 @@ def check_state_store(store) -> None:
     assert i2 != i1
     rows = store.decisions("c")
     assert list(rows["ts"]) == [100.0, 400.0] and list(rows["action"]) == ["reconfigure", "keep"]
-    assert list(rows["changed"]) == [1, 0] and list(rows["mode"])[0] == "in-place" and list(rows["dry_run"]) == [0, 1]
+    assert list(rows["changed"]) == [1, 0] and next(iter(rows["mode"])) == "in-place" and list(rows["dry_run"]) == [0, 1]
     assert list(store.decisions("c", limit=1)["ts"]) == [400.0]
     assert store.policy_memory("c", "p") == {"n": 1, "xs": [0.5, 2]}  # a decision without memory keeps the last one
     store.record_decision("c", 700.0, _state(b, 700.0), Decision.keep("p", "fine"), None, memory=("p", {"n": 2}))
@@ -75,7 +77,9 @@ def check_state_store(store) -> None:
         raise AssertionError("a memory that is not plain JSON must be refused")
     assert list(store.decisions("c")["ts"]) == [100.0, 400.0, 700.0], "nothing half-written"
     # Write-ahead: a change stored as intended before the apply, then settled with its outcome and error.
-    i3 = store.record_decision("c", 900.0, _state(b, 900.0), Decision(Action.RECONFIGURE, "less", "p", target=a), None, status="intended")
+    i3 = store.record_decision(
+        "c", 900.0, _state(b, 900.0), Decision(Action.RECONFIGURE, "less", "p", target=a), None, status="intended"
+    )
     assert store.decisions("c", limit=1)["status"].iloc[-1] == "intended"
     store.update_decision(i3, RealizeResult(False, ReconfigMode.ROLLED_BACK, 9.0), status="rolled-back", error="not stable",
                           memory=("p", {"n": 3}))  # fmt: skip

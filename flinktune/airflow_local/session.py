@@ -126,9 +126,13 @@ class DagSession:
         with open(self.folder / "session.log", "ab") as session_log:
             # Own session: on timeout the whole group goes (Spark's JVM included), nothing else.
             self._proc = subprocess.Popen(
-                cmd, env={**os.environ, **self._env}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=session_log, start_new_session=True,
-            )  # fmt: skip
+                cmd,
+                env={**os.environ, **self._env},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=session_log,
+                start_new_session=True,
+            )
         return self._proc
 
 

@@ -58,14 +58,30 @@ def rehearse(
     if not jar.is_file():
         fail(f"the benchmark jar {jar} is missing: run scripts/setup_local_flink.sh")
     home = var_dir or Path("var") / f"rehearsal-{time.strftime('%Y%m%d-%H%M%S')}"
-    opts = RehearsalOptions(minutes=minutes, var_dir=home, jar=jar, policy=policy, latency_target_ms=latency_target_ms,
-                            ingest_every_s=ingest_every_s, decide_cron=decide_cron, retrain_cron=retrain_cron,
-                            drain_ingest_s=drain_timeout_s)  # fmt: skip
+    opts = RehearsalOptions(
+        minutes=minutes,
+        var_dir=home,
+        jar=jar,
+        policy=policy,
+        latency_target_ms=latency_target_ms,
+        ingest_every_s=ingest_every_s,
+        decide_cron=decide_cron,
+        retrain_cron=retrain_cron,
+        drain_ingest_s=drain_timeout_s,
+    )
     try:
         summary = run(opts, log=lambda line: typer.echo(line))
     except StackError as exc:
         fail(str(exc))
-    typer.echo(json.dumps({name: {k: job[k] for k in ("decisions", "changes", "latency_over_target_fraction")}
-                           for name, job in summary.get("jobs", {}).items()}, indent=2, default=str))  # fmt: skip
+    typer.echo(
+        json.dumps(
+            {
+                name: {k: job[k] for k in ("decisions", "changes", "latency_over_target_fraction")}
+                for name, job in summary.get("jobs", {}).items()
+            },
+            indent=2,
+            default=str,
+        )
+    )
     if summary.get("left_running"):
         fail(f"processes left running after the stop: {summary['left_running']}")

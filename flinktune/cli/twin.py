@@ -47,7 +47,7 @@ def twin_calibrate(
         "warm-up alone, on their latency).",
     ),
     redeploy_methods: str = typer.Option(
-        "operator,demeter",  # folder_calibration.REDEPLOY_METHODS, spelled out: importing it here would load the twin
+        "operator,demeter",  # calibration.folder.REDEPLOY_METHODS, spelled out: importing it here would load the twin
         help="With --group-by: whose measured scale-downs (measured_60s file names) the redeploy is fitted on, "
         "several joined by commas and pooled; a method without files is left out.",
     ),
@@ -61,18 +61,18 @@ def twin_calibrate(
     the mechanism goes to ``--out`` (YAML) and the whole twin beside it (``<out>.greybox.joblib``).
     When the observations sit in a folder in the demeter-ads format with a measured static run
     (``measured_60s/*baseline*.csv``), the twin's CPU per record is calibrated on its CPU load
-    (``flinktune.twin.cpu_calibration``); without one CPU stays uncalibrated and the output says so.
+    (``flinktune.calibration.cpu``); without one CPU stays uncalibrated and the output says so.
     Then, with measured reactive runs there (``measured_60s/*reactive*.csv``), the restart cost
     (warm-up, per-TaskManager restart time, pod start) is fitted on their rescales
-    (``flinktune.twin.restart_calibration``); without them it stays as it was and the output says so.
+    (``flinktune.calibration.restart``); without them it stays as it was and the output says so.
     With measured operator-autoscaler or Demeter runs (``measured_60s/*operator*.csv``, ``*demeter*.csv``),
     the warm-up after a savepoint redeploy and its downtime are fitted on the backlog after their
-    scale-downs, pooled (``flinktune.twin.redeploy_downtime``; ``--redeploy-fit`` for the other ways,
+    scale-downs, pooled (``flinktune.calibration.redeploy_downtime``; ``--redeploy-fit`` for the other ways,
     ``--redeploy-methods`` for other methods).
     """
+    from flinktune.calibration.mechanism import CalibrationError, calibrate, read_observations
+    from flinktune.calibration.observation_checks import ObservationError
     from flinktune.quantities import RECOVERY_S, QuantityError, check, finite
-    from flinktune.twin.calibration import CalibrationError, calibrate, read_observations
-    from flinktune.twin.observation_checks import ObservationError
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     try:
@@ -113,7 +113,7 @@ def twin_calibrate(
 
 def _screened(df: Any, observations: Path, strict: bool) -> Any:
     """The rows of a profiling table that pass the physical checks; one line on stderr per dropped row."""
-    from flinktune.twin.observation_checks import screen_observations
+    from flinktune.calibration.observation_checks import screen_observations
 
     screened = screen_observations(df, str(observations), strict=strict)
     for line in (*screened.dropped, *screened.notes):
@@ -136,36 +136,29 @@ def _twin_calibrate_grey_box(
 ) -> None:
     import pandas as pd
 
-    from flinktune.config_space import space_from_runs
-    from flinktune.twin.calibration import CalibrationError
-    from flinktune.twin.folder_calibration import calibrate_beside
-    from flinktune.twin.grey_box import fit_grey_box
-    from flinktune.twin.grey_box_scores import cross_validate
-    from flinktune.twin.observation_checks import ObservationError
+    from flinktune.calibration import calibrate_folder
+    from flinktune.calibration.grey_box_scores import cross_validate
+    from flinktune.calibration.mechanism import CalibrationError
+    from flinktune.calibration.observation_checks import ObservationError
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
+    fit_errors = (CalibrationError, ProfileError, ObservationError, pd.errors.ParserError, pd.errors.EmptyDataError)
     try:
         base = ClusterProfile.from_yaml(profile) if profile else ClusterProfile.default(workload.value)
         obs = _screened(pd.read_csv(observations), observations, strict)
         kwargs: dict[str, Any] = {"recovery_cap_s": cap, "duration_s": duration_s, "max_nfev": max_nfev}
         folds = cross_validate(obs, base, group_by=group_by, **kwargs)
-        runs = obs.drop(columns=[group_by])
-        twin = fit_grey_box(runs, base, **kwargs)
-    except (CalibrationError, ProfileError, ObservationError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
-    try:
-        maximum = space_from_runs(obs).maximum
-        cal = calibrate_beside(
+        cal = calibrate_folder(
             observations.parent,
-            twin,
-            runs,
+            obs.drop(columns=[group_by]),
             base,
-            maximum,
             redeploy_fit=redeploy_fit,
             redeploy_methods=redeploy_methods,
             **kwargs,
         )
-    except ValueError as exc:
+    except fit_errors as exc:
+        fail(f"{observations}: {exc}" if str(observations) not in str(exc) else str(exc))
+    except ValueError as exc:  # a measured file beside the observations, or the redeploy fit's name
         fail(str(exc))
     twin = cal.twin
     labels = {"restart": "restart cost: ", "downtime": "redeploy downtime: ", "redeploy": "redeploy warm-up: ", "cpu": ""}
@@ -198,9 +191,9 @@ def twin_predict(
     ),
 ) -> None:
     """Predict throughput, p95 latency, recovery time and CPU for each row."""
+    from flinktune.calibration.grey_box import GreyBoxTwin
+    from flinktune.calibration.mechanism import CalibrationError, predict_table, read_observations
     from flinktune.signing import SignatureError
-    from flinktune.twin.calibration import CalibrationError, predict_table, read_observations
-    from flinktune.twin.grey_box import GreyBoxTwin
     from flinktune.twin.profile import ClusterProfile, ProfileError
 
     out = out_file(out) if out else None

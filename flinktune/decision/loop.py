@@ -185,8 +185,11 @@ class DecisionLoop:
         # The guard has the last word (the skew hold is one of its rules); the analysis only quotes.
         decision = annotate(self.guard.review(planned, state, now), state)
         if trigger:
-            decision = replace(decision, reason=f"{decision.reason} [decided before the next interval: {trigger}]",
-                               inputs={**decision.inputs, "trigger": trigger})  # fmt: skip
+            decision = replace(
+                decision,
+                reason=f"{decision.reason} [decided before the next interval: {trigger}]",
+                inputs={**decision.inputs, "trigger": trigger},
+            )
         note = self.source.note if isinstance(self.source, SourceNote) else None
         if note:  # how the metrics were served, when the reader must know (the lake alone, its live part out of reach)
             decision = replace(decision, reason=f"{decision.reason} [{note}]", inputs={**decision.inputs, "metrics_note": note})

@@ -143,14 +143,16 @@ def check_cluster(
     except Exception as exc:  # the watch never stops anything
         log.warning("watch for %s skipped: %s", job, exc)
         return None
-    return check(job, samples, current, now, last_decision_ts=last_ts, latency_target_ms=latency_target_ms, rule=rule,
-                 last_changed=changed)  # fmt: skip
+    return check(
+        job, samples, current, now, last_decision_ts=last_ts, latency_target_ms=latency_target_ms, rule=rule, last_changed=changed
+    )
 
 
 def step_if_alarmed(loop: DecisionLoop, now: float, rule: WatchRule = WatchRule()) -> StepOutcome | None:
     """One decision of ``loop`` now when the watch fires (its reason says why it came early), else None."""
-    alarm = check_cluster(loop.job, loop.realizer, loop.source, loop.store, now, latency_target_ms=loop.settings.latency_target_ms,
-                          rule=rule)  # fmt: skip
+    alarm = check_cluster(
+        loop.job, loop.realizer, loop.source, loop.store, now, latency_target_ms=loop.settings.latency_target_ms, rule=rule
+    )
     return loop.step(trigger=alarm.reason, window_s=rule.window_s) if alarm is not None else None
 
 

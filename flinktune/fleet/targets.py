@@ -62,8 +62,14 @@ def _target(
     # The job's own goals replace the install's defaults (FLINKTUNE_LATENCY_TARGET_MS, ...) for its decision.
     goals = {} if own is None else {"latency_target_ms": own.latency_target_ms, "recovery_limit_s": own.recovery_limit_s}
     mode = None if own is None else own.mode
-    return {"job": job, "policy": policy, "dry_run": bool(params.get("dry_run")), "mode": mode,
-            "mode_source": source or "no fleet entry", "goals": goals}  # fmt: skip
+    return {
+        "job": job,
+        "policy": policy,
+        "dry_run": bool(params.get("dry_run")),
+        "mode": mode,
+        "mode_source": source or "no fleet entry",
+        "goals": goals,
+    }
 
 
 def run_targets(

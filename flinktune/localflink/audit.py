@@ -1,6 +1,6 @@
 """Was each reconfiguration correct? A check on recorded metrics, against measured capacities.
 
-Use :func:`judge_changes` after a decision-loop run (benchmarks/local_flink_loop.py writes its
+Use :func:`judge_changes` after a decision-loop run (benchmarks/localflink/loop.py writes its
 verdicts to summary.json). A change is **correct** when, over the time it was in force (from
 ``settle_s`` after it until the next change or the end of the run):
 

@@ -72,14 +72,14 @@ class AutoscalerPolicy:
     #: False when every rescale is a full savepoint upgrade (Flink < 1.18: no in-place rescaling);
     #: the replay harness then runs the twin without its adaptive scheduler.
     rescales_in_place: bool = True
-    #: Busy time the operator reads = the twin's x this (``flinktune.twin.busy_calibration``); 1.0: as the twin reports it.
+    #: Busy time the operator reads = the twin's x this (``flinktune.calibration.busy``); 1.0: as the twin reports it.
     busy_time_scale: float = 1.0
     #: True: the window is full once ``metrics_window_s`` has passed since the first observation collected
     #: after the stabilization (operator 1.6's collector; each observation is Flink's meter over the minute
     #: before it); False: once the collected windows cover ``metrics_window_s`` (one observation earlier).
     window_from_first_observation: bool = False
     #: Log-normal spread (sigma) of the busy time the operator reads, one draw per vertex and decision
-    #: (``flinktune.twin.busy_calibration.calibrate_busy_noise``); 0: the twin's busy time x busy_time_scale exactly.
+    #: (``flinktune.calibration.busy.calibrate_busy_noise``); 0: the twin's busy time x busy_time_scale exactly.
     busy_time_noise: float = 0.0
     #: Seed of those draws (the replay's seed, so that seeds differ); a draw depends only on (seed, ts, vertex).
     noise_seed: int = 0

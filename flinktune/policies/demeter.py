@@ -159,9 +159,16 @@ class DemeterPolicy(DemeterChunkModels):
                 how = f"quasi-random, the chunk's model could not be fitted ({exc}), {budget}"
                 return sobol_suggestions(cands, (lo, hi), cpu_cap, mem_cap), how
             configs = model_suggestions(
-                fit, self.space, cands, rows, cpu_cap, mem_cap, context.recovery_limit_s,
-                max_suggestions=self.max_suggestions, seed=int(round(lo + hi)),
-            )  # fmt: skip
+                fit,
+                self.space,
+                cands,
+                rows,
+                cpu_cap,
+                mem_cap,
+                context.recovery_limit_s,
+                max_suggestions=self.max_suggestions,
+                seed=int(round(lo + hi)),
+            )
             return configs, f"qNEHVI on the target chunk's model of {n_trials} profiles, {budget}"
         rates = obs["input_rate"].to_numpy(dtype=float) if rows is not None and obs is not None else np.zeros(0)
         lo, hi = target_chunk(rates, planned, self.chunk, self._current_rate(state))

@@ -6,7 +6,7 @@ scale-downs to the highest recommendation of the last 300 s) sets the TaskManage
 else changes. The replay runs its twin in reactive mode (``flinktune.replay.harness.REACTIVE_MODE``),
 so every rescale is a restart from the last checkpoint. ``target_utilization`` is 0.7; the measured
 runs of ``../shared/data/demeter-ads`` used 0.35, which only means something on a twin whose CPU is
-calibrated (:mod:`flinktune.twin.cpu_calibration`). The published pair and why it behaves as it does
+calibrated (:mod:`flinktune.calibration.cpu`). The published pair and why it behaves as it does
 in the replay are in ``docs/baselines.md`` (reactive).
 """
 

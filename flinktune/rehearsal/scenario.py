@@ -123,9 +123,12 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
         raise KeyboardInterrupt(f"signal {signum}")
 
     previous = signal.signal(signal.SIGTERM, stop_on_signal)
-    summary: dict[str, Any] = {"minutes": opts.minutes, "policy": opts.policy, "latency_target_ms": opts.latency_target_ms,
-                               "schedules": {"ingest_every_s": opts.ingest_every_s, "decide_cron": opts.decide_cron,
-                                             "retrain_cron": opts.retrain_cron}}  # fmt: skip
+    summary: dict[str, Any] = {
+        "minutes": opts.minutes,
+        "policy": opts.policy,
+        "latency_target_ms": opts.latency_target_ms,
+        "schedules": {"ingest_every_s": opts.ingest_every_s, "decide_cron": opts.decide_cron, "retrain_cron": opts.retrain_cron},
+    }
     stack = Stack(var_dir / "logs", log=say)
     try:
         with stack:
@@ -138,9 +141,17 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
                 # The rehearsal decides every minute already: a watch beside it would only add runs on 2 cores.
                 "FLINKTUNE_SCHEDULE_WATCH_CRON": "off",
             }
-            topo = start_topology(stack, var_dir, opts.jobs, jar=opts.jar, flinktune_env=flinktune_env, policy=opts.policy,
-                                  latency_target_ms=opts.latency_target_ms,
-                                  spark_workers=opts.spark_workers, celery_workers=opts.celery_workers)  # fmt: skip
+            topo = start_topology(
+                stack,
+                var_dir,
+                opts.jobs,
+                jar=opts.jar,
+                flinktune_env=flinktune_env,
+                policy=opts.policy,
+                latency_target_ms=opts.latency_target_ms,
+                spark_workers=opts.spark_workers,
+                celery_workers=opts.celery_workers,
+            )
             summary["stack_ready_s"] = round(time.monotonic() - t_start)
             seconds = opts.minutes * 60
             plans = {j.name: _plan(j, seconds) for j in opts.jobs}
@@ -182,8 +193,9 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
                 summary["jobs"][name] = job_report(name, decisions, raw, latency_target_ms=opts.latency_target_ms, end_ts=end_ts)
                 summary["jobs"][name]["rate_plan"] = {"low": plans[name].low, "high": plans[name].high}
             summary["pids"] = {s.name: s.pid for s in stack.servers}
-            summary["flink_pids"] = {n: c.status()["taskmanager_pids"] + [c.status()["jobmanager_pid"]]
-                                     for n, c in topo.clusters.items()}  # fmt: skip
+            summary["flink_pids"] = {
+                n: c.status()["taskmanager_pids"] + [c.status()["jobmanager_pid"]] for n, c in topo.clusters.items()
+            }
     except KeyboardInterrupt:
         say("interrupted: stopped everything")
         summary["interrupted"] = True

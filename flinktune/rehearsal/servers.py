@@ -196,9 +196,14 @@ class Stack:
         log = self.logs / f"{name}.log"
         with open(log, "ab") as out:
             proc = subprocess.Popen(
-                list(cmd), env=dict(env) if env is not None else None, cwd=cwd, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                list(cmd),
+                env=dict(env) if env is not None else None,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         server = Server(name, proc, log, oneshot=oneshot)
         server.started = time.monotonic()
         self.servers.append(server)  # registered first: a server that never gets ready is stopped too

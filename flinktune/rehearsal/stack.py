@@ -73,22 +73,40 @@ def _flink(stack: Stack, var_dir: Path, jobs: tuple[JobPlan, ...], jar: Path, re
     for i, plan in enumerate(jobs):
         first = reporter_base + i * _REPORTER_PORTS
         spec = ClusterSpec(
-            rest_port=free_port(), rpc_port=free_port(), jm_memory_mb=768, tm_slots=1, tm_memory_mb=1024,
-            extra={"metrics.reporter.prom.factory.class": "org.apache.flink.metrics.prometheus.PrometheusReporterFactory",
-                   "metrics.reporter.prom.port": f"{first}-{first + _REPORTER_PORTS - 1}"},
-        )  # fmt: skip
+            rest_port=free_port(),
+            rpc_port=free_port(),
+            jm_memory_mb=768,
+            tm_slots=1,
+            tm_memory_mb=1024,
+            extra={
+                "metrics.reporter.prom.factory.class": "org.apache.flink.metrics.prometheus.PrometheusReporterFactory",
+                "metrics.reporter.prom.port": f"{first}-{first + _REPORTER_PORTS - 1}",
+            },
+        )
         cluster = LocalFlinkCluster(var_dir / "flink" / plan.name, spec)
         stack.on_stop(f"Flink cluster of {plan.name} down", cluster.down)
         t0 = time.monotonic()
         cluster.up(timeout_s=240)
         rate = RateFile(var_dir / "flink" / plan.name / "rate.txt")
         rate.set(plan.low)
-        control = JobControl(cluster.rest, JobSpec(jar=jar, name=plan.name, rate_file=rate.path, work=plan.work, keys=plan.keys,
-                                                   wait_us=plan.wait_us))  # fmt: skip
+        control = JobControl(
+            cluster.rest,
+            JobSpec(jar=jar, name=plan.name, rate_file=rate.path, work=plan.work, keys=plan.keys, wait_us=plan.wait_us),
+        )
         LocalFlinkRealizer(cluster, control, Configuration(1, 1, 1.0, 1024, 10), timeout_s=240).deploy()
-        write_attachment(var_dir / "flink" / "jobs", Attachment(
-            job=plan.name, cluster_dir=str(cluster.state_dir), jar=str(jar), rate_file=str(rate.path), work=plan.work,
-            keys=plan.keys, parallelism=(1, 2), wait_us=plan.wait_us))  # fmt: skip
+        write_attachment(
+            var_dir / "flink" / "jobs",
+            Attachment(
+                job=plan.name,
+                cluster_dir=str(cluster.state_dir),
+                jar=str(jar),
+                rate_file=str(rate.path),
+                work=plan.work,
+                keys=plan.keys,
+                parallelism=(1, 2),
+                wait_us=plan.wait_us,
+            ),
+        )
         topo.clusters[plan.name], topo.rates[plan.name] = cluster, rate
         stack.log(f"Flink cluster and job {plan.name} running at p=1 (REST {spec.rest_port}, {time.monotonic() - t0:.0f} s)")
 
@@ -108,9 +126,19 @@ def _prometheus(stack: Stack, var_dir: Path, first: int, n: int) -> str:
     )
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    stack.start("prometheus", [binary, f"--config.file={home / 'prometheus.yml'}", f"--storage.tsdb.path={home / 'tsdb'}",
-                               f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1d", "--log.level=warn"],
-                ready=http_ok(f"{url}/-/ready"), timeout_s=60)  # fmt: skip
+    stack.start(
+        "prometheus",
+        [
+            binary,
+            f"--config.file={home / 'prometheus.yml'}",
+            f"--storage.tsdb.path={home / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--storage.tsdb.retention.time=1d",
+            "--log.level=warn",
+        ],
+        ready=http_ok(f"{url}/-/ready"),
+        timeout_s=60,
+    )
     return url
 
 
@@ -119,9 +147,26 @@ def _mlflow(stack: Stack, var_dir: Path, env: dict[str, str], db_url: str) -> tu
     port = free_port()
     artifacts = var_dir / "mlflow-artifacts"
     artifacts.mkdir(parents=True, exist_ok=True)
-    server = stack.start("mlflow", [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", db_url,
-                                    "--default-artifact-root", artifacts.as_uri(), "--host", "127.0.0.1", "--port", str(port),
-                                    "--workers", "1"], env=env)  # fmt: skip
+    server = stack.start(
+        "mlflow",
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            db_url,
+            "--default-artifact-root",
+            artifacts.as_uri(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        env=env,
+    )
     return f"http://127.0.0.1:{port}", server
 
 
@@ -131,15 +176,50 @@ def _spark(stack: Stack, var_dir: Path, env: dict[str, str], workers: int) -> st
     home = Path(pyspark.__file__).parent
     spark_class = str(home / "bin" / "spark-class")
     port, ui = free_port(), free_port()
-    senv = {**env, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(var_dir / "spark" / "logs"),
-            "SPARK_WORKER_DIR": str(var_dir / "spark" / "work")}  # fmt: skip
-    stack.start("spark-master", [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                                 "--webui-port", str(ui)], env=senv, ready=lambda: tcp_open(port), timeout_s=120)  # fmt: skip
+    senv = {
+        **env,
+        "SPARK_HOME": str(home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOG_DIR": str(var_dir / "spark" / "logs"),
+        "SPARK_WORKER_DIR": str(var_dir / "spark" / "work"),
+    }
+    stack.start(
+        "spark-master",
+        [
+            spark_class,
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(ui),
+        ],
+        env=senv,
+        ready=lambda: tcp_open(port),
+        timeout_s=120,
+    )
     master = f"spark://127.0.0.1:{port}"
     for i in range(workers):
-        stack.start(f"spark-worker-{i + 1}", [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                              "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
-                                              "--port", str(free_port()), master], env=senv)  # fmt: skip
+        stack.start(
+            f"spark-worker-{i + 1}",
+            [
+                spark_class,
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--webui-port",
+                str(free_port()),
+                "--port",
+                str(free_port()),
+                master,
+            ],
+            env=senv,
+        )
 
     def all_registered() -> bool:
         try:
@@ -195,8 +275,13 @@ def _airflow(stack: Stack, env: dict[str, str], celery_workers: int, topo: Topol
     base, port = env["AIRFLOW__API__BASE_URL"], env["AIRFLOW__API__PORT"]
     queue = env["AIRFLOW__OPERATORS__DEFAULT_QUEUE"]
     af = [sys.executable, "-m", "airflow"]
-    stack.start("airflow-api-server", [*af, "api-server", "--port", port], env=env,
-                ready=http_ok(f"{base}/api/v2/monitor/health"), timeout_s=300)  # fmt: skip
+    stack.start(
+        "airflow-api-server",
+        [*af, "api-server", "--port", port],
+        env=env,
+        ready=http_ok(f"{base}/api/v2/monitor/health"),
+        timeout_s=300,
+    )
     stack.start("airflow-scheduler", [*af, "scheduler"], env=env)
     stack.start("airflow-dag-processor", [*af, "dag-processor"], env=env)
     # --skip-serve-logs: Airflow's worker log server listens on every interface (it takes no host), and the
@@ -204,9 +289,22 @@ def _airflow(stack: Stack, env: dict[str, str], celery_workers: int, topo: Topol
     # The decide queue's worker too: a decision that waits behind a five-minute ETL acts on stale data.
     queues = [queue] * celery_workers + [_decide_queue(queue)]
     for i, q in enumerate(queues):
-        stack.start(f"airflow-celery-worker-{i + 1}", [*af, "celery", "worker", "--queues", q, "--concurrency", "1",
-                                                       "--celery-hostname", f"worker{i + 1}@rehearsal",
-                                                       "--skip-serve-logs"], env=env)  # fmt: skip
+        stack.start(
+            f"airflow-celery-worker-{i + 1}",
+            [
+                *af,
+                "celery",
+                "worker",
+                "--queues",
+                q,
+                "--concurrency",
+                "1",
+                "--celery-hostname",
+                f"worker{i + 1}@rehearsal",
+                "--skip-serve-logs",
+            ],
+            env=env,
+        )
     passwords = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
     deadline = time.monotonic() + 60
     while not (passwords.is_file() and json.loads(passwords.read_text() or "{}").get("admin")):
@@ -220,8 +318,11 @@ def _airflow(stack: Stack, env: dict[str, str], celery_workers: int, topo: Topol
     topo.api, topo.token, topo.queue = base, answer.json()["access_token"], queue
     api = topo.session()
     # flinktune_decide maps its decide tasks into this pool; Airflow runs no task of a missing pool.
-    pool = api.post(f"{base}/api/v2/pools", json={"name": "flinktune_fleet", "slots": 2,
-                                                  "description": "flinktune jobs deciding at once"}, timeout=30)  # fmt: skip
+    pool = api.post(
+        f"{base}/api/v2/pools",
+        json={"name": "flinktune_fleet", "slots": 2, "description": "flinktune jobs deciding at once"},
+        timeout=30,
+    )
     if pool.status_code not in (200, 201, 409):
         raise StackError(f"could not create the pool flinktune_fleet: HTTP {pool.status_code}: {pool.text[:200]}")
     deadline = time.monotonic() + 300
@@ -261,14 +362,23 @@ def start_topology(
     if not tcp_open(6379):
         raise StackError("no Redis at 127.0.0.1:6379 (the Celery broker)")
     mlflow_db, airflow_db, state_db = db.create("mlflow"), db.create("airflow"), db.create("state")
-    base_env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true",
-                "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}  # fmt: skip
+    base_env = {
+        **os.environ,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
     mlflow_url, mlflow = _mlflow(stack, var_dir, base_env, mlflow_db)
     fleet = var_dir / "fleet.yaml"
     fleet.parent.mkdir(parents=True, exist_ok=True)
     # mode: act: the rehearsal plays an install whose operator switched its jobs to act (every job starts in advice).
-    fleet.write_text("jobs:\n" + "".join(f"  - name: {j.name}\n    policy: {policy}\n    latency_target_ms: {latency_target_ms:g}\n"
-                                        "    mode: act\n" for j in jobs))  # fmt: skip
+    fleet.write_text(
+        "jobs:\n"
+        + "".join(
+            f"  - name: {j.name}\n    policy: {policy}\n    latency_target_ms: {latency_target_ms:g}\n    mode: act\n"
+            for j in jobs
+        )
+    )
     env = {
         **base_env,
         "FLINKTUNE_VAR_DIR": str(var_dir),
@@ -287,15 +397,23 @@ def start_topology(
     _flink(stack, var_dir, jobs, jar, reporter_base, topo)
     topo.prometheus = _prometheus(stack, var_dir, reporter_base, _REPORTER_PORTS * len(jobs))
     topo.spark_master = _spark(stack, var_dir, base_env, spark_workers)
-    env.update({
-        # As in production: the scheduled ingest reaches Prometheus through an Airflow connection.
-        f"AIRFLOW_CONN_{PROMETHEUS_CONN_ID.upper()}": topo.prometheus,
-        "FLINKTUNE_PROMETHEUS_CONN_ID": PROMETHEUS_CONN_ID,
-        "FLINKTUNE_SPARK_MASTER": topo.spark_master,
-        "FLINKTUNE_SPARK_CONF": json.dumps({"spark.executor.memory": "512m", "spark.executor.cores": "1",
-                                            "spark.cores.max": "1", "spark.driver.host": "127.0.0.1",
-                                            "spark.driver.bindAddress": "127.0.0.1"}),
-    })  # fmt: skip
+    env.update(
+        {
+            # As in production: the scheduled ingest reaches Prometheus through an Airflow connection.
+            f"AIRFLOW_CONN_{PROMETHEUS_CONN_ID.upper()}": topo.prometheus,
+            "FLINKTUNE_PROMETHEUS_CONN_ID": PROMETHEUS_CONN_ID,
+            "FLINKTUNE_SPARK_MASTER": topo.spark_master,
+            "FLINKTUNE_SPARK_CONF": json.dumps(
+                {
+                    "spark.executor.memory": "512m",
+                    "spark.executor.cores": "1",
+                    "spark.cores.max": "1",
+                    "spark.driver.host": "127.0.0.1",
+                    "spark.driver.bindAddress": "127.0.0.1",
+                }
+            ),
+        }
+    )
     stack.wait_ready(mlflow, http_ok(f"{mlflow_url}/health"), timeout_s=300)
     stack.wait_exit(migrate, timeout_s=600)
     _airflow(stack, env, celery_workers, topo)

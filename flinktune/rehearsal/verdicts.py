@@ -104,8 +104,15 @@ def change_verdict(correct: bool | None, latency_ok: bool | None, needless: bool
     return "needless" if needless else "late"
 
 
-def job_report(job: str, decisions: pd.DataFrame, raw: pd.DataFrame, *, latency_target_ms: float, end_ts: float,
-               parallelisms: tuple[int, ...] = (1, 2)) -> dict[str, Any]:  # fmt: skip
+def job_report(
+    job: str,
+    decisions: pd.DataFrame,
+    raw: pd.DataFrame,
+    *,
+    latency_target_ms: float,
+    end_ts: float,
+    parallelisms: tuple[int, ...] = (1, 2),
+) -> dict[str, Any]:
     """The job's decisions, changes with verdicts, latency against target, downtime and cost against static."""
     applied = decisions[(decisions["action"] == "reconfigure") & (decisions["status"] == "applied")]
     changes: list[Change] = []
@@ -113,8 +120,16 @@ def job_report(job: str, decisions: pd.DataFrame, raw: pd.DataFrame, *, latency_
         state = json.loads(row["state"]) if isinstance(row["state"], str) else {}
         target = json.loads(row["target"]) if isinstance(row["target"], str) else {}
         before = int((state.get("config") or {}).get("parallelism", 0)) or (changes[-1].to_p if changes else 1)
-        changes.append(Change(float(row["ts"]), before, int(target.get("parallelism", 0)), str(row["mode"] or ""),
-                              float(row["downtime_s"] or 0.0), str(row["reason"])))  # fmt: skip
+        changes.append(
+            Change(
+                float(row["ts"]),
+                before,
+                int(target.get("parallelism", 0)),
+                str(row["mode"] or ""),
+                float(row["downtime_s"] or 0.0),
+                str(row["reason"]),
+            )
+        )
     cap, how = measured_capacities(raw, parallelisms) if len(raw) else ({}, "no samples")
     verdicts: list[dict[str, Any]] = []
     problem = ""
@@ -126,11 +141,17 @@ def job_report(job: str, decisions: pd.DataFrame, raw: pd.DataFrame, *, latency_
             problem = str(exc)
             verdicts = [{"change": vars(c), "verdict": "not judged", "why": problem} for c in changes]
     per_decision: list[dict[str, Any]] = [
-        {"ts": float(row["ts"]), "action": str(row["action"]), "gate": decision_gate(row),
-         "data_age_s": _stored(row, "state", "data_age_s"), "parallelism": _stored(row, "state", "config", "parallelism"),
-         "planned_rate": _stored(row, "inputs", "planned_rate"), "reason": str(row["reason"])}
+        {
+            "ts": float(row["ts"]),
+            "action": str(row["action"]),
+            "gate": decision_gate(row),
+            "data_age_s": _stored(row, "state", "data_age_s"),
+            "parallelism": _stored(row, "state", "config", "parallelism"),
+            "planned_rate": _stored(row, "inputs", "planned_rate"),
+            "reason": str(row["reason"]),
+        }
         for _, row in decisions.iterrows()
-    ]  # fmt: skip
+    ]
     ages = [float(d["data_age_s"]) for d in per_decision if d["data_age_s"] is not None]
     lat = raw.loc[raw["metric"] == "latencyP95Ms", "value"] if len(raw) else pd.Series(dtype=float)
     par = raw[raw["metric"] == "configParallelism"].groupby("ts_ms")["value"].max() if len(raw) else pd.Series(dtype=float)
@@ -165,25 +186,38 @@ def render_markdown(summary: dict[str, Any]) -> str:
     """The run's summary as Markdown: per job the decisions, each change with its verdict, latency
     against target, downtime and cost against static; then the tasks each part ran."""
     target = summary.get("latency_target_ms")
-    lines = [f"Rate plan {summary.get('minutes')} min, policy `{summary.get('policy')}`, p95 latency target "
-             f"{_num(target)} ms, schedules {summary.get('schedules')}; stack ready after {summary.get('stack_ready_s')} s, "
-             f"whole run {summary.get('wall_s')} s; left running after the stop: {summary.get('left_running') or 'nothing'}.", ""]  # fmt: skip
+    lines = [
+        f"Rate plan {summary.get('minutes')} min, policy `{summary.get('policy')}`, p95 latency target "
+        f"{_num(target)} ms, schedules {summary.get('schedules')}; stack ready after {summary.get('stack_ready_s')} s, "
+        f"whole run {summary.get('wall_s')} s; left running after the stop: {summary.get('left_running') or 'nothing'}.",
+        "",
+    ]
     for name, job in summary.get("jobs", {}).items():
         plan = job.get("rate_plan", {})
-        lines += [f"### {name}", "",
-                  f"- offered rate {_num(plan.get('low'))} -> {_num(plan.get('high'))} -> {_num(plan.get('low'))} rec/s; "
-                  f"capacity judged against: {job['capacity_source']} "
-                  f"({', '.join(f'p={p}: {_num(c)} rec/s' for p, c in sorted(job['capacity'].items())) or 'none'})",
-                  f"- {job['decisions']} decisions ({job['actions']}), all with a reason: "
-                  f"{job['decisions_with_reason'] == job['decisions']}",
-                  f"- p95 latency median {_num(job['latency_p95_ms_median'])} ms, over target in "
-                  f"{_num(job['latency_over_target_fraction'], '{:.0%}')} of samples",
-                  f"- downtime of all changes {_num(job['downtime_s_total'], '{:.1f}')} s; slots used against a static "
-                  f"deployment at the largest parallelism: {_num(job['cost_vs_static_max'], '{:.0%}')}", ""]  # fmt: skip
+        lines += [
+            f"### {name}",
+            "",
+            f"- offered rate {_num(plan.get('low'))} -> {_num(plan.get('high'))} -> {_num(plan.get('low'))} rec/s; "
+            f"capacity judged against: {job['capacity_source']} "
+            f"({', '.join(f'p={p}: {_num(c)} rec/s' for p, c in sorted(job['capacity'].items())) or 'none'})",
+            f"- {job['decisions']} decisions ({job['actions']}), all with a reason: "
+            f"{job['decisions_with_reason'] == job['decisions']}",
+            f"- p95 latency median {_num(job['latency_p95_ms_median'])} ms, over target in "
+            f"{_num(job['latency_over_target_fraction'], '{:.0%}')} of samples",
+            f"- downtime of all changes {_num(job['downtime_s_total'], '{:.1f}')} s; slots used against a static "
+            f"deployment at the largest parallelism: {_num(job['cost_vs_static_max'], '{:.0%}')}",
+            "",
+        ]
         if job.get("per_decision"):
-            lines += [f"- gates: {job['gates']}; data age at decision: median {_num(job['data_age_s_median'], '{:.0f}')} s", "",
-                      "| when (UTC) | action | gate | data age s | p | planned rec/s | reason |",
-                      "|---|---|---|---|---|---|---|"]  # fmt: skip
+        {
+            "ts": float(row["ts"]),
+            "action": str(row["action"]),
+            "gate": decision_gate(row),
+            "data_age_s": _stored(row, "state", "data_age_s"),
+            "parallelism": _stored(row, "state", "config", "parallelism"),
+            "planned_rate": _stored(row, "inputs", "planned_rate"),
+            "reason": str(row["reason"]),
+        }
             for d in job["per_decision"]:
                 when = time.strftime("%H:%M:%S", time.gmtime(d["ts"]))
                 reason = d["reason"].replace("|", "/")[:160]
@@ -195,13 +229,18 @@ def render_markdown(summary: dict[str, Any]) -> str:
             for v in job["changes"]:
                 c = v["change"]
                 when = time.strftime("%H:%M:%S", time.gmtime(float(c["ts"])))
-                lines.append(f"| {when} | p={c['from_p']} -> p={c['to_p']} | {c['mode']} | {_num(c['downtime_s'], '{:.1f}')} "
-                             f"| **{v['verdict']}** | {v.get('why', '')} |")  # fmt: skip
+                lines.append(
+                    f"| {when} | p={c['from_p']} -> p={c['to_p']} | {c['mode']} | {_num(c['downtime_s'], '{:.1f}')} "
+                    f"| **{v['verdict']}** | {v.get('why', '')} |"
+                )
             lines.append("")
         else:
             lines += [f"No change. Last reasons: {job['last_reasons'][-1:] or 'none'}", ""]
-    lines += [f"Celery workers' finished workloads: {summary.get('celery_workers_ran')}; task instances by state: "
-              f"{summary.get('tasks', {}).get('by_dag')}", ""]  # fmt: skip
+    lines += [
+        f"Celery workers' finished workloads: {summary.get('celery_workers_ran')}; task instances by state: "
+        f"{summary.get('tasks', {}).get('by_dag')}",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -4,7 +4,7 @@ Use :func:`fit_decision_noise` where a benchmark replays the operator autoscaler
 (:class:`~flinktune.policies.autoscaler.AutoscalerPolicy`) against measured runs of it: it replays the
 policy on the twin once per spread of a grid (``busy_time_noise``, the log-normal sigma on the busy time
 the operator reads) and keeps the spread whose changes per hour come closest to the measured ones
-(:func:`flinktune.twin.measured_changes.count_changes_on_folder`). Ties keep the smaller spread.
+(:func:`flinktune.calibration.measured_changes.count_changes_on_folder`). Ties keep the smaller spread.
 
 Why a fitted spread: with the busy time read exactly the twin's operator settles (26 changes in 18 h on
 demeter-ads) where the measured one changed the job about 79 times, most of them savepoint upgrades back

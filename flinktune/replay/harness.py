@@ -246,7 +246,7 @@ def prepare_replay(
             past = settings.history
         elif settings.workload in ("ysb", "tsw"):
             past = generate_trace(settings.workload, 24.0, settings.seed + 1000, start=trace.index[0] - pd.Timedelta(hours=24))
-        else:  # no generator and no history (benchmarks/twin_fidelity.py): the trace itself, in-sample
+        else:  # no generator and no history (benchmarks/fidelity/twin_fidelity.py): the trace itself, in-sample
             past = trace
         fc = make_forecaster(settings.forecaster, horizon_s=settings.forecast_horizon_s, seed=settings.seed).fit(past)
         # The seasonal naive one forecasts from 10 min of history; it answers until the main one can.

@@ -17,7 +17,7 @@ and :func:`relative_table` to divide the cost and latency columns by static's. D
 - reconfigurations: changes actually carried out; downtime: seconds the job did not run.
 
 :func:`detector_recovery_time` is a second recovery measure, for comparing with Demeter's
-measured recoveries only (``benchmarks/twin_fidelity.py``): it follows the anomaly detector that
+measured recoveries only (``benchmarks/fidelity/twin_fidelity.py``): it follows the anomaly detector that
 measured them (docs/baselines.md, demeter), which declares a recovery only after a run of normal points and so
 never reports less than about 95 s. The replay's own measure above stays the twin's: it says when the
 job is back, not when a detector would notice.

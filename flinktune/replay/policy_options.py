@@ -1,7 +1,7 @@
 """Per-policy settings for a replay, given on the command line as ``POLICY.ARGUMENT=NUMBER``.
 
 Use :func:`parse_policy_options` on the repeated ``--policy-option`` values of ``flinktune replay``
-or ``benchmarks/replay_seeds.py``, then :func:`check_policy_options` against the replayed policies
+or ``benchmarks/policy/replay_seeds.py``, then :func:`check_policy_options` against the replayed policies
 before any replay starts, so a typo costs nothing. They set a baseline to its published setting,
 e.g. ``reactive.target_utilization=0.35`` for the reactive HPA that Demeter's evaluation measured.
 """

@@ -248,8 +248,17 @@ def compare_on_same_load(
         workload=workload, latency_target_ms=latency_target_ms, recovery_limit_s=recovery_limit_s, failures=failures, seed=seed
     )
     others = [p for p in dict.fromkeys(policies) if p != same.policy]
-    runs = run_replay(same.trace, workload, others, settings, workers=min(workers, len(others)), progress=None, space=space,
-                      profile=same.profile, start_state=same.start_state)  # fmt: skip
+    runs = run_replay(
+        same.trace,
+        workload,
+        others,
+        settings,
+        workers=min(workers, len(others)),
+        progress=None,
+        space=space,
+        profile=same.profile,
+        start_state=same.start_state,
+    )
     hours = same.hours
     minutes = per_minute(same.history)  # the same minutes the replay harness keeps for the others
     summary = summarize(same.history, same.reconfigurations, same.spend, recovery_limit_s)

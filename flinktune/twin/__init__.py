@@ -2,7 +2,7 @@
 
 Start with :class:`TwinJob` (simulator), :class:`ClusterProfile` (its parameters),
 :func:`generate_trace` / :func:`load_trace_csv` (input rates) and :func:`profile_configs`
-(profiling observations). See docs/DESIGN.md section 6. :mod:`flinktune.twin.grey_box` fits the twin to
+(profiling observations). See docs/DESIGN.md section 6. :mod:`flinktune.calibration.grey_box` fits the twin to
 real profiling runs (the mechanism plus a learned correction; ``flinktune twin calibrate --group-by``).
 """
 

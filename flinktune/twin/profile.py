@@ -70,7 +70,7 @@ class ClusterProfile(BaseModel):
         le=2,
         description="CPU cores used per core-second of work the capacity model charges (busy time); below 1 when the "
         "job's threads are busy without using a core (blocking lookups, I/O). Fitted on measured CPU load "
-        "(flinktune.twin.cpu_calibration); 1: CPU = busy work.",
+        "(flinktune.calibration.cpu); 1: CPU = busy work.",
     )
     # --- memory ---
     tm_overhead_mb: float = Field(
@@ -134,14 +134,14 @@ class ClusterProfile(BaseModel):
         None,
         ge=0,
         description="Warm-up after a rescale restart (reactive mode, in-place rescale), whose TaskManagers keep running, s; "
-        "empty: warmup_s. Fitted on measured reactive-mode rescales (flinktune.twin.restart_calibration).",
+        "empty: warmup_s. Fitted on measured reactive-mode rescales (flinktune.calibration.restart).",
     )
     redeploy_warmup_s: float | None = Field(
         None,
         ge=0,
         description="Warm-up after a savepoint redeploy, whose TaskManagers are new pods (cold JVMs), s; empty: warmup_s. "
         "Fitted on measured savepoint redeploys (the operator autoscaler's and Demeter's scale-downs: "
-        "flinktune.twin.redeploy_downtime, or on their latency: flinktune.twin.redeploy_calibration).",
+        "flinktune.calibration.redeploy_downtime, or on their latency: flinktune.calibration.redeploy_warmup).",
     )
     warmup_initial_capacity: float = Field(
         0.5, gt=0, le=1, description="Fraction of capacity right after a (re)start (ramps linearly to 1)."
@@ -164,7 +164,7 @@ class ClusterProfile(BaseModel):
         ge=0,
         description="Fixed time to tear down and redeploy the job (JobManager, pods), s. "
         "Fitted on the backlog after measured savepoint redeploys (the operator autoscaler's and Demeter's "
-        "scale-downs: flinktune.twin.redeploy_downtime).",
+        "scale-downs: flinktune.calibration.redeploy_downtime).",
     )
     redeploy_per_tm_s: float = Field(0.8, ge=0, description="Extra redeploy time per new TaskManager, s.")
     # --- latency ---

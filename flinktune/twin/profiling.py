@@ -113,7 +113,7 @@ def profile_run(
 ) -> dict[str, object]:
     """One profiling run; returns one ``PROFILING_COLUMNS`` row as a dict (``recovery_measure``: one
     of :data:`RECOVERY_MEASURES`, or a reading ``(lag, fail_index, rate) -> seconds`` of the run's
-    per-second lag, e.g. to read one run several ways: ``benchmarks/recovery_checks_fit.py``)."""
+    per-second lag, e.g. to read one run several ways: ``benchmarks/fidelity/recovery_checks_fit.py``)."""
     measure = recovery_measure if callable(recovery_measure) else _measure(recovery_measure)
     if duration_s < 60:
         raise ValueError(f"duration_s must be >= 60 s to warm up and measure, got {duration_s}")

@@ -26,7 +26,7 @@ input replayed after the fault, on top of the restart's) recorded over 180 s two
 (10 of 15; median 212 s), those with 10-70 s at most one time in four (0.23 at 10 s, 0-0.10 at
 30-70 s). A check therefore
 also needs the lag within ``backlog_s`` seconds of input of its pre-failure level. Read off the real
-runs (``python benchmarks/recovery_checks_fit.py --data ../shared/data/demeter-ads``, the twin's runs
+runs (``python -m benchmarks.fidelity.recovery_checks_fit --data ../shared/data/demeter-ads``, the twin's runs
 read at 30-120 s and without a ceiling): 60 s puts 0.885 of the runs in the measured class, against
 0.862 without it, and 0.60 of the kept-up 90 s runs over 180 s (measured 0.67, without it 0.33).
 Without it the replayed Demeter profiled its 90 s configurations as recovering in 88 s and then
@@ -36,7 +36,7 @@ On the 174 measured runs with a recovery, the twin's profiling runs (the shipped
 the same configurations and rates) land in the measured class (<= 180 s) 88.5 % of the time with
 these checks and 76 % with the drained measure; 65 % of the kept-up runs recover within 144 s
 (measured 71 %), and the error on the runs below the cap is 49 % against 109 %
-(``tests/flinktune/twin/test_recovery_checks.py``, ``tests/benchmarks/test_recovery_checks_fit.py``).
+(``tests/flinktune/twin/test_recovery_checks.py``, ``tests/benchmarks/fidelity/test_recovery_checks_fit.py``).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class RecoveryChecks:
     check_every_s: int = 31
     window_s: int = 15
     slack_s: float = 0.5
-    #: Read off the real ADS profiling runs (module docstring; ``benchmarks/recovery_checks_fit.py``).
+    #: Read off the real ADS profiling runs (module docstring; ``benchmarks/fidelity/recovery_checks_fit.py``).
     backlog_s: float = 60.0
     #: Demeter's profiler stops at 340 s and records 360 s ("did not recover").
     cap_s: float = 360.0

@@ -81,7 +81,7 @@ IDENTITY_PEAK_RULE = "max_mean_x1.00"
 #: Standard errors by which a peak rule must beat :data:`IDENTITY_PEAK_RULE` (:func:`select_peak_rule`);
 #: 0 = the plain minimum. The guard's value when used is 1, the one-standard-error rule of model
 #: selection (Breiman et al. 1984), not tuned on any trace. Off by default: measured with
-#: ``benchmarks/forecasting.py --peak-n-se 1``, it left every champion's peak MAE unchanged (ysb seed 9's x0.95
+#: ``benchmarks/forecasting/forecasting.py --peak-n-se 1``, it left every champion's peak MAE unchanged (ysb seed 9's x0.95
 #: passes it) but dropped Demeter's noise-fitted x1.05 on ysb seed 8, so Demeter improved there and
 #: the champion's ratio to it rose (ysb mean 1.018x -> 1.060x, a target metric). Pass ``peak_n_se=1``
 #: (benchmark: ``--peak-n-se 1``) to use it.
@@ -99,7 +99,7 @@ PLANNING_Z = 0.0
 #: smooth forecast, which sits below a noisy truth's highest bin (module doc); a direct peak model's
 #: median peak is already fitted to the peak under the absolute loss, so a factor on top of it has no
 #: bias to correct and only fits the selection span's drift. Measured with
-#: ``benchmarks/forecasting.py --direct-peak-factor``: every factor these models chose other than x1.00 (ysb seeds 9 and 11,
+#: ``benchmarks/forecasting/forecasting.py --direct-peak-factor``: every factor these models chose other than x1.00 (ysb seeds 9 and 11,
 #: x0.95) made the report span worse. ``False`` (benchmark: ``--direct-peak-factor``) restores the choice.
 DIRECT_PEAK_PLAIN = True
 #: Fewest selection origins a rule may be chosen on (below this the choice is noise).
@@ -128,7 +128,9 @@ class BacktestWindow:
         if not isinstance(idx, pd.DatetimeIndex) or idx.freq is None or idx.tz is None:
             raise ForecastInputError("backtest window: series needs a regular tz-aware index (use prepare_rate_series)")
         if self.stride_bins < 1 or self.horizon_s <= 0:
-            raise ValueError(f"backtest window: stride_bins >= 1 and horizon_s > 0 needed, got {self.stride_bins}, {self.horizon_s}")
+            raise ValueError(
+                f"backtest window: stride_bins >= 1 and horizon_s > 0 needed, got {self.stride_bins}, {self.horizon_s}"
+            )
         if not len(self.origins):
             raise ForecastInputError(
                 f"backtest window: no origin at or after {pd.Timestamp(self.start).isoformat()} has a whole "
@@ -188,8 +190,9 @@ def _origin_forecasts(model: ForecastingModel, window: BacktestWindow, inputs: p
     return [model.predict(inputs[inputs.index < o], window.horizon_s) for o in window.origins]
 
 
-def run_backtest(model: ForecastingModel, window: BacktestWindow, *, inputs: pd.Series | None = None, fit: bool = True,
-                 timed_predicts: int = 5) -> BacktestResult:
+def run_backtest(
+    model: ForecastingModel, window: BacktestWindow, *, inputs: pd.Series | None = None, fit: bool = True, timed_predicts: int = 5
+) -> BacktestResult:
     """Fit ``model`` on the data before the first origin (unless ``fit=False``) and forecast every origin.
 
     ``inputs`` is what the model reads (default: the window's binned series); pass a finer series
@@ -261,8 +264,15 @@ def under_rate_upper_bound(rate: float, n_eff: float, z: float = 1.0) -> float:
     return min(1.0, centre + half)
 
 
-def select_rule(forecasts: Sequence[QuantileForecast], peaks: np.ndarray, max_under_rate: float = 0.05,
-                rules: Sequence[str] | None = None, *, block: int = 1, z: float = 0.0) -> str:
+def select_rule(
+    forecasts: Sequence[QuantileForecast],
+    peaks: np.ndarray,
+    max_under_rate: float = 0.05,
+    rules: Sequence[str] | None = None,
+    *,
+    block: int = 1,
+    z: float = 0.0,
+) -> str:
     """The cheapest rule (lowest over-provisioning) whose under-forecast rate is at most ``max_under_rate``.
 
     With ``z`` > 0 the rate is judged by its upper confidence bound (:func:`under_rate_upper_bound`)
@@ -288,8 +298,7 @@ def _block_means(values: np.ndarray, block: int) -> np.ndarray:
     return np.array([part.mean() for part in np.array_split(values, min(n_blocks, len(values)))])
 
 
-def select_peak_rule(forecasts: Sequence[QuantileForecast], peaks: np.ndarray, *, block: int = 1,
-                     n_se: float = 0.0) -> str:
+def select_peak_rule(forecasts: Sequence[QuantileForecast], peaks: np.ndarray, *, block: int = 1, n_se: float = 0.0) -> str:
     """The rule whose value is the best point forecast of the peak (lowest mean absolute error).
 
     With ``n_se`` > 0, the one-standard-error rule (Breiman et al. 1984; Hastie, Tibshirani and
@@ -312,8 +321,14 @@ def select_peak_rule(forecasts: Sequence[QuantileForecast], peaks: np.ndarray, *
     return best if float(np.mean(diff)) > n_se * se else IDENTITY_PEAK_RULE
 
 
-def choose_rules(result: BacktestResult, max_under_rate: float = 0.05, *, planning_z: float | None = None,
-                 peak_n_se: float | None = None, direct_peak_plain: bool | None = None) -> tuple[str, str]:
+def choose_rules(
+    result: BacktestResult,
+    max_under_rate: float = 0.05,
+    *,
+    planning_z: float | None = None,
+    peak_n_se: float | None = None,
+    direct_peak_plain: bool | None = None,
+) -> tuple[str, str]:
     """``(planning rule, peak rule)`` chosen on every origin of ``result`` (its selection backtest).
 
     ``peak_n_se`` / ``planning_z`` (default :data:`PEAK_RULE_N_SE`, :data:`PLANNING_Z`, both 0: the
@@ -364,8 +379,14 @@ def summarize(result: BacktestResult, *, rule: str, peak_rule: str) -> dict[str,
     }
 
 
-def selection_window(series: pd.Series, select_start: pd.Timestamp, report_start: pd.Timestamp, horizon_s: int = 600,
-                     stride_bins: int = 1, min_origins: int = MIN_SELECT_ORIGINS) -> BacktestWindow:
+def selection_window(
+    series: pd.Series,
+    select_start: pd.Timestamp,
+    report_start: pd.Timestamp,
+    horizon_s: int = 600,
+    stride_bins: int = 1,
+    min_origins: int = MIN_SELECT_ORIGINS,
+) -> BacktestWindow:
     """The selection span ``[select_start, report_start)`` of ``series`` as a window.
 
     The series is cut at ``report_start``, so no selection origin's truth reaches the report span.
@@ -374,8 +395,9 @@ def selection_window(series: pd.Series, select_start: pd.Timestamp, report_start
     """
     select_start, report_start = pd.Timestamp(select_start), pd.Timestamp(report_start)
     if not select_start < report_start:
-        raise ValueError(f"selection span: select_start {select_start.isoformat()} must be before report_start "
-                         f"{report_start.isoformat()}")
+        raise ValueError(
+            f"selection span: select_start {select_start.isoformat()} must be before report_start {report_start.isoformat()}"
+        )
     head = series.iloc[: int(np.searchsorted(series.index, report_start))]  # positional: keeps the index's freq
     bin_s = int(pd.Timedelta(series.index.freq).total_seconds()) if series.index.freq is not None else 0
     n_bins = int((head.index >= select_start).sum())
@@ -414,16 +436,27 @@ def _chained_selection(model: ForecastingModel, window: BacktestWindow, refits: 
         result = run_backtest(model, sub, inputs=inputs, fit=True, timed_predicts=0)
         forecasts += result.forecasts
         fit_s += result.fit_s
-    return BacktestResult(model.name, window, forecasts, fit_s, float("nan"),
-                          {"select_refits": refits})
+    return BacktestResult(model.name, window, forecasts, fit_s, float("nan"), {"select_refits": refits})
 
 
-def backtest_select_then_report(model: ForecastingModel, series: pd.Series, *, select_start: pd.Timestamp, report_start: pd.Timestamp,
-                                horizon_s: int = 600, stride_bins: int = 1, inputs: pd.Series | None = None,
-                                fit: bool = True, max_under_rate: float = 0.05, select_refits: int = 1,
-                                min_select_origins: int = MIN_SELECT_ORIGINS, timed_predicts: int = 5,
-                                planning_z: float | None = None, peak_n_se: float | None = None,
-                                direct_peak_plain: bool | None = None) -> SelectedBacktest:
+def backtest_select_then_report(
+    model: ForecastingModel,
+    series: pd.Series,
+    *,
+    select_start: pd.Timestamp,
+    report_start: pd.Timestamp,
+    horizon_s: int = 600,
+    stride_bins: int = 1,
+    inputs: pd.Series | None = None,
+    fit: bool = True,
+    max_under_rate: float = 0.05,
+    select_refits: int = 1,
+    min_select_origins: int = MIN_SELECT_ORIGINS,
+    timed_predicts: int = 5,
+    planning_z: float | None = None,
+    peak_n_se: float | None = None,
+    direct_peak_plain: bool | None = None,
+) -> SelectedBacktest:
     """Fit before ``select_start``, choose the rules on ``[select_start, report_start)``, refit, report.
 
     ``series`` is the binned truth (regular, UTC; :func:`prepare_rate_series`), ``inputs`` what the
@@ -441,8 +474,14 @@ def backtest_select_then_report(model: ForecastingModel, series: pd.Series, *, s
         selection = _chained_selection(model, window, select_refits, inputs)  # one part = one fit before the span
     else:
         selection = run_backtest(model, window, inputs=inputs, fit=False, timed_predicts=0)
-    rule, peak_rule = choose_rules(selection, max_under_rate, planning_z=planning_z, peak_n_se=peak_n_se,
-                                   direct_peak_plain=direct_peak_plain)
-    report = run_backtest(model, BacktestWindow(series, pd.Timestamp(report_start), horizon_s, stride_bins), inputs=inputs,
-                          fit=fit, timed_predicts=timed_predicts)
+    rule, peak_rule = choose_rules(
+        selection, max_under_rate, planning_z=planning_z, peak_n_se=peak_n_se, direct_peak_plain=direct_peak_plain
+    )
+    report = run_backtest(
+        model,
+        BacktestWindow(series, pd.Timestamp(report_start), horizon_s, stride_bins),
+        inputs=inputs,
+        fit=fit,
+        timed_predicts=timed_predicts,
+    )
     return SelectedBacktest(selection, report, summarize(report, rule=rule, peak_rule=peak_rule))

@@ -46,8 +46,13 @@ def selection_metrics(backtest: SelectedBacktest) -> dict:
     return summarize(backtest.selection, rule=backtest.metrics["rule"], peak_rule=backtest.metrics["peak_rule"])
 
 
-def choose_champion(backtests: Mapping[str, SelectedBacktest], *, max_under_rate: float = 0.05,
-                    registrable: Iterable[str] | None = None, planning_z: float | None = None) -> ChampionChoice:
+def choose_champion(
+    backtests: Mapping[str, SelectedBacktest],
+    *,
+    max_under_rate: float = 0.05,
+    registrable: Iterable[str] | None = None,
+    planning_z: float | None = None,
+) -> ChampionChoice:
     """Apply the module's rule to ``backtests`` (candidate name -> its select-then-report backtest).
 
     ``planning_z``: as given to the backtests' rule choice (``0``: the point estimate).
@@ -57,6 +62,7 @@ def choose_champion(backtests: Mapping[str, SelectedBacktest], *, max_under_rate
     if not allowed:
         raise ValueError(f"choose_champion: no registrable candidate among {sorted(backtests)}")
     sel = {c: selection_metrics(backtests[c]) for c in backtests}
+
     def bound(c: str) -> float:
         window = backtests[c].selection.window
         n_eff = effective_origins(len(backtests[c].selection.forecasts), horizon_block(window))
@@ -66,11 +72,15 @@ def choose_champion(backtests: Mapping[str, SelectedBacktest], *, max_under_rate
     if safe:
         best = min(safe, key=lambda c: sel[c]["peak_mae"])
         others = ", ".join(f"{c} {sel[c]['peak_mae']:.4g}" for c in safe if c != best) or "none"
-        reason = (f"lowest selection-span peak MAE among candidates with under-forecast <= {max_under_rate:g}: "
-                  f"{best} {sel[best]['peak_mae']:.4g} (others: {others}); rules {sel[best]['rule']} / "
-                  f"{sel[best]['peak_rule']}")
+        reason = (
+            f"lowest selection-span peak MAE among candidates with under-forecast <= {max_under_rate:g}: "
+            f"{best} {sel[best]['peak_mae']:.4g} (others: {others}); rules {sel[best]['rule']} / "
+            f"{sel[best]['peak_rule']}"
+        )
     else:
         best = min(allowed, key=lambda c: (sel[c]["under_rate"], sel[c]["peak_mae"]))
-        reason = (f"no candidate kept under-forecast <= {max_under_rate:g} on the selection span; {best} had the "
-                  f"lowest ({sel[best]['under_rate']:.3g}); rules {sel[best]['rule']} / {sel[best]['peak_rule']}")
+        reason = (
+            f"no candidate kept under-forecast <= {max_under_rate:g} on the selection span; {best} had the "
+            f"lowest ({sel[best]['under_rate']:.3g}); rules {sel[best]['rule']} / {sel[best]['peak_rule']}"
+        )
     return ChampionChoice(best, reason, sel)

@@ -4,7 +4,7 @@ Use :class:`DartsQuantileForecaster` wherever the loop needs a forecast of the i
 on hours of history (offline, on a schedule), then call :meth:`~DartsQuantileForecaster.predict`
 with the latest history at every decision. It is a global model, so predict never refits.
 
-Why TiDE with a quantile loss (measured in ``benchmarks/forecasting.py``): on 18 h synthetic
+Why TiDE with a quantile loss (measured in ``benchmarks/forecasting/forecasting.py``): on 18 h synthetic
 traces it fits in about a second on 2 CPU cores, predicts in ~20 ms, and its p90 peak covered the
 true 10-minute peak about 95 % of the time, with a lower peak error than seasonal naive. NHiTS was
 similar but less calibrated; quantile linear regression was slower and much worse. Calendar
@@ -234,13 +234,15 @@ class DartsQuantileForecaster(ForecastingModel):
         with _quiet(), single_thread(resolve_accelerator(self.device) == "cpu"):
             if n <= self.output_bins:
                 # Exact quantiles straight from the network: deterministic, no sampling noise.
-                out = self._model.predict(
-                    n, series=ts, future_covariates=fut, predict_likelihood_parameters=True, verbose=False
-                )
+                out = self._model.predict(n, series=ts, future_covariates=fut, predict_likelihood_parameters=True, verbose=False)
                 q = out.values(copy=True).reshape(n, len(levels))
             else:
                 out = self._model.predict(
-                    n, series=ts, future_covariates=fut, num_samples=self.num_samples, verbose=False,
+                    n,
+                    series=ts,
+                    future_covariates=fut,
+                    num_samples=self.num_samples,
+                    verbose=False,
                     random_state=self.seed,
                 )
                 samples = out.all_values(copy=True)[:, 0, :]  # (n, samples)
@@ -275,27 +277,47 @@ class DartsQuantileForecaster(ForecastingModel):
         levels = np.asarray(self.quantiles)
         with _quiet(), single_thread(resolve_accelerator(self.device) == "cpu"):
             outs = self._model.historical_forecasts(
-                ts, future_covariates=fut, start=origins[0].tz_convert(None), start_format="value",
-                forecast_horizon=n, stride=int(steps[0]), retrain=False, overlap_end=False,
-                last_points_only=False, predict_likelihood_parameters=True, verbose=False,
+                ts,
+                future_covariates=fut,
+                start=origins[0].tz_convert(None),
+                start_format="value",
+                forecast_horizon=n,
+                stride=int(steps[0]),
+                retrain=False,
+                overlap_end=False,
+                last_points_only=False,
+                predict_likelihood_parameters=True,
+                verbose=False,
             )
         result = []
         for out in outs[: len(origins)]:
             q = np.maximum(np.sort(out.values(copy=True).reshape(n, len(levels)).astype("float64"), axis=1) * self._scale, 0.0)
-            result.append(QuantileForecast(
-                start=pd.Timestamp(out.start_time()).tz_localize("UTC"), bin_s=self.bin_s, mean=_quantile_mean(levels, q),
-                quantiles={float(lv): q[:, i].copy() for i, lv in enumerate(levels)}, model=self.name,
-            ))
+            result.append(
+                QuantileForecast(
+                    start=pd.Timestamp(out.start_time()).tz_localize("UTC"),
+                    bin_s=self.bin_s,
+                    mean=_quantile_mean(levels, q),
+                    quantiles={float(lv): q[:, i].copy() for i, lv in enumerate(levels)},
+                    model=self.name,
+                )
+            )
         return result
 
     # -- persistence ------------------------------------------------------------------------------
     def params(self) -> dict:
         """Constructor arguments (JSON-friendly): what to log and what :meth:`load` rebuilds from."""
         return {
-            "bin_s": self.bin_s, "input_bins": self.input_bins, "output_bins": self.output_bins,
-            "n_epochs": self.n_epochs, "batch_size": self.batch_size, "hidden_size": self.hidden_size,
-            "max_gap_bins": self.max_gap_bins, "calendar_min_days": self.calendar_min_days,
-            "device": self.device, "seed": self.seed, "num_samples": self.num_samples,
+            "bin_s": self.bin_s,
+            "input_bins": self.input_bins,
+            "output_bins": self.output_bins,
+            "n_epochs": self.n_epochs,
+            "batch_size": self.batch_size,
+            "hidden_size": self.hidden_size,
+            "max_gap_bins": self.max_gap_bins,
+            "calendar_min_days": self.calendar_min_days,
+            "device": self.device,
+            "seed": self.seed,
+            "num_samples": self.num_samples,
         }
 
     def save(self, path: str | Path) -> Path:
@@ -305,8 +327,13 @@ class DartsQuantileForecaster(ForecastingModel):
         path = Path(path)
         with atomic_dir(path) as tmp:
             self._model.save(str(tmp / "model.pt"))
-            meta = {"params": self.params(), "scale": self._scale, "calendar": self._calendar,
-                    "fit_info": self.fit_info, "kind": self.name}
+            meta = {
+                "params": self.params(),
+                "scale": self._scale,
+                "calendar": self._calendar,
+                "fit_info": self.fit_info,
+                "kind": self.name,
+            }
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
         return path
 
@@ -325,8 +352,13 @@ class DartsQuantileForecaster(ForecastingModel):
         accelerator = resolve_accelerator(device)
         self._model = TiDEModel.load(
             str(path / "model.pt"),
-            pl_trainer_kwargs={"accelerator": accelerator, "devices": 1, "logger": False,
-                               "enable_progress_bar": False, "enable_model_summary": False},
+            pl_trainer_kwargs={
+                "accelerator": accelerator,
+                "devices": 1,
+                "logger": False,
+                "enable_progress_bar": False,
+                "enable_model_summary": False,
+            },
             map_location="cuda" if accelerator == "gpu" else "cpu",
         )
         self._scale = float(meta["scale"])

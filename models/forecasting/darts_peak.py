@@ -94,11 +94,15 @@ class DartsPeakForecaster(ForecastingModel):
         if 0.5 not in levels or not all(0 < q < 1 for q in levels):
             raise ValueError(f"quantiles must lie in (0, 1) and include 0.5, got {quantiles!r}")
         if input_bin_s < 1 or bin_s % input_bin_s or default_horizon_s < bin_s:
-            raise ValueError(f"need input_bin_s >= 1 dividing bin_s and default_horizon_s >= bin_s, got "
-                             f"input_bin_s={input_bin_s}, bin_s={bin_s}, default_horizon_s={default_horizon_s}")
+            raise ValueError(
+                f"need input_bin_s >= 1 dividing bin_s and default_horizon_s >= bin_s, got "
+                f"input_bin_s={input_bin_s}, bin_s={bin_s}, default_horizon_s={default_horizon_s}"
+            )
         if train_stride_s < input_bin_s or min_train_rows < 1 or max_iter < 1:
-            raise ValueError(f"need train_stride_s >= input_bin_s, min_train_rows >= 1, max_iter >= 1, got "
-                             f"{train_stride_s}, {min_train_rows}, {max_iter}")
+            raise ValueError(
+                f"need train_stride_s >= input_bin_s, min_train_rows >= 1, max_iter >= 1, got "
+                f"{train_stride_s}, {min_train_rows}, {max_iter}"
+            )
         self.estimator = estimator
         self.name = f"darts-peak-{estimator}"
         self.bin_s = int(bin_s)
@@ -151,15 +155,28 @@ class DartsPeakForecaster(ForecastingModel):
         if self.estimator == "linear":
             # One darts model fits every level (a QuantileRegressor per level and column), unpenalised;
             # darts wants the levels symmetric around 0.5, so mirrored ones are fitted too.
-            model = LinearRegressionModel(likelihood="quantile", quantiles=self._darts_levels, alpha=0.0,
-                                          solver="highs", **common)
+            model = LinearRegressionModel(
+                likelihood="quantile", quantiles=self._darts_levels, alpha=0.0, solver="highs", **common
+            )
             return {q: model for q in self.quantiles}
         from sklearn.ensemble import HistGradientBoostingRegressor
 
-        return {q: SKLearnModel(model=HistGradientBoostingRegressor(
-            loss="quantile", quantile=q, max_iter=self.max_iter, learning_rate=self.learning_rate,
-            max_leaf_nodes=self.max_leaf_nodes, min_samples_leaf=self.min_samples_leaf, early_stopping=False,
-            random_state=self.seed), **common) for q in self.quantiles}
+        return {
+            q: SKLearnModel(
+                model=HistGradientBoostingRegressor(
+                    loss="quantile",
+                    quantile=q,
+                    max_iter=self.max_iter,
+                    learning_rate=self.learning_rate,
+                    max_leaf_nodes=self.max_leaf_nodes,
+                    min_samples_leaf=self.min_samples_leaf,
+                    early_stopping=False,
+                    random_state=self.seed,
+                ),
+                **common,
+            )
+            for q in self.quantiles
+        }
 
     def _series(self, values: pd.Series, array: np.ndarray, names: list[str]):
         from darts import TimeSeries
@@ -172,8 +189,7 @@ class DartsPeakForecaster(ForecastingModel):
         """Target and covariate series from input bin ``first`` on (earlier rows lack context)."""
         y = values.to_numpy()
         cov = peak_covariates(y, input_bin_s=self.input_bin_s, bin_s=self.bin_s, scale=self._scale)
-        tgt = peak_targets(y, input_bin_s=self.input_bin_s, bin_s=self.bin_s, horizon_bins=self.horizon_bins,
-                           scale=self._scale)
+        tgt = peak_targets(y, input_bin_s=self.input_bin_s, bin_s=self.bin_s, horizon_bins=self.horizon_bins, scale=self._scale)
         part = values.iloc[first:]
         cov_names = [f"c{i}" for i in range(cov.shape[1])]
         tgt_names = [f"bin{h}" for h in range(self.horizon_bins)] + ["peak"]
@@ -182,8 +198,9 @@ class DartsPeakForecaster(ForecastingModel):
         return self._series(part, np.nan_to_num(tgt[first:]), tgt_names), self._series(part, cov[first:], cov_names)
 
     def _prepare(self, series: pd.Series, min_bins: int, where: str) -> pd.Series:
-        return prepare_rate_series(series, bin_s=self.input_bin_s, max_gap_bins=self.max_gap_bins,
-                                   min_bins=min_bins, where=where).values
+        return prepare_rate_series(
+            series, bin_s=self.input_bin_s, max_gap_bins=self.max_gap_bins, min_bins=min_bins, where=where
+        ).values
 
     # -- Forecaster protocol ----------------------------------------------------------------------
     def fit(self, series: pd.Series) -> DartsPeakForecaster:
@@ -196,7 +213,7 @@ class DartsPeakForecaster(ForecastingModel):
         first = self.context_bins - 1
         target, cov = self._inputs(values, first)
         # The first usable target row is one horizon after the first covariate row.
-        target = target[self._span:]
+        target = target[self._span :]
         stride = self.train_stride_s // self.input_bin_s
         models = self._darts_models()
         with threadpool_limits(1), warnings.catch_warnings():
@@ -214,8 +231,10 @@ class DartsPeakForecaster(ForecastingModel):
             raise ForecastInputError(f"horizon_s must be positive, got {horizon_s}")
         n = math.ceil(horizon_s / self.bin_s)
         if n > self.horizon_bins:
-            raise ForecastInputError(f"horizon of {n} bins exceeds the trained horizon of {self.horizon_bins} bins "
-                                     f"(default_horizon_s={self.default_horizon_s}); refit with a longer default_horizon_s")
+            raise ForecastInputError(
+                f"horizon of {n} bins exceeds the trained horizon of {self.horizon_bins} bins "
+                f"(default_horizon_s={self.default_horizon_s}); refit with a longer default_horizon_s"
+            )
         return n
 
     def _raw(self, values: pd.Series, ends: np.ndarray) -> np.ndarray:
@@ -223,7 +242,7 @@ class DartsPeakForecaster(ForecastingModel):
         from threadpoolctl import threadpool_limits
 
         first = int(ends.min()) - self.context_bins
-        values = values.iloc[max(0, first): int(ends.max())]
+        values = values.iloc[max(0, first) : int(ends.max())]
         ends = ends - max(0, first)
         target, cov = self._inputs(values, 0)
         # darts' start is the first origin (the bin after its history); the shifted output lands
@@ -244,9 +263,17 @@ class DartsPeakForecaster(ForecastingModel):
                 model = self._models[q]
                 if id(model) not in cache:  # the linear model serves every level in one call
                     fcs = model.historical_forecasts(
-                        target, past_covariates=cov, start=start, start_format="value", forecast_horizon=1,
-                        stride=int(steps[0]), retrain=False, overlap_end=True, last_points_only=True,
-                        predict_likelihood_parameters=self.estimator == "linear", verbose=False,
+                        target,
+                        past_covariates=cov,
+                        start=start,
+                        start_format="value",
+                        forecast_horizon=1,
+                        stride=int(steps[0]),
+                        retrain=False,
+                        overlap_end=True,
+                        last_points_only=True,
+                        predict_likelihood_parameters=self.estimator == "linear",
+                        verbose=False,
                     )
                     if fcs.start_time() != expect:
                         raise RuntimeError(f"{self.name}: darts forecast starts {fcs.start_time()}, expected {expect}")
@@ -271,8 +298,11 @@ class DartsPeakForecaster(ForecastingModel):
             start = values.index[end - 1] + pd.Timedelta(seconds=self.input_bin_s)
             qs = {float(lv): bins[i, j, :n].copy() for j, lv in enumerate(self.quantiles)}
             peak_q = {float(lv): float(peak[i, j]) for j, lv in enumerate(self.quantiles)} if n == self.horizon_bins else {}
-            out.append(QuantileForecast(start=start, bin_s=self.bin_s, mean=qs[0.5].copy(), quantiles=qs,
-                                        model=self.name, peak_quantiles=peak_q))
+            out.append(
+                QuantileForecast(
+                    start=start, bin_s=self.bin_s, mean=qs[0.5].copy(), quantiles=qs, model=self.name, peak_quantiles=peak_q
+                )
+            )
         return out
 
     def predict(self, history: pd.Series, horizon_s: int) -> QuantileForecast:
@@ -298,18 +328,30 @@ class DartsPeakForecaster(ForecastingModel):
         if not np.array_equal(follows.as_unit("ns").asi8, origins.as_unit("ns").asi8):
             raise ForecastInputError("historical_forecasts: every origin must follow an input bin of the series")
         if ends.min() < self.context_bins:
-            raise ForecastInputError(f"historical_forecasts: origin {origins[int(np.argmin(ends))].isoformat()} has "
-                                     f"{int(ends.min())} input bins of history, needs {self.context_bins}")
+            raise ForecastInputError(
+                f"historical_forecasts: origin {origins[int(np.argmin(ends))].isoformat()} has "
+                f"{int(ends.min())} input bins of history, needs {self.context_bins}"
+            )
         return self._forecasts(values, ends, n)
 
     # -- persistence ------------------------------------------------------------------------------
     def params(self) -> dict:
         """Constructor arguments (JSON-friendly): what to log and what :meth:`load` rebuilds from."""
-        return {"estimator": self.estimator, "bin_s": self.bin_s, "input_bin_s": self.input_bin_s,
-                "default_horizon_s": self.default_horizon_s, "quantiles": list(self.quantiles),
-                "train_stride_s": self.train_stride_s, "min_train_rows": self.min_train_rows,
-                "max_iter": self.max_iter, "learning_rate": self.learning_rate, "max_leaf_nodes": self.max_leaf_nodes,
-                "min_samples_leaf": self.min_samples_leaf, "max_gap_bins": self.max_gap_bins, "seed": self.seed}
+        return {
+            "estimator": self.estimator,
+            "bin_s": self.bin_s,
+            "input_bin_s": self.input_bin_s,
+            "default_horizon_s": self.default_horizon_s,
+            "quantiles": list(self.quantiles),
+            "train_stride_s": self.train_stride_s,
+            "min_train_rows": self.min_train_rows,
+            "max_iter": self.max_iter,
+            "learning_rate": self.learning_rate,
+            "max_leaf_nodes": self.max_leaf_nodes,
+            "min_samples_leaf": self.min_samples_leaf,
+            "max_gap_bins": self.max_gap_bins,
+            "seed": self.seed,
+        }
 
     def save(self, path: str | Path) -> Path:
         """Write the fitted darts models to directory ``path`` (pickled + ``meta.json``), atomically."""

@@ -66,8 +66,9 @@ def demeter_preprocess(values: np.ndarray, *, sg_window: int = 51, sg_poly: int 
     return smoothed.interpolate(limit_direction="both").to_numpy()
 
 
-def combine_stride_forecasts(per_model: list[np.ndarray], last_value: float, span: float = 5.0,
-                             rolling_s: int = 120) -> np.ndarray:
+def combine_stride_forecasts(
+    per_model: list[np.ndarray], last_value: float, span: float = 5.0, rolling_s: int = 120
+) -> np.ndarray:
     """Per-second ensemble of stride forecasts: EWM across models, time interpolation, rolling mean.
 
     ``per_model[k]`` has ``horizon + 1`` rows (row 0 = now, then one per second), NaN where model
@@ -140,8 +141,7 @@ class DemeterArimaForecaster(ForecastingModel):
 
     def _grid(self, series: pd.Series, min_bins: int, where: str) -> tuple[pd.DatetimeIndex, np.ndarray, pd.Timestamp]:
         """Repaired 1 s grid of ``series`` (values, and the end of the last input bin)."""
-        prep = prepare_rate_series(series, bin_s=self.input_bin_s, max_gap_bins=self.max_gap_bins,
-                                   min_bins=min_bins, where=where)
+        prep = prepare_rate_series(series, bin_s=self.input_bin_s, max_gap_bins=self.max_gap_bins, min_bins=min_bins, where=where)
         values = prep.values
         end = values.index[-1] + pd.Timedelta(seconds=self.input_bin_s)
         if self.input_bin_s == 1:
@@ -177,8 +177,12 @@ class DemeterArimaForecaster(ForecastingModel):
                 if self.max_fit_points is not None:
                     sub = sub[-self.max_fit_points :]
                 models[stride] = pm.auto_arima(
-                    sub, error_action="ignore", suppress_warnings=True, out_of_sample_size=int(len(sub) * 0.2),
-                    scoring="mae", random_state=self.seed,
+                    sub,
+                    error_action="ignore",
+                    suppress_warnings=True,
+                    out_of_sample_size=int(len(sub) * 0.2),
+                    scoring="mae",
+                    random_state=self.seed,
                 )
         if not models:
             raise ForecastInputError(f"fit series: no stride model has {self.min_points} points")
@@ -227,9 +231,16 @@ class DemeterArimaForecaster(ForecastingModel):
     # -- persistence ------------------------------------------------------------------------------
     def params(self) -> dict:
         """Constructor arguments (JSON-friendly)."""
-        return {"strides_s": list(self.strides_s), "input_bin_s": self.input_bin_s, "bin_s": self.bin_s,
-                "max_gap_bins": self.max_gap_bins, "min_points": self.min_points,
-                "state_points": self.state_points, "max_fit_points": self.max_fit_points, "seed": self.seed}
+        return {
+            "strides_s": list(self.strides_s),
+            "input_bin_s": self.input_bin_s,
+            "bin_s": self.bin_s,
+            "max_gap_bins": self.max_gap_bins,
+            "min_points": self.min_points,
+            "state_points": self.state_points,
+            "max_fit_points": self.max_fit_points,
+            "seed": self.seed,
+        }
 
     def save(self, path: str | Path) -> Path:
         """Write the fitted ensemble to directory ``path`` (pickled ARIMAs + ``meta.json``), atomically."""

@@ -47,9 +47,12 @@ def _vol_bins(input_bin_s: int) -> list[int]:
 def covariate_names(input_bin_s: int) -> list[str]:
     """Column names of :func:`peak_covariates` at ``input_bin_s``."""
     lags = [f"{k * input_bin_s}s" for k in _lag_bins(input_bin_s)]
-    return ([f"change_{s}" for s in lags] + [f"rise_{s}" for s in lags]
-            + [f"volatility_{k * input_bin_s}s" for k in _vol_bins(input_bin_s)]
-            + ["last_bin_mean", "max_recent_bin_mean", "level"])
+    return (
+        [f"change_{s}" for s in lags]
+        + [f"rise_{s}" for s in lags]
+        + [f"volatility_{k * input_bin_s}s" for k in _vol_bins(input_bin_s)]
+        + ["last_bin_mean", "max_recent_bin_mean", "level"]
+    )
 
 
 def context_input_bins(input_bin_s: int, bin_s: int) -> int:
@@ -63,7 +66,7 @@ def _trailing_mean(y: np.ndarray, w: int) -> np.ndarray:
     out = np.full(y.size, np.nan)
     if y.size >= w:
         c = np.concatenate([[0.0], np.cumsum(y)])
-        out[w - 1:] = (c[w:] - c[:-w]) / w
+        out[w - 1 :] = (c[w:] - c[:-w]) / w
     return out
 
 

@@ -95,8 +95,9 @@ def ensemble_backtest(members: Sequence[SelectedBacktest], *, max_under_rate: fl
     def combined(part: str) -> BacktestResult:
         results: list[BacktestResult] = [getattr(m, part) for m in members]
         forecasts = [combine_forecasts(list(fcs)) for fcs in zip(*(r.forecasts for r in results), strict=True)]
-        return BacktestResult(ENSEMBLE_NAME, results[0].window, forecasts, sum(r.fit_s for r in results),
-                              sum(r.predict_ms for r in results))  # fmt: skip
+        return BacktestResult(
+            ENSEMBLE_NAME, results[0].window, forecasts, sum(r.fit_s for r in results), sum(r.predict_ms for r in results)
+        )
 
     selection, report = combined("selection"), combined("report")
     rule, peak_rule = choose_rules(selection, max_under_rate)

@@ -23,12 +23,15 @@ _LAGS: tuple[int, ...] = (1, 2, 3, 5, 10, 20, 30)
 #: Bins of history a feature row needs (the longest lag, plus one for the 30-bin volatility).
 CONTEXT_BINS = 31
 FEATURE_NAMES: tuple[str, ...] = (
-    *(f"change_{k}" for k in _LAGS), "max10_above_last", "volatility_10", "volatility_30", "level",
+    *(f"change_{k}" for k in _LAGS),
+    "max10_above_last",
+    "volatility_10",
+    "volatility_30",
+    "level",
 )
 
 
-def window_features(values: np.ndarray, ends: np.ndarray, scale: float,
-                    minute_of_day: np.ndarray | None = None) -> np.ndarray:
+def window_features(values: np.ndarray, ends: np.ndarray, scale: float, minute_of_day: np.ndarray | None = None) -> np.ndarray:
     """Feature matrix ``(len(ends), len(FEATURE_NAMES) [+ 2 calendar columns])``, see module doc.
 
     ``level`` (last bin / scale) stays in: on the twin's periodic trace it tells rising from
@@ -39,8 +42,10 @@ def window_features(values: np.ndarray, ends: np.ndarray, scale: float,
     if scale <= 0 or not np.isfinite(scale):
         raise ValueError(f"window_features: scale must be a positive finite rate, got {scale!r}")
     if ends.size and (ends.min() < CONTEXT_BINS or ends.max() > y.size):
-        raise ValueError(f"window_features: origins need {CONTEXT_BINS} bins of history inside the "
-                         f"{y.size}-bin series, got positions {int(ends.min())}..{int(ends.max())}")
+        raise ValueError(
+            f"window_features: origins need {CONTEXT_BINS} bins of history inside the "
+            f"{y.size}-bin series, got positions {int(ends.min())}..{int(ends.max())}"
+        )
     ref = y[ends - 1]
     cols = [(ref - y[ends - 1 - k]) / scale for k in _LAGS]
     absdiff = np.abs(np.diff(y))  # absdiff[i] = |y[i+1] - y[i]|

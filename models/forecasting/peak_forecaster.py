@@ -122,9 +122,14 @@ class DirectPeakForecaster(ForecastingModel):
         from sklearn.ensemble import HistGradientBoostingRegressor
 
         return HistGradientBoostingRegressor(
-            loss="quantile", quantile=q, max_iter=self.max_iter, learning_rate=self.learning_rate,
-            max_leaf_nodes=self.max_leaf_nodes, min_samples_leaf=self.min_samples_leaf,
-            early_stopping=False, random_state=self.seed,
+            loss="quantile",
+            quantile=q,
+            max_iter=self.max_iter,
+            learning_rate=self.learning_rate,
+            max_leaf_nodes=self.max_leaf_nodes,
+            min_samples_leaf=self.min_samples_leaf,
+            early_stopping=False,
+            random_state=self.seed,
         )
 
     def _features(self, values: pd.Series, ends: np.ndarray) -> np.ndarray:
@@ -162,8 +167,11 @@ class DirectPeakForecaster(ForecastingModel):
                 # A window's max is never below any of its bins: keep each level above that level's highest bin.
                 p = np.maximum.accumulate(np.maximum(p, bins[i].max(axis=0)))
                 peak_q = {float(lv): float(p[j]) for j, lv in enumerate(levels)}
-            out.append(QuantileForecast(start=start, bin_s=self.bin_s, mean=qs[0.5].copy(), quantiles=qs,
-                                        model=self.name, peak_quantiles=peak_q))
+            out.append(
+                QuantileForecast(
+                    start=start, bin_s=self.bin_s, mean=qs[0.5].copy(), quantiles=qs, model=self.name, peak_quantiles=peak_q
+                )
+            )
         return out
 
     # -- Forecaster protocol ----------------------------------------------------------------------
@@ -172,8 +180,9 @@ class DirectPeakForecaster(ForecastingModel):
         import sklearn.ensemble  # noqa: F401  (loaded before threadpool_limits, so its OpenMP is limited too)
         from threadpoolctl import threadpool_limits
 
-        prep = prepare_rate_series(series, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins,
-                                   min_bins=self.min_fit_bins, where="fit series")
+        prep = prepare_rate_series(
+            series, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins, min_bins=self.min_fit_bins, where="fit series"
+        )
         values = prep.values
         mean = float(values.mean())
         self._scale = mean if mean > 0 else 1.0
@@ -187,9 +196,13 @@ class DirectPeakForecaster(ForecastingModel):
         with threadpool_limits(1):
             self._bin_models = [self._regressor(q).fit(rows, y[:, :n].reshape(-1)) for q in self.quantiles]
             self._peak_models = [self._regressor(q).fit(x, y[:, n]) for q in self.quantiles]
-        self.fit_info = {"train_bins": float(len(values)), "train_windows": float(len(ends)),
-                         "dropped_nan": float(prep.dropped_nan), "interpolated_bins": float(prep.interpolated_bins),
-                         "calendar_covariates": float(self._calendar)}
+        self.fit_info = {
+            "train_bins": float(len(values)),
+            "train_windows": float(len(ends)),
+            "dropped_nan": float(prep.dropped_nan),
+            "interpolated_bins": float(prep.interpolated_bins),
+            "calendar_covariates": float(self._calendar),
+        }
         return self
 
     def _check_ready(self, horizon_s: int) -> int:
@@ -199,8 +212,10 @@ class DirectPeakForecaster(ForecastingModel):
             raise ForecastInputError(f"horizon_s must be positive, got {horizon_s}")
         n = math.ceil(horizon_s / self.bin_s)
         if n > self.horizon_bins:
-            raise ForecastInputError(f"horizon of {n} bins exceeds the trained horizon of {self.horizon_bins} bins "
-                                     f"(default_horizon_s={self.default_horizon_s}); refit with a longer default_horizon_s")
+            raise ForecastInputError(
+                f"horizon of {n} bins exceeds the trained horizon of {self.horizon_bins} bins "
+                f"(default_horizon_s={self.default_horizon_s}); refit with a longer default_horizon_s"
+            )
         return n
 
     def predict(self, history: pd.Series, horizon_s: int) -> QuantileForecast:
@@ -209,8 +224,9 @@ class DirectPeakForecaster(ForecastingModel):
         if isinstance(history, pd.Series) and isinstance(history.index, pd.DatetimeIndex) and len(history):
             last = history.index.max().floor(f"{self.bin_s}s")
             history = history[history.index >= last - pd.Timedelta(seconds=self.bin_s * CONTEXT_BINS)]
-        prep = prepare_rate_series(history, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins,
-                                   min_bins=CONTEXT_BINS, where="predict history")
+        prep = prepare_rate_series(
+            history, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins, min_bins=CONTEXT_BINS, where="predict history"
+        )
         values = prep.values
         return self._forecasts(values, np.array([len(values)]), n)[0]
 
@@ -219,21 +235,31 @@ class DirectPeakForecaster(ForecastingModel):
         n = self._check_ready(horizon_s)
         ends = np.searchsorted(series.index, origins)
         # Instants, not index objects: an index in us and origins in ns are the same bins.
-        if (ends >= len(series)).any() or not np.array_equal(series.index[ends].as_unit("ns").asi8,
-                                                             origins.as_unit("ns").asi8):
+        if (ends >= len(series)).any() or not np.array_equal(series.index[ends].as_unit("ns").asi8, origins.as_unit("ns").asi8):
             raise ForecastInputError("historical_forecasts: every origin must be a bin of the series")
         if ends.min() < CONTEXT_BINS:
-            raise ForecastInputError(f"historical_forecasts: origin {origins[int(np.argmin(ends))].isoformat()} has "
-                                     f"{int(ends.min())} bins of history, needs {CONTEXT_BINS}")
+            raise ForecastInputError(
+                f"historical_forecasts: origin {origins[int(np.argmin(ends))].isoformat()} has "
+                f"{int(ends.min())} bins of history, needs {CONTEXT_BINS}"
+            )
         return self._forecasts(series, ends, n)
 
     # -- persistence ------------------------------------------------------------------------------
     def params(self) -> dict:
         """Constructor arguments (JSON-friendly): what to log and what :meth:`load` rebuilds from."""
-        return {"bin_s": self.bin_s, "default_horizon_s": self.default_horizon_s, "quantiles": list(self.quantiles),
-                "max_iter": self.max_iter, "learning_rate": self.learning_rate, "max_leaf_nodes": self.max_leaf_nodes,
-                "min_samples_leaf": self.min_samples_leaf, "min_train_origins": self.min_train_origins,
-                "calendar_min_days": self.calendar_min_days, "max_gap_bins": self.max_gap_bins, "seed": self.seed}
+        return {
+            "bin_s": self.bin_s,
+            "default_horizon_s": self.default_horizon_s,
+            "quantiles": list(self.quantiles),
+            "max_iter": self.max_iter,
+            "learning_rate": self.learning_rate,
+            "max_leaf_nodes": self.max_leaf_nodes,
+            "min_samples_leaf": self.min_samples_leaf,
+            "min_train_origins": self.min_train_origins,
+            "calendar_min_days": self.calendar_min_days,
+            "max_gap_bins": self.max_gap_bins,
+            "seed": self.seed,
+        }
 
     def save(self, path: str | Path) -> Path:
         """Write the fitted models to directory ``path`` (pickled regressors + ``meta.json``), atomically."""
@@ -242,8 +268,13 @@ class DirectPeakForecaster(ForecastingModel):
         path = Path(path)
         with atomic_dir(path) as tmp:
             (tmp / "models.pkl").write_bytes(pickle.dumps({"bins": self._bin_models, "peak": self._peak_models}))
-            meta = {"kind": self.name, "params": self.params(), "scale": self._scale, "calendar": self._calendar,
-                    "fit_info": self.fit_info}
+            meta = {
+                "kind": self.name,
+                "params": self.params(),
+                "scale": self._scale,
+                "calendar": self._calendar,
+                "fit_info": self.fit_info,
+            }
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
         return path
 

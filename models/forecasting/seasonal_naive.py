@@ -1,7 +1,7 @@
 """Seasonal-naive baseline forecaster: the next window repeats a past window, plus residual quantiles.
 
 Use :class:`SeasonalNaiveForecaster` as the yardstick in backtests (``jobs.train_forecaster``,
-``benchmarks/forecasting.py``) and as a dependency-free fallback. Bin ``i`` of the forecast is
+``benchmarks/forecasting/forecasting.py``) and as a dependency-free fallback. Bin ``i`` of the forecast is
 the history value one season earlier; with ``season_s=None`` the season is the horizon itself,
 so the forecast repeats the last ``horizon`` of history (the classic "last window" baseline).
 Quantiles add the empirical quantiles of the fitted series' seasonal differences
@@ -39,7 +39,7 @@ class SeasonalNaiveForecaster(ForecastingModel):
         bin_s: int = 60,
         season_s: int | None = None,
         default_horizon_s: int = 600,
-        quantiles: tuple[float, ...] = (0.1,) + DEFAULT_QUANTILES,
+        quantiles: tuple[float, ...] = (0.1, *DEFAULT_QUANTILES),
         max_gap_bins: int = 5,
     ) -> None:
         if season_s is not None and (season_s <= 0 or season_s % bin_s):
@@ -58,8 +58,13 @@ class SeasonalNaiveForecaster(ForecastingModel):
 
     def params(self) -> dict:
         """Constructor arguments (JSON-friendly)."""
-        return {"bin_s": self.bin_s, "season_s": self.season_s, "default_horizon_s": self.default_horizon_s,
-                "quantiles": list(self.quantiles), "max_gap_bins": self.max_gap_bins}
+        return {
+            "bin_s": self.bin_s,
+            "season_s": self.season_s,
+            "default_horizon_s": self.default_horizon_s,
+            "quantiles": list(self.quantiles),
+            "max_gap_bins": self.max_gap_bins,
+        }
 
     def _season_bins(self, horizon_bins: int) -> int:
         return self.season_s // self.bin_s if self.season_s is not None else horizon_bins

@@ -39,9 +39,7 @@ def _check_index(series: object, where: str) -> pd.Series:
     if not isinstance(series, pd.Series):
         raise ForecastInputError(f"{where}: expected a pandas Series of rates, got {type(series).__name__}")
     if not isinstance(series.index, pd.DatetimeIndex):
-        raise ForecastInputError(
-            f"{where}: index must be a tz-aware DatetimeIndex (UTC), got {type(series.index).__name__}"
-        )
+        raise ForecastInputError(f"{where}: index must be a tz-aware DatetimeIndex (UTC), got {type(series.index).__name__}")
     if series.index.tz is None:
         raise ForecastInputError(f"{where}: index is tz-naive; localise it to UTC first (e.g. tz_localize('UTC'))")
     try:

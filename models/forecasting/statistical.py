@@ -36,8 +36,17 @@ _LEVELS: tuple[float, ...] = (0.1, 0.5, 0.9, 0.95, 0.99)
 class StatisticalForecaster(ForecastingModel):
     """darts ExponentialSmoothing (additive damped trend) or Theta, refit per forecast; a ``Forecaster``."""
 
-    def __init__(self, *, kind: str = "ets", bin_s: int = 60, train_bins: int = 120, default_horizon_s: int = 600,
-                 calib_origins: int = 100, max_gap_bins: int = 5, quantiles: tuple[float, ...] = _LEVELS) -> None:
+    def __init__(
+        self,
+        *,
+        kind: str = "ets",
+        bin_s: int = 60,
+        train_bins: int = 120,
+        default_horizon_s: int = 600,
+        calib_origins: int = 100,
+        max_gap_bins: int = 5,
+        quantiles: tuple[float, ...] = _LEVELS,
+    ) -> None:
         if kind not in STAT_KINDS:
             raise ValueError(f"kind must be one of {STAT_KINDS}, got {kind!r}")
         if train_bins < 10 or calib_origins < 10:
@@ -80,16 +89,24 @@ class StatisticalForecaster(ForecastingModel):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             outs = self._darts_model().historical_forecasts(
-                self._to_darts(values), start=start.tz_convert(None), start_format="value", forecast_horizon=n,
-                stride=stride, retrain=True, train_length=self.train_bins, overlap_end=False,
-                last_points_only=False, verbose=False,
+                self._to_darts(values),
+                start=start.tz_convert(None),
+                start_format="value",
+                forecast_horizon=n,
+                stride=stride,
+                retrain=True,
+                train_length=self.train_bins,
+                overlap_end=False,
+                last_points_only=False,
+                verbose=False,
             )
         return [o.values(copy=True)[:, 0] for o in outs]
 
     def fit(self, series: pd.Series) -> StatisticalForecaster:
         """Calibrate the ratio quantiles on the training series' last ``calib_origins`` origins."""
-        prep = prepare_rate_series(series, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins,
-                                   min_bins=self.min_fit_bins, where="fit series")
+        prep = prepare_rate_series(
+            series, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins, min_bins=self.min_fit_bins, where="fit series"
+        )
         values, n = prep.values, self.horizon_bins
         first = len(values) - n - self.calib_origins + 1
         points = self._hist(values, values.index[first], n, 1)
@@ -115,8 +132,9 @@ class StatisticalForecaster(ForecastingModel):
         n = math.ceil(horizon_s / self.bin_s)
         if isinstance(history, pd.Series) and isinstance(history.index, pd.DatetimeIndex) and len(history):
             history = history[history.index >= history.index.max() - pd.Timedelta(seconds=self.bin_s * (self.train_bins + 1))]
-        prep = prepare_rate_series(history, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins,
-                                   min_bins=self.train_bins, where="predict history")
+        prep = prepare_rate_series(
+            history, bin_s=self.bin_s, max_gap_bins=self.max_gap_bins, min_bins=self.train_bins, where="predict history"
+        )
         values = prep.values.iloc[-self.train_bins :]
         model = self._darts_model()
         with warnings.catch_warnings():
@@ -136,9 +154,15 @@ class StatisticalForecaster(ForecastingModel):
 
     # -- persistence ------------------------------------------------------------------------------
     def params(self) -> dict:
-        return {"kind": self.kind, "bin_s": self.bin_s, "train_bins": self.train_bins,
-                "default_horizon_s": self.default_horizon_s, "calib_origins": self.calib_origins,
-                "max_gap_bins": self.max_gap_bins, "quantiles": list(self.quantiles)}
+        return {
+            "kind": self.kind,
+            "bin_s": self.bin_s,
+            "train_bins": self.train_bins,
+            "default_horizon_s": self.default_horizon_s,
+            "calib_origins": self.calib_origins,
+            "max_gap_bins": self.max_gap_bins,
+            "quantiles": list(self.quantiles),
+        }
 
     def save(self, path: str | Path) -> Path:
         """Write params and calibrated ratios to directory ``path`` (``meta.json``), atomically."""

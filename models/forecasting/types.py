@@ -38,8 +38,10 @@ class QuantileForecast:
             if len(arr) != n:
                 raise ValueError(f"quantile {q} has {len(arr)} bins, mean has {n}")
         if self.peak_quantiles and (set(self.peak_quantiles) != set(self.quantiles) or 0.5 not in self.peak_quantiles):
-            raise ValueError(f"peak_quantiles levels {sorted(self.peak_quantiles)} must equal the bin quantile "
-                             f"levels {sorted(self.quantiles)} and include 0.5")
+            raise ValueError(
+                f"peak_quantiles levels {sorted(self.peak_quantiles)} must equal the bin quantile "
+                f"levels {sorted(self.quantiles)} and include 0.5"
+            )
 
     @property
     def horizon_s(self) -> int:

@@ -75,9 +75,13 @@ def _check_model(model, index: int) -> None:
     from gpytorch.priors import LogNormalPrior
 
     priors = {name: prior for name, _, prior, *_ in model.named_priors()}
-    if (not isinstance(model.covar_module, RBFKernel) or not isinstance(model.likelihood, GaussianLikelihood)
-            or not isinstance(model.mean_module, ConstantMean) or set(priors) != _EXPECTED_PRIORS
-            or not all(isinstance(p, LogNormalPrior) for p in priors.values())):
+    if (
+        not isinstance(model.covar_module, RBFKernel)
+        or not isinstance(model.likelihood, GaussianLikelihood)
+        or not isinstance(model.mean_module, ConstantMean)
+        or set(priors) != _EXPECTED_PRIORS
+        or not all(isinstance(p, LogNormalPrior) for p in priors.values())
+    ):
         raise TypeError(
             f"fit_gps: training set {index} built a {type(model.covar_module).__name__} kernel with priors "
             f"{sorted(priors)}; the batched fit supports build_gp's RBF/constant-mean/Gaussian-noise model with "
@@ -91,7 +95,9 @@ def _check_sets(train_sets: Sequence[tuple[Tensor, Tensor]]) -> None:
     d = dtype = device = None
     for i, (x, y) in enumerate(train_sets):
         if x.ndim != 2 or y.ndim != 2 or y.shape[-1] != 1 or x.shape[0] != y.shape[0]:
-            raise ValueError(f"fit_gps: training set {i} must be x (n, d) and y (n, 1), got {tuple(x.shape)} and {tuple(y.shape)}")
+            raise ValueError(
+                f"fit_gps: training set {i} must be x (n, d) and y (n, 1), got {tuple(x.shape)} and {tuple(y.shape)}"
+            )
         if x.shape[0] < 1:
             raise ValueError(f"fit_gps: training set {i} is empty")
         if not (torch.isfinite(x).all() and torch.isfinite(y).all()):
@@ -99,8 +105,10 @@ def _check_sets(train_sets: Sequence[tuple[Tensor, Tensor]]) -> None:
         if d is None:
             d, dtype, device = x.shape[1], x.dtype, x.device
         elif (x.shape[1], x.dtype, x.device) != (d, dtype, device) or (y.dtype, y.device) != (dtype, device):
-            raise ValueError(f"fit_gps: training set {i} has {x.shape[1]} columns, {x.dtype} on {x.device}; "
-                             f"set 0 has {d}, {dtype} on {device} (all sets must agree)")
+            raise ValueError(
+                f"fit_gps: training set {i} has {x.shape[1]} columns, {x.dtype} on {x.device}; "
+                f"set 0 has {d}, {dtype} on {device} (all sets must agree)"
+            )
 
 
 def _groups(sizes: Sequence[int]) -> list[list[int]]:
@@ -154,8 +162,7 @@ def loss_and_grad(theta: Tensor, x: Tensor, y: Tensor, mask: Tensor, ls_prior, n
     r = ((y - const.unsqueeze(-1)) * mask).unsqueeze(-1)
     alpha = torch.cholesky_solve(r, L)
     n = mask.sum(-1)
-    nll = (0.5 * (r * alpha).sum((-2, -1)) + L.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-           + 0.5 * n * math.log(2 * math.pi))
+    nll = 0.5 * (r * alpha).sum((-2, -1)) + L.diagonal(dim1=-2, dim2=-1).log().sum(-1) + 0.5 * n * math.log(2 * math.pi)
     lp_ls, dlp_ls = _log_normal(ls, ls_prior)
     lp_nz, dlp_nz = _log_normal(noise, noise_prior)
     loss = (nll - lp_ls.sum(-1) - lp_nz) / n
@@ -212,7 +219,7 @@ def _fit_group(models: list, maxiter: int) -> list[tuple[float, int, bool]]:
         for b, m in enumerate(models):
             t = torch.as_tensor(xs[b], dtype=X.dtype, device=X.device)
             m.covar_module.lengthscale = t[:d].reshape(1, d)
-            m.likelihood.noise = t[d:d + 1]
+            m.likelihood.noise = t[d : d + 1]
             m.mean_module.constant = t[d + 1]
     return [(float(fs[b]), int(r["nit"]), bool(r["success"])) for b, r in enumerate(results)]
 

@@ -194,19 +194,32 @@ class GPSurrogate(TorchStateFile):
                     "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                 }
         return {
-            "version": STATE_VERSION, "kind": self.name, "outcomes": list(self.outcomes),
-            "rate_scale": self.rate_scale, "d": self.d, "seed": self.seed,
-            "constant_std": self.constant_std, "log_floor": self.log_floor,
-            "fit_info": dict(self.fit_info), "per_outcome": per,
+            "version": STATE_VERSION,
+            "kind": self.name,
+            "outcomes": list(self.outcomes),
+            "rate_scale": self.rate_scale,
+            "d": self.d,
+            "seed": self.seed,
+            "constant_std": self.constant_std,
+            "log_floor": self.log_floor,
+            "fit_info": dict(self.fit_info),
+            "per_outcome": per,
         }
 
     @classmethod
     def from_state(cls, state: dict[str, Any], *, device: str = "cpu") -> GPSurrogate:
         """Rebuild a fitted surrogate from :meth:`state` without refitting."""
         if state.get("version") != STATE_VERSION or state.get("kind") != cls.name:
-            raise ValueError(f"not a GPSurrogate state v{STATE_VERSION}: kind={state.get('kind')!r} version={state.get('version')!r}")
-        self = cls(outcomes=tuple(state["outcomes"]), device=device, seed=state["seed"],
-                   constant_std=state["constant_std"], log_floor=state["log_floor"])
+            raise ValueError(
+                f"not a GPSurrogate state v{STATE_VERSION}: kind={state.get('kind')!r} version={state.get('version')!r}"
+            )
+        self = cls(
+            outcomes=tuple(state["outcomes"]),
+            device=device,
+            seed=state["seed"],
+            constant_std=state["constant_std"],
+            log_floor=state["log_floor"],
+        )
         dev = resolve_device(device)
         for name in self.outcomes:
             entry = state["per_outcome"][name]

@@ -50,8 +50,9 @@ class FixedRateModel(_OneOutput):
 
     def posterior(self, X: Tensor, output_indices=None, observation_noise=False, posterior_transform=None):
         rate = torch.full((*X.shape[:-1], 1), self.scaled_rate, dtype=X.dtype, device=X.device)
-        return self.inner.posterior(torch.cat([X, rate], dim=-1), observation_noise=observation_noise,
-                                    posterior_transform=posterior_transform)
+        return self.inner.posterior(
+            torch.cat([X, rate], dim=-1), observation_noise=observation_noise, posterior_transform=posterior_transform
+        )
 
 
 class ConstantModel(_OneOutput):

@@ -56,9 +56,7 @@ class SurrogatePyfunc(mlflow.pyfunc.PythonModel):
         """Knob columns of ``frame`` scaled to [0, 1] with the stored bounds, shape (n, d)."""
         missing = [c for c in [*self.feature_names, "rate"] if c not in frame.columns]
         if missing:
-            raise SurrogateInputError(
-                f"surrogate input: missing column(s) {missing}; expected {self.feature_names + ['rate']}"
-            )
+            raise SurrogateInputError(f"surrogate input: missing column(s) {missing}; expected {[*self.feature_names, 'rate']}")
         raw = frame[self.feature_names].to_numpy(dtype="float64")
         lo = np.array([b[0] for b in self.bounds])
         span = np.array([b[1] - b[0] for b in self.bounds])

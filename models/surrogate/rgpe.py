@@ -132,7 +132,7 @@ def rank_weights(
     tie counts half; one seeded uniform draw per model); a dropped model never wins.
     """
     losses = losses.to(torch.float64).clone()
-    M, S = losses.shape
+    M, _ = losses.shape
     keep_prob = torch.ones(M - 1, dtype=torch.float64, device=losses.device)
     if dilution_points is not None and M > 1:
         tgt = losses[-1]

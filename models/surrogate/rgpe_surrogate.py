@@ -57,8 +57,20 @@ from models.torch_threads import single_thread
 __all__ = ["RGPESurrogate"]
 
 STATE_VERSION = 1
-_PARAMS = ("outcomes", "bucket_width", "bucket_origin", "latency_limit_ms", "min_target_points", "min_base_points",
-           "max_base_models", "num_samples", "dilution_points", "seed", "constant_std", "log_floor")
+_PARAMS = (
+    "outcomes",
+    "bucket_width",
+    "bucket_origin",
+    "latency_limit_ms",
+    "min_target_points",
+    "min_base_points",
+    "max_base_models",
+    "num_samples",
+    "dilution_points",
+    "seed",
+    "constant_std",
+    "log_floor",
+)
 
 
 class RGPESurrogate(TorchStateFile):
@@ -130,9 +142,12 @@ class RGPESurrogate(TorchStateFile):
         except BaseException:
             self._data = None  # never leave a half-fitted surrogate usable
             raise
-        self.fit_info = {"rate_scale": data.rate_scale, "buckets": float(len(self._bucket_fits)),
-                         **{k: float(v) for k, v in self._counts.items()},
-                         **{f"{o}.points": float(len(data.per_outcome[o].y)) for o in self.outcomes}}
+        self.fit_info = {
+            "rate_scale": data.rate_scale,
+            "buckets": float(len(self._bucket_fits)),
+            **{k: float(v) for k, v in self._counts.items()},
+            **{f"{o}.points": float(len(data.per_outcome[o].y)) for o in self.outcomes},
+        }
         return self
 
     def _bucket_sets(self, bucket: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -155,12 +170,15 @@ class RGPESurrogate(TorchStateFile):
                     out[name] = (np.empty((0, X.shape[1])), np.empty(0))
                     continue
                 # Same dataset rules; a constant rate column makes rows with equal knobs duplicates.
-                od = prepare_training_data(X[r], np.ones(r.size), Y[r, j:j + 1], (name,),
-                                           log_floor=self.log_floor, min_points=1).per_outcome[name]
+                od = prepare_training_data(
+                    X[r], np.ones(r.size), Y[r, j : j + 1], (name,), log_floor=self.log_floor, min_points=1
+                ).per_outcome[name]
                 out[name] = (od.x[:, :-1], od.y)
         return out
 
-    def _fit_buckets(self, buckets: list[int], previous: dict[str, dict[str, Any]] | None = None) -> dict[int, dict[str, dict[str, Any]]]:
+    def _fit_buckets(
+        self, buckets: list[int], previous: dict[str, dict[str, Any]] | None = None
+    ) -> dict[int, dict[str, dict[str, Any]]]:
         """Every outcome's model in ``buckets``: a GP whose training set is in ``previous`` is reused,
         all others are fitted together by one :func:`~models.surrogate.batched_fit.fit_gps` call
         (warm-started from that bucket's last GP, when there is one)."""
@@ -202,7 +220,7 @@ class RGPESurrogate(TorchStateFile):
             j = self.outcomes.index(name)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SurrogateDataWarning)
-                od = prepare_training_data(X, rates, Y[:, j:j + 1], (name,), log_floor=self.log_floor).per_outcome[name]
+                od = prepare_training_data(X, rates, Y[:, j : j + 1], (name,), log_floor=self.log_floor).per_outcome[name]
             if od.constant:
                 self._pooled[name] = {"kind": "constant", "value": float(od.y[0])}
             else:
@@ -223,21 +241,34 @@ class RGPESurrogate(TorchStateFile):
             reason = "constant in target bucket" if target["kind"] == "constant" else f"{target['points']} target point(s)"
             entry = {"kind": "pooled", "reason": reason, "points": target["points"]}
         else:
-            bases = sorted((abs(b - bucket), b) for b, fits in self._bucket_fits.items()
-                           if b != bucket and fits[name]["kind"] == "gp" and fits[name]["points"] >= self.min_base_points)
+            bases = sorted(
+                (abs(b - bucket), b)
+                for b, fits in self._bucket_fits.items()
+                if b != bucket and fits[name]["kind"] == "gp" and fits[name]["points"] >= self.min_base_points
+            )
             base_ids = [b for _, b in bases][: self.max_base_models]
             models = [self._bucket_fits[b][name]["model"] for b in base_ids]
             if models:
                 # debug(False): the draws are taken at the target GP's own training points on purpose
                 with single_thread(), gpytorch.settings.debug(False):
-                    rw = compute_rank_weights(models, target["model"], num_samples=self.num_samples,
-                                              dilution_points=self.dilution_points,
-                                              seed=self.seed + 7 * (bucket % 997) + self.outcomes.index(name))
+                    rw = compute_rank_weights(
+                        models,
+                        target["model"],
+                        num_samples=self.num_samples,
+                        dilution_points=self.dilution_points,
+                        seed=self.seed + 7 * (bucket % 997) + self.outcomes.index(name),
+                    )
                 weights, keep = rw.weights, rw.keep_prob
             else:
                 weights, keep = torch.ones(1, dtype=torch.float64), torch.zeros(0, dtype=torch.float64)
-            entry = {"kind": "rgpe", "points": target["points"], "bases": base_ids, "weights": weights, "keep_prob": keep,
-                     "model": RGPEModel([*models, target["model"]], weights.to(self._dev()))}
+            entry = {
+                "kind": "rgpe",
+                "points": target["points"],
+                "bases": base_ids,
+                "weights": weights,
+                "keep_prob": keep,
+                "model": RGPEModel([*models, target["model"]], weights.to(self._dev())),
+            }
         self._ensembles[key] = entry
         return entry
 
@@ -262,10 +293,16 @@ class RGPESurrogate(TorchStateFile):
         for name in self.outcomes:
             e = self._ensemble(b, name)
             if e["kind"] == "rgpe":
-                out[name] = {"kind": "rgpe", "target_bucket": b, "target_points": e["points"],
-                             "weights": {**{str(x): float(w) for x, w in zip(e["bases"], e["weights"][:-1])},
-                                         "target": float(e["weights"][-1])},
-                             "keep_prob": {str(x): float(p) for x, p in zip(e["bases"], e["keep_prob"])}}
+                out[name] = {
+                    "kind": "rgpe",
+                    "target_bucket": b,
+                    "target_points": e["points"],
+                    "weights": {
+                        **{str(x): float(w) for x, w in zip(e["bases"], e["weights"][:-1])},
+                        "target": float(e["weights"][-1]),
+                    },
+                    "keep_prob": {str(x): float(p) for x, p in zip(e["bases"], e["keep_prob"])},
+                }
             else:
                 out[name] = {"kind": "pooled", "target_bucket": b, "target_points": e["points"], "reason": e["reason"]}
         return out
@@ -306,9 +343,11 @@ class RGPESurrogate(TorchStateFile):
     # -- state ------------------------------------------------------------------------------------
     @staticmethod
     def _gp_state(model) -> dict[str, Any]:
-        return {"train_x": model.train_inputs[0].detach().cpu(),
-                "train_y": model.outcome_transform.untransform(model.train_targets.unsqueeze(-1))[0].detach().cpu(),
-                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}}
+        return {
+            "train_x": model.train_inputs[0].detach().cpu(),
+            "train_y": model.outcome_transform.untransform(model.train_targets.unsqueeze(-1))[0].detach().cpu(),
+            "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        }
 
     def _fit_state(self, entry: dict[str, Any]) -> dict[str, Any]:
         if entry["kind"] != "gp":
@@ -320,22 +359,37 @@ class RGPESurrogate(TorchStateFile):
         self._check_fitted()
         X, rates, Y = self._data
         return {
-            "version": STATE_VERSION, "kind": self.name,
+            "version": STATE_VERSION,
+            "kind": self.name,
             "params": {p: (list(getattr(self, p)) if p == "outcomes" else getattr(self, p)) for p in _PARAMS},
-            "rate_scale": self.rate_scale, "d": self.d, "fit_info": dict(self.fit_info),
+            "rate_scale": self.rate_scale,
+            "d": self.d,
+            "fit_info": dict(self.fit_info),
             "data": [torch.as_tensor(a) for a in (X, rates, Y)],
             "buckets": {str(b): {o: self._fit_state(e) for o, e in fits.items()} for b, fits in self._bucket_fits.items()},
             "pooled": {o: self._fit_state(e) for o, e in self._pooled.items()},
-            "ensembles": [{"bucket": b, "outcome": o, "kind": e["kind"], "reason": e.get("reason", ""), "points": e["points"],
-                           "bases": list(e.get("bases", [])), "weights": e.get("weights"), "keep_prob": e.get("keep_prob")}
-                          for (b, o), e in self._ensembles.items()],
+            "ensembles": [
+                {
+                    "bucket": b,
+                    "outcome": o,
+                    "kind": e["kind"],
+                    "reason": e.get("reason", ""),
+                    "points": e["points"],
+                    "bases": list(e.get("bases", [])),
+                    "weights": e.get("weights"),
+                    "keep_prob": e.get("keep_prob"),
+                }
+                for (b, o), e in self._ensembles.items()
+            ],
         }
 
     @classmethod
     def from_state(cls, state: dict[str, Any], *, device: str = "cpu") -> RGPESurrogate:
         """Rebuild from :meth:`state` without refitting or recomputing weights."""
         if state.get("version") != STATE_VERSION or state.get("kind") != cls.name:
-            raise ValueError(f"not an RGPESurrogate state v{STATE_VERSION}: kind={state.get('kind')!r} version={state.get('version')!r}")
+            raise ValueError(
+                f"not an RGPESurrogate state v{STATE_VERSION}: kind={state.get('kind')!r} version={state.get('version')!r}"
+            )
         params = dict(state["params"])
         params["outcomes"] = tuple(params["outcomes"])
         self = cls(**params, device=device)
@@ -358,6 +412,12 @@ class RGPESurrogate(TorchStateFile):
                 self._ensembles[(b, o)] = {"kind": "pooled", "reason": e["reason"], "points": e["points"]}
                 continue
             models = [*(self._bucket_fits[x][o]["model"] for x in e["bases"]), self._bucket_fits[b][o]["model"]]
-            self._ensembles[(b, o)] = {"kind": "rgpe", "points": e["points"], "bases": list(e["bases"]), "weights": e["weights"],
-                                       "keep_prob": e["keep_prob"], "model": RGPEModel(models, e["weights"].to(dev))}
+            self._ensembles[(b, o)] = {
+                "kind": "rgpe",
+                "points": e["points"],
+                "bases": list(e["bases"]),
+                "weights": e["weights"],
+                "keep_prob": e["keep_prob"],
+                "model": RGPEModel(models, e["weights"].to(dev)),
+            }
         return self

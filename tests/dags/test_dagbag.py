@@ -21,7 +21,12 @@ from flinktune.job_name import JOB_NAME_PATTERN
 pytestmark = pytest.mark.airflow
 
 DAG_IDS = {
-    "flinktune_ingest", "flinktune_train", "flinktune_decide", "flinktune_report", "flinktune_profile", "flinktune_replay",
+    "flinktune_ingest",
+    "flinktune_train",
+    "flinktune_decide",
+    "flinktune_report",
+    "flinktune_profile",
+    "flinktune_replay",
     "flinktune_watch",
 }
 HEAVY_MODULES = ["jobs", "pyspark", "torch", "mlflow", "darts", "botorch", "great_expectations", "pandas", "scipy"]
@@ -100,8 +105,11 @@ BAD_VALUES = [
     ("flinktune_decide", "policy", "yolo"),
     ("flinktune_decide", "dry_run", "yes"),
     ("flinktune_profile", "configs", [{"parallelism": 8}]),
-    ("flinktune_profile", "configs", [{"parallelism": 8, "task_slots": 1, "cpu": 1.0, "memory_mb": 1024,
-                                       "checkpoint_interval_s": 10, "slots": 2}]),
+    (
+        "flinktune_profile",
+        "configs",
+        [{"parallelism": 8, "task_slots": 1, "cpu": 1.0, "memory_mb": 1024, "checkpoint_interval_s": 10, "slots": 2}],
+    ),
     ("flinktune_profile", "duration_s", 5),
     ("flinktune_profile", "max_runs", 0),
     ("flinktune_profile", "rates", [-1.0]),
@@ -118,8 +126,11 @@ GOOD_VALUES = [
     ("flinktune_decide", "ticks", 500),
     ("flinktune_decide", "policy", "static"),
     ("flinktune_decide", "dry_run", True),
-    ("flinktune_profile", "configs", [{"parallelism": 8, "task_slots": 1, "cpu": 1.0, "memory_mb": 1024,
-                                       "checkpoint_interval_s": 10}]),
+    (
+        "flinktune_profile",
+        "configs",
+        [{"parallelism": 8, "task_slots": 1, "cpu": 1.0, "memory_mb": 1024, "checkpoint_interval_s": 10}],
+    ),
     ("flinktune_profile", "rates", [50000.0]),
     ("flinktune_replay", "failures", "random:2/h"),
     ("flinktune_replay", "failures", "every:1.5h"),
@@ -141,8 +152,19 @@ def _inspect(var_dir: Path, **backends: str) -> dict:
     env = {**os.environ, **airflow_env(var_dir), **backends}
     probes = json.dumps(BAD_VALUES + GOOD_VALUES)
     proc = subprocess.run(
-        [sys.executable, "-c", INSPECT, str(DEFAULT_DAGS_FOLDER), probes, json.dumps(HEAVY_MODULES), *(["provider"] if backends else [])],
-        env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            INSPECT,
+            str(DEFAULT_DAGS_FOLDER),
+            probes,
+            json.dumps(HEAVY_MODULES),
+            *(["provider"] if backends else []),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("INSPECT:")]
     assert proc.returncode == 0 and lines, f"inspector failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
@@ -245,7 +267,9 @@ def test_wiring_schedules_and_assets(inspected: dict) -> None:
     assert set(replay["params"]) == {"job", "trace", "policies", "hours", "failures", "seed"}
 
 
-def test_on_kubernetes_training_and_etl_are_the_providers_operators_wired_the_same(inspected: dict, inspected_on_kubernetes: dict) -> None:
+def test_on_kubernetes_training_and_etl_are_the_providers_operators_wired_the_same(
+    inspected: dict, inspected_on_kubernetes: dict
+) -> None:
     k8s = inspected_on_kubernetes
     assert k8s["import_errors"] == {} and set(k8s["dags"]) == DAG_IDS and k8s["serialize_errors"] == {}
     assert k8s["heavy_loaded"] == [], "the provider's operators import no job or heavy library at parse time"
@@ -269,7 +293,9 @@ def test_on_kubernetes_training_and_etl_are_the_providers_operators_wired_the_sa
         assert set(dag["tasks"]) == set(inspected["dags"][dag_id]["tasks"]), dag_id
 
 
-def test_the_decide_queue_setting_sends_every_decide_task_and_nothing_else_there(inspected: dict, inspected_on_kubernetes: dict) -> None:
+def test_the_decide_queue_setting_sends_every_decide_task_and_nothing_else_there(
+    inspected: dict, inspected_on_kubernetes: dict
+) -> None:
     queues = {d: {t["queue"] for t in dag["tasks"].values()} for d, dag in inspected_on_kubernetes["dags"].items()}
     assert queues.pop("flinktune_decide") == {"flinktune-decide"}
     assert queues.pop("flinktune_watch") == {"flinktune-decide"}, "the watch only reads and triggers: beside the decisions"
@@ -305,7 +331,7 @@ def test_param_schemas_reject_bad_values_and_accept_good_ones(inspected: dict) -
     results = inspected["probes"]
     for (dag_id, name, value), error in zip(BAD_VALUES, results[: len(BAD_VALUES)]):
         assert error and error.startswith("ParamValidationError"), f"{dag_id}.{name}={value!r} was accepted"
-    for (dag_id, name, value), error in zip(GOOD_VALUES, results[len(BAD_VALUES):]):
+    for (dag_id, name, value), error in zip(GOOD_VALUES, results[len(BAD_VALUES) :]):
         assert error is None, f"{dag_id}.{name}={value!r} was rejected: {error}"
 
 
@@ -336,7 +362,6 @@ def test_dag_test_rejects_bad_params_before_any_task_runs(
     assert caught.value.summary["tasks"] == {} and caught.value.summary["run_id"] is None
 
 
-
 # Runs in the child: dag.test() of flinktune_decide straight through Airflow (not the runner, which
 # refuses unknown keys itself): the conf check inside the tasks must stop the run.
 TYPO_RUN = r"""
@@ -357,8 +382,14 @@ print("RESULT:" + json.dumps({"states": {ti.task_id: str(getattr(ti.state, "valu
 
 
 def test_a_typo_in_a_trigger_conf_fails_before_any_task_acts(real_home_env: dict[str, str], tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", TYPO_RUN], env={**os.environ, **real_home_env},
-                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", TYPO_RUN],
+        env={**os.environ, **real_home_env},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT:")]
     assert lines, f"child failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     result = json.loads(lines[-1].removeprefix("RESULT:"))

@@ -22,17 +22,25 @@ CONFIGS = [
 
 
 def test_profile_dag_maps_one_run_per_config_then_registers_the_surrogate(tmp_path: Path) -> None:
-    [summary] = run_pipeline(
-        [("flinktune_profile", {"job": "demo", "configs": CONFIGS, "rates": [30000.0, 60000.0], "duration_s": 60,
-                                "max_runs": 2})],
-        tmp_path, out=open(tmp_path / "progress.txt", "w"), timeout_s=240,
-    )
+    with open(tmp_path / "progress.txt", "w") as progress:
+        [summary] = run_pipeline(
+            [
+                (
+                    "flinktune_profile",
+                    {"job": "demo", "configs": CONFIGS, "rates": [30000.0, 60000.0], "duration_s": 60, "max_runs": 2},
+                )
+            ],
+            tmp_path,
+            out=progress,
+            timeout_s=240,
+        )
     assert summary["state"] == "success", summary
     assert summary["returns"]["suggest"] == CONFIGS
     # Both mapped instances ran; the run's XCom keeps the returns of the mapped task as a list.
     assert summary["tasks"] == {"suggest": "success", "profile": "success", "train_surrogate": "success"}
-    observations = pd.concat(pd.read_parquet(p) for p in
-                             (tmp_path / "lake" / "curated" / "profiling_observations" / "job=demo").glob("*.parquet"))
+    observations = pd.concat(
+        pd.read_parquet(p) for p in (tmp_path / "lake" / "curated" / "profiling_observations" / "job=demo").glob("*.parquet")
+    )
     assert sorted(observations["parallelism"].unique().tolist()) == [8, 16]
     assert len(observations) == 4, "two configurations x two rates"
     surrogate = summary["returns"]["train_surrogate"]
@@ -42,16 +50,23 @@ def test_profile_dag_maps_one_run_per_config_then_registers_the_surrogate(tmp_pa
     import sqlite3
 
     with sqlite3.connect(tmp_path / "airflow" / "airflow.db") as con:
-        extras = [json.loads(row[0]) for row in con.execute(
-            "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id WHERE a.uri = 'flinktune://models/champions'")]
+        extras = [
+            json.loads(row[0])
+            for row in con.execute(
+                "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id WHERE a.uri = 'flinktune://models/champions'"
+            )
+        ]
     assert extras == [{"job": "demo"}], extras
 
 
 def test_replay_dag_writes_the_comparison_under_the_reports_folder(tmp_path: Path) -> None:
-    [summary] = run_pipeline(
-        [("flinktune_replay", {"trace": "ysb", "policies": "static,reactive", "hours": 0.25, "failures": "none"})],
-        tmp_path, out=open(tmp_path / "progress.txt", "w"), timeout_s=180,
-    )
+    with open(tmp_path / "progress.txt", "w") as progress:
+        [summary] = run_pipeline(
+            [("flinktune_replay", {"trace": "ysb", "policies": "static,reactive", "hours": 0.25, "failures": "none"})],
+            tmp_path,
+            out=progress,
+            timeout_s=180,
+        )
     result = summary["returns"]["replay"]
     out_dir = Path(result["out_dir"])
     assert out_dir.parent == (tmp_path / "reports" / "replay").resolve()

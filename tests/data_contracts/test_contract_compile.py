@@ -12,7 +12,32 @@ from data_contracts.contract import CONTRACTS_DIR, ContractError, load_contract
 from flinktune.metrics.schema import METRICS, PROFILING_COLUMNS
 
 DATASETS = ("raw_metrics", "features_10s", "features_1m", "profiling_observations")
-FEATURE_COLUMNS = ["job", "window_start", "input_rate", "throughput", "lag", "lag_growth", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "cpu_used", "memory_used_mb", "busy_ratio", "backpressure_ratio", "taskmanagers", "task_slots_total", "parallelism", "task_slots", "cpu", "memory_mb", "checkpoint_interval_s", "checkpoint_duration_ms", "restarts", "up_fraction", "samples"]
+FEATURE_COLUMNS = [
+    "job",
+    "window_start",
+    "input_rate",
+    "throughput",
+    "lag",
+    "lag_growth",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "cpu_used",
+    "memory_used_mb",
+    "busy_ratio",
+    "backpressure_ratio",
+    "taskmanagers",
+    "task_slots_total",
+    "parallelism",
+    "task_slots",
+    "cpu",
+    "memory_mb",
+    "checkpoint_interval_s",
+    "checkpoint_duration_ms",
+    "restarts",
+    "up_fraction",
+    "samples",
+]
 
 
 @pytest.mark.parametrize("name", DATASETS)
@@ -25,7 +50,12 @@ def test_each_contract_compiles_to_a_suite_covering_its_rules(name):
     expected = {r.id for r in contract.rules() if r.kind in gx_kinds}
     assert compiled == expected
     types = {type(e).__name__ for e in suite.expectations}
-    assert {"ExpectColumnToExist", "ExpectColumnValuesToNotBeNull", "ExpectColumnValuesToBeBetween", "ExpectTableRowCountToBeBetween"} <= types
+    assert {
+        "ExpectColumnToExist",
+        "ExpectColumnValuesToNotBeNull",
+        "ExpectColumnValuesToBeBetween",
+        "ExpectTableRowCountToBeBetween",
+    } <= types
     for e in suite.expectations:
         meta = e.meta[RULE_META_KEY]
         assert e.severity.value == {"error": "critical", "warning": "warning"}[meta["severity"]]

@@ -16,15 +16,26 @@ RULE = "counter.counters_never_decrease"
 SPARK_SCHEMA = "job string, metric string, vertex string, subtask int, ts_ms long, value double"
 
 
-def counter_rows(values: list[float | None], *, metric: str = "numRestarts", vertex: str = "", subtask: int = -1, job: str = "demo") -> pd.DataFrame:
+def counter_rows(
+    values: list[float | None], *, metric: str = "numRestarts", vertex: str = "", subtask: int = -1, job: str = "demo"
+) -> pd.DataFrame:
     return pd.DataFrame(
-        {"job": job, "metric": metric, "vertex": vertex, "subtask": subtask, "ts_ms": [T0 + i * 1000 for i in range(len(values))], "value": values}
+        {
+            "job": job,
+            "metric": metric,
+            "vertex": vertex,
+            "subtask": subtask,
+            "ts_ms": [T0 + i * 1000 for i in range(len(values))],
+            "value": values,
+        }
     )
 
 
 def batch(*parts: pd.DataFrame) -> pd.DataFrame:
     df = pd.concat(parts, ignore_index=True)
-    return df.astype({"job": "string", "metric": "string", "vertex": "string", "subtask": "int32", "ts_ms": "int64", "value": "float64"})
+    return df.astype(
+        {"job": "string", "metric": "string", "vertex": "string", "subtask": "int32", "ts_ms": "int64", "value": "float64"}
+    )
 
 
 def on_spark(spark, df: pd.DataFrame):
@@ -38,7 +49,12 @@ def counter_failures(df) -> list:
 def test_the_contract_watches_exactly_the_catalogues_counters():
     (rule,) = load_contract("raw_metrics").counters
     assert set(rule.when_in) == set(COUNTER_METRICS) == {"numRestarts"}
-    assert (rule.series, rule.order, rule.value, rule.severity) == (("job", "metric", "vertex", "subtask"), "ts_ms", "value", "error")
+    assert (rule.series, rule.order, rule.value, rule.severity) == (
+        ("job", "metric", "vertex", "subtask"),
+        "ts_ms",
+        "value",
+        "error",
+    )
 
 
 @pytest.mark.parametrize(
@@ -64,7 +80,15 @@ def test_a_fall_that_is_no_reset_fails_naming_series_and_values(tmp_path):
         validate(df, "raw_metrics", batch_id="falls", quarantine_root=tmp_path)
     msg = str(err.value)
     assert "dataset 'raw_metrics'" in msg and f"rule {RULE} column 'value', 3 offending" in msg, msg
-    first = {"job": "demo", "metric": "numRestarts", "vertex": "", "subtask": -1, "ts_ms": T0 + 3000, "previous": 4.0, "value": 3.0}
+    first = {
+        "job": "demo",
+        "metric": "numRestarts",
+        "vertex": "",
+        "subtask": -1,
+        "ts_ms": T0 + 3000,
+        "previous": 4.0,
+        "value": 3.0,
+    }
     assert repr(first) in msg and "'previous': 10.0, 'value': 6.0" in msg and "'job': 'other'" in msg, msg
     assert "without a reset" in msg and "<= 0.5 x previous (a reset)" in msg
     assert f"`{RULE}`" in (err.value.quarantine_path / "report.md").read_text()
@@ -80,13 +104,17 @@ def test_series_are_judged_apart_and_ties_never_fall():
 
 @pytest.mark.spark
 def test_spark_finds_the_same_falls_as_pandas(spark):
-    df = batch(counter_rows([3, 3, 4, 3, 4, 10, 6]), counter_rows([7, 6], job="other"), counter_rows([5, 0, 1], job="third"), counter_rows([9, 1], metric="cpuLoad"))
+    df = batch(
+        counter_rows([3, 3, 4, 3, 4, 10, 6]),
+        counter_rows([7, 6], job="other"),
+        counter_rows([5, 0, 1], job="third"),
+        counter_rows([9, 1], metric="cpuLoad"),
+    )
     (with_pandas,) = counter_failures(df)
     (with_spark,) = counter_failures(on_spark(spark, df))
     assert with_spark.unexpected_count == with_pandas.unexpected_count == 3
     assert list(with_spark.sample) == list(with_pandas.sample)
     assert counter_failures(on_spark(spark, batch(counter_rows([5, 6, 0, 1])))) == []
-
 
 
 def _steps(*runs: tuple[float, int]) -> list[float]:
@@ -101,8 +129,14 @@ def _steps(*runs: tuple[float, int]) -> list[float]:
         # Clean, a reset back to a value seen before, no fall: judged from the one pass alone.
         ([counter_rows(_steps((0, 70), (1, 70), (0, 45), (1, 5)))], 0),
         # A fall across a window boundary, and per-subtask series with a fall in one of them.
-        ([counter_rows(_steps((5, 65), (4, 10))), counter_rows(_steps((10, 30), (12, 40)), vertex="v", subtask=0),
-          counter_rows(_steps((2, 50), (1.5, 20)), vertex="v", subtask=1)], 0),  # fmt: skip
+        (
+            [
+                counter_rows(_steps((5, 65), (4, 10))),
+                counter_rows(_steps((10, 30), (12, 40)), vertex="v", subtask=0),
+                counter_rows(_steps((2, 50), (1.5, 20)), vertex="v", subtask=1),
+            ],
+            0,
+        ),
         # A value back within one window (3 4 3 4): runs interleave, so the counter rows are scanned.
         ([counter_rows([3, 4, 3, 4]), counter_rows(_steps((7, 5), (6, 5)), job="other")], 1),
         # Tied times with different values: runs touch, scanned too; ties never fall.
@@ -120,6 +154,7 @@ def test_spark_one_pass_matches_pandas_and_scans_only_for_interleaved_runs(spark
     assert len(scans) == rescans
     if rescans == 0 and len(parts) > 1:
         assert with_pandas and with_pandas[0].unexpected_count == 2, with_pandas
+
 
 def _contract(tmp_path, **change) -> str:
     doc = yaml.safe_load((CONTRACTS_DIR / "raw_metrics.yaml").read_text())

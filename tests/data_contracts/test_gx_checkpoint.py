@@ -55,7 +55,9 @@ def test_a_moved_lake_reads_its_own_data_docs_and_quarantine(tmp_path):
     bad = observations()
     bad.loc[1, "latency_ms"] = -5.0
     with pytest.raises(ContractViolation):
-        validate(bad, "profiling_observations", batch_id="bad-1", quarantine_root=lake / "quarantine", gx_project=lake / "quality")
+        validate(
+            bad, "profiling_observations", batch_id="bad-1", quarantine_root=lake / "quarantine", gx_project=lake / "quality"
+        )
     assert str(tmp_path / "a") not in (lake / "quality" / "batches.jsonl").read_text(), "paths inside the lake are relative"
     moved = tmp_path / "b" / "lake"
     shutil.move(tmp_path / "a", tmp_path / "b")

@@ -64,7 +64,11 @@ def drop_metric(metric: str, after_ms: int | None = None) -> Callable[[pd.DataFr
 def rename(column: str, old: object, new: object) -> Callable[[pd.DataFrame], pd.DataFrame]:
     def f(df: pd.DataFrame) -> pd.DataFrame:
         df[column] = df[column].astype(object).where(df[column] != old, new)
-        return df.astype({"job": "string", "metric": "string", "vertex": "string"}) if column != "subtask" else df.astype({"subtask": "int32"})
+        return (
+            df.astype({"job": "string", "metric": "string", "vertex": "string"})
+            if column != "subtask"
+            else df.astype({"subtask": "int32"})
+        )
 
     return f
 
@@ -120,7 +124,11 @@ PANDAS_CASES: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str, str]]
     "timestamps_in_microseconds": (_ts_micros, "ts_ms.range", "1714521600000000"),
     "renamed_metric": (rename("metric", "busyTimeMsPerSecond", "busyTimeMsPerSec"), "metric.allowed", "busyTimeMsPerSec"),
     "missing_metric": (drop_metric("numRecordsInPerSecond"), "required.metrics", "numRecordsInPerSecond"),
-    "partial_scrape": (drop_metric("busyTimeMsPerSecond", after_ms=2 * MIN), "required.metrics_per_window", "2024-05-01T00:02:00+00:00: busyTimeMsPerSecond"),
+    "partial_scrape": (
+        drop_metric("busyTimeMsPerSecond", after_ms=2 * MIN),
+        "required.metrics_per_window",
+        "2024-05-01T00:02:00+00:00: busyTimeMsPerSecond",
+    ),
     "lost_vertex_label": (_vertex_lost, "row.subtask_metrics_name_their_vertex", "'vertex': ''"),
     "job_metric_labelled_per_subtask": (_job_metric_per_subtask, "row.job_metrics_are_not_per_subtask", "'subtask': 3"),
     "busy_time_in_microseconds": (setv("busyTimeMsPerSecond", 500_000.0, 2), "row.time_per_second_at_most_a_second", "500000.0"),
@@ -134,7 +142,11 @@ PANDAS_CASES: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str, str]]
     "null_job": (_null_job, "job.not_null", "job"),
     "job_name_with_a_slash": (rename("job", "demo", "team/demo"), "job.regex", "team/demo"),
     "empty_window": (lambda df: df.iloc[0:0], "completeness.min_rows", "0"),
-    "counter_falls_without_a_reset": (_counter_falls, "counter.counters_never_decrease", "'ts_ms': 1714521610000, 'previous': 635008.0, 'value': 635007.0"),
+    "counter_falls_without_a_reset": (
+        _counter_falls,
+        "counter.counters_never_decrease",
+        "'ts_ms': 1714521610000, 'previous': 635008.0, 'value': 635007.0",
+    ),
 }
 
 
@@ -185,7 +197,9 @@ def test_pandas_corpus(kind, lake_with_curated):
 
 def test_stale_data_is_flagged_against_the_injected_clock(lake_with_curated):
     late = dt.datetime(2024, 5, 1, 2, 0, tzinfo=dt.UTC)  # the newest sample is ~2 h old
-    outcome = validate(good(), "raw_metrics", batch_id="corpus-stale", quarantine_root=lake_with_curated.root / "quarantine", now=late)
+    outcome = validate(
+        good(), "raw_metrics", batch_id="corpus-stale", quarantine_root=lake_with_curated.root / "quarantine", now=late
+    )
     (f,) = [f for f in outcome.failures if f.rule == "freshness"]
     assert f.severity == SEVERITY["freshness"] and f.sample == (START + 3 * MIN - 1000,) and "expected between" in f.detail
 
@@ -253,13 +267,27 @@ SPARK_CASES: dict[str, tuple[Callable[[Lake], None], type[Exception], tuple[str,
     "spark_nan_value": (s_nan, ContractViolation, ("'raw_metrics'", "rule value.finite", "[nan, nan]")),
     "duplicates_across_files": (s_duplicate_files, ContractViolation, ("'raw_metrics'", "rule uniqueness", "'rows': 2")),
     "truncated_file": (s_truncated, RawFileError, ("'raw_metrics'", "rule file.readable", "part-")),
-    "file_with_wrong_column_type": (s_mistyped_file, RawFileError, ("'raw_metrics'", "rule file.schema", "'value' stored as string")),
+    "file_with_wrong_column_type": (
+        s_mistyped_file,
+        RawFileError,
+        ("'raw_metrics'", "rule file.schema", "'value' stored as string"),
+    ),
     "samples_in_the_wrong_hour": (s_wrong_hour, RawFileError, ("'raw_metrics'", "rule file.partition", "2024-05-01 02:00:00")),
     "a_sample_in_2099": (s_sample_in_2099, ValueError, ("ts_ms 4070908800000", "2099-01-01 00:00 UTC", "in the future")),
-    "seconds_read_back_from_the_lake": (s_seconds_in_lake, ContractViolation, ("'raw_metrics'", "rule ts_ms.range", "1714521780")),
+    "seconds_read_back_from_the_lake": (
+        s_seconds_in_lake,
+        ContractViolation,
+        ("'raw_metrics'", "rule ts_ms.range", "1714521780"),
+    ),
     "counter_falls_through_the_etl": (
-        s_counter_falls, ContractViolation,
-        ("'raw_metrics'", "rule counter.counters_never_decrease", "'ts_ms': 1714521780000, 'previous': 635008.0, 'value': 635007.0", "column 'value', 1 offending"),
+        s_counter_falls,
+        ContractViolation,
+        (
+            "'raw_metrics'",
+            "rule counter.counters_never_decrease",
+            "'ts_ms': 1714521780000, 'previous': 635008.0, 'value': 635007.0",
+            "column 'value', 1 offending",
+        ),
     ),
 }
 

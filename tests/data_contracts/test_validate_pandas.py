@@ -92,7 +92,9 @@ def test_allowed_set_rule_names_the_value(tmp_path):
 
 
 def test_good_batch_passes_without_quarantine(tmp_path):
-    outcome = validate(observations(), "profiling_observations", batch_id="ok", quarantine_root=tmp_path / "q", now=BASE_MS / 1000 + 600)
+    outcome = validate(
+        observations(), "profiling_observations", batch_id="ok", quarantine_root=tmp_path / "q", now=BASE_MS / 1000 + 600
+    )
     assert outcome.passed and outcome.failures == [] and outcome.rows == 4
     assert not (tmp_path / "q").exists()
 
@@ -118,5 +120,5 @@ def test_freshness_is_skipped_without_now_and_rerun_replaces_the_quarantine(tmp_
 
 
 def test_bad_batch_id_is_refused_before_anything_is_written(tmp_path):
-    with pytest.raises(ValueError, match="batch_id '../x'"):
+    with pytest.raises(ValueError, match=r"batch_id '../x'"):
         validate(observations(), "profiling_observations", batch_id="../x", quarantine_root=tmp_path)

@@ -46,8 +46,14 @@ def test_linter_reports_each_rule_with_file_and_line(tmp_path: Path) -> None:
     path.write_text(BAD)
     found = {(f.line, f.rule) for f in dockerfile_lint.lint(path)}
     assert found == {
-        (1, "pinned-base"), (2, "no-add-url"), (3, "copy-not-add"), (4, "apt-hygiene"), (5, "pip-no-cache"),
-        (7, "pinned-base"), (7, "user-set"), (7, "base-python"),
+        (1, "pinned-base"),
+        (2, "no-add-url"),
+        (3, "copy-not-add"),
+        (4, "apt-hygiene"),
+        (5, "pip-no-cache"),
+        (7, "pinned-base"),
+        (7, "user-set"),
+        (7, "base-python"),
     }
     proc = subprocess.run([sys.executable, str(DOCKER / "dockerfile_lint.py"), str(path)], capture_output=True, text=True)
     assert proc.returncode == 1 and f"{path}:2: no-add-url:" in proc.stdout

@@ -25,7 +25,12 @@ RESOURCE = {"custom_object": ("flink.apache.org", "flinkdeployments", "jobs"), "
 #: The provider's modules that run in the worker for the two operators (synchronous mode; the
 #: deferrable mode's hooks are not used), all in flinktune's home namespace.
 PROVIDER = Path(__import__("airflow.providers.cncf.kubernetes", fromlist=["_"]).__file__).parent
-PROVIDER_MODULES = ["operators/pod.py", "utils/pod_manager.py", "operators/spark_kubernetes.py", "operators/custom_object_launcher.py"]
+PROVIDER_MODULES = [
+    "operators/pod.py",
+    "utils/pod_manager.py",
+    "operators/spark_kubernetes.py",
+    "operators/custom_object_launcher.py",
+]
 PROVIDER_CALL = re.compile(r"\.([a-z]+(?:_get)?)_namespaced_([a-z_]+?)\(")
 #: What the provider's client methods touch: its custom objects are SparkApplications.
 PROVIDER_RESOURCE = {"pod": ("", "pods"), "pod_log": ("", "pods/log"), "event": ("", "events"),

@@ -30,9 +30,25 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     env.pop("FLINKTUNE_VAR_DIR", None)
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "flinktune.cli", "demo", "--history-hours", "3", "--tuned-hours", "1",
-         "--var-dir", str(var_dir), "--seed", "3"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "flinktune.cli",
+            "demo",
+            "--history-hours",
+            "3",
+            "--tuned-hours",
+            "1",
+            "--var-dir",
+            str(var_dir),
+            "--seed",
+            "3",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     elapsed = time.monotonic() - started
     assert proc.returncode == 0, f"demo failed after {elapsed:.0f} s:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
@@ -82,8 +98,14 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     # The README's follow-on commands, run from the folder that holds var/demo, without --var-dir.
     follow_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))}
     for args in (["report", "--job", "demo"], ["decide", "--job", "demo", "--ticks", "1", "--dry-run"]):
-        step = subprocess.run([sys.executable, "-m", "flinktune.cli", *args], cwd=tmp_path, env=follow_env,
-                              capture_output=True, text=True, timeout=300)
+        step = subprocess.run(
+            [sys.executable, "-m", "flinktune.cli", *args],
+            cwd=tmp_path,
+            env=follow_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert step.returncode == 0, f"{args}: {step.stdout[-2000:]}\n{step.stderr[-2000:]}"
         assert "using the demo's state in var/demo/" in step.stderr, step.stderr[-2000:]
     assert not (tmp_path / "var" / "state").exists(), "nothing written outside the demo's folder"
@@ -93,11 +115,19 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     shutil.copytree(var_dir, copy)
     before = {p: p.stat().st_mtime_ns for p in var_dir.rglob("*") if p.is_file()}
     for args in (["report", "--job", "demo"], ["decide", "--job", "demo", "--ticks", "1", "--dry-run"]):
-        step = subprocess.run([sys.executable, "-m", "flinktune.cli", *args, "--var-dir", str(copy)], cwd=tmp_path, env=follow_env,
-                              capture_output=True, text=True, timeout=300)
+        step = subprocess.run(
+            [sys.executable, "-m", "flinktune.cli", *args, "--var-dir", str(copy)],
+            cwd=tmp_path,
+            env=follow_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert step.returncode == 0, f"{args} on the copy: {step.stdout[-2000:]}\n{step.stderr[-2000:]}"
     after = {p: p.stat().st_mtime_ns for p in var_dir.rglob("*") if p.is_file()}
-    assert after == before, f"the original changed: {sorted(str(p) for p in set(after) ^ set(before) | {p for p in before if after.get(p) != before[p]})[:5]}"
+    assert after == before, (
+        f"the original changed: {sorted(str(p) for p in set(after) ^ set(before) | {p for p in before if after.get(p) != before[p]})[:5]}"
+    )
     with sqlite3.connect(copy / "mlflow" / "mlflow.db") as con:
         uris = [u for (u,) in con.execute("SELECT artifact_uri FROM runs")]
     assert uris and all(str(var_dir) not in u for u in uris), "the copy's runs point into the copy"

@@ -23,7 +23,9 @@ def test_cost_follows_taskmanagers():
     assert Configuration(10, 4, 1.0, 1024, 10).taskmanagers == 3  # ceil
 
 
-@pytest.mark.parametrize("field,value", [("parallelism", 0), ("task_slots", 0), ("cpu", 0.0), ("memory_mb", 10), ("checkpoint_interval_s", 0)])
+@pytest.mark.parametrize(
+    "field,value", [("parallelism", 0), ("task_slots", 0), ("cpu", 0.0), ("memory_mb", 10), ("checkpoint_interval_s", 0)]
+)
 def test_impossible_configuration_names_the_field(field, value):
     kw = dict(parallelism=8, task_slots=1, cpu=1.0, memory_mb=1024, checkpoint_interval_s=10)
     kw[field] = value
@@ -34,7 +36,7 @@ def test_impossible_configuration_names_the_field(field, value):
 def test_from_dict_round_trip_and_unknown_key():
     c = Configuration(16, 2, 2.0, 2048, 30).with_(vertex_parallelism={"Window": 12})
     assert Configuration.from_dict(c.to_dict()) == c
-    with pytest.raises(ConfigError, match="unknown key.*'slots'"):
+    with pytest.raises(ConfigError, match=r"unknown key.*'slots'"):
         Configuration.from_dict({"parallelism": 8, "slots": 1}, where="x.yaml")
     with pytest.raises(ConfigError, match="missing key"):
         Configuration.from_dict({"parallelism": 8})

@@ -90,24 +90,47 @@ def with_file(maker: Callable[[Path], str], runner: Callable[[str], Callable[[Pa
 BAD_NAMES = ["../../x", "/etc/x", "Demo", "demo_1", "-demo", "demo-", "", "a" * 64, "de mo", "démo", "demo/x", ".."]
 CASES: dict[str, tuple[Callable[[Path], Outcome], str]] = {}
 for i, name in enumerate(BAD_NAMES):
-    CASES[f"job_name[{i}]"] = (lib(lambda tmp, n=name: __import__("flinktune.job_name").job_name.job_name(n)), "not a valid job name")
+    CASES[f"job_name[{i}]"] = (
+        lib(lambda tmp, n=name: __import__("flinktune.job_name").job_name.job_name(n)),
+        "not a valid job name",
+    )
     CASES[f"cli_report_job[{i}]"] = (cli("report", "--job", name), "not a valid job name")
 for module, extra in [
-    ("report", []), ("simulate", []), ("decide", []), ("extract_metrics", ["--start-ms", "0", "--end-ms", "1000"]),
-    ("etl_features", []), ("profile", []), ("train_surrogate", []), ("train_forecaster", []),
+    ("report", []),
+    ("simulate", []),
+    ("decide", []),
+    ("extract_metrics", ["--start-ms", "0", "--end-ms", "1000"]),
+    ("etl_features", []),
+    ("profile", []),
+    ("train_surrogate", []),
+    ("train_forecaster", []),
 ]:
     for name in ("../../x", "/etc/x"):
         CASES[f"jobs.{module}_job[{name}]"] = (job(module, "--job", name, *extra), "not a valid job name")
-CASES["lake_raw_dir_job"] = (lib(lambda tmp: __import__("flinktune.lake").lake.Lake(tmp / "var").raw_job_dir("../x")), "not a valid job name")
-CASES["lake_curated_dir_job"] = (lib(lambda tmp: __import__("flinktune.lake").lake.Lake(tmp / "var").curated_job_dir("features_1m", "/x")), "not a valid job name")
-CASES["twin_dir_job"] = (lib(lambda tmp: __import__("flinktune.twin.job_store").twin.job_store.job_dir(tmp / "var", "../x")), "not a valid job name")
+CASES["lake_raw_dir_job"] = (
+    lib(lambda tmp: __import__("flinktune.lake").lake.Lake(tmp / "var").raw_job_dir("../x")),
+    "not a valid job name",
+)
+CASES["lake_curated_dir_job"] = (
+    lib(lambda tmp: __import__("flinktune.lake").lake.Lake(tmp / "var").curated_job_dir("features_1m", "/x")),
+    "not a valid job name",
+)
+CASES["twin_dir_job"] = (
+    lib(lambda tmp: __import__("flinktune.twin.job_store").twin.job_store.job_dir(tmp / "var", "../x")),
+    "not a valid job name",
+)
 
 
 def _raw_of(job_value: str) -> pd.DataFrame:
-    return pd.DataFrame({"job": [job_value], "metric": ["workloadRate"], "vertex": [""], "subtask": [-1], "ts_ms": [0], "value": [1.0]})
+    return pd.DataFrame(
+        {"job": [job_value], "metric": ["workloadRate"], "vertex": [""], "subtask": [-1], "ts_ms": [0], "value": [1.0]}
+    )
 
 
-CASES["raw_batch_job"] = (lib(lambda tmp: __import__("flinktune.lake").lake.Lake(tmp / "var" / "lake").write_raw(_raw_of("../../x"))), "not a valid job name")
+CASES["raw_batch_job"] = (
+    lib(lambda tmp: __import__("flinktune.lake").lake.Lake(tmp / "var" / "lake").write_raw(_raw_of("../../x"))),
+    "not a valid job name",
+)
 
 # --- traces ----------------------------------------------------------------------------------------
 TRACES: dict[str, tuple[str | bytes, str]] = {
@@ -126,11 +149,22 @@ TRACES: dict[str, tuple[str | bytes, str]] = {
     "binary": (b"\xff\xfe\x00\x01", "cannot read trace"),
 }
 for kind, (body, fragment) in TRACES.items():
-    CASES[f"trace_simulate[{kind}]"] = (with_file(file(f"{kind}.csv", body), lambda p: job("simulate", "--trace-file", p, "--hours", "0.1")), fragment)
+    CASES[f"trace_simulate[{kind}]"] = (
+        with_file(file(f"{kind}.csv", body), lambda p: job("simulate", "--trace-file", p, "--hours", "0.1")),
+        fragment,
+    )
 for kind in ("one_row", "one_ms_step", "rate_1e30"):
     body, fragment = TRACES[kind]
-    CASES[f"trace_demo[{kind}]"] = (with_file(file(f"{kind}.csv", body), lambda p: cli("demo", "--trace-file", p, "--var-dir", "{tmp}/var/demo")), fragment)
-    CASES[f"trace_replay[{kind}]"] = (with_file(file(f"{kind}.csv", body), lambda p: cli("replay", "--trace", p, "--policies", "static", "--out", "{tmp}/var/out")), fragment)
+    CASES[f"trace_demo[{kind}]"] = (
+        with_file(file(f"{kind}.csv", body), lambda p: cli("demo", "--trace-file", p, "--var-dir", "{tmp}/var/demo")),
+        fragment,
+    )
+    CASES[f"trace_replay[{kind}]"] = (
+        with_file(
+            file(f"{kind}.csv", body), lambda p: cli("replay", "--trace", p, "--policies", "static", "--out", "{tmp}/var/out")
+        ),
+        fragment,
+    )
 CASES["trace_missing"] = (job("simulate", "--trace-file", "{tmp}/in/none.csv", "--hours", "1"), "none.csv")
 CASES["trace_is_a_folder"] = (job("simulate", "--trace-file", "{tmp}", "--hours", "1"), "cannot read trace")
 
@@ -150,16 +184,46 @@ OBSERVATIONS: dict[str, tuple[str, str]] = {
 }
 for kind, (row, fragment) in OBSERVATIONS.items():
     CASES[f"calibrate[{kind}]"] = (
-        with_file(file("obs.csv", HEADER + GOOD_ROW + row), lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}/in/p.yaml")),
+        with_file(
+            file("obs.csv", HEADER + GOOD_ROW + row),
+            lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}/in/p.yaml"),
+        ),
         fragment,
     )
-CASES["calibrate[missing_column]"] = (with_file(file("obs.csv", "parallelism,cpu\n8,1\n"), lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}/in/p.yaml")), "missing column(s)")
-CASES["calibrate[empty]"] = (with_file(file("obs.csv", ""), lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}/in/p.yaml")), "cannot read observations")
-CASES["calibrate[out_is_a_folder]"] = (with_file(file("obs.csv", HEADER + GOOD_ROW), lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}")), "is a folder")
-CASES["calibrate[out_in_missing_folder]"] = (with_file(file("obs.csv", HEADER + GOOD_ROW), lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}/no/such/p.yaml")), "does not exist")
-CASES["predict[parallelism_1e12]"] = (with_file(file("obs.csv", HEADER + OBSERVATIONS["parallelism_1e12"][0]), lambda p: cli("twin", "predict", "--input", p)), "parallelism")
-CASES["predict[out_is_a_folder]"] = (with_file(file("obs.csv", HEADER + GOOD_ROW), lambda p: cli("twin", "predict", "--input", p, "--out", "{tmp}")), "is a folder")
-CASES["replay[out_is_a_file]"] = (with_file(file("taken", "x"), lambda p: cli("replay", "--out", p, "--policies", "static")), "is a file, not a folder")
+CASES["calibrate[missing_column]"] = (
+    with_file(
+        file("obs.csv", "parallelism,cpu\n8,1\n"),
+        lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}/in/p.yaml"),
+    ),
+    "missing column(s)",
+)
+CASES["calibrate[empty]"] = (
+    with_file(file("obs.csv", ""), lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}/in/p.yaml")),
+    "cannot read observations",
+)
+CASES["calibrate[out_is_a_folder]"] = (
+    with_file(file("obs.csv", HEADER + GOOD_ROW), lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}")),
+    "is a folder",
+)
+CASES["calibrate[out_in_missing_folder]"] = (
+    with_file(
+        file("obs.csv", HEADER + GOOD_ROW),
+        lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}/no/such/p.yaml"),
+    ),
+    "does not exist",
+)
+CASES["predict[parallelism_1e12]"] = (
+    with_file(file("obs.csv", HEADER + OBSERVATIONS["parallelism_1e12"][0]), lambda p: cli("twin", "predict", "--input", p)),
+    "parallelism",
+)
+CASES["predict[out_is_a_folder]"] = (
+    with_file(file("obs.csv", HEADER + GOOD_ROW), lambda p: cli("twin", "predict", "--input", p, "--out", "{tmp}")),
+    "is a folder",
+)
+CASES["replay[out_is_a_file]"] = (
+    with_file(file("taken", "x"), lambda p: cli("replay", "--out", p, "--policies", "static")),
+    "is a file, not a folder",
+)
 
 # --- configurations ------------------------------------------------------------------------------
 GOOD_CONFIG = {"parallelism": 8, "task_slots": 2, "cpu": 1.0, "memory_mb": 2048, "checkpoint_interval_s": 30}
@@ -180,61 +244,138 @@ CONFIGS: dict[str, tuple[dict, str]] = {
     "vertex_2.5": ({"vertex_parallelism": {"Window": 2.5}}, "vertex_parallelism['Window']: 2.5 is not a whole number"),
 }
 for kind, (change, fragment) in CONFIGS.items():
-    CASES[f"config[{kind}]"] = (lib(lambda tmp, c=change: __import__("flinktune.config_space").config_space.Configuration.from_dict(
-        {**GOOD_CONFIG, **c}, where="configs[0]")), f"configs[0]: {fragment}")
-CASES["config[missing_key]"] = (lib(lambda tmp: __import__("flinktune.config_space").config_space.Configuration.from_dict(
-    {"parallelism": 8}, where="configs[0]")), "configs[0]: missing key(s)")
-CASES["profile[slots_2.7]"] = (job("profile", "--job", "demo", "--configs", json.dumps([{**GOOD_CONFIG, "task_slots": 2.7}])), "configs[0]: task_slots: 2.7")
+    CASES[f"config[{kind}]"] = (
+        lib(
+            lambda tmp, c=change: __import__("flinktune.config_space").config_space.Configuration.from_dict(
+                {**GOOD_CONFIG, **c}, where="configs[0]"
+            )
+        ),
+        f"configs[0]: {fragment}",
+    )
+CASES["config[missing_key]"] = (
+    lib(
+        lambda tmp: __import__("flinktune.config_space").config_space.Configuration.from_dict(
+            {"parallelism": 8}, where="configs[0]"
+        )
+    ),
+    "configs[0]: missing key(s)",
+)
+CASES["profile[slots_2.7]"] = (
+    job("profile", "--job", "demo", "--configs", json.dumps([{**GOOD_CONFIG, "task_slots": 2.7}])),
+    "configs[0]: task_slots: 2.7",
+)
 CASES["profile[configs_not_json]"] = (job("profile", "--job", "demo", "--configs", "[{oops"), "--configs is not JSON")
 CASES["profile[configs_not_a_list]"] = (job("profile", "--job", "demo", "--configs", "{}"), "--configs must be a JSON list")
 CASES["profile[rate_1e30]"] = (job("profile", "--job", "demo", "--rates", "1e30"), "rates[0]: rate 1e+30 rec/s is not below")
 CASES["profile[rate_negative]"] = (job("profile", "--job", "demo", "--rates", "-5"), "rates[0]: -5.0 is outside")
 CASES["profile[rate_text]"] = (job("profile", "--job", "demo", "--rates", "fast"), "--rates 'fast'")
-CASES["profile[duration_0]"] = (job("profile", "--job", "demo", "--rates", "100", "--duration-s", "0"), "duration_s (--duration-s) must be > 0")
+CASES["profile[duration_0]"] = (
+    job("profile", "--job", "demo", "--rates", "100", "--duration-s", "0"),
+    "duration_s (--duration-s) must be > 0",
+)
 
 # --- settings ------------------------------------------------------------------------------------
-SETTINGS = {"decision_interval_s": 0, "confidence": 2.0, "device": "tpu", "spark_shuffle_partitions": 0, "latency_target_ms": -1, "recovery_limit_s": 0}
+SETTINGS = {
+    "decision_interval_s": 0,
+    "confidence": 2.0,
+    "device": "tpu",
+    "spark_shuffle_partitions": 0,
+    "latency_target_ms": -1,
+    "recovery_limit_s": 0,
+}
 for key, value in SETTINGS.items():
-    CASES[f"settings[{key}]"] = (lib(lambda tmp, k=key, v=value: __import__("flinktune.settings").settings.load_settings(**{k: v})), key)
-CASES["settings[env_not_a_number]"] = (lambda tmp: _with_env({"FLINKTUNE_DECISION_INTERVAL_S": "often"}, job("report", "--job", "demo"), tmp), "decision_interval_s")
+    CASES[f"settings[{key}]"] = (
+        lib(lambda tmp, k=key, v=value: __import__("flinktune.settings").settings.load_settings(**{k: v})),
+        key,
+    )
+CASES["settings[env_not_a_number]"] = (
+    lambda tmp: _with_env({"FLINKTUNE_DECISION_INTERVAL_S": "often"}, job("report", "--job", "demo"), tmp),
+    "decision_interval_s",
+)
 
 # --- CLI options and job options -----------------------------------------------------------------
-CASES.update({
-    "cli_decide[ticks_0]": (cli("decide", "--job", "demo", "--ticks", "0"), "--ticks"),
-    "cli_decide[ticks_501]": (cli("decide", "--job", "demo", "--ticks", "501"), "--ticks"),
-    "cli_decide[policy]": (cli("decide", "--job", "demo", "--policy", "magic"), "--policy"),
-    "cli_decide[no_job]": (cli("decide"), "--job"),
-    "cli_replay[hours_0]": (cli("replay", "--hours", "0"), "--hours"),
-    "cli_replay[workers_0]": (cli("replay", "--workers", "0"), "--workers"),
-    "cli_replay[policy_option_malformed]": (cli("replay", "--policies", "reactive", "--policy-option", "reactive=0.35"), "expected POLICY.ARGUMENT=NUMBER"),
-    "cli_replay[policy_option_not_replayed]": (cli("replay", "--policies", "static", "--policy-option", "reactive.target_utilization=0.35"), "is not replayed"),
-    "cli_replay[policy_option_refused]": (cli("replay", "--policies", "reactive", "--policy-option", "reactive.colour=1"), "refused"),
-    "cli_demo[history_1h]": (cli("demo", "--history-hours", "1"), "--history-hours"),
-    "cli_demo[job]": (cli("demo", "--job", "../../x", "--var-dir", "{tmp}/var/demo"), "not a valid job name"),
-    "cli_calibrate[holdout_2]": (with_file(file("obs.csv", HEADER + GOOD_ROW), lambda p: cli(
-        "twin", "calibrate", "--observations", p, "--out", "{tmp}/in/p.yaml", "--holdout", "2")), "--holdout"),
-    "cli_local_flink[port_80]": (cli("local-flink", "up", "--rest-port", "80"), "--rest-port"),
-    "cli[unknown_option]": (cli("report", "--job", "demo", "--colour"), "No such option"),
-    "jobs.extract_metrics[step_0]": (job("extract_metrics", "--job", "demo", "--start-ms", "0", "--end-ms", "1000", "--step-s", "0"), "--step-s"),
-    "jobs.extract_metrics[step_negative]": (job("extract_metrics", "--job", "demo", "--start-ms", "0", "--end-ms", "1000", "--step-s", "-1"), "--step-s"),
-    "jobs.extract_metrics[end_before_start]": (job("extract_metrics", "--job", "demo", "--start-ms", "1000", "--end-ms", "0"), "must be after start_ms"),
-    "jobs.extract_metrics[source]": (job("extract_metrics", "--job", "demo", "--start-ms", "0", "--end-ms", "1", "--source", "kafka"), "--source"),
-    "jobs.extract_metrics[start_not_int]": (job("extract_metrics", "--job", "demo", "--start-ms", "soon", "--end-ms", "1"), "--start-ms"),
-    "jobs.decide[ticks_0]": (job("decide", "--job", "demo", "--ticks", "0"), "ticks must be >= 1"),
-    "jobs.decide[policy]": (job("decide", "--job", "demo", "--policy", "magic"), "--policy"),
-    "jobs.decide[no_job]": (job("decide"), "--job"),
-    "jobs.decide[no_twin]": (job("decide", "--job", "demo"), "no twin for job 'demo'"),
-    "jobs.simulate[hours_0]": (job("simulate", "--job", "demo", "--hours", "0"), "hours must be > 0"),
-    "jobs.simulate[hours_negative]": (job("simulate", "--job", "demo", "--hours", "-1"), "hours must be > 0"),
-    "jobs.simulate[workload]": (job("simulate", "--job", "demo", "--workload", "nexmark"), "--workload"),
-    "jobs.report[no_features]": (job("report", "--job", "demo"), "no curated features for job 'demo'"),
-    "jobs.train_surrogate[no_observations]": (job("train_surrogate", "--job", "demo"), "has no parquet files for job 'demo'"),
-    "jobs.etl_features[end_before_start]": (job("etl_features", "--job", "demo", "--start-ms", "10", "--end-ms", "5"), "must be after start_ms"),
-    "kubeconfig[missing]": (lib(lambda tmp: __import__("flinktune.backends.cluster").backends.cluster.kubernetes_api(
-        {"KUBECONFIG": str(tmp / "in" / "kubeconfig")})), "cannot load the kubeconfig"),
-    "kubeconfig[in_cluster_without_token]": (lib(lambda tmp: __import__("flinktune.backends.cluster").backends.cluster.kubernetes_api(
-        {"KUBERNETES_SERVICE_HOST": "10.0.0.1"})), "in-cluster service account"),
-})
+CASES.update(
+    {
+        "cli_decide[ticks_0]": (cli("decide", "--job", "demo", "--ticks", "0"), "--ticks"),
+        "cli_decide[ticks_501]": (cli("decide", "--job", "demo", "--ticks", "501"), "--ticks"),
+        "cli_decide[policy]": (cli("decide", "--job", "demo", "--policy", "magic"), "--policy"),
+        "cli_decide[no_job]": (cli("decide"), "--job"),
+        "cli_replay[hours_0]": (cli("replay", "--hours", "0"), "--hours"),
+        "cli_replay[workers_0]": (cli("replay", "--workers", "0"), "--workers"),
+        "cli_replay[policy_option_malformed]": (
+            cli("replay", "--policies", "reactive", "--policy-option", "reactive=0.35"),
+            "expected POLICY.ARGUMENT=NUMBER",
+        ),
+        "cli_replay[policy_option_not_replayed]": (
+            cli("replay", "--policies", "static", "--policy-option", "reactive.target_utilization=0.35"),
+            "is not replayed",
+        ),
+        "cli_replay[policy_option_refused]": (
+            cli("replay", "--policies", "reactive", "--policy-option", "reactive.colour=1"),
+            "refused",
+        ),
+        "cli_demo[history_1h]": (cli("demo", "--history-hours", "1"), "--history-hours"),
+        "cli_demo[job]": (cli("demo", "--job", "../../x", "--var-dir", "{tmp}/var/demo"), "not a valid job name"),
+        "cli_calibrate[holdout_2]": (
+            with_file(
+                file("obs.csv", HEADER + GOOD_ROW),
+                lambda p: cli("twin", "calibrate", "--observations", p, "--out", "{tmp}/in/p.yaml", "--holdout", "2"),
+            ),
+            "--holdout",
+        ),
+        "cli_local_flink[port_80]": (cli("local-flink", "up", "--rest-port", "80"), "--rest-port"),
+        "cli[unknown_option]": (cli("report", "--job", "demo", "--colour"), "No such option"),
+        "jobs.extract_metrics[step_0]": (
+            job("extract_metrics", "--job", "demo", "--start-ms", "0", "--end-ms", "1000", "--step-s", "0"),
+            "--step-s",
+        ),
+        "jobs.extract_metrics[step_negative]": (
+            job("extract_metrics", "--job", "demo", "--start-ms", "0", "--end-ms", "1000", "--step-s", "-1"),
+            "--step-s",
+        ),
+        "jobs.extract_metrics[end_before_start]": (
+            job("extract_metrics", "--job", "demo", "--start-ms", "1000", "--end-ms", "0"),
+            "must be after start_ms",
+        ),
+        "jobs.extract_metrics[source]": (
+            job("extract_metrics", "--job", "demo", "--start-ms", "0", "--end-ms", "1", "--source", "kafka"),
+            "--source",
+        ),
+        "jobs.extract_metrics[start_not_int]": (
+            job("extract_metrics", "--job", "demo", "--start-ms", "soon", "--end-ms", "1"),
+            "--start-ms",
+        ),
+        "jobs.decide[ticks_0]": (job("decide", "--job", "demo", "--ticks", "0"), "ticks must be >= 1"),
+        "jobs.decide[policy]": (job("decide", "--job", "demo", "--policy", "magic"), "--policy"),
+        "jobs.decide[no_job]": (job("decide"), "--job"),
+        "jobs.decide[no_twin]": (job("decide", "--job", "demo"), "no twin for job 'demo'"),
+        "jobs.simulate[hours_0]": (job("simulate", "--job", "demo", "--hours", "0"), "hours must be > 0"),
+        "jobs.simulate[hours_negative]": (job("simulate", "--job", "demo", "--hours", "-1"), "hours must be > 0"),
+        "jobs.simulate[workload]": (job("simulate", "--job", "demo", "--workload", "nexmark"), "--workload"),
+        "jobs.report[no_features]": (job("report", "--job", "demo"), "no curated features for job 'demo'"),
+        "jobs.train_surrogate[no_observations]": (job("train_surrogate", "--job", "demo"), "has no parquet files for job 'demo'"),
+        "jobs.etl_features[end_before_start]": (
+            job("etl_features", "--job", "demo", "--start-ms", "10", "--end-ms", "5"),
+            "must be after start_ms",
+        ),
+        "kubeconfig[missing]": (
+            lib(
+                lambda tmp: __import__("flinktune.backends.cluster").backends.cluster.kubernetes_api(
+                    {"KUBECONFIG": str(tmp / "in" / "kubeconfig")}
+                )
+            ),
+            "cannot load the kubeconfig",
+        ),
+        "kubeconfig[in_cluster_without_token]": (
+            lib(
+                lambda tmp: __import__("flinktune.backends.cluster").backends.cluster.kubernetes_api(
+                    {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}
+                )
+            ),
+            "in-cluster service account",
+        ),
+    }
+)
 
 
 def _with_env(env: dict[str, str], runner: Callable[[Path], Outcome], tmp: Path) -> Outcome:
@@ -297,11 +438,14 @@ def test_an_unexpected_error_is_one_line_and_exit_1_and_debug_keeps_the_tracebac
         run_main("python -m jobs.x", buggy, ["--job", "demo", "--debug"])
 
 
-@pytest.mark.parametrize("argv,fragment", [
-    (["-m", "jobs.report", "--job", "../../x"], "error: python -m jobs.report: job '../../x' is not a valid job name"),
-    (["-m", "jobs.extract_metrics", "--job", "demo", "--start-ms", "0", "--end-ms", "9", "--step-s", "0"], "--step-s"),
-    (["-m", "flinktune.cli", "decide", "--job", "demo", "--ticks", "0"], "Invalid value for '--ticks'"),
-])
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [
+        (["-m", "jobs.report", "--job", "../../x"], "error: python -m jobs.report: job '../../x' is not a valid job name"),
+        (["-m", "jobs.extract_metrics", "--job", "demo", "--start-ms", "0", "--end-ms", "9", "--step-s", "0"], "--step-s"),
+        (["-m", "flinktune.cli", "decide", "--job", "demo", "--ticks", "0"], "Invalid value for '--ticks'"),
+    ],
+)
 def test_as_a_subprocess_the_exit_code_is_2_and_stderr_one_line(argv, fragment, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "FLINKTUNE_VAR_DIR": str(tmp_path / "var")}
     proc = subprocess.run([sys.executable, *argv], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
@@ -332,11 +476,21 @@ def plugin_client(tmp_path, monkeypatch):
     return TestClient(app)
 
 
-@pytest.mark.parametrize("path,status", [
-    ("/decisions?job=../x", 422), ("/decisions?job=Demo", 422), ("/decisions?job=demo&limit=0", 422),
-    ("/decisions?job=demo&limit=100000", 422), ("/decisions", 422), ("/job/..%2Fx", 404), ("/job/Demo", 422),
-    ("/job/demo/plots/..%2F..%2Fsecret.png", 404), ("/job/demo/plots/x.svg", 422), ("/job/demo/plots/.png", 422),
-])
+@pytest.mark.parametrize(
+    "path,status",
+    [
+        ("/decisions?job=../x", 422),
+        ("/decisions?job=Demo", 422),
+        ("/decisions?job=demo&limit=0", 422),
+        ("/decisions?job=demo&limit=100000", 422),
+        ("/decisions", 422),
+        ("/job/..%2Fx", 404),
+        ("/job/Demo", 422),
+        ("/job/demo/plots/..%2F..%2Fsecret.png", 404),
+        ("/job/demo/plots/x.svg", 422),
+        ("/job/demo/plots/.png", 422),
+    ],
+)
 def test_plugin_refuses_bad_requests(plugin_client, path, status):
     response = plugin_client.get(path)
     assert response.status_code == status, response.text

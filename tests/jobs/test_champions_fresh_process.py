@@ -50,8 +50,9 @@ def _features(hours=5.0):
     n = int(hours * 60)
     t = np.arange(n)
     rate = 30_000 + 15_000 * np.sin(2 * np.pi * t / 90) + np.random.default_rng(0).normal(0, 1_000, n)
-    return pd.DataFrame({"window_start": pd.date_range("2024-03-01", periods=n, freq="60s", tz="UTC"),
-                         "input_rate": rate, "throughput": 30_000.0})
+    return pd.DataFrame(
+        {"window_start": pd.date_range("2024-03-01", periods=n, freq="60s", tz="UTC"), "input_rate": rate, "throughput": 30_000.0}
+    )
 
 
 def _observations(n, seed):
@@ -71,9 +72,12 @@ def _observations(n, seed):
 
 
 def test_both_champions_load_by_alias_in_a_fresh_process_and_predict_their_input_example(tmp_path):
-    settings = Settings(var_dir=tmp_path / "var", device="cpu",
-                        mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
-                        mlflow_artifact_root=tmp_path / "artifacts")
+    settings = Settings(
+        var_dir=tmp_path / "var",
+        device="cpu",
+        mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        mlflow_artifact_root=tmp_path / "artifacts",
+    )
     lake = Lake(settings.lake_dir)
     _write(lake.curated_dir("features_1m") / "job=demo" / "date=2024-03-01" / "part-0.parquet", _features())
     _write(lake.curated_dir("profiling_observations") / "job=demo" / "part-0.parquet", _observations(14, seed=1))
@@ -86,12 +90,18 @@ def test_both_champions_load_by_alias_in_a_fresh_process_and_predict_their_input
     assert str(client.get_model_version_by_alias(surrogate, "challenger").version) == "2"
     assert str(client.get_model_version_by_alias(surrogate, "champion").version) == "1"
 
-    env = {"MLFLOW_TRACKING_URI": settings.mlflow_tracking_uri, "MLFLOW_REGISTRY_URI": settings.mlflow_tracking_uri,
-           "HOME": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true", "PATH": os.environ.get("PATH", "/usr/bin")}
+    env = {
+        "MLFLOW_TRACKING_URI": settings.mlflow_tracking_uri,
+        "MLFLOW_REGISTRY_URI": settings.mlflow_tracking_uri,
+        "HOME": str(tmp_path),
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "PATH": os.environ.get("PATH", "/usr/bin"),
+    }
     child = tmp_path / "elsewhere"
     child.mkdir()
-    done = subprocess.run([sys.executable, "-c", _CHILD, forecaster, surrogate], cwd=child, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, forecaster, surrogate], cwd=child, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["repo_on_path"] is False

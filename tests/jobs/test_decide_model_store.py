@@ -69,8 +69,12 @@ def test_a_model_store_problem_is_a_hold_with_its_reason():
     realizer = RecordingRealizer(SPACE.maximum)
     loop = build_decision_loop(
         Backend("test", FrameMetricsSource(raw_samples("j", 0, 1200, rate=20000, p95=120)), realizer, ManualClock(600)),
-        LoopSettings("j", 250.0), policy=make_policy("flinktune", SPACE, memory_headroom=0.7), space=SPACE,
-        store=MemoryStateStore(), forecaster=FixedForecast(20000), models=models,
+        LoopSettings("j", 250.0),
+        policy=make_policy("flinktune", SPACE, memory_headroom=0.7),
+        space=SPACE,
+        store=MemoryStateStore(),
+        forecaster=FixedForecast(20000),
+        models=models,
     )
     out = loop.step()
     assert out.decision.action is Action.KEEP and "model store unreachable" in out.decision.reason and not realizer.applied

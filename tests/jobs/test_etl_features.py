@@ -37,7 +37,9 @@ def test_rerun_is_byte_identical_and_a_crash_mid_commit_keeps_the_old_state(sett
     assert {ds: d["rows"] for ds, d in first["datasets"].items()} == {"features_1m": 3, "features_10s": 18}
     root = lake.root / "curated"
     before = snapshot(root)
-    assert [k.rsplit("/", 1)[0] for k in before] == ["_snapshots"] + [f"{ds}/job=demo/date=2024-05-01" for ds in ("features_10s", "features_1m")]
+    assert [k.rsplit("/", 1)[0] for k in before] == ["_snapshots"] + [
+        f"{ds}/job=demo/date=2024-05-01" for ds in ("features_10s", "features_1m")
+    ]
     ten = curated.read_features(lake.curated_root, "features_10s", "demo")
     assert list(ten["window_start"]) == list(pd.date_range("2024-05-01", periods=18, freq="10s", tz="UTC"))
     assert list(ten["samples"]) == [10] * 18
@@ -92,4 +94,6 @@ def test_curated_contract_failure_quarantines_features_and_main_prints_json(sett
     assert etl.main(["--job", "demo", "--start-ms", str(START)]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["dataset"] == "features_1m" and summary["rows"] == 2 and summary["path"].endswith("job=demo")
-    assert summary["datasets"]["features_10s"]["rows"] == 12 and summary["datasets"]["features_10s"]["path"].endswith("features_10s/job=demo")
+    assert summary["datasets"]["features_10s"]["rows"] == 12 and summary["datasets"]["features_10s"]["path"].endswith(
+        "features_10s/job=demo"
+    )

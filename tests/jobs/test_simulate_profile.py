@@ -79,13 +79,14 @@ def test_default_profiling_is_the_policys_startup_design_around_the_latest_peak(
 
     simulate.run(job="demo", hours=0.5, settings=settings)
     rates = TwinJob.load(job_dir(settings.twin_dir, "demo") / TWIN_FILE).history()["rate"].to_numpy()
-    peak = rates[-settings.forecast_horizon_s:].max()
+    peak = rates[-settings.forecast_horizon_s :].max()
     out = profile_job.run(job="demo", settings=settings)
     df = pd.read_parquet(out["path"])
     design = startup_design(default_space(), STARTUP_RUNS, 0)
     assert out["rows"] == 2 * len(design) == 6
-    assert sorted({tuple(r) for r in df[["parallelism", "task_slots", "cpu", "memory_mb"]].to_numpy().tolist()}) == \
-        sorted({(c.parallelism, c.task_slots, c.cpu, c.memory_mb) for c in design})
+    assert sorted({tuple(r) for r in df[["parallelism", "task_slots", "cpu", "memory_mb"]].to_numpy().tolist()}) == sorted(
+        {(c.parallelism, c.task_slots, c.cpu, c.memory_mb) for c in design}
+    )
     # Two loads: half and 1.1 x the latest peak (the measured mean is within the generator's 2 % jitter).
     for target in (0.5 * peak, 1.1 * peak):
         assert (abs(df["input_rate"] / target - 1) < 0.03).sum() == len(design)
@@ -106,7 +107,7 @@ def test_profile_defaults_without_a_twin_and_bad_configs(settings) -> None:
 
 def test_profile_refuses_on_a_real_cluster_and_writes_no_twin_rows(settings, monkeypatch) -> None:
     monkeypatch.setenv("FLINKTUNE_CLUSTER", "kubernetes")
-    with pytest.raises(ValueError, match="twin only.*flinktune_profile DAG") as caught:
+    with pytest.raises(ValueError, match=r"twin only.*flinktune_profile DAG") as caught:
         profile_job.run(job="wordcount", rates=[20_000.0], duration_s=60, settings=settings)
     assert "\n" not in str(caught.value)
     assert not settings.lake_dir.exists() or not list(settings.lake_dir.rglob("*.parquet"))

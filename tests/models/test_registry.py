@@ -31,8 +31,9 @@ def surrogate_file(tmp_path_factory):
 def _register(name, surrogate_file, metrics, **kw):
     _, path = surrogate_file
     wrapper = SurrogatePyfunc(["a", "b"], [(0.0, 1.0), (10.0, 20.0)])
-    return registry.log_and_register(name, wrapper, params={"n": 12}, metrics=metrics,
-                                     artifacts={"model": str(path)}, experiment=name, **kw)
+    return registry.log_and_register(
+        name, wrapper, params={"n": 12}, metrics=metrics, artifacts={"model": str(path)}, experiment=name, **kw
+    )
 
 
 def test_register_promote_and_load_champion(mlflow_home, surrogate_file):
@@ -81,7 +82,9 @@ def test_pyfunc_predict_scales_raw_knobs(mlflow_home, surrogate_file):
     assert list(out.columns) == [f"{o}_{k}" for o in OUTCOMES for k in ("mean", "std", "median")]
     model, _ = surrogate_file
     direct = model.predict(np.array([[0.2, 0.7], [0.9, 0.1]]), 500.0)
-    np.testing.assert_allclose(out[["latency_ms_mean", "cpu_used_mean", "memory_used_mb_mean", "recovery_s_mean"]].to_numpy()[:2], direct.mean)
+    np.testing.assert_allclose(
+        out[["latency_ms_mean", "cpu_used_mean", "memory_used_mb_mean", "recovery_s_mean"]].to_numpy()[:2], direct.mean
+    )
     np.testing.assert_allclose(out["latency_ms_median"].to_numpy()[:2], direct.median("latency_ms"))
     assert out["latency_ms_mean"].iloc[2] != pytest.approx(out["latency_ms_mean"].iloc[0])
     with pytest.raises(SurrogateInputError, match=r"missing column\(s\) \['rate'\]"):
@@ -118,17 +121,21 @@ def test_promote_relative_margin_requirement_and_given_scores(mlflow_home, surro
     assert not kept.promoted and registry.champion_version(name) == "1"
     assert kept.reason == "kept champion: same window from t0: mae 9.5 vs champion v1 10 (needs < 9.5, margin 0.05 relative)"
     words = client.get_model_version(name, v2).description
-    assert words == ("Not promoted (challenger): version 1 stays champion (same window from t0): mae 9.5 against 10 "
-                     "(lower is better; it had to reach 9.5).")
+    assert words == (
+        "Not promoted (challenger): version 1 stays champion (same window from t0): mae 9.5 against 10 "
+        "(lower is better; it had to reach 9.5)."
+    )
     assert client.get_model_version(name, v2).tags["promotion"] == kept.reason
     # Its own value given (e.g. on the shared window) overrides the run's metric.
-    won = registry.promote(name, v2, "mae", challenger=9.0, incumbent=10.0, margin=0.05, relative=True,
-                           requirement=(True, "under_rate 0.01 vs 0.02"))
+    won = registry.promote(
+        name, v2, "mae", challenger=9.0, incumbent=10.0, margin=0.05, relative=True, requirement=(True, "under_rate 0.01 vs 0.02")
+    )
     assert won.promoted and registry.champion_version(name) == "2"
     assert won.reason.startswith("promoted: mae 9 vs champion v1 10") and won.reason.endswith("under_rate 0.01 vs 0.02")
     assert client.get_model_version(name, v2).description == (
         "Champion: it beat version 1: mae 9 against 10 (lower is better; it had to reach 9.5). "
-        "Also required: under_rate 0.01 vs 0.02, met.")
+        "Also required: under_rate 0.01 vs 0.02, met."
+    )
     assert client.get_model_version(name, v1).description.startswith("Champion: it is the first version")
     with pytest.raises(ValueError, match="margin must be >= 0"):
         registry.promote(name, v2, "mae", margin=-0.1)
@@ -140,5 +147,5 @@ def test_a_corrupt_local_store_is_unavailable_not_no_champion(tmp_path) -> None:
     db = tmp_path / "mlflow.db"
     db.write_bytes(b"\x00garbage" * 500)
     configure(f"sqlite:///{db}", tmp_path / "artifacts", request_timeout_s=2, max_retries=0)
-    with pytest.raises(ModelStoreUnavailable, match="cannot be read .*not a database"):
+    with pytest.raises(ModelStoreUnavailable, match=r"cannot be read .*not a database"):
         champion_version("flinktune-surrogate-demo")

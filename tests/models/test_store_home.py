@@ -20,7 +20,9 @@ def _uri(home: Path) -> str:
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def _log_run(home: Path, text: str) -> str:
@@ -37,7 +39,9 @@ def test_a_copied_folder_logs_into_itself_and_reads_its_own_artifacts(tmp_path: 
     first = _log_run(original, "first")
     client = MlflowClient(_uri(original), _uri(original))
     client.create_registered_model("flinktune-surrogate-demo")
-    client.create_model_version("flinktune-surrogate-demo", source=f"{(original / 'mlflow' / 'artifacts').as_uri()}/m", run_id=first)
+    client.create_model_version(
+        "flinktune-surrogate-demo", source=f"{(original / 'mlflow' / 'artifacts').as_uri()}/m", run_id=first
+    )
     shutil.copytree(original, copy)
     before = _snapshot(original)
 
@@ -60,7 +64,10 @@ def test_only_paths_under_the_old_folder_move(tmp_path: Path) -> None:
     db.parent.mkdir(parents=True)
     with sqlite3.connect(db) as con:
         con.execute("CREATE TABLE experiments (artifact_location VARCHAR(256), n INTEGER)")
-        con.executemany("INSERT INTO experiments VALUES (?, 1)", [(f"file://{old}/mlflow/artifacts/x",), (f"file://{old}2/mlflow/artifacts/y",)])
+        con.executemany(
+            "INSERT INTO experiments VALUES (?, 1)",
+            [(f"file://{old}/mlflow/artifacts/x",), (f"file://{old}2/mlflow/artifacts/y",)],
+        )
     assert follow_home(_uri(old)) == 0 and (db.parent / HOME_FILE).is_file(), "in place: only the marker"
     new = tmp_path / "moved"
     shutil.move(old, new)

@@ -73,8 +73,13 @@ def _call(env_extra: dict[str, str], var_dir: Path, paths: list, *, auth: str = 
         "AIRFLOW__API_AUTH__JWT_SECRET": "flinktune-test-secret-" + "x" * 48,
         **env_extra,
     }
-    proc = subprocess.run([sys.executable, "-c", CLIENT, json.dumps({"app": app, "requests": requests})], env=env,
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-c", CLIENT, json.dumps({"app": app, "requests": requests})],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("PLUGIN:")]
     assert proc.returncode == 0 and lines, f"plugin client failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     result = json.loads(lines[-1].removeprefix("PLUGIN:"))
@@ -87,10 +92,20 @@ def test_every_route_answers_only_callers_airflow_authenticates(tmp_path: Path, 
     200, on every route."""
     db = tmp_path / "state.db"
     _record_three_decisions(db, "wordcount")
-    routes = ["/", "/jobs", "/decisions?job=wordcount", "/job/wordcount", "/job/wordcount/report",
-              "/job/wordcount/plots/a.png", "/data-docs/index.html"]
-    env = {"FLINKTUNE_STATE_DB": str(db), "FLINKTUNE_REPORTS_DIR": str(tmp_path / "reports"),
-           "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}"}
+    routes = [
+        "/",
+        "/jobs",
+        "/decisions?job=wordcount",
+        "/job/wordcount",
+        "/job/wordcount/report",
+        "/job/wordcount/plots/a.png",
+        "/data-docs/index.html",
+    ]
+    env = {
+        "FLINKTUNE_STATE_DB": str(db),
+        "FLINKTUNE_REPORTS_DIR": str(tmp_path / "reports"),
+        "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}",
+    }
     requests = [[auth, r] for auth in ("none", "forged") for r in routes] + [["viewer", "/jobs"], ["viewer", "/job/wordcount"]]
     result = _call(env, airflow_var, requests, app="full")
     assert result["import_errors"] == {}
@@ -109,19 +124,33 @@ def test_plugin_is_discovered_and_serves_the_newest_decisions(tmp_path: Path, ai
     state = evaluate("wordcount", raw_samples("wordcount", 0, 600, rate=30000), space.maximum, 600, window_s=600)
     smaller = Configuration(12, 2, 2.0, 2048, 10)
     store.record_decision("wordcount", 1000.0, state, Decision.keep("flinktune", "steady"), None)
-    store.record_decision("wordcount", 1600.0, state, Decision(Action.RECONFIGURE, "cheaper", "flinktune", target=smaller),
-                          RealizeResult(True, "redeploy", 40.0))
+    store.record_decision(
+        "wordcount",
+        1600.0,
+        state,
+        Decision(Action.RECONFIGURE, "cheaper", "flinktune", target=smaller),
+        RealizeResult(True, "redeploy", 40.0),
+    )
     store.record_decision("wordcount", 2200.0, state, Decision.keep("flinktune", "settled"), None)
 
-    result = _call({"FLINKTUNE_STATE_DB": str(db)}, airflow_var, [
-        "/jobs", "/decisions?job=wordcount&limit=2", "/decisions?job=Bad%20Name!", "/decisions?job=wordcount&limit=0",
-    ])
+    result = _call(
+        {"FLINKTUNE_STATE_DB": str(db)},
+        airflow_var,
+        [
+            "/jobs",
+            "/decisions?job=wordcount&limit=2",
+            "/decisions?job=Bad%20Name!",
+            "/decisions?job=wordcount&limit=0",
+        ],
+    )
     assert result["import_errors"] == {}
     (jobs_code, jobs), (code, body), (bad_code, bad), (limit_code, _) = result["responses"]
     assert (jobs_code, jobs) == (200, {"jobs": ["wordcount"]})
     assert code == 200 and "state_db" not in body and str(tmp_path) not in json.dumps(result["responses"])  # no server paths
     assert [(d["ts"], d["action"], d["reason"]) for d in body["decisions"]] == [
-        (1600.0, "reconfigure", "cheaper"), (2200.0, "keep", "settled")]
+        (1600.0, "reconfigure", "cheaper"),
+        (2200.0, "keep", "settled"),
+    ]
     assert body["decisions"][0]["target"]["parallelism"] == 12, "JSON columns come back as objects"
     assert bad_code == 422 and bad["detail"][0]["loc"] == ["query", "job"]
     assert limit_code == 422
@@ -130,7 +159,14 @@ def test_plugin_is_discovered_and_serves_the_newest_decisions(tmp_path: Path, ai
 def test_missing_state_database_is_a_404_naming_it_and_is_not_created(tmp_path: Path, airflow_var: Path) -> None:
     db = tmp_path / "nowhere" / "state.db"
     result = _call({"FLINKTUNE_STATE_DB": str(db)}, airflow_var, ["/jobs"])
-    assert result["responses"] == [[404, {"detail": "no flinktune state database yet (FLINKTUNE_STATE_DB or FLINKTUNE_STATE_URL): no decision has been recorded"}]]
+    assert result["responses"] == [
+        [
+            404,
+            {
+                "detail": "no flinktune state database yet (FLINKTUNE_STATE_DB or FLINKTUNE_STATE_URL): no decision has been recorded"
+            },
+        ]
+    ]
     assert not db.parent.exists()
 
 
@@ -139,8 +175,13 @@ def _record_three_decisions(db: Path, job: str) -> Configuration:
     state = evaluate(job, raw_samples(job, 0, 600, rate=30000), default_space().maximum, 600, window_s=600)
     smaller = Configuration(12, 2, 2.0, 2048, 10)
     store.record_decision(job, 1000.0, state, Decision.keep("flinktune", "steady"), None)
-    store.record_decision(job, 1600.0, state, Decision(Action.RECONFIGURE, "cheaper <b>now</b>", "flinktune", target=smaller),
-                          RealizeResult(True, "redeploy", 40.0))
+    store.record_decision(
+        job,
+        1600.0,
+        state,
+        Decision(Action.RECONFIGURE, "cheaper <b>now</b>", "flinktune", target=smaller),
+        RealizeResult(True, "redeploy", 40.0),
+    )
     # The next tick reads back what runs: the applied target.
     after = evaluate(job, raw_samples(job, 600, 1200, rate=30000), smaller, 1200, window_s=600)
     store.record_decision(job, 2200.0, after, Decision.keep("flinktune", "settled"), None)
@@ -169,13 +210,28 @@ def test_job_page_shows_config_decisions_champions_and_report_plots(tmp_path: Pa
         (folder / "report.md").write_text("# report")
         (folder / plot).write_bytes(b"\x89PNG\r\n\x1a\n" + stamp.encode())
 
-    env = {"FLINKTUNE_STATE_DB": str(db), "FLINKTUNE_MLFLOW_TRACKING_URI": uri, "FLINKTUNE_REPORTS_DIR": str(reports),
-           "FLINKTUNE_MLFLOW_UI_URL": "http://mlflow.example:5000"}
-    result = _call(env, airflow_var, [
-        "/", "/job/wordcount", "/job/wordcount/plots/rate_forecast.png", "/job/wordcount/plots/old.png",
-        "/job/wordcount/plots/..%2Fstate.db", "/job/Bad!", "/job/clicks",
-    ])
-    (index_code, index), (code, page), (plot_code, plot), (old_code, _), (escape_code, _), (bad_code, _), (_, clicks) = result["responses"]
+    env = {
+        "FLINKTUNE_STATE_DB": str(db),
+        "FLINKTUNE_MLFLOW_TRACKING_URI": uri,
+        "FLINKTUNE_REPORTS_DIR": str(reports),
+        "FLINKTUNE_MLFLOW_UI_URL": "http://mlflow.example:5000",
+    }
+    result = _call(
+        env,
+        airflow_var,
+        [
+            "/",
+            "/job/wordcount",
+            "/job/wordcount/plots/rate_forecast.png",
+            "/job/wordcount/plots/old.png",
+            "/job/wordcount/plots/..%2Fstate.db",
+            "/job/Bad!",
+            "/job/clicks",
+        ],
+    )
+    (index_code, index), (code, page), (plot_code, plot), (old_code, _), (escape_code, _), (bad_code, _), (_, clicks) = result[
+        "responses"
+    ]
     assert index_code == 200 and 'href="/flinktune/job/wordcount"' in index  # mounted by Airflow at /flinktune
     # Each job's mode: advice unless switched to act, and who switched it when.
     assert 'wordcount</a> <span class="mode">(advise)</span>' in index and 'clicks</a> <span class="mode">(act)</span>' in index
@@ -192,15 +248,20 @@ def test_job_page_shows_config_decisions_champions_and_report_plots(tmp_path: Pa
     assert 'href="http://mlflow.example:5000/#/models/flinktune-surrogate-wordcount/versions/2"' in champions
     assert "flinktune-forecaster-wordcount" in champions and "no champion registered" in champions
     assert 'src="/flinktune/job/wordcount/plots/rate_forecast.png"' in page and "old.png" not in page, "the latest report only"
-    assert str(tmp_path) not in page and "wordcount-20250102T000000/report.md under FLINKTUNE_REPORTS_DIR" in page, "no server path"
+    assert str(tmp_path) not in page and "wordcount-20250102T000000/report.md under FLINKTUNE_REPORTS_DIR" in page, (
+        "no server path"
+    )
     assert plot_code == 200 and "20250102" in plot
     assert old_code == 404 and escape_code == 404 and bad_code == 422
 
 
 def test_pages_without_any_state_say_so_and_create_nothing(tmp_path: Path, airflow_var: Path) -> None:
     db, mlflow_db = tmp_path / "none" / "state.db", tmp_path / "none" / "mlflow.db"
-    env = {"FLINKTUNE_STATE_DB": str(db), "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{mlflow_db}",
-           "FLINKTUNE_REPORTS_DIR": str(tmp_path / "none" / "reports")}
+    env = {
+        "FLINKTUNE_STATE_DB": str(db),
+        "FLINKTUNE_MLFLOW_TRACKING_URI": f"sqlite:///{mlflow_db}",
+        "FLINKTUNE_REPORTS_DIR": str(tmp_path / "none" / "reports"),
+    }
     result = _call(env, airflow_var, ["/", "/job/demo"])
     (index_code, index), (code, page) = result["responses"]
     assert index_code == 200 and "no flinktune state database yet" in index and str(tmp_path) not in index + page
@@ -224,12 +285,23 @@ def test_data_docs_are_served_inside_the_site_only_and_the_report_links_there(tm
     folder.mkdir(parents=True)
     (folder / "report.md").write_text("# report")
     (folder / "report.html").write_text(f'<a href="{site.resolve().as_uri()}/index.html">Data Docs</a>')
-    env = {"FLINKTUNE_LAKE_DIR": str(lake), "FLINKTUNE_REPORTS_DIR": str(tmp_path / "reports"),
-           "FLINKTUNE_STATE_DB": str(tmp_path / "state.db")}
-    result = _call(env, airflow_var, [
-        "/data-docs/index.html", "/data-docs/validations/b1.html", "/data-docs/..%2F..%2Fsecret.txt",
-        "/data-docs/%2e%2e/%2e%2e/secret.txt", "/data-docs/missing.html", "/job/wordcount/report",
-    ])
+    env = {
+        "FLINKTUNE_LAKE_DIR": str(lake),
+        "FLINKTUNE_REPORTS_DIR": str(tmp_path / "reports"),
+        "FLINKTUNE_STATE_DB": str(tmp_path / "state.db"),
+    }
+    result = _call(
+        env,
+        airflow_var,
+        [
+            "/data-docs/index.html",
+            "/data-docs/validations/b1.html",
+            "/data-docs/..%2F..%2Fsecret.txt",
+            "/data-docs/%2e%2e/%2e%2e/secret.txt",
+            "/data-docs/missing.html",
+            "/job/wordcount/report",
+        ],
+    )
     (code, front), (page_code, page), *refused, (report_code, report) = result["responses"]
     assert (code, page_code) == (200, 200) and "front page" in front and "batch b1" in page
     assert [c for c, _ in refused] == [404, 404, 404] and "beside the site" not in json.dumps(refused)

@@ -205,11 +205,12 @@ def dry_run_param() -> Param:
     )
 
 
-def task_params(params: dict[str, Any]) -> dict[str, Any]:
+def task_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     """Call first in a task body: the run's params, checked (:func:`flinktune.orchestration.dag_tasks.triggers.run_params`).
 
     Unknown conf keys fail here, an asset-triggered run gets its job from the triggering events,
-    and an empty ``dry_run`` is resolved from the run type.
+    and an empty ``dry_run`` is resolved from the run type. ``params`` is what Airflow injects (a task
+    body's ``params=None`` default; None reads as no params).
     """
     from airflow.sdk import get_current_context
 
@@ -217,7 +218,7 @@ def task_params(params: dict[str, Any]) -> dict[str, Any]:
 
     context = get_current_context()
     dag = context["dag"]
-    return run_params(params, dag_id=dag.dag_id, known=dag.params.keys(), dag_run=context["dag_run"])
+    return run_params(params or {}, dag_id=dag.dag_id, known=dag.params.keys(), dag_run=context["dag_run"])
 
 
 def mark_outlets(job: str, *assets: Asset) -> None:

@@ -81,12 +81,19 @@ def collect_metrics(job: str, params: Mapping[str, Any], *, every_s: float) -> d
     if source == "twin":
         from jobs import simulate
 
-        summary = simulate.run(job=job, workload=params["workload"], hours=params["hours"], seed=params["seed"],
-                               trace_file=params["trace_file"] or None, settings=_settings())  # fmt: skip
+        summary = simulate.run(
+            job=job,
+            workload=params["workload"],
+            hours=params["hours"],
+            seed=params["seed"],
+            trace_file=params["trace_file"] or None,
+            settings=_settings(),
+        )
         return {**summary, "job": job}
     if source == "prometheus":
-        return extract_prometheus_window(job, params["start_ms"], params["end_ms"], every_s=every_s,
-                                         conn_id=params["conn_id"] or None)  # fmt: skip
+        return extract_prometheus_window(
+            job, params["start_ms"], params["end_ms"], every_s=every_s, conn_id=params["conn_id"] or None
+        )
     # lake: already there; the ETL takes the start_ms/end_ms params (all raw data when they are empty).
     return {"job": job, "start_ms": params["start_ms"], "end_ms": params["end_ms"]}
 

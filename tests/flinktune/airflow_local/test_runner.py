@@ -14,7 +14,7 @@ from flinktune.airflow_local.session import DagSession
 pytestmark = pytest.mark.airflow
 
 # produce -> consume. `marker` lets a test see whether any task ran; `explode` makes consume fail.
-TINY_DAG = '''
+TINY_DAG = """
 import os
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -41,7 +41,7 @@ def tiny():
     consume(produce())
 
 tiny()
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +87,11 @@ def test_a_dag_file_that_fails_to_import_is_named_with_its_error(var_dir: Path, 
     broken = var_dir.parent / "dags" / "broken.py"
     broken.write_text("from airflow.sdk import dag\nimport flinktune_no_such_module\n")
     try:
-        with pytest.raises(DagRunError, match=r"DAG 'broken' not found .*import errors: .*broken.py: "
-                                              r"ModuleNotFoundError: No module named 'flinktune_no_such_module'"):
+        with pytest.raises(
+            DagRunError,
+            match=r"DAG 'broken' not found .*import errors: .*broken.py: "
+            r"ModuleNotFoundError: No module named 'flinktune_no_such_module'",
+        ):
             run_dag("broken", {}, env)
     finally:
         broken.unlink()
@@ -149,7 +152,9 @@ def test_cli_rejects_a_non_object_conf(capsys: pytest.CaptureFixture[str]) -> No
 def test_a_child_that_dies_before_reporting_is_an_error_with_its_last_log_lines(env: dict[str, str]) -> None:
     # Airflow refuses a relative SQLite path while importing, so the child never reaches dag.test().
     broken = dict(env, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///relative.db")
-    with pytest.raises(DagRunError, match=r"(?s)exited with code 1 before reporting a result; last lines of .*relative") as caught:
+    with pytest.raises(
+        DagRunError, match=r"(?s)exited with code 1 before reporting a result; last lines of .*relative"
+    ) as caught:
         run_dag("tiny", {}, broken)
     assert caught.value.task_id is None and Path(caught.value.log).is_file()
 

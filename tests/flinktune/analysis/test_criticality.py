@@ -41,8 +41,14 @@ def test_planted_bottleneck_operator_is_named_first():
     for seed in SEEDS:
         rng = np.random.default_rng(seed)
         heavy = int(rng.integers(4))
-        vertices = [{"name": f"op{k}", "partitioning": "forward" if k == 0 else "hash" if k == 2 else "rebalance",
-                     "cost_us": float(rng.uniform(150, 250) if k == heavy else rng.uniform(20, 60))} for k in range(4)]
+        vertices = [
+            {
+                "name": f"op{k}",
+                "partitioning": "forward" if k == 0 else "hash" if k == 2 else "rebalance",
+                "cost_us": float(rng.uniform(150, 250) if k == heavy else rng.uniform(20, 60)),
+            }
+            for k in range(4)
+        ]
         profile = ClusterProfile.default().with_(dataflow={"name": "planted", "vertices": vertices})
         a = analyse(_run(profile, _config(rng), Imbalance(metric_noise=0.05), rng, seed), task_slots=2)
         _assert_normalised(a)
@@ -61,8 +67,14 @@ def test_planted_hot_key_is_named_first_and_scaling_is_refused():
         a = analyse(_run(profile, cfg, imb, rng, seed), task_slots=cfg.task_slots)
         _assert_normalised(a)
         s = a.stragglers[0] if a.stragglers else None
-        hits += (s is not None and (s.vertex, s.subtask) == ("window", hot) and s.cause == KEY_SKEW
-                 and a.top_subtask == ("window", hot) and a.scaling == "no" and a.prefers_no_change)
+        hits += (
+            s is not None
+            and (s.vertex, s.subtask) == ("window", hot)
+            and s.cause == KEY_SKEW
+            and a.top_subtask == ("window", hot)
+            and a.scaling == "no"
+            and a.prefers_no_change
+        )
     assert hits >= 0.95 * len(SEEDS), f"hot key named first in {hits}/{len(SEEDS)} runs"
 
 
@@ -78,8 +90,14 @@ def test_planted_slow_taskmanager_is_named_first():
         _assert_normalised(a)
         top_worker = max(a.workers, key=a.workers.get)
         s = a.stragglers[0] if a.stragglers else None
-        hits += (a.slow_workers[:1] == (slow,) and top_worker == slow and s is not None and s.worker == slow
-                 and s.cause == SLOW_WORKER and a.scaling == "partly")
+        hits += (
+            a.slow_workers[:1] == (slow,)
+            and top_worker == slow
+            and s is not None
+            and s.worker == slow
+            and s.cause == SLOW_WORKER
+            and a.scaling == "partly"
+        )
     assert hits >= 0.95 * len(SEEDS), f"slow TaskManager named first in {hits}/{len(SEEDS)} runs"
 
 
@@ -95,8 +113,11 @@ def test_balanced_job_has_no_stragglers_and_even_siblings():
 
 
 def test_backpressure_names_the_hot_channel_into_the_bottleneck():
-    vertices = [{"name": "src", "cost_us": 20.0}, {"name": "heavy", "partitioning": "rebalance", "cost_us": 200.0},
-                {"name": "out", "partitioning": "hash", "cost_us": 10.0}]
+    vertices = [
+        {"name": "src", "cost_us": 20.0},
+        {"name": "heavy", "partitioning": "rebalance", "cost_us": 200.0},
+        {"name": "out", "partitioning": "hash", "cost_us": 10.0},
+    ]
     profile = ClusterProfile.default().with_(dataflow={"name": "bp", "vertices": vertices})
     twin = TwinJob(profile, Configuration(8, 2, 2.0, 4096, 30), detail="subtask", seed=0)
     a = analyse(twin.run(np.full(60, 1e6)), task_slots=2)  # far over capacity: upstream blocks
@@ -127,8 +148,13 @@ def test_nothing_busy_or_no_vertex_metrics_gives_none():
 
 def test_evaluate_attaches_analysis_and_annotation_quotes_it_without_changing_the_decision():
     cfg = Configuration(8, 2, 2.0, 4096, 30)
-    twin = TwinJob(ClusterProfile.default("tsw"), cfg, detail="subtask", seed=0,
-                   imbalance=Imbalance(hot_vertex="window", hot_key_share=0.4, hot_subtask=2))
+    twin = TwinJob(
+        ClusterProfile.default("tsw"),
+        cfg,
+        detail="subtask",
+        seed=0,
+        imbalance=Imbalance(hot_vertex="window", hot_key_share=0.4, hot_subtask=2),
+    )
     df = twin.run(np.full(120, 40000.0))
     state = evaluate("demo", df, cfg, now=twin.now, window_s=120)
     assert state.analysis is not None and state.analysis.prefers_no_change

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from flinktune.calibration.mechanism import apply_params
 from flinktune.cli.main import app
 from flinktune.config_space import ConfigSpace
 from flinktune.twin import mechanics as mech
-from flinktune.twin.calibration import apply_params
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import profile_configs
 

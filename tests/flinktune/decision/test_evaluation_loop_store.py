@@ -59,9 +59,13 @@ def test_loop_reconfigures_records_and_explains(tmp_path):
     store = SqliteStateStore(tmp_path / "state.db")
     clock = ManualClock(600)
     loop = build_decision_loop(
-        Backend("test", FrameMetricsSource(frame), realizer, clock), LoopSettings("j", 250.0),
-        policy=make_policy("flinktune", SPACE, memory_headroom=0.7, change_priors=CHEAP_CHANGES), space=SPACE, store=store,
-        forecaster=FixedForecast(20000), models=FixedModels(FunctionSurrogate(SPACE), 1e6),
+        Backend("test", FrameMetricsSource(frame), realizer, clock),
+        LoopSettings("j", 250.0),
+        policy=make_policy("flinktune", SPACE, memory_headroom=0.7, change_priors=CHEAP_CHANGES),
+        space=SPACE,
+        store=store,
+        forecaster=FixedForecast(20000),
+        models=FixedModels(FunctionSurrogate(SPACE), 1e6),
     )
     out = loop.step()
     assert out.decision.action is Action.RECONFIGURE and realizer.applied == [out.decision.target]
@@ -82,8 +86,12 @@ def test_loop_dry_run_changes_nothing(tmp_path):
     store = SqliteStateStore(tmp_path / "s.db")
     loop = build_decision_loop(
         Backend("test", FrameMetricsSource(raw_samples("j", 0, 600, rate=20000, p95=120)), realizer, ManualClock(600)),
-        LoopSettings("j", 250.0, dry_run=True), policy=make_policy("flinktune", SPACE, memory_headroom=0.7, change_priors=CHEAP_CHANGES), space=SPACE,
-        store=store, forecaster=FixedForecast(20000), models=FixedModels(FunctionSurrogate(SPACE), 1e6),
+        LoopSettings("j", 250.0, dry_run=True),
+        policy=make_policy("flinktune", SPACE, memory_headroom=0.7, change_priors=CHEAP_CHANGES),
+        space=SPACE,
+        store=store,
+        forecaster=FixedForecast(20000),
+        models=FixedModels(FunctionSurrogate(SPACE), 1e6),
     )
     out = loop.step()
     assert out.decision.action is Action.RECONFIGURE and realizer.applied == [] and out.result is None

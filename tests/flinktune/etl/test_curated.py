@@ -44,7 +44,10 @@ def rates(root) -> dict[str, set[float]]:
 def test_rewrite_of_a_range_keeps_the_rest_of_the_day_and_spans_days(tmp_path):
     start = DAY + pd.Timedelta(hours=23, minutes=58)
     write_features(tmp_path, "demo", {"features_1m": minutes(start, 4)}, ms(start), ms(start) + 4 * MIN)  # crosses midnight
-    assert sorted(p.parent.name for p in tmp_path.glob("features_1m/job=demo/date=*/part-*.parquet")) == ["date=2024-05-01", "date=2024-05-02"]
+    assert sorted(p.parent.name for p in tmp_path.glob("features_1m/job=demo/date=*/part-*.parquet")) == [
+        "date=2024-05-01",
+        "date=2024-05-02",
+    ]
     mid = start + pd.Timedelta(minutes=1)
     write_features(tmp_path, "demo", {"features_1m": minutes(mid, 2, rate=7.0)}, ms(mid), ms(mid) + 2 * MIN)
     back = read_features(tmp_path, "features_1m", "demo")
@@ -82,8 +85,13 @@ def _kill_at(monkeypatch, module, name, n):
 def test_a_kill_at_any_step_of_the_commit_leaves_readers_both_datasets_old_or_both_new(tmp_path, monkeypatch, step):
     """Four renames per commit (three partition files, then the pointer): a kill before each one."""
     write_features(tmp_path, "demo", both(1.0), ms(DAY), ms(DAY) + 3 * MIN)
-    write_features(tmp_path, "demo", {"features_1m": minutes(DAY + pd.Timedelta(days=1), 1)}, ms(DAY + pd.Timedelta(days=1)),
-                   ms(DAY + pd.Timedelta(days=1)) + MIN)  # a second day: the commit touches two partitions of 1m
+    write_features(
+        tmp_path,
+        "demo",
+        {"features_1m": minutes(DAY + pd.Timedelta(days=1), 1)},
+        ms(DAY + pd.Timedelta(days=1)),
+        ms(DAY + pd.Timedelta(days=1)) + MIN,
+    )  # a second day: the commit touches two partitions of 1m
     before = rates(tmp_path)
     new = both(9.0)
     new["features_1m"] = pd.concat([new["features_1m"], minutes(DAY + pd.Timedelta(days=1), 1, 9.0)])
@@ -115,10 +123,22 @@ def test_a_jobs_first_commit_killed_at_any_step_leaves_readers_nothing_then_ever
 
 def test_a_kill_after_the_pointer_leaves_the_new_snapshot_and_garbage_that_readers_skip(tmp_path, monkeypatch):
     write_features(tmp_path, "demo", both(1.0), ms(DAY), ms(DAY) + 3 * MIN)
-    monkeypatch.setattr(curated, "commit_snapshot", lambda root, job, staged: (snapshot.atomic_write(
-        snapshot_path(root, job), json.dumps({"job": job, "datasets": {ds: [str(f.relative_to(root / ds / "job=demo")) for f in fs]
-                                                                        for ds, fs in staged.items()}}).encode()),
-        (_ for _ in ()).throw(KeyboardInterrupt("killed before the old files were removed"))))
+    monkeypatch.setattr(
+        curated,
+        "commit_snapshot",
+        lambda root, job, staged: (
+            snapshot.atomic_write(
+                snapshot_path(root, job),
+                json.dumps(
+                    {
+                        "job": job,
+                        "datasets": {ds: [str(f.relative_to(root / ds / "job=demo")) for f in fs] for ds, fs in staged.items()},
+                    }
+                ).encode(),
+            ),
+            (_ for _ in ()).throw(KeyboardInterrupt("killed before the old files were removed")),
+        ),
+    )
     with pytest.raises(KeyboardInterrupt):
         write_features(tmp_path, "demo", both(9.0), ms(DAY), ms(DAY) + 3 * MIN)
     assert len(list(tmp_path.rglob("*.parquet"))) == 4  # old and new files side by side...

@@ -22,7 +22,9 @@ def test_cluster_master_gets_no_local_binding_and_env_overrides(tmp_path):
     assert conf["spark.executor.memory"] == "4g" and conf["spark.ui.enabled"] == "true"
 
 
-@pytest.mark.parametrize("raw, fragment", [("{oops", "not valid JSON"), ("[1]", "JSON object"), ('{"a": {"b": 1}}', "property 'a'")])
+@pytest.mark.parametrize(
+    "raw, fragment", [("{oops", "not valid JSON"), ("[1]", "JSON object"), ('{"a": {"b": 1}}', "property 'a'")]
+)
 def test_bad_env_conf_is_named(tmp_path, raw, fragment):
     with pytest.raises(SparkConfError, match=fragment):
         spark_conf(Settings(var_dir=tmp_path), environ={SPARK_CONF_ENV: raw})

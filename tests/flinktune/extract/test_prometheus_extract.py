@@ -227,7 +227,7 @@ def test_job_entry_point_reads_the_url_from_the_environment(prom, settings, monk
     summary = job_extract.run(job="demo", source="prometheus", start_ms=START, end_ms=START + 10_000, settings=settings)
     assert summary["rows"] == 10 * (len(METRICS) - 1 + 5) and summary["chunks"] == 1
     json.dumps(summary)
-    with pytest.raises(ValueError, match="jobs.simulate"):
+    with pytest.raises(ValueError, match=r"jobs.simulate"):
         job_extract.run(job="demo", source="twin", start_ms=START, end_ms=START + 10_000, settings=settings)
 
 

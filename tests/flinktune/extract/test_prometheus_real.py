@@ -33,8 +33,10 @@ JOB = "twin-prom"
 def _prometheus_binary() -> str:
     found = os.environ.get("FLINKTUNE_PROMETHEUS_BIN") or shutil.which("prometheus")
     if not found:
-        pytest.skip("no prometheus binary: scripts/bootstrap.sh installs Debian's package where it runs as root, "
-                    "or set FLINKTUNE_PROMETHEUS_BIN")
+        pytest.skip(
+            "no prometheus binary: scripts/bootstrap.sh installs Debian's package where it runs as root, "
+            "or set FLINKTUNE_PROMETHEUS_BIN"
+        )
     return found
 
 
@@ -69,11 +71,13 @@ def test_extract_from_a_real_prometheus_matches_what_was_served(tmp_path):
         "scrape_configs:\n"
         f"  - job_name: twin\n    honor_timestamps: true\n    static_configs: [{{targets: ['127.0.0.1:{port}']}}]\n"
     )
-    proc = subprocess.Popen(
-        [binary, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
-        stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "wb"),
-    )  # fmt: skip
+    # The child keeps its own copy of the log's descriptor; ours closes once it has started.
+    with open(tmp_path / "prometheus.log", "wb") as log:
+        proc = subprocess.Popen(
+            [binary, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
+            stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{prom_port}"
         _wait_ready(url, 20)
@@ -83,7 +87,9 @@ def test_extract_from_a_real_prometheus_matches_what_was_served(tmp_path):
         assert len(ts) >= 8, f"only {len(ts)} scrapes in 14 s; log: {(tmp_path / 'prometheus.log').read_text()[-2000:]}"
         start, end = ts[1], ts[-1] + 1  # whole seconds Prometheus has surely ingested
         lake = Lake(tmp_path / "lake")
-        result = extract_prometheus(PrometheusClient(PrometheusEndpoint(url)), RawSink(lake), job=JOB, start_ms=start, end_ms=end, chunk_s=60)
+        result = extract_prometheus(
+            PrometheusClient(PrometheusEndpoint(url)), RawSink(lake), job=JOB, start_ms=start, end_ms=end, chunk_s=60
+        )
     finally:
         proc.terminate()
         try:

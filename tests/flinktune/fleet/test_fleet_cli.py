@@ -49,7 +49,10 @@ def test_fleet_validate_names_each_held_job_and_what_is_wrong(tmp_path):
     out = runner.invoke(app, ["fleet", "validate", str(path)])
     assert out.exit_code == 2
     held = [line for line in out.output.splitlines() if line.startswith("held ")]
-    assert len(held) == 2 and "held ads: fleet.yaml: jobs[0]: max_paralelism: unknown setting (did you mean 'max_parallelism'?)" in held
+    assert (
+        len(held) == 2
+        and "held ads: fleet.yaml: jobs[0]: max_paralelism: unknown setting (did you mean 'max_parallelism'?)" in held
+    )
     assert any(line.startswith("held Bad_Name: fleet.yaml: jobs[2]: name:") for line in held)
     assert out.output.strip().splitlines()[-1] == f"error: {path}: 2 of 3 jobs held; fix the settings named above"
     path.write_text("jobs: []\n")

@@ -68,7 +68,7 @@ def test_duplicate_names_hold_both_entries_naming_both_places(tmp_path):
     ],
 )
 def test_a_file_that_is_not_a_fleet_is_refused_naming_the_file(tmp_path, text, expected):
-    with pytest.raises(FleetError, match="fleet.yaml") as err:
+    with pytest.raises(FleetError, match=r"fleet.yaml") as err:
         load_fleet_file(_write(tmp_path, text))
     assert expected in str(err.value)
 
@@ -109,11 +109,13 @@ def _deployment(name, ns="flink", managed="true", **annotations):
 
 
 def test_discovery_reads_labelled_deployments_and_their_annotations():
-    api = _Api([
-        _deployment("ads", latency_target_ms="800", mode="act", policy="ds2"),
-        _deployment("ignored", managed="false"),
-        _deployment("clicks", ns="other"),
-    ])
+    api = _Api(
+        [
+            _deployment("ads", latency_target_ms="800", mode="act", policy="ds2"),
+            _deployment("ignored", managed="false"),
+            _deployment("clicks", ns="other"),
+        ]
+    )
     fleet = discover_flinkdeployments(api)
     assert [(s.name, s.namespace) for s in fleet.managed()] == [("ads", "flink"), ("clicks", "other")]
     ads = fleet.get("ads").settings

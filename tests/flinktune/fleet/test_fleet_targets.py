@@ -63,5 +63,5 @@ def test_no_fleet_is_the_one_job_of_the_params_and_an_empty_fleet_is_refused(tmp
     ]
     path = tmp_path / "held.yaml"
     path.write_text("jobs:\n  - name: only\n    policy: magic\n")
-    with pytest.raises(FleetTargetError, match="no managed job to act on .*only: .*unknown policy 'magic'"):
+    with pytest.raises(FleetTargetError, match=r"no managed job to act on .*only: .*unknown policy 'magic'"):
         run_targets(PARAMS, conf={}, run_type="scheduled", fleet=load_fleet_file(path))

@@ -97,8 +97,11 @@ class FaultyDeploymentServer(LocalApiServer):
                 with srv.lock:
                     srv.reads_since_patch += 1
                     if srv.patches and srv.stable_after is not None and srv.reads_since_patch > srv.stable_after:
-                        srv.obj["status"] = {"lifecycleState": "STABLE", "jobStatus": {"state": "RUNNING"},
-                                             "observedGeneration": srv.obj["metadata"]["generation"]}
+                        srv.obj["status"] = {
+                            "lifecycleState": "STABLE",
+                            "jobStatus": {"state": "RUNNING"},
+                            "observedGeneration": srv.obj["metadata"]["generation"],
+                        }
                     body = srv.obj
                 if fault is not None and fault.kind == "delay":
                     time.sleep(fault.delay_s)

@@ -27,4 +27,9 @@ def test_a_job_in_advice_on_kubernetes_gets_its_diff_recorded_and_nothing_sent(t
         assert srv.patches == [] and "parallelism" in realizer.last_diff
     row = store.decisions(JOB).iloc[-1]
     assert (row["action"], row["status"], int(row["changed"]), int(row["dry_run"]), row["mode"]) == (
-        "reconfigure", "recorded", 0, 1, "dry-run")
+        "reconfigure",
+        "recorded",
+        0,
+        1,
+        "dry-run",
+    )

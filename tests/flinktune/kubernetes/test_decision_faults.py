@@ -128,7 +128,9 @@ def assert_agree_and_guarded(srv, store_path, first_id_after):
     srv.stable_after = 1
     wall, _ = decide_once(srv, store_path, 1060.0)
     assert wall < RUN_BOUND_S
-    assert not attempted or len(srv.patches) == patches_before, f"run two changed the job inside the stabilization window: {srv.patches[patches_before:]}"
+    assert not attempted or len(srv.patches) == patches_before, (
+        f"run two changed the job inside the stabilization window: {srv.patches[patches_before:]}"
+    )
     rows = SqliteStateStore(store_path).decisions(JOB)
     assert "intended" not in set(rows["status"]), rows[["id", "status", "error"]].to_string()
     running_now = config_from_object(srv.obj, VIDS)
@@ -136,7 +138,9 @@ def assert_agree_and_guarded(srv, store_path, first_id_after):
     changes = first[first["action"] == "reconfigure"]
     for r in changes.itertuples():
         landed = running_now == Configuration.from_dict(json.loads(r.target))
-        assert (r.status == "applied") == landed, f"row {r.id} says {r.status} ({r.error}) but the cluster runs {running_now.describe()}"
+        assert (r.status == "applied") == landed, (
+            f"row {r.id} says {r.status} ({r.error}) but the cluster runs {running_now.describe()}"
+        )
         if r.status != "applied":
             assert r.error, f"row {r.id}: a failed change must carry its error"
     last = rows.iloc[-1]  # what the store's last row says runs now

@@ -34,7 +34,9 @@ def production():
     obj["spec"]["job"]["args"] = ["--input-topic", "ads", "--output-topic", "ads-out", "--group-id=ysb"]
     obj["spec"]["job"]["initialSavepointPath"] = "s3://sp/ysb-1"
     overrides = {"args": {"--output-topic": "{name}-out", "--group-id": "{name}"}}
-    obj["metadata"].update(resourceVersion="7", generation=3, uid="u-1", annotations={OVERRIDES_ANNOTATION: json.dumps(overrides)})
+    obj["metadata"].update(
+        resourceVersion="7", generation=3, uid="u-1", annotations={OVERRIDES_ANNOTATION: json.dumps(overrides)}
+    )
     obj["status"] = {"lifecycleState": "STABLE", "jobStatus": {"state": "RUNNING"}}
     return obj
 
@@ -44,7 +46,11 @@ class FakeApiServer(LocalApiServer):
     ``final_state`` after ``gets_to_start`` GETs; bodies failing the CRD get a 422."""
 
     def __init__(self, objects, *, final_state="RUNNING", gets_to_start=2):
-        self.objects, self.final_state, self.gets_to_start = {o["metadata"]["name"]: o for o in objects}, final_state, gets_to_start
+        self.objects, self.final_state, self.gets_to_start = (
+            {o["metadata"]["name"]: o for o in objects},
+            final_state,
+            gets_to_start,
+        )
         self.created, self.deleted, self.rejected, self.gets = [], [], [], {}
         srv = self
 
@@ -113,7 +119,9 @@ class FakeMetrics:
 
 def run(srv, metrics, clock, **kw):
     kw = {"rate": 4000.0, "warmup_s": 120, "measure_s": 60, "timeout_s": 300, "poll_s": 5, **kw}
-    return run_profiling_deployment(srv.api(), "flink", "ysb", CONFIG, metrics_source=metrics, clock=clock, sleep=clock.advance, **kw)
+    return run_profiling_deployment(
+        srv.api(), "flink", "ysb", CONFIG, metrics_source=metrics, clock=clock, sleep=clock.advance, **kw
+    )
 
 
 def test_happy_path_creates_a_validated_copy_measures_and_deletes_it():
@@ -127,7 +135,11 @@ def test_happy_path_creates_a_validated_copy_measures_and_deletes_it():
         spec = body["spec"]
         assert spec["image"] == "flink:1.20" and spec["job"]["jarURI"] == "local:///opt/job.jar"
         assert spec["job"]["args"] == ["--input-topic", "ads", "--output-topic", f"{name}-out", f"--group-id={name}"]
-        assert spec["job"]["parallelism"] == 8 and spec["job"]["upgradeMode"] == "stateless" and "initialSavepointPath" not in spec["job"]
+        assert (
+            spec["job"]["parallelism"] == 8
+            and spec["job"]["upgradeMode"] == "stateless"
+            and "initialSavepointPath" not in spec["job"]
+        )
         assert spec["taskManager"]["resource"] == {"cpu": 2.0, "memory": "2048m"}
         assert spec["flinkConfiguration"]["taskmanager.numberOfTaskSlots"] == "2"
         assert srv.deleted == [name] and set(srv.objects) == {"ysb"}  # production untouched
@@ -139,7 +151,13 @@ def test_happy_path_creates_a_validated_copy_measures_and_deletes_it():
     assert metrics.calls == [(name, start_ms, start_ms + 60_000)] and row["ts_ms"] == start_ms
     assert row["throughput"] == 4000.0 and row["latency_ms"] == 80.0 and row["input_rate"] == 4100.0
     assert row["cpu_used"] == 3.5 and row["memory_used_mb"] == 5000.0 and math.isnan(row["recovery_s"])
-    assert (row["parallelism"], row["task_slots"], row["cpu"], row["memory_mb"], row["checkpoint_interval_s"]) == (8, 2, 2.0, 2048, 30)
+    assert (row["parallelism"], row["task_slots"], row["cpu"], row["memory_mb"], row["checkpoint_interval_s"]) == (
+        8,
+        2,
+        2.0,
+        2048,
+        30,
+    )
 
 
 def test_source_vertex_throughput_is_its_records_out():

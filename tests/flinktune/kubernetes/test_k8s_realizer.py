@@ -39,7 +39,11 @@ class FakeApiServer(LocalApiServer):
                 srv.gets_since_patch += 1
                 if srv.gets_since_patch > srv.stable_after and srv.patches:
                     state = "FAILED" if srv.fail and len(srv.patches) == 1 else "STABLE"
-                    srv.obj["status"] = {"lifecycleState": state, "jobStatus": {"state": "RUNNING"}, "observedGeneration": srv.obj["metadata"]["generation"]}
+                    srv.obj["status"] = {
+                        "lifecycleState": state,
+                        "jobStatus": {"state": "RUNNING"},
+                        "observedGeneration": srv.obj["metadata"]["generation"],
+                    }
                 self._send(200, srv.obj)
 
             def do_PATCH(self):
@@ -67,7 +71,9 @@ class FakeApiServer(LocalApiServer):
 
 
 def running(config=BASE, version="v1_20"):
-    obj = deployment_body("ysb", "flink", config, image="flink:1.20", jar_uri="local:///opt/job.jar", vertex_ids=VIDS, flink_version=version)
+    obj = deployment_body(
+        "ysb", "flink", config, image="flink:1.20", jar_uri="local:///opt/job.jar", vertex_ids=VIDS, flink_version=version
+    )
     obj["metadata"].update(resourceVersion="1", generation=1)
     obj["status"] = {"lifecycleState": "STABLE", "jobStatus": {"state": "RUNNING"}, "observedGeneration": 1}
     return obj
@@ -140,7 +146,9 @@ def test_kubernetes_realizer_keeps_the_realizer_contract():
     with FakeApiServer(running()) as srv:
         check_realizer(realizer(srv), "ysb", BASE.with_(parallelism=16), Configuration(16, 2, 2.0, 2048, 30))
     with FakeApiServer(running(version="v1_17")) as srv:  # no adaptive scheduler: every change redeploys
-        check_realizer(realizer(srv), "ysb", BASE.with_(parallelism=16), Configuration(16, 2, 2.0, 2048, 30), in_place_supported=False)
+        check_realizer(
+            realizer(srv), "ysb", BASE.with_(parallelism=16), Configuration(16, 2, 2.0, 2048, 30), in_place_supported=False
+        )
 
 
 def test_a_job_that_never_becomes_stable_costs_at_most_the_apply_budget():
@@ -159,6 +167,11 @@ def test_make_realizer_bounds_calls_and_the_apply_from_settings():
     from flinktune.settings import Settings
 
     s = Settings(decision_interval_s=300, timeouts={"kubernetes_request_s": 3.0, "apply_budget_s": 900.0})
-    r = make_realizer("ysb", api=object(), environ={"FLINKTUNE_CLUSTER": "kubernetes", "FLINKTUNE_K8S_NAMESPACE": "flink"},
-                      timeouts=s.timeouts, budget_s=s.timeouts.apply_budget(s.decision_interval_s))
+    r = make_realizer(
+        "ysb",
+        api=object(),
+        environ={"FLINKTUNE_CLUSTER": "kubernetes", "FLINKTUNE_K8S_NAMESPACE": "flink"},
+        timeouts=s.timeouts,
+        budget_s=s.timeouts.apply_budget(s.decision_interval_s),
+    )
     assert r.request_timeout_s == 3.0 and r.budget_s == 240.0 and r.stable_timeout_s == 120.0

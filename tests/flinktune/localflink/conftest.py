@@ -21,8 +21,9 @@ def flink_setup():
     if shutil.which("java") is None or shutil.which("javac") is None:
         pytest.skip("Java (JDK 17 with javac) is missing: the local Flink cluster cannot run here")
     root = repo_root()
-    proc = subprocess.run(["bash", str(root / "scripts" / "setup_local_flink.sh")], cwd=root, capture_output=True, text=True,
-                          timeout=480)
+    proc = subprocess.run(
+        ["bash", str(root / "scripts" / "setup_local_flink.sh")], cwd=root, capture_output=True, text=True, timeout=480
+    )
     if proc.returncode != 0:
         pytest.skip(f"scripts/setup_local_flink.sh failed (exit {proc.returncode}): {proc.stderr.strip()[-400:]}")
     try:

@@ -5,7 +5,7 @@ read metrics through the REST MetricsSource, profile steps (one kept up, one far
 that falls behind, then the backlog cleared and the low rate kept up again), rescale in place,
 redeploy from a savepoint with a new checkpoint interval, kill a TaskManager and see recovery,
 stop everything by PID. About 2-3 minutes on 2 cores; the long form is
-benchmarks/local_flink_loop.py.
+benchmarks/localflink/loop.py.
 """
 
 from __future__ import annotations
@@ -53,8 +53,11 @@ def _alive(pid: int) -> bool:
 @pytest.fixture
 def cluster(flink_setup, tmp_path):
     dist, _ = flink_setup
-    c = LocalFlinkCluster(tmp_path / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1,
-                                                             tm_memory_mb=1024, checkpoint_interval_s=10), dist=dist)
+    c = LocalFlinkCluster(
+        tmp_path / "cluster",
+        ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024, checkpoint_interval_s=10),
+        dist=dist,
+    )
     c.up(timeout_s=120)
     yield c
     c.down()

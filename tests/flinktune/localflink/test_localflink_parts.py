@@ -33,7 +33,9 @@ def _fake_dist(tmp_path: Path) -> FlinkDistribution:
     home = tmp_path / "flink"
     (home / "conf").mkdir(parents=True)
     (home / "bin").mkdir()
-    (home / "conf" / "config.yaml").write_text("env:\n  java:\n    opts:\n      all: --add-opens=java.base/java.lang=ALL-UNNAMED\n")
+    (home / "conf" / "config.yaml").write_text(
+        "env:\n  java:\n    opts:\n      all: --add-opens=java.base/java.lang=ALL-UNNAMED\n"
+    )
     (home / "conf" / "log4j-console.properties").write_text("# log config\n")
     return FlinkDistribution(home=home, java=Path("/usr/bin/java"), java_major=17)
 
@@ -42,9 +44,9 @@ def test_missing_distribution_names_the_setup_script(tmp_path, monkeypatch):
     monkeypatch.delenv("FLINKTUNE_FLINK_HOME", raising=False)
     if not Path("/usr/bin/java").exists() and not __import__("shutil").which("java"):
         pytest.skip("no java: find_distribution stops at the Java check")
-    with pytest.raises(DistributionError, match="setup_local_flink.sh"):
+    with pytest.raises(DistributionError, match=r"setup_local_flink.sh"):
         find_distribution(venv=tmp_path / "no-venv")
-    with pytest.raises(DistributionError, match="flink-dist-2.3.0.jar"):
+    with pytest.raises(DistributionError, match=r"flink-dist-2.3.0.jar"):
         find_distribution(_fake_dist(tmp_path).home)
 
 
@@ -92,9 +94,9 @@ def test_rate_file_is_replaced_whole_and_rejects_bad_rates(tmp_path):
     rf.set(12345.5)
     assert rf.get() == 12345.5
     assert list((tmp_path / "sub").iterdir()) == [rf.path]  # no temp file left behind
-    with pytest.raises(ValueError, match="rate.txt"):
+    with pytest.raises(ValueError, match=r"rate.txt"):
         rf.set(-1)
-    with pytest.raises(ValueError, match="rate.txt"):
+    with pytest.raises(ValueError, match=r"rate.txt"):
         rf.set(float("nan"))
     assert rf.get() == 12345.5
 
@@ -108,7 +110,9 @@ def test_rise_and_fall_is_a_trapezoid():
 
 class _Failing(BaseHTTPRequestHandler):
     def do_GET(self):
-        body = json.dumps({"errors": ["org.apache.flink.UnsupportedOperationException: The DefaultScheduler does not support it"]}).encode()
+        body = json.dumps(
+            {"errors": ["org.apache.flink.UnsupportedOperationException: The DefaultScheduler does not support it"]}
+        ).encode()
         self.send_response(500)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -123,7 +127,9 @@ def test_rest_errors_name_the_call_status_and_flinks_reason():
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        with pytest.raises(RestError, match=r"GET http://127.0.0.1:\d+/jobs/x/resource-requirements: HTTP 500: .*DefaultScheduler") as err:
+        with pytest.raises(
+            RestError, match=r"GET http://127.0.0.1:\d+/jobs/x/resource-requirements: HTTP 500: .*DefaultScheduler"
+        ) as err:
             FlinkRest(server.server_address[1]).get("/jobs/x/resource-requirements")
         assert err.value.status == 500
     finally:
@@ -135,8 +141,9 @@ def test_rest_errors_name_the_call_status_and_flinks_reason():
 
 def test_capacity_surrogate_separates_safe_from_overloaded():
     space = ConfigSpace(parallelism=(1, 2), task_slots=(1,), cpu=(1.0,), memory_mb=(1024,), checkpoint_interval_s=(10,))
-    sur = CapacitySurrogate(space, {1: 10000.0, 2: 18000.0}, {1: 600.0, 2: 600.0}, recovery_s=12.0,
-                            cpu_core_s_per_record=1e-4, memory_used_mb=80.0)
+    sur = CapacitySurrogate(
+        space, {1: 10000.0, 2: 18000.0}, {1: 600.0, 2: 600.0}, recovery_s=12.0, cpu_core_s_per_record=1e-4, memory_used_mb=80.0
+    )
     X = np.array([[0.0, 0, 0, 0, 0], [1.0, 0, 0, 0, 0]])
     ok = sur.predict(X, 5000).prob_le("latency_ms", 3000)
     assert ok[0] > 0.95 and ok[1] > 0.95

@@ -61,7 +61,10 @@ class FakeFlinkRest:
         if path == "/taskmanagers":
             return {"taskmanagers": [{"id": "tm1"}]}
         if path == "/taskmanagers/tm1/metrics":
-            return [{"id": "Status.JVM.CPU.Load", "value": "0.25"}, {"id": "Status.JVM.Memory.Heap.Used", "value": str(256 * 2**20)}]
+            return [
+                {"id": "Status.JVM.CPU.Load", "value": "0.25"},
+                {"id": "Status.JVM.Memory.Heap.Used", "value": str(256 * 2**20)},
+            ]
         raise AssertionError(f"unexpected REST path {path}")
 
     def close(self) -> None:
@@ -85,7 +88,9 @@ def test_polls_until_the_end_and_writes_closed_chunks(flink, tmp_path):
         clock.advance(s)
         flink.down = T0 + 300 <= clock.now() < T0 + 310  # a 10 s outage at the start of the second chunk
 
-    res = collect_flink_rest(source, RawSink(lake), start_ms=T0 * 1000, end_ms=(T0 + 600) * 1000, interval_s=2.0, chunk_s=300, clock=clock, sleep=sleep)
+    res = collect_flink_rest(
+        source, RawSink(lake), start_ms=T0 * 1000, end_ms=(T0 + 600) * 1000, interval_s=2.0, chunk_s=300, clock=clock, sleep=sleep
+    )
     assert res.chunks == 2 and len(res.files) == 2
     got = lake.read_raw("demo")
     seconds = sorted(set(got["ts_ms"] // 1000 - T0))

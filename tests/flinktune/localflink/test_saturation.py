@@ -63,8 +63,15 @@ def _frame(rate: float, seconds: int = 15, pending_growth: float = 0.0, busy: fl
     rng = np.random.default_rng(seed)
     t = 1000.0 + np.arange(seconds, dtype=float)
     seen = t - rng.uniform(0, stale_s, size=len(t))
-    return pd.DataFrame({"t_s": t, "records_out": rate * (seen - 900.0), "busy_ms": 1000 * busy * (seen - 900.0),
-                         "backpressured_ms": 0.0, "pending": np.maximum(pending_growth * (seen - 1000.0), 0.0)})
+    return pd.DataFrame(
+        {
+            "t_s": t,
+            "records_out": rate * (seen - 900.0),
+            "busy_ms": 1000 * busy * (seen - 900.0),
+            "backpressured_ms": 0.0,
+            "pending": np.maximum(pending_growth * (seen - 1000.0), 0.0),
+        }
+    )
 
 
 def test_slopes_average_out_stale_reads_that_a_two_point_difference_does_not():
@@ -92,7 +99,7 @@ def test_bad_frames_are_refused_with_the_reason():
         summarize_step(good.head(2), 1000.0, where="step 3")
     restarted = good.copy()
     restarted.loc[8:, "records_out"] -= 1e6
-    with pytest.raises(ValueError, match="records_out went backwards.*restarted"):
+    with pytest.raises(ValueError, match=r"records_out went backwards.*restarted"):
         summarize_step(restarted, 1000.0)
     with pytest.raises(ValueError, match="non-finite"):
         summarize_step(good.assign(busy_ms=np.nan), 1000.0)
@@ -120,8 +127,18 @@ def test_a_step_is_disturbed_only_when_a_neighbour_took_measurable_cpu():
 
     from flinktune.localflink.profiling import disturbed
 
-    base = summarize_step(pd.DataFrame({"t_s": np.arange(10.0), "records_out": np.arange(10.0) * 1000, "busy_ms": np.arange(10.0) * 500,
-                                        "backpressured_ms": 0.0, "pending": 0.0}), 1000.0)
+    base = summarize_step(
+        pd.DataFrame(
+            {
+                "t_s": np.arange(10.0),
+                "records_out": np.arange(10.0) * 1000,
+                "busy_ms": np.arange(10.0) * 500,
+                "backpressured_ms": 0.0,
+                "pending": 0.0,
+            }
+        ),
+        1000.0,
+    )
     assert not disturbed(base, 0.35)  # CPU not measured: nothing to say
     assert not disturbed(dataclasses.replace(base, machine_cores=1.2, flink_cores=1.0), 0.35)  # the driver's polling
     assert disturbed(dataclasses.replace(base, machine_cores=1.9, flink_cores=1.1), 0.35)

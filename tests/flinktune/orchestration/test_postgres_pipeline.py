@@ -54,12 +54,19 @@ def _query(dbname: str, sql: str) -> list[tuple]:
 
 def test_profile_and_train_on_postgres_metadata_and_mlflow_store(tmp_path: Path, databases: dict[str, str]) -> None:
     url = "postgresql+psycopg2://postgres@127.0.0.1:5432/{}"
-    conf = {"job": "demo", "configs": [{"parallelism": 12, "task_slots": 2, "cpu": 2.0, "memory_mb": 2048,
-                                        "checkpoint_interval_s": 30}], "rates": [30000.0, 50000.0, 70000.0], "duration_s": 60,
-            "max_runs": 1}
+    conf = {
+        "job": "demo",
+        "configs": [{"parallelism": 12, "task_slots": 2, "cpu": 2.0, "memory_mb": 2048, "checkpoint_interval_s": 30}],
+        "rates": [30000.0, 50000.0, 70000.0],
+        "duration_s": 60,
+        "max_runs": 1,
+    }
     with open(tmp_path / "progress.txt", "w") as progress:
         [summary] = run_pipeline(
-            [("flinktune_profile", conf)], tmp_path / "var", out=progress, timeout_s=300,
+            [("flinktune_profile", conf)],
+            tmp_path / "var",
+            out=progress,
+            timeout_s=300,
             database_url=url.format(databases["airflow"]),
             env={"FLINKTUNE_MLFLOW_TRACKING_URI": url.format(databases["mlflow"])},
         )

@@ -42,8 +42,10 @@ def _free_port() -> int:
 def _wait(what: str, check, deadline: float, proc: subprocess.Popen, log: Path, every: float = 1.0):
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"airflow standalone exited with {proc.returncode} while waiting for {what}; log:\n"
-                        + log.read_text(errors="replace")[-3000:])
+            pytest.fail(
+                f"airflow standalone exited with {proc.returncode} while waiting for {what}; log:\n"
+                + log.read_text(errors="replace")[-3000:]
+            )
         try:
             result = check()
         except (requests.ConnectionError, requests.Timeout):
@@ -73,33 +75,52 @@ def test_standalone_runs_a_dag_triggered_through_the_rest_api_and_serves_the_plu
     started = time.monotonic()
     var = tmp_path / "var"
     state = evaluate("demo", raw_samples("demo", 0, 600, rate=30000), default_space().maximum, 600, window_s=600)
-    SqliteStateStore(var / "state" / "flinktune.db").record_decision("demo", 600.0, state,
-                                                                      Decision.keep("flinktune", "standalone smoke"), None)
+    SqliteStateStore(var / "state" / "flinktune.db").record_decision(
+        "demo", 600.0, state, Decision.keep("flinktune", "standalone smoke"), None
+    )
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, **airflow_env(var), "FLINKTUNE_VAR_DIR": str(var), "SPARK_LOCAL_IP": "127.0.0.1",
-           "MLFLOW_DISABLE_TELEMETRY": "true",
-           # standalone starts its components as `airflow ...` from PATH: use this interpreter's.
-           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-           "AIRFLOW__CORE__PARALLELISM": "2", "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port),
-           "AIRFLOW__API__WORKERS": "1", "AIRFLOW__API__BASE_URL": base,
-           "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
-           "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
-           "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
-           "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2"}
+    env = {
+        **os.environ,
+        **airflow_env(var),
+        "FLINKTUNE_VAR_DIR": str(var),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        # standalone starts its components as `airflow ...` from PATH: use this interpreter's.
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "AIRFLOW__CORE__PARALLELISM": "2",
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__WORKERS": "1",
+        "AIRFLOW__API__BASE_URL": base,
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+    }
     home = Path(env["AIRFLOW_HOME"])
     home.mkdir(parents=True)
     log = tmp_path / "standalone.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "airflow", "standalone"], env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp_path)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "airflow", "standalone"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=tmp_path,
+        )
     try:
         deadline = started + 170
         _wait("the API server", lambda: requests.get(f"{base}/api/v2/monitor/health", timeout=5).ok, deadline, proc, log)
         passwords = home / "simple_auth_manager_passwords.json.generated"
-        password = _wait("the generated admin password",
-                         lambda: passwords.is_file() and json.loads(passwords.read_text() or "{}").get("admin"),
-                         deadline, proc, log)
+        password = _wait(
+            "the generated admin password",
+            lambda: passwords.is_file() and json.loads(passwords.read_text() or "{}").get("admin"),
+            deadline,
+            proc,
+            log,
+        )
         token_response = requests.post(f"{base}/auth/token", json={"username": "admin", "password": password}, timeout=10)
         assert token_response.status_code in (200, 201), token_response.text
         api = requests.Session()

@@ -134,7 +134,9 @@ def test_the_stop_reaches_a_child_that_left_the_process_group(tmp_path: Path) ->
     assert session_members(server.pid) == []
 
 
-def test_a_fleet_job_with_nothing_to_learn_from_skips_its_training_and_says_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_fleet_job_with_nothing_to_learn_from_skips_its_training_and_says_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # The rehearsal's scheduled retrain failed for jobs that flinktune_profile had not profiled yet.
     from airflow.sdk.exceptions import AirflowSkipException
 
@@ -237,9 +239,17 @@ def test_each_decision_is_listed_with_the_gate_that_held_it_and_its_data_age(tmp
     store.record_decision("j", 310.0, fresh, guard.review(up, fresh, 310.0), RealizeResult(True, ReconfigMode.IN_PLACE, 2.0))
     guard.record(310.0, fresh, two)
     later = evaluate("j", raw_samples("j", 100, 300, rate=1000.0), two, 410.0, window_s=300)
-    store.record_decision("j", 410.0, later, guard.review(Decision(Action.RECONFIGURE, "more", "ds2", target=Configuration(12, 1, 1.0, 2048, 10)), later, 410.0), None)
+    store.record_decision(
+        "j",
+        410.0,
+        later,
+        guard.review(Decision(Action.RECONFIGURE, "more", "ds2", target=Configuration(12, 1, 1.0, 2048, 10)), later, 410.0),
+        None,
+    )
     store.record_decision("j", 900.0, stale, guard.review(up, stale, 900.0), None)
-    held = other_controller({"metadata": {"namespace": "f", "name": "j"}, "spec": {"flinkConfiguration": {"job.autoscaler.enabled": "true"}}})
+    held = other_controller(
+        {"metadata": {"namespace": "f", "name": "j"}, "spec": {"flinkConfiguration": {"job.autoscaler.enabled": "true"}}}
+    )
     store.record_decision("j", 950.0, stale, Decision.keep("guard", f"hold: {held}"), None)
     store.record_decision("j", 960.0, fresh, up, None, dry_run=True)
     store.record_decision("j", 970.0, fresh, Decision.keep("ds2", "sizes match the running parallelism", planned_rate=1000.0), None)

@@ -28,8 +28,14 @@ import pytest
 
 from flinktune.lake import Lake
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.airflow, pytest.mark.flink, pytest.mark.servers,
-              pytest.mark.timeout(1200)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.e2e,
+    pytest.mark.airflow,
+    pytest.mark.flink,
+    pytest.mark.servers,
+    pytest.mark.timeout(1200),
+]
 REPO = Path(__file__).resolve().parents[3]
 
 

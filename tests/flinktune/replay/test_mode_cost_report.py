@@ -13,7 +13,9 @@ def test_report_has_cost_by_mode_section_and_note_and_priced_costs(tmp_path, mon
     cli_replay("ysb", "static,oracle", hours=1.0, failures="none", seed=3, out_dir=tmp_path, workers=1, plots=False)
     md = (tmp_path / "replay-ysb.md").read_text()
     assert "## Reconfiguration cost by mode" in md and "| static | 0 |" in md
-    oracle = next(line for line in md.splitlines() if line.startswith("| oracle |") and "live" not in line and line.count("|") == 9)
+    oracle = next(
+        line for line in md.splitlines() if line.startswith("| oracle |") and "live" not in line and line.count("|") == 9
+    )
     cells = [c.strip() for c in oracle.strip("|").split("|")]
     assert int(cells[1]) >= 1 and float(cells[6]) == 0  # oracle changed something; live migration: no downtime
     assert float(cells[2]) > 0 and float(cells[7]) < float(cells[3])  # ... and a smaller worst bump than redeploy

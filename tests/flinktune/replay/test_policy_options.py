@@ -6,7 +6,9 @@ from flinktune.replay.policy_options import check_policy_options, describe_polic
 
 
 def test_parse_groups_options_by_policy_and_reads_numbers():
-    got = parse_policy_options(["reactive.target_utilization=0.35", "autoscaler.target_utilization=0.5", "reactive.tolerance=0.2"])
+    got = parse_policy_options(
+        ["reactive.target_utilization=0.35", "autoscaler.target_utilization=0.5", "reactive.tolerance=0.2"]
+    )
     assert got == {"reactive": {"target_utilization": 0.35, "tolerance": 0.2}, "autoscaler": {"target_utilization": 0.5}}
     assert describe_policy_options(got) == (
         " --policy-option reactive.target_utilization=0.35 --policy-option reactive.tolerance=0.2"

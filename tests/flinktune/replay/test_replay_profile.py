@@ -17,5 +17,7 @@ def test_shipped_ads_profile_is_the_calibrated_one() -> None:
 def test_profile_path_and_a_missing_one(tmp_path) -> None:
     path = ClusterProfile.default().with_(queue_ms=12.0).to_yaml(tmp_path / "p.yaml")
     assert resolve_profile(str(path), "ysb").queue_ms == 12.0
-    with pytest.raises(FileNotFoundError, match=r"--profile 'nope.yaml': neither a shipped profile \(ysb, tsw, ads\) nor an existing file"):
+    with pytest.raises(
+        FileNotFoundError, match=r"--profile 'nope.yaml': neither a shipped profile \(ysb, tsw, ads\) nor an existing file"
+    ):
         resolve_profile("nope.yaml", "ysb")

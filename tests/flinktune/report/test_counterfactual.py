@@ -19,7 +19,14 @@ PRICES = PriceList()
 def _twin_run(change_at_s: int | None = None) -> tuple[TwinJob, pd.Series, int]:
     """40 min of history then 30 min "tuned" (no change: what static does), failures every 20 min."""
     trace = generate_trace("ysb", 1.5, 5)
-    twin = TwinJob(ClusterProfile.default("ysb"), SPACE.maximum, job="j", seed=5, start_ts=int(trace.index[0].timestamp()), failures="every:20m")
+    twin = TwinJob(
+        ClusterProfile.default("ysb"),
+        SPACE.maximum,
+        job="j",
+        seed=5,
+        start_ts=int(trace.index[0].timestamp()),
+        failures="every:20m",
+    )
     rates = trace.to_numpy()
     if change_at_s is not None:  # a change before tuning starts: the rebuilt state must carry it
         twin.run(rates[:change_at_s])
@@ -39,7 +46,15 @@ def test_static_replayed_on_the_same_load_reproduces_a_run_that_changed_nothing(
     cmp = compare_on_same_load(same, SPACE, latency_target_ms=1000, recovery_limit_s=180, prices=PRICES, policies=("static",))
     run, static = cmp.run.measures, cmp.outcomes["static"].measures
     # same trace, starting state, noise and failure schedule: the very same seconds
-    for key in ("cpu_core_hours", "memory_gib_hours", "latency_p95_ms", "mean_lag", "failures", "recovery_max_s", "minutes_over_target"):
+    for key in (
+        "cpu_core_hours",
+        "memory_gib_hours",
+        "latency_p95_ms",
+        "mean_lag",
+        "failures",
+        "recovery_max_s",
+        "minutes_over_target",
+    ):
         assert run[key] == pytest.approx(static[key], rel=1e-9), key
     assert run["failures"] >= 1 and len(cmp.failures) == run["failures"]
     assert run["priced_cost"] == pytest.approx(PRICES.cost(24 * 0.5, 96 * 0.5))

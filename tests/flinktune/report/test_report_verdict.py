@@ -60,18 +60,24 @@ def _comparison(run: dict[str, float]) -> Comparison:
 
 def test_the_verdict_holds_the_run_to_the_users_absolute_target_with_static_beside():
     # target 1,000 ms over 4 h: the 5 % error budget allows 12 of the 240 minutes over it
-    good = judge(_comparison(_measures(cpu_core_hours=60.0, memory_gib_hours=200.0, latency_p95_ms=990.0, minutes_over_target=12.0)))
+    good = judge(
+        _comparison(_measures(cpu_core_hours=60.0, memory_gib_hours=200.0, latency_p95_ms=990.0, minutes_over_target=12.0))
+    )
     assert good.met and [c.met for c in good.checks] == [True, True, True]
     assert good.headline().startswith("flinktune met all 3 goals") and "on the 1,000 ms p95 target" in good.headline()
     assert "saving USD" in good.checks[2].sentence and "per month" not in good.checks[2].sentence  # one run: no extrapolation
-    assert good.checks[0].sentence == ("p95 latency was 990 ms against the 1,000 ms target, and 12 of 240 minutes were over the target "
-                                       "(the error budget allows 12, 5%); static on the same load: p95 400 ms, 4 minutes over.")
+    assert good.checks[0].sentence == (
+        "p95 latency was 990 ms against the 1,000 ms target, and 12 of 240 minutes were over the target "
+        "(the error budget allows 12, 5%); static on the same load: p95 400 ms, 4 minutes over."
+    )
     # static's own figures do not move the goal: a run as slow as static, over the target, misses
     slow = judge(_comparison(_measures(cpu_core_hours=60.0, latency_p95_ms=1001.0)))
     assert [c.met for c in slow.checks] == [False, True, True] and "target: over it" in slow.checks[0].sentence
     late = judge(_comparison(_measures(cpu_core_hours=60.0, minutes_over_target=13.0)))
     assert late.checks[0].met is False and "too many" in late.checks[0].sentence
-    dear = judge(_comparison(_measures(cpu_core_hours=100.0, recoveries_over_limit=1.0, profiling_cpu_core_hours=10.0, profiling_runs=3.0)))
+    dear = judge(
+        _comparison(_measures(cpu_core_hours=100.0, recoveries_over_limit=1.0, profiling_cpu_core_hours=10.0, profiling_runs=3.0))
+    )
     assert [c.met for c in dear.checks] == [True, False, False] and not dear.met
     assert dear.headline().startswith("flinktune MISSED 2 of 3 goals") and "more over these hours" in dear.checks[2].sentence
     assert dear.checks[2].sentence.endswith(f"; USD {10 * 0.04048:.2f} of the run's cost is its 3 profiling runs.")
@@ -98,16 +104,27 @@ def missed_inputs(tmp_path_factory) -> ReportInputs:
     tmp = tmp_path_factory.getbasetemp() / "missed-report"
     tmp.mkdir()
     trace = generate_trace("ysb", 1.5, 5)
-    twin = TwinJob(ClusterProfile.default("ysb"), SPACE.maximum, job="j", seed=5, start_ts=int(trace.index[0].timestamp()), failures="every:20m")
+    twin = TwinJob(
+        ClusterProfile.default("ysb"),
+        SPACE.maximum,
+        job="j",
+        seed=5,
+        start_ts=int(trace.index[0].timestamp()),
+        failures="every:20m",
+    )
     twin.run(trace.to_numpy()[:2400])
     start = twin.now
     twin.run(trace.to_numpy()[2400:4200])
     store = SqliteStateStore(tmp / "s.db")
     st = evaluate("j", raw_samples("j", 0, 600, rate=30000), SPACE.maximum, 600, window_s=600)
     for k in (1, 2, 3):  # decisions every 10 min from the first tick: the tuner is in charge from `start`
-        store.record_decision("j", float(start + 600 * k), st, Decision.keep("flinktune", "p24 fits 30,000 rec/s; keep / bottleneck: none"), None)
+        store.record_decision(
+            "j", float(start + 600 * k), st, Decision.keep("flinktune", "p24 fits 30,000 rec/s; keep / bottleneck: none"), None
+        )
     same = same_load_from_twin(twin, trace, start)
-    cmp = compare_on_same_load(same, SPACE, latency_target_ms=1000, recovery_limit_s=180, prices=PRICES, policies=("static", "autoscaler"))
+    cmp = compare_on_same_load(
+        same, SPACE, latency_target_ms=1000, recovery_limit_s=180, prices=PRICES, policies=("static", "autoscaler")
+    )
     return ReportInputs("j", _features(twin.history()), store.decisions("j"), store.forecasts("j"), 1000.0, SPACE, comparison=cmp)
 
 
@@ -121,11 +138,16 @@ def missed_report(missed_inputs: ReportInputs, tmp_path_factory) -> Path:
 def test_a_run_that_cannot_beat_static_is_reported_as_a_miss(missed_report: Path):
     text = missed_report.read_text()
     assert text.splitlines()[2] == "## Verdict: MISSED"
-    assert ("**flinktune MISSED 2 of 3 goals (latency missed, recovery limit met, cost missed) on the 1,000 ms p95 target, "
-            "recovery and cost against static on the same 0.5 h of load.**") in text
+    assert (
+        "**flinktune MISSED 2 of 3 goals (latency missed, recovery limit met, cost missed) on the 1,000 ms p95 target, "
+        "recovery and cost against static on the same 0.5 h of load.**"
+    ) in text
     assert "and 4 of 30 minutes were over the target (the error budget allows 1.5, 5%: too many)" in text
     # 24 cores and 96 GiB for half an hour either way
-    assert "- **cost: missed.** USD 0.70 against static's USD 0.70 for the same 0.5 h (1.00 x), the same money: nothing saved." in text
+    assert (
+        "- **cost: missed.** USD 0.70 against static's USD 0.70 for the same 0.5 h (1.00 x), the same money: nothing saved."
+        in text
+    )
     assert "| measure | flinktune (this run) | static (24 TaskManagers x 1 CPU) | operator autoscaler |" in text
     assert "parallelism 24 fits 30,000 rec/s; keep" in text  # plain words in the reasons
     summary = json.loads((missed_report.parent / "summary.json").read_text())
@@ -267,7 +289,9 @@ def test_the_html_report_and_the_plugin_page_render_in_headless_chromium(missed_
                     socket.create_connection(("127.0.0.1", port), timeout=1).close()
                     break
                 except OSError:
-                    assert server.poll() is None and time.monotonic() < deadline, server.stdout.read().decode()[-3000:] if server.poll() is not None else "no server"
+                    assert server.poll() is None and time.monotonic() < deadline, (
+                        server.stdout.read().decode()[-3000:] if server.poll() is not None else "no server"
+                    )
                     time.sleep(0.5)
             # a viewer's token from Airflow's own login endpoint, sent with every request of the browser
             password = json.loads(passwords.read_text())["viewer"]

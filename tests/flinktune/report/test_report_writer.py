@@ -18,20 +18,38 @@ SPACE = default_space()
 def features(minutes=120, small_after=60):
     t = pd.date_range("2026-01-01", periods=minutes, freq="60s", tz="UTC")
     big = np.arange(minutes) < small_after
-    return pd.DataFrame({
-        "job": "j", "window_start": t, "input_rate": 30000.0, "throughput": 30000.0, "lag": 100.0,
-        "latency_p50_ms": 80.0, "latency_p95_ms": np.where(big, 150.0, 300.0), "cpu_used": 6.0, "memory_used_mb": 9000.0,
-        "taskmanagers": np.where(big, 24, 6), "cpu": np.where(big, 1.0, 2.0), "memory_mb": np.where(big, 4096, 2048),
-        "parallelism": np.where(big, 24, 12), "task_slots": np.where(big, 1, 2), "checkpoint_interval_s": 10,
-    })
+    return pd.DataFrame(
+        {
+            "job": "j",
+            "window_start": t,
+            "input_rate": 30000.0,
+            "throughput": 30000.0,
+            "lag": 100.0,
+            "latency_p50_ms": 80.0,
+            "latency_p95_ms": np.where(big, 150.0, 300.0),
+            "cpu_used": 6.0,
+            "memory_used_mb": 9000.0,
+            "taskmanagers": np.where(big, 24, 6),
+            "cpu": np.where(big, 1.0, 2.0),
+            "memory_mb": np.where(big, 4096, 2048),
+            "parallelism": np.where(big, 24, 12),
+            "task_slots": np.where(big, 1, 2),
+            "checkpoint_interval_s": 10,
+        }
+    )
 
 
 def test_report_writes_markdown_plots_and_a_true_summary(tmp_path):
     store = SqliteStateStore(tmp_path / "s.db")
     st = evaluate("j", raw_samples("j", 0, 600, rate=30000), SPACE.maximum, 600, window_s=600)
     target = Configuration(12, 2, 2.0, 2048, 10)
-    store.record_decision("j", 1767229200.0, st, Decision(Action.RECONFIGURE, "save 50 % | cheaper", "flinktune", target=target),
-                          RealizeResult(True, "redeploy", 45.0))
+    store.record_decision(
+        "j",
+        1767229200.0,
+        st,
+        Decision(Action.RECONFIGURE, "save 50 % | cheaper", "flinktune", target=target),
+        RealizeResult(True, "redeploy", 45.0),
+    )
     fc = StaticForecaster(30000).predict(pd.Series([1.0], index=[pd.Timestamp("2026-01-01T01:00", tz="UTC")]), 600)
     store.record_forecast("j", 1767229200.0, fc.model, 31500.0, fc.to_frame())
     inputs = ReportInputs("j", features(), store.decisions("j"), store.forecasts("j"), 1000.0, SPACE)

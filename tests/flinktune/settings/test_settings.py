@@ -54,7 +54,7 @@ def test_each_group_has_its_documented_defaults_from_an_empty_environment() -> N
     assert read_group(PrometheusSettings, {}).url == ""
 
 
-@pytest.mark.parametrize("group", GROUPS + [st.Settings, st.TimeoutSettings], ids=lambda g: g.__name__)
+@pytest.mark.parametrize("group", [*GROUPS, st.Settings, st.TimeoutSettings], ids=lambda g: g.__name__)
 def test_every_field_has_a_description(group: type) -> None:
     assert all(info.description for info in group.model_fields.values()), group.__name__
 
@@ -79,7 +79,11 @@ def test_values_are_parsed_with_their_types_and_json_and_blank_means_unset() -> 
         (BackendSettings, {"FLINKTUNE_CLUSTER": "k8s"}, "FLINKTUNE_CLUSTER='k8s': must be 'twin', 'kubernetes' or 'local-flink'"),
         (KubernetesSettings, {"FLINKTUNE_VERTEX_IDS": "{oops"}, "FLINKTUNE_VERTEX_IDS='{oops': not valid JSON"),
         (SparkSettings, {"FLINKTUNE_SPARK_CONF": "[1]"}, "FLINKTUNE_SPARK_CONF='[1]': must be a JSON object, got list"),
-        (TrainerSettings, {"FLINKTUNE_TRAINER_GPUS": "-1"}, "FLINKTUNE_TRAINER_GPUS='-1': Input should be greater than or equal to 0"),
+        (
+            TrainerSettings,
+            {"FLINKTUNE_TRAINER_GPUS": "-1"},
+            "FLINKTUNE_TRAINER_GPUS='-1': Input should be greater than or equal to 0",
+        ),
         (ProfilingSettings, {"FLINKTUNE_PROFILE_BUDGET_MEMORY_MB": "lots"}, "FLINKTUNE_PROFILE_BUDGET_MEMORY_MB='lots'"),
         (MLflowSettings, {"FLINKTUNE_MLFLOW_UI_URL": "mlflow:5000"}, "FLINKTUNE_MLFLOW_UI_URL='mlflow:5000': must be an http(s)"),
         (PrometheusSettings, {"FLINKTUNE_PROMETHEUS_URL": "prom:9090"}, "FLINKTUNE_PROMETHEUS_URL: must be an http(s)"),
@@ -95,11 +99,16 @@ def test_a_bad_value_is_one_line_naming_the_variable(group: type, env: dict, mes
 
 def test_start_up_validates_every_group_and_names_the_bad_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("FLINKTUNE_TRAINER_TOLERATIONS", '{"key": "x"}')
-    with pytest.raises(SettingsError, match=r"^FLINKTUNE_TRAINER_TOLERATIONS='\{\"key\": \"x\"\}': must be a JSON list, got dict$"):
+    with pytest.raises(
+        SettingsError, match=r"^FLINKTUNE_TRAINER_TOLERATIONS='\{\"key\": \"x\"\}': must be a JSON list, got dict$"
+    ):
         load_settings(var_dir=tmp_path)
     monkeypatch.delenv("FLINKTUNE_TRAINER_TOLERATIONS")
     monkeypatch.setenv("FLINKTUNE_TIMEOUT_MLFLOW_RETRIES", "many")
-    with pytest.raises(SettingsError, match=r"^FLINKTUNE_TIMEOUT_MLFLOW_RETRIES \(settings field mlflow_retries\): Input should be a valid integer"):
+    with pytest.raises(
+        SettingsError,
+        match=r"^FLINKTUNE_TIMEOUT_MLFLOW_RETRIES \(settings field mlflow_retries\): Input should be a valid integer",
+    ):
         load_settings(var_dir=tmp_path)
 
 
@@ -127,9 +136,7 @@ def test_an_unknown_variable_is_warned_about_once_with_the_closest_valid_name(
 
 # A direct read: .get("FLINKTUNE_..."), getenv(...), a subscript that is not assigned to (a pod's or
 # a child's environment being written is fine), or a prefix glued to a name.
-_DIRECT_READ = re.compile(
-    r"""(\.get|getenv)\(\s*f?["']FLINKTUNE_|\[\s*f?["']FLINKTUNE_\w*["']\](?!\s*=[^=])|ENV_PREFIX\s*\+"""
-)
+_DIRECT_READ = re.compile(r"""(\.get|getenv)\(\s*f?["']FLINKTUNE_|\[\s*f?["']FLINKTUNE_\w*["']\](?!\s*=[^=])|ENV_PREFIX\s*\+""")
 _ALLOWED = {"flinktune/settings/__init__.py", "flinktune/settings/groups.py", "flinktune/pricing.py"}
 
 

@@ -67,7 +67,9 @@ def test_a_spent_budget_holds_an_optional_scale_down_that_a_full_one_makes():
 
 def test_no_scale_down_within_the_hold_time_of_a_scale_up():
     def policy(hold_s: float):
-        pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, reversal_hold_s=hold_s, change_budget=10)
+        pol = make_policy(
+            "flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, reversal_hold_s=hold_s, change_budget=10
+        )
         cfg = Configuration(12, 2, 2.0, 2048, 10)
         pol.shape = shape_of(cfg)
         pol.capacities.observe(pol.shape, 12, 60000.0)
@@ -88,7 +90,9 @@ def test_no_scale_down_within_the_hold_time_of_a_scale_up():
 
 def test_the_trust_region_limits_the_first_step_down_and_widens_when_earned():
     def down_to(trust: float) -> int:
-        pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, trust_start=trust, reshape_on_down=False)
+        pol = make_policy(
+            "flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, trust_start=trust, reshape_on_down=False
+        )
         cfg = Configuration(24, 2, 2.0, 2048, 10)
         pol.shape = shape_of(cfg)
         pol.capacities.observe(pol.shape, 24, 120000.0)

@@ -81,7 +81,9 @@ def test_shape_once_then_in_place_scaling_with_dwell_before_scale_down():
     later = copy.deepcopy(pol)
     pol.decide(state(bigger, rate=5000, busy=0.0625 * 8 / bigger.parallelism, ts=1500), ctx(5000))
     down = pol.decide(state(bigger, rate=5000, busy=0.0625 * 8 / bigger.parallelism, ts=2500), ctx(5000))
-    assert down.action is Action.RECONFIGURE and shape_of(down.target) != shape and "scale down onto a cheaper shape" in down.reason
+    assert (
+        down.action is Action.RECONFIGURE and shape_of(down.target) != shape and "scale down onto a cheaper shape" in down.reason
+    )
     assert down.target.total_cpu < bigger.total_cpu / 2
     # ... and in place without that rule
     later.reshape_on_down = False
@@ -115,12 +117,16 @@ def test_evaluate_counts_restarts_from_a_real_twin():
     twin = TwinJob(ClusterProfile.default("ysb"), SPACE.maximum, job="j", seed=1, failures="every:3m", retain_s=400)
     twin.run(np.full(300, 20000.0))
     now = twin.now
-    st = evaluate("j", twin.samples(int((now - 300) * 1000), int(now * 1000) + 1), twin.config, now, window_s=300, max_staleness_s=300)
+    st = evaluate(
+        "j", twin.samples(int((now - 300) * 1000), int(now * 1000) + 1), twin.config, now, window_s=300, max_staleness_s=300
+    )
     assert st.restarts >= 1
     twin2 = TwinJob(ClusterProfile.default("ysb"), SPACE.maximum, job="j", seed=1, failures="none", retain_s=400)
     twin2.run(np.full(300, 20000.0))
     now = twin2.now
-    st2 = evaluate("j", twin2.samples(int((now - 300) * 1000), int(now * 1000) + 1), twin2.config, now, window_s=300, max_staleness_s=300)
+    st2 = evaluate(
+        "j", twin2.samples(int((now - 300) * 1000), int(now * 1000) + 1), twin2.config, now, window_s=300, max_staleness_s=300
+    )
     assert st2.restarts == 0
 
 
@@ -271,7 +277,9 @@ def test_shape_is_re_chosen_after_the_low_load_has_held_for_the_dwell_time_with_
     pol, cfg = _low_load_policy()
     decisions = [pol.decide(_running(cfg, 40000.0, 8000.0, ts), ctx(8000.0)) for ts in (300, 900, 1500, 2100)]
     for d in decisions[:3]:  # pending: a reason that says what it waits for
-        assert d.action is Action.KEEP and "would save" in d.reason and "re-choose the shape once that has held 30 min" in d.reason
+        assert (
+            d.action is Action.KEEP and "would save" in d.reason and "re-choose the shape once that has held 30 min" in d.reason
+        )
     d = decisions[3]
     assert d.action is Action.RECONFIGURE and "re-choose the shape" in d.reason and "savepoint redeploy" in d.reason
     assert shape_of(d.target) == (4, 2.0, 3072, 10) and d.target.total_cpu < cfg.total_cpu

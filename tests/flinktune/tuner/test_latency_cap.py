@@ -84,7 +84,9 @@ def _policy_after_windows(target_ms: float, failing: bool = False):
     pol.shape = shape_of(cfg)
     capacity = 80000.0
     for i, u in enumerate((0.2, 0.3, 0.4, 0.5)):  # the load rises through the afternoon; the forecast follows
-        pol.decide(_window(cfg, u * capacity, capacity, queueing(u), ts=300.0 * i, restarts=int(failing)), _ctx(u * capacity, target_ms))
+        pol.decide(
+            _window(cfg, u * capacity, capacity, queueing(u), ts=300.0 * i, restarts=int(failing)), _ctx(u * capacity, target_ms)
+        )
     return pol, cfg, capacity
 
 
@@ -104,5 +106,5 @@ def test_sizing_honours_the_latency_target_and_says_so():
 
 
 def test_failure_windows_do_not_feed_the_curve():
-    pol, cfg, _ = _policy_after_windows(target_ms=500.0, failing=True)
+    pol, _cfg, _ = _policy_after_windows(target_ms=500.0, failing=True)
     assert pol.latency.points == {}

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from flinktune.calibration.mechanism import CalibrationError, apply_params, calibrate, evaluate
 from flinktune.config_space import ConfigSpace
 from flinktune.metrics.schema import PROFILING_COLUMNS
 from flinktune.twin import mechanics as mech
-from flinktune.twin.calibration import CalibrationError, apply_params, calibrate, evaluate
 from flinktune.twin.oracle import ORACLE_COLUMNS, oracle_schedule
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import profile_configs
@@ -48,7 +48,9 @@ def test_calibration_round_trip_recovers_a_known_profile() -> None:
     truth = apply_params(PROFILE, truth_params)
     rng = np.random.default_rng(5)
     # A realistic design: configurations that fit in memory (unstable ones are too noisy to fit on).
-    stable = [c for c in SPACE.candidates() if mech.memory_pressure(truth, mech.layout(truth, c), 90_000)[0] < truth.oom_pressure_start]
+    stable = [
+        c for c in SPACE.candidates() if mech.memory_pressure(truth, mech.layout(truth, c), 90_000)[0] < truth.oom_pressure_start
+    ]
     configs = [stable[i] for i in rng.choice(len(stable), 24, replace=False)]
     obs = profile_configs(truth, configs, [15_000, 40_000, 70_000], duration_s=180, seed=3)
     for col in ("throughput", "latency_ms", "recovery_s", "cpu_used"):
@@ -61,7 +63,9 @@ def test_calibration_round_trip_recovers_a_known_profile() -> None:
     assert res.holdout["latency_class_accuracy"] >= 0.9 and res.n_holdout == 18
     assert res.train["throughput_mape"] < before["throughput_mape"]
     assert "held-out (18 runs)" in res.summary()
-    assert res.profile.dataflow.vertices[0].cost_us == pytest.approx(PROFILE.dataflow.vertices[0].cost_us * res.params["cost_scale"])
+    assert res.profile.dataflow.vertices[0].cost_us == pytest.approx(
+        PROFILE.dataflow.vertices[0].cost_us * res.params["cost_scale"]
+    )
 
 
 def test_calibration_errors_name_the_problem() -> None:
@@ -77,7 +81,7 @@ def test_calibration_errors_name_the_problem() -> None:
 
 
 def test_failure_runs_without_a_latency_are_fitted_on_recovery_only() -> None:
-    # A failure injection measures recovery but no steady latency (benchmarks/local_flink_recovery.py).
+    # A failure injection measures recovery but no steady latency (benchmarks/localflink/recovery.py).
     truth = apply_params(PROFILE, {"failure_detection_s": 8.0})
     configs = SPACE.candidates()[-60::10]  # large enough to recover from a failure at these rates
     obs = profile_configs(truth, configs, [10_000, 20_000], duration_s=180, seed=3)

@@ -29,7 +29,9 @@ def test_profile_configs_table() -> None:
     small_hi = df[(df["parallelism"] == 8) & (df["input_rate"] > 60_000)].iloc[0]
     big_hi = df[(df["parallelism"] == 24) & (df["input_rate"] > 60_000)].iloc[0]
     # The small job cannot keep up at 70k: lower throughput, worse latency, no recovery.
-    assert small_hi["throughput"] < 0.9 * small_hi["input_rate"] and big_hi["throughput"] == pytest.approx(big_hi["input_rate"], rel=0.01)
+    assert small_hi["throughput"] < 0.9 * small_hi["input_rate"] and big_hi["throughput"] == pytest.approx(
+        big_hi["input_rate"], rel=0.01
+    )
     assert small_hi["latency_ms"] > 5 * big_hi["latency_ms"] and small_hi["recovery_s"] == 600.0
     assert (by["cpu_used"] > 0).all() and (by["memory_used_mb"] > 0).all()
     again = profile_configs(PROFILE, cfgs, [20_000, 70_000], duration_s=120, seed=1, job="pj")
@@ -104,7 +106,9 @@ def test_twin_realizer_keeps_the_realizer_contract() -> None:
     from flinktune.twin.backend import twin_backend
 
     twin = TwinJob(PROFILE, SPACE.maximum, job="demo")
-    check_realizer(TwinRealizer(twin), "demo", SPACE.maximum.with_(parallelism=16), SPACE.maximum.with_(parallelism=16, task_slots=2))
+    check_realizer(
+        TwinRealizer(twin), "demo", SPACE.maximum.with_(parallelism=16), SPACE.maximum.with_(parallelism=16, task_slots=2)
+    )
     # The backend's one in-place rule says what the realizer does.
     backend = twin_backend(twin, ManualClock(twin.now))
     before = twin.config

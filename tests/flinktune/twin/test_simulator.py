@@ -98,7 +98,7 @@ def test_save_load_keeps_history_and_leaves_no_temp_files(tmp_path) -> None:
 def test_load_names_the_bad_file(tmp_path) -> None:
     bad = tmp_path / "twin.json"
     bad.write_text("{not json")
-    with pytest.raises(ValueError, match="twin.json: cannot read twin state"):
+    with pytest.raises(ValueError, match=r"twin.json: cannot read twin state"):
         TwinJob.load(bad)
 
 

@@ -19,7 +19,9 @@ def _busy(df: pd.DataFrame) -> pd.DataFrame:
 @pytest.mark.parametrize("detail", ["vertex", "subtask"])
 def test_default_and_inactive_imbalance_leave_output_identical(detail):
     base = TwinJob(ClusterProfile.default(), CFG, seed=5, detail=detail, failures="every:1m").run(RATES)
-    inactive = TwinJob(ClusterProfile.default(), CFG, seed=5, detail=detail, failures="every:1m", imbalance=Imbalance()).run(RATES)
+    inactive = TwinJob(ClusterProfile.default(), CFG, seed=5, detail=detail, failures="every:1m", imbalance=Imbalance()).run(
+        RATES
+    )
     pd.testing.assert_frame_equal(base, inactive)
     assert "imbalance" not in TwinJob(ClusterProfile.default(), CFG, imbalance=Imbalance()).state_dict()
 
@@ -50,7 +52,9 @@ def test_slow_taskmanager_slows_its_subtasks_and_caps_capacity():
     fast.run(np.zeros(1))
     assert twin.history()["capacity"].iloc[-1] == pytest.approx(fast.history()["capacity"].iloc[-1] / 2.0, rel=1e-6)
     # A slow TaskManager the configuration does not use has no effect.
-    gone = TwinJob(ClusterProfile.default(), CFG, detail="subtask", seed=0, imbalance=Imbalance(slow_taskmanager=9, slow_speed=0.5))
+    gone = TwinJob(
+        ClusterProfile.default(), CFG, detail="subtask", seed=0, imbalance=Imbalance(slow_taskmanager=9, slow_speed=0.5)
+    )
     base = TwinJob(ClusterProfile.default(), CFG, detail="subtask", seed=0)
     assert gone.run(RATES)["value"].sum() == pytest.approx(base.run(RATES)["value"].sum())
 

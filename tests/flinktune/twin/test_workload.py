@@ -24,7 +24,7 @@ def test_tsw_has_a_six_hour_period() -> None:
     s = generate_trace("tsw", 18, seed=1).resample("10min").mean().to_numpy()
     lag6h = 36
     same_phase = np.corrcoef(s[:-lag6h], s[lag6h:])[0, 1]
-    opposite = np.corrcoef(s[:-lag6h // 2], s[lag6h // 2 :])[0, 1]
+    opposite = np.corrcoef(s[: -lag6h // 2], s[lag6h // 2 :])[0, 1]
     assert same_phase > 0.9 and opposite < 0
 
 

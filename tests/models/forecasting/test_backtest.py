@@ -57,8 +57,12 @@ def test_darts_historical_forecasts_equal_one_predict_per_origin():
 
 
 def test_rule_choice_is_the_cheapest_safe_rule():
-    fcs = [QuantileForecast(pd.Timestamp("2024-01-01", tz="UTC"), 60, np.array([100.0]),
-                            {0.5: np.array([100.0]), 0.9: np.array([119.5])}) for _ in range(20)]
+    fcs = [
+        QuantileForecast(
+            pd.Timestamp("2024-01-01", tz="UTC"), 60, np.array([100.0]), {0.5: np.array([100.0]), 0.9: np.array([119.5])}
+        )
+        for _ in range(20)
+    ]
     peaks = np.array([100.0] * 18 + [115.0, 119.0])
     assert select_rule(fcs, peaks, 0.0) == "quantile:0.9"  # covers 119 and is cheaper than x1.20
     assert select_rule(fcs, peaks, 0.05) == "max_mean_x1.15"  # misses 119 only: 1 in 20
@@ -91,8 +95,11 @@ def test_rules_come_from_the_selection_span_only():
 def test_a_short_selection_span_is_refused_with_the_span_named():
     s = _calm_then_noisy()
     # 13 bins: 4 origins with a whole 10-bin horizon before the report span, one fewer than needed.
-    with pytest.raises(ForecastInputError, match=r"selection span 2024-01-01T04:47:00\+00:00 to 2024-01-01T05:00:00\+00:00 "
-                                                 r"is too short: 13 bins of 60s give 4 origins"):
+    with pytest.raises(
+        ForecastInputError,
+        match=r"selection span 2024-01-01T04:47:00\+00:00 to 2024-01-01T05:00:00\+00:00 "
+        r"is too short: 13 bins of 60s give 4 origins",
+    ):
         backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=s.index[287], report_start=s.index[300])
     assert len(selection_window(s, s.index[286], s.index[300]).origins) == 5  # one bin more is enough
     with pytest.raises(ForecastInputError, match="give 0 origins"):
@@ -136,8 +143,9 @@ def test_chained_selection_changes_the_forecasts_of_later_parts():
     s = _periodic(420, period=10, noise=30.0, seed=5)
     s.iloc[250:] += np.linspace(0, 600, 170)
     single = backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=s.index[200], report_start=s.index[320])
-    chained = backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=s.index[200],
-                                          report_start=s.index[320], select_refits=4)
+    chained = backtest_select_then_report(
+        SeasonalNaiveForecaster(), s, select_start=s.index[200], report_start=s.index[320], select_refits=4
+    )
     first, late = slice(0, 28), slice(28, None)  # 111 origins in parts of 28, 28, 28, 27
     pairs = list(zip(single.selection.forecasts, chained.selection.forecasts))
     assert all(np.array_equal(a.mean, b.mean) for a, b in pairs[first])
@@ -147,13 +155,14 @@ def test_chained_selection_changes_the_forecasts_of_later_parts():
 def test_select_refits_out_of_range_is_refused_and_ignored_without_fitting():
     s = _calm_then_noisy()
     with pytest.raises(ValueError, match="select_refits must be between 1 and the 91 selection origins, got 0"):
-        backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=s.index[200], report_start=s.index[300],
-                                    select_refits=0)
+        backtest_select_then_report(
+            SeasonalNaiveForecaster(), s, select_start=s.index[200], report_start=s.index[300], select_refits=0
+        )
     with pytest.raises(ValueError, match="got 92"):
-        backtest_select_then_report(SeasonalNaiveForecaster(), s, select_start=s.index[200], report_start=s.index[300],
-                                    select_refits=92)
+        backtest_select_then_report(
+            SeasonalNaiveForecaster(), s, select_start=s.index[200], report_start=s.index[300], select_refits=92
+        )
     saved = _FitLog().fit(s.iloc[:200])
     saved.fit_ends.clear()
-    backtest_select_then_report(saved, s, select_start=s.index[200], report_start=s.index[300], fit=False,
-                                select_refits=3)
+    backtest_select_then_report(saved, s, select_start=s.index[200], report_start=s.index[300], fit=False, select_refits=3)
     assert saved.fit_ends == []  # a saved champion is used as it is

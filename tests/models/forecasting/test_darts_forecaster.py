@@ -95,7 +95,7 @@ def test_save_load_round_trip_is_exact(fitted, trace, tmp_path):
     a, b = fitted.predict(trace.iloc[:SPLIT], 600), loaded.predict(trace.iloc[:SPLIT], 600)
     for q in a.quantiles:
         np.testing.assert_allclose(a.quantiles[q], b.quantiles[q], rtol=1e-6)
-    with pytest.raises(FileNotFoundError, match="no meta.json"):
+    with pytest.raises(FileNotFoundError, match=r"no meta.json"):
         DartsQuantileForecaster.load(tmp_path)
 
 

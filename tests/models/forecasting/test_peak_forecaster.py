@@ -112,7 +112,7 @@ def test_nan_and_irregular_steps_are_repaired_long_gaps_refused(fitted, trace):
     assert fc.start == ref.start
     np.testing.assert_allclose(fc.quantiles[0.5], ref.quantiles[0.5])
     gappy = minutes.drop(minutes.index[-20:-10])
-    with pytest.raises(ForecastInputError, match="gap of 10 missing 60s bins .* exceeds the repair limit of 5"):
+    with pytest.raises(ForecastInputError, match=r"gap of 10 missing 60s bins .* exceeds the repair limit of 5"):
         fitted.predict(gappy, 600)
     with pytest.raises(RuntimeError, match="before fit"):
         DirectPeakForecaster().predict(minutes, 600)
@@ -130,5 +130,6 @@ def test_save_load_roundtrip_through_the_pyfunc_loader(fitted, trace, tmp_path):
 def test_peak_quantiles_must_match_the_bin_levels():
     start = pd.Timestamp("2024-01-01", tz="UTC")
     with pytest.raises(ValueError, match="peak_quantiles levels"):
-        QuantileForecast(start=start, bin_s=60, mean=np.ones(2), quantiles={0.5: np.ones(2), 0.9: np.ones(2)},
-                         peak_quantiles={0.9: 2.0})
+        QuantileForecast(
+            start=start, bin_s=60, mean=np.ones(2), quantiles={0.5: np.ones(2), 0.9: np.ones(2)}, peak_quantiles={0.9: 2.0}
+        )

@@ -28,8 +28,9 @@ _T0 = pd.Timestamp("2024-01-01", tz="UTC")
 
 
 def _flat_forecasts(n: int, level: float = 100.0) -> list[QuantileForecast]:
-    return [QuantileForecast(_T0, 60, np.array([level]), {0.5: np.array([level]), 0.9: np.array([level * 1.3])})
-            for _ in range(n)]
+    return [
+        QuantileForecast(_T0, 60, np.array([level]), {0.5: np.array([level]), 0.9: np.array([level * 1.3])}) for _ in range(n)
+    ]
 
 
 def _blocks(values: list[float], block: int = 10) -> np.ndarray:
@@ -80,8 +81,10 @@ def _result(peaks: np.ndarray, level: float, name: str) -> BacktestResult:
     series = pd.Series(values, index=pd.date_range(_T0, periods=values.size, freq="60s"))
     window = BacktestWindow(series, series.index[20], 600)
     assert np.array_equal(window.truth_peaks(), peaks)
-    fcs = [QuantileForecast(o, 60, np.full(10, level), {0.5: np.full(10, level), 0.9: np.full(10, level * 1.3)})
-           for o in window.origins]
+    fcs = [
+        QuantileForecast(o, 60, np.full(10, level), {0.5: np.full(10, level), 0.9: np.full(10, level * 1.3)})
+        for o in window.origins
+    ]
     return BacktestResult(name, window, fcs)
 
 
@@ -97,8 +100,10 @@ def test_champion_needs_its_under_forecast_bound_within_the_target():
     # "sound" misses nothing. The plain rule crowns "lucky", the guarded one "sound".
     peaks = np.r_[np.full(16, 104.0), np.full(384, 100.0)]
     lucky, sound = _result(peaks, 100.0, "lucky"), _result(peaks, 105.0, "sound")
-    backtests = {name: SelectedBacktest(r, r, summarize(r, rule="max_mean_x1.00", peak_rule="max_mean_x1.00"))
-                 for name, r in (("lucky", lucky), ("sound", sound))}
+    backtests = {
+        name: SelectedBacktest(r, r, summarize(r, rule="max_mean_x1.00", peak_rule="max_mean_x1.00"))
+        for name, r in (("lucky", lucky), ("sound", sound))
+    }
     assert summarize(lucky, rule="max_mean_x1.00", peak_rule="max_mean_x1.00")["under_rate"] == pytest.approx(16 / 400)
     assert choose_champion(backtests, planning_z=0).name == "lucky"
     assert choose_champion(backtests, planning_z=1).name == "sound"
@@ -107,17 +112,21 @@ def test_champion_needs_its_under_forecast_bound_within_the_target():
 def test_rules_script_rescores_saved_backtests_per_variant(tmp_path):
     import pickle
 
-    from benchmarks.forecasting_rules import main, rescore
+    from benchmarks.forecasting.forecasting_rules import main, rescore
 
     noisy = _result(_blocks([101] * 4 + [94] * 6), 100.0, "peak-gbm")  # x0.95 wins within noise
     biased = _result(_blocks([95] * 10), 100.0, "darts-peak-linear")  # x0.95 is a real 5 % bias
-    saved = {name: SelectedBacktest(r, r, summarize(r, rule="max_mean_x1.00", peak_rule="max_mean_x1.00"))
-             for name, r in (("demeter-arima", noisy), ("peak-gbm", noisy), ("darts-peak-linear", biased))}
+    saved = {
+        name: SelectedBacktest(r, r, summarize(r, rule="max_mean_x1.00", peak_rule="max_mean_x1.00"))
+        for name, r in (("demeter-arima", noisy), ("peak-gbm", noisy), ("darts-peak-linear", biased))
+    }
     plain, guarded = rescore(saved, 0.0, 0.0), rescore(saved, 0.0, 1.0)
     assert (plain["peak-gbm"]["peak_rule"], guarded["peak-gbm"]["peak_rule"]) == ("max_mean_x0.95", IDENTITY_PEAK_RULE)
     assert guarded["darts-peak-linear"]["peak_rule"] == "max_mean_x0.95"
     assert guarded["peak-gbm"]["vs_demeter"] == pytest.approx(1.0)  # Demeter gets the same rule choice
-    assert guarded["champion"]["chosen"] == "darts-peak-linear" and guarded["champion"]["peak_mae"] == pytest.approx(0.0, abs=1e-9)
+    assert guarded["champion"]["chosen"] == "darts-peak-linear" and guarded["champion"]["peak_mae"] == pytest.approx(
+        0.0, abs=1e-9
+    )
     path = tmp_path / "saved.pkl"
     path.write_bytes(pickle.dumps({("syn", 1): saved}))
     assert set(main([str(path), "--variants", "plain,both"])) == {("plain", "syn", 1), ("both", "syn", 1)}

@@ -48,14 +48,23 @@ def test_bad_inputs():
 
 def _forecast() -> QuantileForecast:
     return QuantileForecast(
-        start=pd.Timestamp("2024-01-01", tz="UTC"), bin_s=60, mean=np.array([100.0, 300.0, 200.0]),
-        quantiles={0.5: np.array([90.0, 290.0, 210.0]), 0.9: np.array([150.0, 350.0, 400.0])}, model="unit",
+        start=pd.Timestamp("2024-01-01", tz="UTC"),
+        bin_s=60,
+        mean=np.array([100.0, 300.0, 200.0]),
+        quantiles={0.5: np.array([90.0, 290.0, 210.0]), 0.9: np.array([150.0, 350.0, 400.0])},
+        model="unit",
     )
 
 
 @pytest.mark.parametrize(
     "rule, expected",
-    [("max_mean_x1.10", 330.0), ("max_mean_x1", 300.0), ("max_mean_x2.5", 750.0), ("quantile:0.9", 400.0), ("quantile:0.5", 290.0)],
+    [
+        ("max_mean_x1.10", 330.0),
+        ("max_mean_x1", 300.0),
+        ("max_mean_x2.5", 750.0),
+        ("quantile:0.9", 400.0),
+        ("quantile:0.5", 290.0),
+    ],
 )
 def test_planning_rules(rule, expected):
     assert planned_rate(_forecast(), rule) == pytest.approx(expected)
@@ -63,8 +72,12 @@ def test_planning_rules(rule, expected):
 
 @pytest.mark.parametrize(
     "rule, match",
-    [("quantile:0.95", r"no quantile 0.95; available: \[0.5, 0.9\]"), ("p95", "unknown planning rule 'p95'"),
-     ("max_mean_x0", "factor must be > 0"), ("quantile:1.5", "unknown planning rule")],
+    [
+        ("quantile:0.95", r"no quantile 0.95; available: \[0.5, 0.9\]"),
+        ("p95", "unknown planning rule 'p95'"),
+        ("max_mean_x0", "factor must be > 0"),
+        ("quantile:1.5", "unknown planning rule"),
+    ],
 )
 def test_planning_rule_errors(rule, match):
     with pytest.raises(ValueError, match=match):

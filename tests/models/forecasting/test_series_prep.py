@@ -43,7 +43,9 @@ def test_nan_samples_are_dropped_and_short_gaps_interpolated():
 
 def test_long_gap_is_refused_with_its_time_range():
     s = _series([1.0] * 3 + [np.nan] * 4 + [1.0])
-    with pytest.raises(ForecastInputError, match=r"gap of 4 missing 60s bins from 2024-01-01T00:03:00\+00:00 to 2024-01-01T00:06:00\+00:00"):
+    with pytest.raises(
+        ForecastInputError, match=r"gap of 4 missing 60s bins from 2024-01-01T00:03:00\+00:00 to 2024-01-01T00:06:00\+00:00"
+    ):
         prepare_rate_series(s, bin_s=60, max_gap_bins=3)
 
 

@@ -26,8 +26,10 @@ def test_peak_models_accept_microsecond_indexes():
     t = np.arange(n)
     series = pd.Series(20000 + 5000 * np.sin(t / 30.0), index=idx, name="rate")
     origins = series.index[300:380:7]
-    for model in (DartsPeakForecaster(estimator="linear", bin_s=60, input_bin_s=60, default_horizon_s=600, seed=0),
-                  DirectPeakForecaster(bin_s=60, default_horizon_s=600, seed=0)):
+    for model in (
+        DartsPeakForecaster(estimator="linear", bin_s=60, input_bin_s=60, default_horizon_s=600, seed=0),
+        DirectPeakForecaster(bin_s=60, default_horizon_s=600, seed=0),
+    ):
         model.fit(series.iloc[:300])
         out = model.historical_forecasts(series, origins, 600)
         assert [f.start for f in out] == list(origins) and all(len(f.mean) == 10 for f in out)

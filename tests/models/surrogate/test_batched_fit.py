@@ -30,7 +30,7 @@ def gpytorch_loss(model) -> float:
 
 
 def test_padded_loss_equals_gpytorchs_marginal_likelihood():
-    (x, y), = make_sets([9])
+    ((x, y),) = make_sets([9])
     model = build_gp(x, y)
     model.covar_module.lengthscale = torch.tensor([[0.3, 0.5, 1.0, 2.0, 0.7]], dtype=torch.float64)
     model.likelihood.noise = torch.tensor([0.05], dtype=torch.float64)
@@ -46,8 +46,11 @@ def test_padded_loss_equals_gpytorchs_marginal_likelihood():
         assert float(ours[0]) == pytest.approx(gpytorch_loss(model), rel=1e-7)
         # the closed-form gradient against central differences
         h = 1e-6
-        numeric = [(loss_and_grad(theta + h * e, X, Y, mask, *priors)[0] - loss_and_grad(theta - h * e, X, Y, mask, *priors)[0]) / (2 * h)
-                   for e in torch.eye(7, dtype=torch.float64)]
+        numeric = [
+            (loss_and_grad(theta + h * e, X, Y, mask, *priors)[0] - loss_and_grad(theta - h * e, X, Y, mask, *priors)[0])
+            / (2 * h)
+            for e in torch.eye(7, dtype=torch.float64)
+        ]
         np.testing.assert_allclose(grad[0].numpy(), torch.cat(numeric).numpy(), rtol=1e-5, atol=1e-7)
 
 
@@ -83,14 +86,24 @@ def test_a_warm_start_begins_at_the_given_hyperparameters():
         fit_gps(sets, starts=[None])
 
 
-@pytest.mark.parametrize("sets, match", [
-    ([], "at least one"),
-    ([(torch.rand(3, 2, dtype=torch.float64), torch.rand(3, dtype=torch.float64))], "set 0 must be x"),
-    ([(torch.rand(3, 2, dtype=torch.float64), torch.rand(3, 1, dtype=torch.float64)),
-      (torch.rand(3, 3, dtype=torch.float64), torch.rand(3, 1, dtype=torch.float64))], "set 1 has 3 columns"),
-    ([(torch.rand(3, 2, dtype=torch.float64), torch.tensor([[1.0], [float("nan")], [2.0]], dtype=torch.float64))],
-     "set 0 contains NaN"),
-])
+@pytest.mark.parametrize(
+    "sets, match",
+    [
+        ([], "at least one"),
+        ([(torch.rand(3, 2, dtype=torch.float64), torch.rand(3, dtype=torch.float64))], "set 0 must be x"),
+        (
+            [
+                (torch.rand(3, 2, dtype=torch.float64), torch.rand(3, 1, dtype=torch.float64)),
+                (torch.rand(3, 3, dtype=torch.float64), torch.rand(3, 1, dtype=torch.float64)),
+            ],
+            "set 1 has 3 columns",
+        ),
+        (
+            [(torch.rand(3, 2, dtype=torch.float64), torch.tensor([[1.0], [float("nan")], [2.0]], dtype=torch.float64))],
+            "set 0 contains NaN",
+        ),
+    ],
+)
 def test_bad_sets_are_refused(sets, match):
     with pytest.raises(ValueError, match=match):
         fit_gps(sets)

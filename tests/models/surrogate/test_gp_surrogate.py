@@ -1,6 +1,5 @@
 """GPSurrogate: recovers a known function's ordering, sensible probabilities, state round trip."""
 
-
 import numpy as np
 import pytest
 import torch
@@ -69,7 +68,7 @@ def test_uncertainty_grows_away_from_data_and_noise_option(model, data):
 
 
 def test_scores_the_840_candidate_grid_in_one_call(model):
-    # Speed is measured by benchmarks/surrogate.py, not asserted here; this checks the shapes.
+    # Speed is measured by benchmarks/scale/surrogate.py, not asserted here; this checks the shapes.
     C = np.random.default_rng(2).random((840, 5))
     pred = model.predict(C, 30_000)
     assert pred.mean.shape == pred.std.shape == (840, len(pred.outcomes))
@@ -106,7 +105,7 @@ def test_closed_form_loo_matches_refitting_without_each_point(model):
     loo = model.loo()
     gp = model._models["cpu_used"]
     x, y_std = gp.train_inputs[0], gp.train_targets
-    y, mean, std = loo["cpu_used"]
+    _y, mean, std = loo["cpu_used"]
     tf = gp.outcome_transform
     for i in (0, 17, 42):
         keep = torch.arange(len(y_std)) != i

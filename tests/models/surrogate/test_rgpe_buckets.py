@@ -15,10 +15,15 @@ def test_edges_are_fixed_multiples_of_the_width():
     np.testing.assert_allclose(b.distance(np.array([25_000, 35_000, 47_000]), 3), [5_000, 0, 7_000])
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"width": 0}, "width"), ({"width": float("nan")}, "width"), ({"origin": float("inf")}, "origin"),
-    ({"min_direct": 0}, "min_direct"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"width": 0}, "width"),
+        ({"width": float("nan")}, "width"),
+        ({"origin": float("inf")}, "origin"),
+        ({"min_direct": 0}, "min_direct"),
+    ],
+)
 def test_bad_settings_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RateBuckets(**kwargs)

@@ -37,9 +37,13 @@ def test_loo_ranking_loss_compares_out_of_sample_with_in_sample():
 
 
 def test_rank_weights_split_ties_evenly():
-    losses = t([[0, 2, 1, 3],   # base 0
-                [0, 1, 3, 3],   # base 1
-                [1, 1, 0, 3]])  # target
+    losses = t(
+        [
+            [0, 2, 1, 3],  # base 0
+            [0, 1, 3, 3],  # base 1
+            [1, 1, 0, 3],
+        ]
+    )  # target
     w, keep = rank_weights(losses, n_target=5, dilution_points=None)
     # draws: {0,1} tie -> 1/2 each; {1,2} tie; target alone; all three tie -> 1/3 each
     expected = np.array([0.5 + 0 + 0 + 1 / 3, 0.5 + 0.5 + 0 + 1 / 3, 0 + 0.5 + 1 + 1 / 3]) / 4
@@ -83,7 +87,7 @@ def test_loo_draws_match_the_closed_form_leave_one_out_predictive():
     np.testing.assert_allclose(own.var(0).numpy(), loo_var.numpy(), rtol=0.08, atol=1e-4)
     # a model without point j still fits the others: in-sample draws sit near their targets
     off = draws.mean(0)[~torch.eye(7, dtype=bool)].reshape(7, 6)
-    others = torch.stack([torch.cat([y[:j], y[j + 1:]]) for j in range(7)])
+    others = torch.stack([torch.cat([y[:j], y[j + 1 :]]) for j in range(7)])
     assert (off - others).abs().max() < 0.5
 
 

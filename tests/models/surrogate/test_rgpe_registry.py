@@ -49,7 +49,7 @@ def test_train_register_and_serve_an_rgpe_surrogate(tmp_path):
     served = mlflow.pyfunc.load_model("models:/flinktune-surrogate-demo@champion")
     space = ConfigSpace()
     rows = pd.DataFrame([{**c.to_dict(), "rate": r} for c in space.candidates()[:2] for r in (25_000.0, 34_000.0)])
-    table = served.predict(rows[list(KNOBS) + ["rate"]])
+    table = served.predict(rows[[*KNOBS, "rate"]])
     assert len(table) == 4 and np.isfinite(table.to_numpy()).all()
     direct = champion.predict(np.array([space.normalise(c) for c in space.candidates()[:2]]), 34_000.0)
     np.testing.assert_allclose(table["latency_ms_mean"].to_numpy()[1::2], direct.mean[:, 0], rtol=1e-6)

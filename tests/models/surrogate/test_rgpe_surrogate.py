@@ -35,8 +35,12 @@ def stack(*parts):
 def data():
     rng = np.random.default_rng(0)
     # rich buckets 3 and 4, five runs in bucket 2 (the planned rate), two in bucket 1
-    return stack(sample(rng, 20, 30_000, 40_000), sample(rng, 20, 40_000, 50_000),
-                 sample(rng, 5, 20_000, 30_000), sample(rng, 2, 10_000, 20_000))
+    return stack(
+        sample(rng, 20, 30_000, 40_000),
+        sample(rng, 20, 40_000, 50_000),
+        sample(rng, 5, 20_000, 30_000),
+        sample(rng, 2, 10_000, 20_000),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +61,9 @@ def test_transfers_ordering_to_a_sparse_bucket(model, data):
     t = (rates >= 20_000) & (rates < 30_000)
     alone = fit_gp(torch.as_tensor(X[t]), torch.as_tensor(np.log(Y[t, :1])))
     with torch.no_grad():
-        rho_alone = spearmanr(alone.posterior(torch.as_tensor(C)).mean.squeeze(-1).numpy(),
-                              np.log(truth(C, np.full(300, 25_000.0))[:, 0]))[0]
+        rho_alone = spearmanr(
+            alone.posterior(torch.as_tensor(C)).mean.squeeze(-1).numpy(), np.log(truth(C, np.full(300, 25_000.0))[:, 0])
+        )[0]
     assert rho > 0.9 and rho > rho_alone + 0.1, (rho, rho_alone)
     w = model.weights(25_000)["latency_ms"]
     assert w["kind"] == "rgpe" and w["target_bucket"] == 2 and w["target_points"] == 5
@@ -135,13 +140,16 @@ def test_nan_rows_are_dropped_with_one_warning_and_duplicates_averaged():
     assert w["recovery_s"]["target_points"] == 6 and w["latency_ms"]["target_points"] == 5
 
 
-@pytest.mark.parametrize("mutate, match", [
-    (lambda X, r, Y: (X[:2], r[:2], Y[:2]), "outcome 'latency_ms': 2 distinct usable point"),
-    (lambda X, r, Y: (np.vstack([X[:1]] * 4), np.full(4, 2e4), np.vstack([Y[:1]] * 4)), "1 distinct usable point"),
-    (lambda X, r, Y: (X * 2, r, Y), r"X\[0, 0\] = .* outside \[0, 1\]"),
-    (lambda X, r, Y: (X, r[:-1], Y), "row counts differ"),
-    (lambda X, r, Y: (X, r, Y[:, :1]), "Y has 1 columns, expected 2"),
-])
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda X, r, Y: (X[:2], r[:2], Y[:2]), "outcome 'latency_ms': 2 distinct usable point"),
+        (lambda X, r, Y: (np.vstack([X[:1]] * 4), np.full(4, 2e4), np.vstack([Y[:1]] * 4)), "1 distinct usable point"),
+        (lambda X, r, Y: (X * 2, r, Y), r"X\[0, 0\] = .* outside \[0, 1\]"),
+        (lambda X, r, Y: (X, r[:-1], Y), "row counts differ"),
+        (lambda X, r, Y: (X, r, Y[:, :1]), "Y has 1 columns, expected 2"),
+    ],
+)
 def test_unusable_training_data_is_refused(mutate, match):
     X, rates, Y = sample(np.random.default_rng(6), 6, 20_000, 30_000)
     with pytest.raises(SurrogateInputError, match=match):

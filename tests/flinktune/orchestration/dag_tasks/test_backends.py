@@ -34,7 +34,11 @@ def test_the_dag_files_read_the_switches_as_load_backends_does() -> None:
     fields = BackendSettings.model_fields
     assert _DAG_BACKENDS["FLINKTUNE_TRAINING"] == get_args(fields["training"].annotation)
     assert _DAG_BACKENDS["FLINKTUNE_SPARK_SUBMIT"] == get_args(fields["spark_submit"].annotation)
-    for env in ({}, {"FLINKTUNE_TRAINING": " Kubernetes", "FLINKTUNE_SPARK_SUBMIT": "KUBERNETES"}, {"FLINKTUNE_SPARK_SUBMIT": "client"}):
+    for env in (
+        {},
+        {"FLINKTUNE_TRAINING": " Kubernetes", "FLINKTUNE_SPARK_SUBMIT": "KUBERNETES"},
+        {"FLINKTUNE_SPARK_SUBMIT": "client"},
+    ):
         wanted = load_backends(env)
         assert backends(env) == (wanted.training, wanted.spark_submit), env
     with pytest.raises(ValueError, match="FLINKTUNE_SPARK_SUBMIT='k8s': must be '' or 'client' or 'cluster' or 'kubernetes'"):
@@ -44,9 +48,15 @@ def test_the_dag_files_read_the_switches_as_load_backends_does() -> None:
 
 
 def test_trainer_pod_requests_gpus_on_gpu_nodes_and_is_a_valid_v1_pod() -> None:
-    env = {"FLINKTUNE_TRAINER_IMAGE": "reg/flinktune-trainer:0.1.0", "FLINKTUNE_TRAINER_GPUS": "2",
-           "FLINKTUNE_TRAINER_NODE_SELECTOR": '{"pool": "gpu-a100"}', "FLINKTUNE_TRAINER_SECRET": "s3-creds",
-           "FLINKTUNE_MLFLOW_TRACKING_URI": "postgresql://mlflow", "FLINKTUNE_TRAINING": "kubernetes", "HOME": "/root"}
+    env = {
+        "FLINKTUNE_TRAINER_IMAGE": "reg/flinktune-trainer:0.1.0",
+        "FLINKTUNE_TRAINER_GPUS": "2",
+        "FLINKTUNE_TRAINER_NODE_SELECTOR": '{"pool": "gpu-a100"}',
+        "FLINKTUNE_TRAINER_SECRET": "s3-creds",
+        "FLINKTUNE_MLFLOW_TRACKING_URI": "postgresql://mlflow",
+        "FLINKTUNE_TRAINING": "kubernetes",
+        "HOME": "/root",
+    }
     pod = trainer_pod("surrogate", "wordcount", TrainerPodConfig.from_env(env), run_key="scheduled__2025")
     client = ApiClient()
     body = client.sanitize_for_serialization(pod)
@@ -67,18 +77,25 @@ def test_trainer_pod_requests_gpus_on_gpu_nodes_and_is_a_valid_v1_pod() -> None:
 
 
 def test_trainer_pod_takes_credentials_only_as_references_and_mounts_the_lake() -> None:
-    env = {"FLINKTUNE_TRAINER_IMAGE": "reg/t:1", "FLINKTUNE_VAR_DIR": "/var/flinktune",
-           "FLINKTUNE_MLFLOW_TRACKING_URI": "postgresql://mlflow:hunter2@db/mlflow",
-           "FLINKTUNE_PROMETHEUS_PASSWORD": "hunter3", "FLINKTUNE_PROMETHEUS_USER": "flinktune",
-           "FLINKTUNE_TRAINER_SECRET_REFS": json.dumps({"FLINKTUNE_MLFLOW_TRACKING_URI": "flinktune-db:mlflow-url",
-                                                        "FLINKTUNE_PROMETHEUS_PASSWORD": "prometheus:password"})}
+    env = {
+        "FLINKTUNE_TRAINER_IMAGE": "reg/t:1",
+        "FLINKTUNE_VAR_DIR": "/var/flinktune",
+        "FLINKTUNE_MLFLOW_TRACKING_URI": "postgresql://mlflow:hunter2@db/mlflow",
+        "FLINKTUNE_PROMETHEUS_PASSWORD": "hunter3",
+        "FLINKTUNE_PROMETHEUS_USER": "flinktune",
+        "FLINKTUNE_TRAINER_SECRET_REFS": json.dumps(
+            {"FLINKTUNE_MLFLOW_TRACKING_URI": "flinktune-db:mlflow-url", "FLINKTUNE_PROMETHEUS_PASSWORD": "prometheus:password"}
+        ),
+    }
     body = ApiClient().sanitize_for_serialization(trainer_pod("forecaster", "wordcount", TrainerPodConfig.from_env(env)))
     text = json.dumps(body)
     assert "hunter2" not in text and "hunter3" not in text
     [container] = body["spec"]["containers"]
     env_out = {e["name"]: e for e in container["env"]}
     assert env_out["FLINKTUNE_MLFLOW_TRACKING_URI"] == {
-        "name": "FLINKTUNE_MLFLOW_TRACKING_URI", "valueFrom": {"secretKeyRef": {"name": "flinktune-db", "key": "mlflow-url"}}}
+        "name": "FLINKTUNE_MLFLOW_TRACKING_URI",
+        "valueFrom": {"secretKeyRef": {"name": "flinktune-db", "key": "mlflow-url"}},
+    }
     assert env_out["FLINKTUNE_PROMETHEUS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "prometheus", "key": "password"}
     assert env_out["FLINKTUNE_PROMETHEUS_USER"]["value"] == "flinktune"  # not a credential: copied
     # The lake: the state volume mounted where FLINKTUNE_VAR_DIR points.
@@ -87,18 +104,31 @@ def test_trainer_pod_takes_credentials_only_as_references_and_mounts_the_lake() 
     assert env_out["FLINKTUNE_VAR_DIR"]["value"] == "/var/flinktune"
     # A credential with no reference for the pod is refused, not copied and not silently dropped.
     del env["FLINKTUNE_TRAINER_SECRET_REFS"]
-    with pytest.raises(TrainerPodError, match="FLINKTUNE_MLFLOW_TRACKING_URI, FLINKTUNE_PROMETHEUS_PASSWORD: a credential is never copied"):
+    with pytest.raises(
+        TrainerPodError, match="FLINKTUNE_MLFLOW_TRACKING_URI, FLINKTUNE_PROMETHEUS_PASSWORD: a credential is never copied"
+    ):
         TrainerPodConfig.from_env(env)
 
 
-@pytest.mark.parametrize(("env", "message"), [
-    ({}, "needs FLINKTUNE_TRAINER_IMAGE"),
-    ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_GPUS": "one"}, "FLINKTUNE_TRAINER_GPUS='one'"),
-    ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_TOLERATIONS": "{"}, "FLINKTUNE_TRAINER_TOLERATIONS='{': not valid JSON"),
-    ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_NODE_SELECTOR": "[]"}, "FLINKTUNE_TRAINER_NODE_SELECTOR='.*': must be a JSON object, got list"),
-    ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_SECRET_REFS": '{"FLINKTUNE_MLFLOW_TRACKING_URI": "db"}'},
-     "expected 'secret-name:key'"),
-])
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "needs FLINKTUNE_TRAINER_IMAGE"),
+        ({"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_GPUS": "one"}, "FLINKTUNE_TRAINER_GPUS='one'"),
+        (
+            {"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_TOLERATIONS": "{"},
+            "FLINKTUNE_TRAINER_TOLERATIONS='{': not valid JSON",
+        ),
+        (
+            {"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_NODE_SELECTOR": "[]"},
+            "FLINKTUNE_TRAINER_NODE_SELECTOR='.*': must be a JSON object, got list",
+        ),
+        (
+            {"FLINKTUNE_TRAINER_IMAGE": "x:1", "FLINKTUNE_TRAINER_SECRET_REFS": '{"FLINKTUNE_MLFLOW_TRACKING_URI": "db"}'},
+            "expected 'secret-name:key'",
+        ),
+    ],
+)
 def test_trainer_pod_config_errors_name_the_variable(env: dict, message: str) -> None:
     with pytest.raises(TrainerPodError, match=message.replace("(", r"\(")):
         TrainerPodConfig.from_env(env)
@@ -123,9 +153,15 @@ def test_make_realizer_picks_twin_or_kubernetes_by_environment() -> None:
         make_realizer("demo", environ={})
     with pytest.raises(BackendError, match="needs FLINKTUNE_K8S_NAMESPACE"):
         make_realizer("demo", environ={"FLINKTUNE_CLUSTER": "kubernetes"})
-    realizer = make_realizer("demo", api=object(), environ={"FLINKTUNE_CLUSTER": "kubernetes",
-                                                             "FLINKTUNE_K8S_NAMESPACE": "flink-jobs",
-                                                             "FLINKTUNE_VERTEX_IDS": '{"source": "abc"}'})
+    realizer = make_realizer(
+        "demo",
+        api=object(),
+        environ={
+            "FLINKTUNE_CLUSTER": "kubernetes",
+            "FLINKTUNE_K8S_NAMESPACE": "flink-jobs",
+            "FLINKTUNE_VERTEX_IDS": '{"source": "abc"}',
+        },
+    )
     assert type(realizer).__name__ == "KubernetesRealizer"
     assert realizer.namespace == "flink-jobs" and realizer.vertex_ids == {"source": "abc"}
 

@@ -49,7 +49,11 @@ def test_an_asset_triggered_run_acts_on_the_job_its_events_name_never_the_defaul
     with pytest.raises(TriggerError, match="name no job"):
         run_params(DEFAULTS, dag_id="flinktune_decide", known=DECIDE, dag_run=_run("asset_triggered", events=[_event({})]))
     with pytest.raises(TriggerError, match=r"several jobs \(a, b\)"):
-        run_params(DEFAULTS, dag_id="flinktune_decide", known=DECIDE,
-                   dag_run=_run("asset_triggered", events=[_event({"job": "a"}), _event({"job": "b"})]))
+        run_params(
+            DEFAULTS,
+            dag_id="flinktune_decide",
+            known=DECIDE,
+            dag_run=_run("asset_triggered", events=[_event({"job": "a"}), _event({"job": "b"})]),
+        )
     # A scheduled run keeps the params' job.
     assert run_params(DEFAULTS, dag_id="flinktune_decide", known=DECIDE, dag_run=_run("scheduled"))["job"] == "demo"

@@ -1,0 +1,1 @@
+"""How fast and how large: the twin's replay speed, one decision cycle for a fleet, the surrogate's time per decision and the feature ETL's throughput."""
