@@ -70,8 +70,16 @@ def run(
         from flinktune.settings import PrometheusSettings, read_group
 
         preset = QUERY_PRESETS[read_group(PrometheusSettings).names]  # FLINKTUNE_PROMETHEUS_NAMES
-        result = extract_prometheus(client, sink, job=job, start_ms=start_ms, end_ms=end_ms, step_s=step_s, chunk_s=chunk_s,
-                                    queries=preset(job) if preset is not None else None)  # fmt: skip
+        result = extract_prometheus(
+            client,
+            sink,
+            job=job,
+            start_ms=start_ms,
+            end_ms=end_ms,
+            step_s=step_s,
+            chunk_s=chunk_s,
+            queries=preset(job) if preset is not None else None,
+        )
     elif source == "flink-rest":
         from flinktune.localflink.rest_extract import collect_flink_rest, rest_source
 
@@ -104,8 +112,16 @@ def _main(argv: list[str]) -> None:
     p.add_argument("--flink-port", type=int, default=8081)
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    summary = run(job=a.job, source=a.source, start_ms=a.start_ms, end_ms=a.end_ms, conn_id=a.conn_id, step_s=a.step_s,
-                  chunk_s=a.chunk_s, flink_port=a.flink_port)  # fmt: skip
+    summary = run(
+        job=a.job,
+        source=a.source,
+        start_ms=a.start_ms,
+        end_ms=a.end_ms,
+        conn_id=a.conn_id,
+        step_s=a.step_s,
+        chunk_s=a.chunk_s,
+        flink_port=a.flink_port,
+    )
     print(json.dumps(summary, sort_keys=True))
 
 

@@ -36,8 +36,9 @@ def run(*, job: str, settings: Settings | None = None) -> dict:
 
     backend, _ = cluster_backend(job, settings, cluster, dry_run=True)  # the watch reads only
     now = backend.clock.now()
-    alarm = check_cluster(job, backend.realizer, backend.source, open_state_store(settings), now,
-                          latency_target_ms=settings.latency_target_ms)  # fmt: skip
+    alarm = check_cluster(
+        job, backend.realizer, backend.source, open_state_store(settings), now, latency_target_ms=settings.latency_target_ms
+    )
     return {"job": job, "ts": now, "alarm": alarm.reason if alarm is not None else None}
 
 

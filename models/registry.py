@@ -320,9 +320,17 @@ def promote(
         wins = wins and met
         why = f"{why}; {what}{'' if met else ' (not met)'}"
     words = describe_promotion(
-        wins, metric, challenger, current, incumbent, limit, lower_is_better=lower_is_better,
-        requirement=requirement, context=context, data=data,
-    )  # fmt: skip
+        wins,
+        metric,
+        challenger,
+        current,
+        incumbent,
+        limit,
+        lower_is_better=lower_is_better,
+        requirement=requirement,
+        context=context,
+        data=data,
+    )
     return record_promotion(model_name, version, wins, why, metric=metric, description=words)
 
 

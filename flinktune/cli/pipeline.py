@@ -149,8 +149,17 @@ def demo(
     ticks = max(1, int(round(tuned_hours * 3600 / load_settings(var_dir=var_dir).decision_interval_s)))
     env = {"FLINKTUNE_VAR_DIR": str(var_dir), "FLINKTUNE_LATENCY_TARGET_MS": f"{latency_target_ms:g}"}
     if fleet is not None:
-        _fleet_demo(var_dir, fleet, history_hours=history_hours, tuned_hours=tuned_hours, policy=policy.value,
-                    latency_target_ms=latency_target_ms, ticks=ticks, env=env, started=t0)  # fmt: skip
+        _fleet_demo(
+            var_dir,
+            fleet,
+            history_hours=history_hours,
+            tuned_hours=tuned_hours,
+            policy=policy.value,
+            latency_target_ms=latency_target_ms,
+            ticks=ticks,
+            env=env,
+            started=t0,
+        )
         return
     conf_common: dict[str, Any] = {"job": job}
     ingest = (
@@ -214,8 +223,16 @@ def _fleet_demo(
     from flinktune.report.fleet_overview import FleetJob, write_fleet_overview
 
     try:
-        run = run_fleet_demo(var_dir, fleet, history_hours=history_hours, tuned_hours=tuned_hours, policy=policy,
-                             latency_target_ms=latency_target_ms, ticks=ticks, env=env)  # fmt: skip
+        run = run_fleet_demo(
+            var_dir,
+            fleet,
+            history_hours=history_hours,
+            tuned_hours=tuned_hours,
+            policy=policy,
+            latency_target_ms=latency_target_ms,
+            ticks=ticks,
+            env=env,
+        )
         pages = [FleetJob(j.name, j.kind, j.load, Path(run.reports[j.name]["report"])) for j in fleet]
         # Beside the jobs' report folders, so that its links are short and the folder moves as one.
         overview = write_fleet_overview(

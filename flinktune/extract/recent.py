@@ -85,6 +85,9 @@ def fresh_metrics_source(settings: Settings, lake: Lake, *, clock: Clock | None 
     history = LakeMetricsSource(lake)
     if not prometheus_configured():
         return history
-    recent = PrometheusRecent(names=read_group(PrometheusSettings).names, timeout_s=settings.timeouts.http_request_s,
-                              retries=settings.timeouts.http_retries)  # fmt: skip
+    recent = PrometheusRecent(
+        names=read_group(PrometheusSettings).names,
+        timeout_s=settings.timeouts.http_request_s,
+        retries=settings.timeouts.http_retries,
+    )
     return FreshMetricsSource(history, recent, clock or SystemClock())

@@ -123,8 +123,9 @@ def run_fleet_demo(
     """Write the fleet and run it through the DAGs in one child process (module doc); ``env`` goes to the tasks."""
     from flinktune.airflow_local.runner import LocalPipeline
 
-    fleet_file, traces = write_demo_fleet(var_dir, jobs, latency_target_ms=latency_target_ms, policy=policy,
-                                          hours=history_hours + tuned_hours + _TRACE_MARGIN_H)  # fmt: skip
+    fleet_file, traces = write_demo_fleet(
+        var_dir, jobs, latency_target_ms=latency_target_ms, policy=policy, hours=history_hours + tuned_hours + _TRACE_MARGIN_H
+    )
     ingest = [
         (
             "flinktune_ingest",

@@ -209,20 +209,19 @@ def render_markdown(summary: dict[str, Any]) -> str:
             "",
         ]
         if job.get("per_decision"):
-        {
-            "ts": float(row["ts"]),
-            "action": str(row["action"]),
-            "gate": decision_gate(row),
-            "data_age_s": _stored(row, "state", "data_age_s"),
-            "parallelism": _stored(row, "state", "config", "parallelism"),
-            "planned_rate": _stored(row, "inputs", "planned_rate"),
-            "reason": str(row["reason"]),
-        }
+            lines += [
+                f"- gates: {job['gates']}; data age at decision: median {_num(job['data_age_s_median'], '{:.0f}')} s",
+                "",
+                "| when (UTC) | action | gate | data age s | p | planned rec/s | reason |",
+                "|---|---|---|---|---|---|---|",
+            ]
             for d in job["per_decision"]:
                 when = time.strftime("%H:%M:%S", time.gmtime(d["ts"]))
                 reason = d["reason"].replace("|", "/")[:160]
-                lines.append(f"| {when} | {d['action']} | {d['gate']} | {_num(d['data_age_s'])} | {_num(d.get('parallelism'))} "
-                             f"| {_num(d.get('planned_rate'))} | {reason} |")  # fmt: skip
+                lines.append(
+                    f"| {when} | {d['action']} | {d['gate']} | {_num(d['data_age_s'])} | {_num(d.get('parallelism'))} "
+                    f"| {_num(d.get('planned_rate'))} | {reason} |"
+                )
             lines.append("")
         if job["changes"]:
             lines += ["| when (UTC) | change | mode | downtime s | verdict | why |", "|---|---|---|---|---|---|"]

@@ -58,10 +58,14 @@ def _row(job: FleetJob, out_dir: Path) -> dict[str, Any]:
         # The same figures as the page's table of the same load: this run against static on it.
         prices = PriceList(**summary["prices"])
         mine, static = same[summary.get("same_load_policy", "flinktune")], same["static"]
-        row["cpu"] = (f"{mine['cpu_core_hours']:.1f} vs {static['cpu_core_hours']:.1f} "
-                      f"({_ratio(mine['cpu_core_hours'], static['cpu_core_hours'])})")  # fmt: skip
-        row["cost"] = (f"{prices.money(mine['priced_cost'])} vs {prices.money(static['priced_cost'])} "
-                       f"({_ratio(mine['priced_cost'], static['priced_cost'])})")  # fmt: skip
+        row["cpu"] = (
+            f"{mine['cpu_core_hours']:.1f} vs {static['cpu_core_hours']:.1f} "
+            f"({_ratio(mine['cpu_core_hours'], static['cpu_core_hours'])})"
+        )
+        row["cost"] = (
+            f"{prices.money(mine['priced_cost'])} vs {prices.money(static['priced_cost'])} "
+            f"({_ratio(mine['priced_cost'], static['priced_cost'])})"
+        )
         row["changes"] = f"{mine['reconfigurations']:.0f}"
     else:  # a real cluster's report has no replay of static: its reservation against static's, no money
         tuned = summary.get("tuned") or summary

@@ -159,14 +159,35 @@ def decide(
             forecaster, models = LakeForecast(lake, job, settings.forecast_horizon_s), ChampionModels(lake, job)
         # On Kubernetes a dry run still asks the realizer, which only computes the patch and its diff.
         # frozen_after_s: the metric quality gates (flinktune.metrics.quality) hold on frozen values.
-        loop_settings = LoopSettings(job, settings.latency_target_ms, settings.recovery_limit_s, window_s=settings.decision_interval_s,
-                                     frozen_after_s=FROZEN_AFTER_S, dry_run=dry_run and cluster != "kubernetes")  # fmt: skip
+        loop_settings = LoopSettings(
+            job,
+            settings.latency_target_ms,
+            settings.recovery_limit_s,
+            window_s=settings.decision_interval_s,
+            frozen_after_s=FROZEN_AFTER_S,
+            dry_run=dry_run and cluster != "kubernetes",
+        )
         # The guard's history and the policy's memory come back from the state store (one run, one tick in production).
-        loop = build_decision_loop(backend, loop_settings, policy=make_policy(policy, space, confidence=settings.confidence,
-                                   **options), space=space, store=store, forecaster=forecaster, models=models)  # fmt: skip
+        loop = build_decision_loop(
+            backend,
+            loop_settings,
+            policy=make_policy(policy, space, confidence=settings.confidence, **options),
+            space=space,
+            store=store,
+            forecaster=forecaster,
+            models=models,
+        )
         if twin_run is not None:
-            decisions = twin_run.ticks(loop, ticks, policy=policy, settings=settings, lake=lake, store=store,
-                                       models=replay_models, models_file=models_file)  # fmt: skip
+            decisions = twin_run.ticks(
+                loop,
+                ticks,
+                policy=policy,
+                settings=settings,
+                lake=lake,
+                store=store,
+                models=replay_models,
+                models_file=models_file,
+            )
         else:
             decisions = [_cluster_step(loop, trigger, dry_run)]
         return {"job": job, "policy": policy, "decisions": decisions, "end_ms": int(loop.clock.now() * 1000), **advice}

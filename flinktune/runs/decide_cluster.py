@@ -61,14 +61,24 @@ def cluster_backend(job: str, settings: Settings, cluster: str, *, dry_run: bool
         realizer, space = attach(jobs_dir, job)
         return local_flink_backend(realizer, source), space
     # Kubernetes: profile decisions are carried out by the flinktune_profile DAG the decide DAG triggers
-    backend = kubernetes_backend(job, source, dry_run=dry_run, timeouts=settings.timeouts,
-                                 budget_s=settings.timeouts.apply_budget(settings.decision_interval_s))  # fmt: skip
+    backend = kubernetes_backend(
+        job,
+        source,
+        dry_run=dry_run,
+        timeouts=settings.timeouts,
+        budget_s=settings.timeouts.apply_budget(settings.decision_interval_s),
+    )
     return backend, default_space()
 
 
 def summary_row(outcome: StepOutcome, now: float, **extra: Any) -> dict[str, Any]:
     """A decision as the run's JSON summary lists it (``data_age_s``: seconds from the newest sample it used)."""
     age = float(outcome.state.data_age_s)
-    return {"ts": now, "action": outcome.decision.action.value, "reason": outcome.decision.reason,
-            "changed": bool(outcome.result and outcome.result.changed), **extra,
-            "data_age_s": None if np.isnan(age) else age}  # fmt: skip
+    return {
+        "ts": now,
+        "action": outcome.decision.action.value,
+        "reason": outcome.decision.reason,
+        "changed": bool(outcome.result and outcome.result.changed),
+        **extra,
+        "data_age_s": None if np.isnan(age) else age,
+    }

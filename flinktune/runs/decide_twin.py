@@ -71,13 +71,24 @@ class TwinRun:
 
         return TraceForecast(models, self.trace, horizon_s)
 
-    def ticks(self, loop: DecisionLoop, ticks: int, *, policy: str, settings: Settings, lake: Lake, store: StateStore,
-              models: ReplayModels | None = None, models_file: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    def ticks(
+        self,
+        loop: DecisionLoop,
+        ticks: int,
+        *,
+        policy: str,
+        settings: Settings,
+        lake: Lake,
+        store: StateStore,
+        models: ReplayModels | None = None,
+        models_file: Path | None = None,
+    ) -> list[dict[str, Any]]:
         """Run ``ticks`` decision intervals of the trace, each ending in a decision; the summaries, early ones included."""
         assert self.clock is not None, "backend() first: the loop runs on the twin's clock"
         every = settings.watch_every_s if policy in WATCHED_POLICIES else 0
-        driver = TwinDriver(self.twin, self.clock, loop, watch=WatchRule(every_s=every) if every > 0 else None,
-                            sink=lake.write_raw)  # fmt: skip
+        driver = TwinDriver(
+            self.twin, self.clock, loop, watch=WatchRule(every_s=every) if every > 0 else None, sink=lake.write_raw
+        )
         interval, job, twin, summaries = settings.decision_interval_s, self.job, self.twin, []
         for i in range(ticks):
             start = pd.Timestamp(twin.now, unit="s", tz="UTC")
@@ -97,8 +108,14 @@ class TwinRun:
                 # decided already. Deciding it again would duplicate it; the next tick's reconciliation records
                 # any difference between the stored outcome and the twin (which lost the change with the kill).
                 twin.save(self.twin_path)
-                summaries.append({"ts": self.clock.now(), "action": "skipped", "reason": f"tick at t={twin.now:.0f} already "
-                                  f"decided (decision {int(decided['id'].iloc[-1])})", "changed": False})  # fmt: skip
+                summaries.append(
+                    {
+                        "ts": self.clock.now(),
+                        "action": "skipped",
+                        "reason": f"tick at t={twin.now:.0f} already decided (decision {int(decided['id'].iloc[-1])})",
+                        "changed": False,
+                    }
+                )
                 print(f"[decide {i + 1}/{ticks}] {summaries[-1]['reason']}", flush=True)
                 continue
             outcome = driver.decide()

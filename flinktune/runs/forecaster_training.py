@@ -94,13 +94,26 @@ class Selection:
 
     @property
     def tags(self) -> dict[str, str]:
-        return {"job": self.job, "select_start": self.spans["select_start"].isoformat(),
-                "window_start": self.spans["report_start"].isoformat(), "window_end": self.series.index[-1].isoformat()}  # fmt: skip
+        return {
+            "job": self.job,
+            "select_start": self.spans["select_start"].isoformat(),
+            "window_start": self.spans["report_start"].isoformat(),
+            "window_end": self.series.index[-1].isoformat(),
+        }
 
 
-def select_forecaster(*, job: str, settings: Settings, n_epochs: int = 20, holdout_frac: float = 0.25, seed: int = 0,
-                      candidates: tuple[str, ...] = CANDIDATES, max_under_rate: float = 0.05, stride_bins: int = 1,
-                      select_refits: int = 1) -> Selection:  # fmt: skip
+def select_forecaster(
+    *,
+    job: str,
+    settings: Settings,
+    n_epochs: int = 20,
+    holdout_frac: float = 0.25,
+    seed: int = 0,
+    candidates: tuple[str, ...] = CANDIDATES,
+    max_under_rate: float = 0.05,
+    stride_bins: int = 1,
+    select_refits: int = 1,
+) -> Selection:
     """Backtest ``candidates`` on ``job``'s curated history (select then report) and choose one by the
     benchmark's champion rule. ``select_refits`` > 1 chains forward over the selection span (a refit
     before each of that many parts: steadier rules on a long span, that many more fits per candidate)."""
@@ -119,8 +132,10 @@ def select_forecaster(*, job: str, settings: Settings, n_epochs: int = 20, holdo
     horizon_s, bin_s = settings.forecast_horizon_s, settings.forecast_bin_s
     raw = read_rate_history(Lake(settings.lake_dir), job)  # type: ignore[arg-type]  # filled by the settings' validator
     where = f"dataset {DATASET} job={job} input_rate"
-    models = {c: build_candidate(c, bin_s=bin_s, horizon_s=horizon_s, n_epochs=n_epochs, device=settings.device, seed=seed)
-              for c in candidates}  # fmt: skip
+    models = {
+        c: build_candidate(c, bin_s=bin_s, horizon_s=horizon_s, n_epochs=n_epochs, device=settings.device, seed=seed)
+        for c in candidates
+    }
     series = prepare_rate_series(raw, bin_s=bin_s, max_gap_bins=5, min_bins=1, where=where).values
     horizon_bins = math.ceil(horizon_s / bin_s)
     n_hold = max(3 * horizon_bins, int(len(series) * holdout_frac))
@@ -229,29 +244,50 @@ def register_forecaster(selection: Selection, settings: Settings, champion: dict
     with tempfile.TemporaryDirectory(prefix="flinktune-forecaster-") as tmp:
         model_dir = model.save(Path(tmp) / "model")
         version = registry.log_and_register(
-            name, ForecasterPyfunc(horizon_s=horizon_s),
-            params={"job": job, "candidate": best, "model": model.name, **model.params(), "horizon_s": horizon_s,
-                    "holdout_frac": selection.holdout_frac, "select_refits": selection.select_refits,
-                    "backtest_rule": scores[best]["rule"], "peak_rule": scores[best]["peak_rule"],
-                    "history_start": series.index[0].isoformat(), "history_end": series.index[-1].isoformat()},
-            metrics=metrics, artifacts={"model": str(model_dir)}, files={"backtest": selection.figures[best]}, experiment=name,
+            name,
+            ForecasterPyfunc(horizon_s=horizon_s),
+            params={
+                "job": job,
+                "candidate": best,
+                "model": model.name,
+                **model.params(),
+                "horizon_s": horizon_s,
+                "holdout_frac": selection.holdout_frac,
+                "select_refits": selection.select_refits,
+                "backtest_rule": scores[best]["rule"],
+                "peak_rule": scores[best]["peak_rule"],
+                "history_start": series.index[0].isoformat(),
+                "history_end": series.index[-1].isoformat(),
+            },
+            metrics=metrics,
+            artifacts={"model": str(model_dir)},
+            files={"backtest": selection.figures[best]},
+            experiment=name,
             pip_requirements=pinned_requirements("mlflow", "darts", "torch", "pmdarima", "scikit-learn"),
-            tags={**selection.tags, "backtest_rule": scores[best]["rule"], "peak_rule": scores[best]["peak_rule"],
-                  "role": "challenger", "champion_rule": selection.choice.reason}, signature=signature,
+            tags={
+                **selection.tags,
+                "backtest_rule": scores[best]["rule"],
+                "peak_rule": scores[best]["peak_rule"],
+                "role": "challenger",
+                "champion_rule": selection.choice.reason,
+            },
+            signature=signature,
             input_example=(example, {"horizon_s": horizon_s}),
             logged_model_name=f"forecaster-{job}-{best}",
             training_data=registry.lake_dataset(
                 pd.DataFrame({"window_start": series.index, "input_rate": series.to_numpy()}),
-                source=lake.curated_job_dir(DATASET, job), name=f"{DATASET}-{job}",
+                source=lake.curated_job_dir(DATASET, job),
+                name=f"{DATASET}-{job}",
             ),
-        )  # fmt: skip
+        )
     for fig in selection.figures.values():
         plt.close(fig)
     return version, metrics
 
 
-def promote_forecaster(selection: Selection, version: str, champion: dict | None, *, margin: float = 0.05,
-                       max_under_rate: float = 0.05) -> Any:  # fmt: skip
+def promote_forecaster(
+    selection: Selection, version: str, champion: dict | None, *, margin: float = 0.05, max_under_rate: float = 0.05
+) -> Any:
     """Make ``version`` the champion when its ``peak_mae`` is below ``(1 - margin)`` x the champion's on
     the same window and its under-forecast rate is acceptable (:func:`models.registry.promote`)."""
     from models import registry
@@ -262,18 +298,34 @@ def promote_forecaster(selection: Selection, version: str, champion: dict | None
         safe_enough = scores[best]["under_rate"] <= max(max_under_rate, champion["under_rate"])
         requirement = (safe_enough, f"under_rate {scores[best]['under_rate']:.3g} vs {champion['under_rate']:.3g}")
     return registry.promote(
-        selection.model_name, version, PROMOTION_METRIC, challenger=scores[best][PROMOTION_METRIC],
-        incumbent=None if champion is None else champion[PROMOTION_METRIC], margin=margin, relative=True,
-        requirement=requirement, context=f"same window from {spans['report_start'].isoformat()}",
+        selection.model_name,
+        version,
+        PROMOTION_METRIC,
+        challenger=scores[best][PROMOTION_METRIC],
+        incumbent=None if champion is None else champion[PROMOTION_METRIC],
+        margin=margin,
+        relative=True,
+        requirement=requirement,
+        context=f"same window from {spans['report_start'].isoformat()}",
         data=f"It is the {best} forecaster, chosen among {len(scores)} candidates ({selection.choice.reason}), on the per-minute "
-             f"input rate of job {selection.job} (features_1m-{selection.job}); champion and challenger were scored on the same "
-             "backtest window.",
-    )  # fmt: skip
+        f"input rate of job {selection.job} (features_1m-{selection.job}); champion and challenger were scored on the same "
+        "backtest window.",
+    )
 
 
-def train_forecaster(*, job: str, settings: Settings | None = None, n_epochs: int = 20, holdout_frac: float = 0.25, seed: int = 0,
-                     candidates: tuple[str, ...] = CANDIDATES, margin: float = 0.05, max_under_rate: float = 0.05,
-                     stride_bins: int = 1, select_refits: int = 1) -> dict:  # fmt: skip
+def train_forecaster(
+    *,
+    job: str,
+    settings: Settings | None = None,
+    n_epochs: int = 20,
+    holdout_frac: float = 0.25,
+    seed: int = 0,
+    candidates: tuple[str, ...] = CANDIDATES,
+    margin: float = 0.05,
+    max_under_rate: float = 0.05,
+    stride_bins: int = 1,
+    select_refits: int = 1,
+) -> dict:
     """Select, register and promote ``flinktune-forecaster-<job>``; see the module docstring.
 
     ``margin`` is relative: the challenger's ``peak_mae`` must be below ``(1 - margin)`` x the
@@ -286,20 +338,39 @@ def train_forecaster(*, job: str, settings: Settings | None = None, n_epochs: in
         raise ValueError(f"margin must be in [0, 1), got {margin}")
     job = job_name(job)  # before it reaches any path, model name or API call
     settings = settings or load_settings()
-    selection = select_forecaster(job=job, settings=settings, n_epochs=n_epochs, holdout_frac=holdout_frac, seed=seed,
-                                  candidates=candidates, max_under_rate=max_under_rate, stride_bins=stride_bins,
-                                  select_refits=select_refits)  # fmt: skip
+    selection = select_forecaster(
+        job=job,
+        settings=settings,
+        n_epochs=n_epochs,
+        holdout_frac=holdout_frac,
+        seed=seed,
+        candidates=candidates,
+        max_under_rate=max_under_rate,
+        stride_bins=stride_bins,
+        select_refits=select_refits,
+    )
     configure_store(settings)
     champion = score_champion(selection, settings, max_under_rate)
     version, metrics = register_forecaster(selection, settings, champion)
     promotion = promote_forecaster(selection, version, champion, margin=margin, max_under_rate=max_under_rate)
     best, scores, spans = selection.best, selection.scores, selection.spans
-    return {"model_name": selection.model_name, "version": version, "promoted": promotion.promoted,
-            "promotion": promotion.reason, "champion": registry.champion_version(selection.model_name),
-            "best": best, "best_reason": selection.choice.reason, "select_start": spans["select_start"].isoformat(),
-            "report_start": spans["report_start"].isoformat(), "backtest_rule": scores[best]["rule"],
-            "peak_rule": scores[best]["peak_rule"], "metrics": metrics,
-            "champion_metrics": champion, "candidates": scores, "skipped": selection.skipped}  # fmt: skip
+    return {
+        "model_name": selection.model_name,
+        "version": version,
+        "promoted": promotion.promoted,
+        "promotion": promotion.reason,
+        "champion": registry.champion_version(selection.model_name),
+        "best": best,
+        "best_reason": selection.choice.reason,
+        "select_start": spans["select_start"].isoformat(),
+        "report_start": spans["report_start"].isoformat(),
+        "backtest_rule": scores[best]["rule"],
+        "peak_rule": scores[best]["peak_rule"],
+        "metrics": metrics,
+        "champion_metrics": champion,
+        "candidates": scores,
+        "skipped": selection.skipped,
+    }
 
 
 def _plot(result: Any, rule: str):

@@ -174,8 +174,9 @@ def _space_of(wrapper: Any) -> tuple[list[str], list[tuple[float, float]]] | Non
     return list(names), [(float(lo), float(hi)) for lo, hi in bounds]
 
 
-def _champion_verdict(name: str, current: str, held: HeldOut, knobs: Sequence[str],
-                      bounds: Sequence[tuple[float, float]]) -> tuple[bool | None, str, float | None]:  # fmt: skip
+def _champion_verdict(
+    name: str, current: str, held: HeldOut, knobs: Sequence[str], bounds: Sequence[tuple[float, float]]
+) -> tuple[bool | None, str, float | None]:
     """(new version wins?, why, the champion's score): None for "cannot tell" (no held-out score)."""
     try:
         wrapper = registry.load_champion(name, unwrap=False)
@@ -240,9 +241,11 @@ def _describe(wins: bool, why: str, held: HeldOut, current: str | None, theirs: 
         head += f" Lower is better; version {current} was re-scored on the same {held.rows} observations."
     if held.scores:
         others = ", ".join(f"{o} {v:.3g}" for o, v in held.scores.items() if o != DECIDING_OUTCOME)
-        how = (f" Held out: {held.where()} (the newest {HOLDOUT_SHARE:.0%}, at least {MIN_HOLDOUT}); this version was "
-               f"scored by a fit on the {held.train_rows} older ones, then refitted on all {held.total}. "
-               f"Its held-out RMSE of the other outcomes (model space): {others}.")  # fmt: skip
+        how = (
+            f" Held out: {held.where()} (the newest {HOLDOUT_SHARE:.0%}, at least {MIN_HOLDOUT}); this version was "
+            f"scored by a fit on the {held.train_rows} older ones, then refitted on all {held.total}. "
+            f"Its held-out RMSE of the other outcomes (model space): {others}."
+        )
     else:
         how = f" No held-out score: {held.problem}."
     return f"{head}{how} {data}".strip()

@@ -49,7 +49,11 @@ def check_fleet_demo(var_dir: Path, stdout: str) -> None:
     fleet = load_fleet_file(var_dir / "fleet.yaml")
     assert [e.name for e in fleet.entries] == ["demo-1-ysb", "demo-2-tsw", "demo-3-ysb"] and not fleet.held()
     assert {e.settings.mode for e in fleet.entries} == {"act"}
-    printed = {m.group(1): m for line in lines if (m := re.fullmatch(r"(\S+) \((\w+) at ([\d.]+) x its rates\): (.+); html report: (.+)", line))}
+    printed = {
+        m.group(1): m
+        for line in lines
+        if (m := re.fullmatch(r"(\S+) \((\w+) at ([\d.]+) x its rates\): (.+); html report: (.+)", line))
+    }
     assert sorted(printed) == ["demo-1-ysb", "demo-2-tsw", "demo-3-ysb"]
     assert {(m.group(2), m.group(3)) for m in printed.values()} == {("ysb", "1"), ("tsw", "0.6"), ("ysb", "0.8")}
 

@@ -17,8 +17,11 @@ def state(config=MAX, rate=30000.0, p95=150.0, lag=0.0):
 
 def ctx(level, covered=200000.0):
     return PolicyContext(
-        latency_target_ms=250.0, recovery_limit_s=180.0, forecast=StaticForecaster(level).predict(__import__("pandas").Series(dtype=float), 600),
-        surrogate=FunctionSurrogate(SPACE), profiled_max_rate=covered,
+        latency_target_ms=250.0,
+        recovery_limit_s=180.0,
+        forecast=StaticForecaster(level).predict(__import__("pandas").Series(dtype=float), 600),
+        surrogate=FunctionSurrogate(SPACE),
+        profiled_max_rate=covered,
     )
 
 

@@ -52,7 +52,9 @@ def test_each_job_has_its_own_registered_surrogate_and_champion(tmp_path) -> Non
     assert (a["model_name"], a["champion"]) == ("flinktune-surrogate-ads", "1")
     assert (b["model_name"], b["champion"]) == ("flinktune-surrogate-clicks", "1"), "versions count per job"
     # clicks then ran at higher rates: the new version predicts those runs better, its champion moves; the other job's stays.
-    _land(settings, "clicks", 1, _observations("clicks", 16, seed=3, slow=4.0, start_ms=1_700_003_600_000, rates=(60_000, 90_000)))
+    _land(
+        settings, "clicks", 1, _observations("clicks", 16, seed=3, slow=4.0, start_ms=1_700_003_600_000, rates=(60_000, 90_000))
+    )
     again = train_surrogate.run(job="clicks", settings=settings)
     assert (again["version"], again["promoted"]) == ("2", True)
     assert registry.champion_version("flinktune-surrogate-clicks") == "2"

@@ -33,12 +33,14 @@ def _features(hours=7.0, seed=0):
     n = int(hours * 60)
     rng = np.random.default_rng(seed)
     t = np.arange(n)
-    return pd.DataFrame({
-        "job": "demo",
-        "window_start": pd.date_range("2024-03-01", periods=n, freq="60s", tz="UTC"),
-        "input_rate": 30_000 + 15_000 * np.sin(2 * np.pi * t / 90) + rng.normal(0, 1_000, n),
-        "throughput": 30_000.0,
-    })
+    return pd.DataFrame(
+        {
+            "job": "demo",
+            "window_start": pd.date_range("2024-03-01", periods=n, freq="60s", tz="UTC"),
+            "input_rate": 30_000 + 15_000 * np.sin(2 * np.pi * t / 90) + rng.normal(0, 1_000, n),
+            "throughput": 30_000.0,
+        }
+    )
 
 
 def _observations(n, seed):
@@ -103,8 +105,9 @@ def test_train_forecaster_logs_candidates_and_registers_a_champion_that_forecast
     version = client.get_model_version("flinktune-forecaster-demo", "1")
     assert "planning_rule" not in version.tags and version.tags["promotion"] == "promoted: no champion yet"
     assert summary["promotion"] == version.tags["promotion"] and version.tags["promotion_metric"] == "peak_mae"
-    _check_logged_model_and_training_input("flinktune-forecaster-demo", "1", f"forecaster-demo-{summary['best']}",
-                                           "features_1m-demo", 420, base)
+    _check_logged_model_and_training_input(
+        "flinktune-forecaster-demo", "1", f"forecaster-demo-{summary['best']}", "features_1m-demo", 420, base
+    )
     champion = registry.load_champion("flinktune-forecaster-demo")
     history = pd.Series(feats["input_rate"].to_numpy(), index=pd.DatetimeIndex(feats["window_start"]))
     fc = champion.predict(history, 600)
@@ -123,19 +126,22 @@ def test_challenger_is_compared_with_the_champion_on_the_same_window(settings):
     assert (first["version"], first["promoted"], first["best"]) == ("1", True, "darts-theta")
     # The champion saw the window (refit on all history), so it is refit on the same training part:
     # its score on the shared window must equal its own first backtest exactly.
-    kept = train_forecaster.run(job="demo", settings=settings, candidates=("tide-quantile",), n_epochs=3,
-                                stride_bins=2, margin=0.99)
+    kept = train_forecaster.run(
+        job="demo", settings=settings, candidates=("tide-quantile",), n_epochs=3, stride_bins=2, margin=0.99
+    )
     assert kept["champion_metrics"]["refit"] is True
     assert kept["champion_metrics"]["peak_mae"] == pytest.approx(first["metrics"]["peak_mae"], rel=1e-9)
     assert kept["metrics"]["champion_peak_mae"] == pytest.approx(first["metrics"]["peak_mae"], rel=1e-9)
     assert (kept["version"], kept["promoted"], kept["champion"]) == ("2", False, "1")
     tag = mlflow.MlflowClient().get_model_version("flinktune-forecaster-demo", "2").tags["promotion"]
     assert tag.startswith("kept champion: same window from 2024-03-01T05:15:00+00:00") and "margin 0.99" in tag
-    won = train_forecaster.run(job="demo", settings=settings, candidates=("tide-quantile",), n_epochs=3,
-                               stride_bins=2, margin=0.0)
+    won = train_forecaster.run(
+        job="demo", settings=settings, candidates=("tide-quantile",), n_epochs=3, stride_bins=2, margin=0.0
+    )
     # With no margin the decision is exactly "lower peak MAE on the shared window, no less safe".
-    wins = (won["metrics"]["peak_mae"] < won["champion_metrics"]["peak_mae"]
-            and won["metrics"]["under_rate"] <= max(0.05, won["champion_metrics"]["under_rate"]))
+    wins = won["metrics"]["peak_mae"] < won["champion_metrics"]["peak_mae"] and won["metrics"]["under_rate"] <= max(
+        0.05, won["champion_metrics"]["under_rate"]
+    )
     assert won["version"] == "3" and won["promoted"] == wins and won["champion"] == ("3" if wins else "1")
 
 
@@ -156,8 +162,9 @@ def test_train_forecaster_input_errors_name_the_path(settings):
     with pytest.raises(ValueError, match="unknown forecaster candidate 'prophet'"):
         train_forecaster.run(job="demo", settings=settings, candidates=("prophet",))
     with pytest.raises(ValueError, match=r"none can be registered"):
-        train_forecaster.run(job="demo", settings=Settings(var_dir=settings.var_dir, device="cpu"),
-                             candidates=("seasonal-naive",))
+        train_forecaster.run(
+            job="demo", settings=Settings(var_dir=settings.var_dir, device="cpu"), candidates=("seasonal-naive",)
+        )
 
 
 def test_train_surrogate_promotes_on_the_newest_observations_held_out(settings, monkeypatch, capsys):
@@ -166,7 +173,9 @@ def test_train_surrogate_promotes_on_the_newest_observations_held_out(settings, 
     first = train_surrogate.run(job="demo", settings=settings)
     assert (first["version"], first["promoted"], first["champion"]) == ("1", True, "1")
     assert first["metrics"]["observations"] == 30
-    _check_logged_model_and_training_input("flinktune-surrogate-demo", "1", "surrogate-demo-gp", "profiling_observations-demo", 30, base)
+    _check_logged_model_and_training_input(
+        "flinktune-surrogate-demo", "1", "surrogate-demo-gp", "profiling_observations-demo", 30, base
+    )
     assert first["metrics"]["loo_rmse.latency_ms"] < 0.5  # log space: within ~1.6x
     again = train_surrogate.run(job="demo", settings=settings)
     assert (again["version"], again["promoted"], again["champion"]) == ("2", False, "1")
@@ -201,7 +210,9 @@ def test_train_surrogate_input_errors_name_file_and_row(settings):
     obs = _observations(10, seed=3)
     obs.loc[4, "parallelism"] = 64
     _write(base / "part-0.parquet", obs)
-    with pytest.raises(ConfigError, match=r"part-0.parquet, row 4: parallelism=64 is outside the configuration space's range \[8, 24\]"):
+    with pytest.raises(
+        ConfigError, match=r"part-0.parquet, row 4: parallelism=64 is outside the configuration space's range \[8, 24\]"
+    ):
         train_surrogate.run(job="demo", settings=settings)
     obs.loc[4, "parallelism"] = 0
     _write(base / "part-0.parquet", obs)
@@ -214,10 +225,13 @@ def test_train_surrogate_input_errors_name_file_and_row(settings):
 
 def test_candidates_needing_more_history_sit_the_round_out(settings):
     # 3 h of minutes: enough for TiDE (100 bins + holdout), not for Theta (230 bins).
-    _write(Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo" / "date=2024-03-01" / "part-0.parquet",
-           _features(hours=3.0).drop(columns=["job"]))
-    out = train_forecaster.run(job="demo", settings=settings, candidates=("tide-quantile", "darts-theta"),
-                               n_epochs=1, stride_bins=5)
+    _write(
+        Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo" / "date=2024-03-01" / "part-0.parquet",
+        _features(hours=3.0).drop(columns=["job"]),
+    )
+    out = train_forecaster.run(
+        job="demo", settings=settings, candidates=("tide-quantile", "darts-theta"), n_epochs=1, stride_bins=5
+    )
     assert out["skipped"] == ["darts-theta"] and out["best"] == "tide-quantile" and out["champion"] == "1"
 
 
@@ -242,9 +256,16 @@ def test_the_registered_champion_is_the_benchmarks_winner_on_the_same_trace(sett
     out = train_forecaster.run(job="demo", settings=settings, candidates=pool, stride_bins=3, select_refits=2)
     trace = pd.Series(feats["input_rate"].to_numpy(), index=pd.DatetimeIndex(feats["window_start"]))
     build = dict(bin_s=60, horizon_s=600, n_epochs=1, device="cpu", seed=0)
-    rows = run_trace({c: build_candidate(c, **build) for c in pool}, trace, seed=0, workload="demo",
-                     select_start=pd.Timestamp(out["select_start"]), report_start=pd.Timestamp(out["report_start"]),
-                     stride_bins=3, select_refits=2)
+    rows = run_trace(
+        {c: build_candidate(c, **build) for c in pool},
+        trace,
+        seed=0,
+        workload="demo",
+        select_start=pd.Timestamp(out["select_start"]),
+        report_start=pd.Timestamp(out["report_start"]),
+        stride_bins=3,
+        select_refits=2,
+    )
     bench = next(r for r in rows if r["model"] == "champion")
     assert out["best"] == bench["chosen"] and out["best_reason"] == bench["reason"]
     client = mlflow.MlflowClient()
@@ -254,7 +275,6 @@ def test_the_registered_champion_is_the_benchmarks_winner_on_the_same_trace(sett
     assert run.data.tags["champion_rule"] == bench["reason"]
     assert run.data.metrics["peak_mae"] == pytest.approx(bench["peak_mae"], rel=1e-3)
     assert run.data.metrics["selection_peak_mae"] > 0 and "under_rate" in run.data.metrics
-
 
 
 def test_train_surrogate_with_a_silent_mlflow_fails_within_seconds_in_one_line(tmp_path, monkeypatch, capsys):

@@ -28,22 +28,34 @@ P2 = P1.with_(parallelism=2)
 
 
 def est(p: int, capacity: float, trusted: bool = True, shape_memory: int = 1024) -> CapacityEstimate:
-    return CapacityEstimate(p, capacity, trusted, "saturation" if trusted else "lower bound", capacity, capacity, 2 * capacity,
-                            400.0, 3, P1.with_(parallelism=p, memory_mb=shape_memory).to_dict())
+    return CapacityEstimate(
+        p,
+        capacity,
+        trusted,
+        "saturation" if trusted else "lower bound",
+        capacity,
+        capacity,
+        2 * capacity,
+        400.0,
+        3,
+        P1.with_(parallelism=p, memory_mb=shape_memory).to_dict(),
+    )
 
 
 def state(config: Configuration, rate: float, window_busy: float = 0.5) -> JobState:
     # DS2-style vertices: the window vertex's busy time gives the policy its own capacity measurement.
-    vertices = (VertexMetrics("Source: PacedSource", config.parallelism, rate, rate, 0.03, 0.0, rate / 0.03),
-                VertexMetrics("WindowAgg", config.parallelism, rate, rate / 100, window_busy, 0.0, rate / window_busy))
-    return JobState("j", 10_000.0, config, True, rate, rate, 0.0, 0.0, 400.0, 0.5, 100.0, window_busy, 0.0, 90,
-                    vertices=vertices)
+    vertices = (
+        VertexMetrics("Source: PacedSource", config.parallelism, rate, rate, 0.03, 0.0, rate / 0.03),
+        VertexMetrics("WindowAgg", config.parallelism, rate, rate / 100, window_busy, 0.0, rate / window_busy),
+    )
+    return JobState("j", 10_000.0, config, True, rate, rate, 0.0, 0.0, 400.0, 0.5, 100.0, window_busy, 0.0, 90, vertices=vertices)
 
 
 def context(rate: float, surrogate=None) -> PolicyContext:
     flat = np.full(10, rate)
-    fc = QuantileForecast(start=pd.Timestamp(10_000, unit="s", tz="UTC"), bin_s=30, mean=flat, quantiles={0.5: flat, 0.9: flat},
-                          model="flat")
+    fc = QuantileForecast(
+        start=pd.Timestamp(10_000, unit="s", tz="UTC"), bin_s=30, mean=flat, quantiles={0.5: flat, 0.9: flat}, model="flat"
+    )
     return PolicyContext(3000.0, 180.0, forecast=fc, surrogate=surrogate, profiled_max_rate=40000.0)
 
 
@@ -67,12 +79,18 @@ def test_profiled_capacity_caps_the_busy_time_measurement_and_keeps_across_reset
 
 
 def test_capacity_surrogate_from_trusted_estimates_only():
-    sur = CapacitySurrogate.from_estimates(SPACE, [est(1, 20000.0), est(2, 35000.0)], recovery_s=10.0,
-                                           cpu_core_s_per_record=3e-5, memory_used_mb=100.0)
+    sur = CapacitySurrogate.from_estimates(
+        SPACE, [est(1, 20000.0), est(2, 35000.0)], recovery_s=10.0, cpu_core_s_per_record=3e-5, memory_used_mb=100.0
+    )
     assert sur.capacity == {1: 20000.0, 2: 35000.0} and sur.base_latency_ms[1] == 400.0
     with pytest.raises(ValueError, match="parallelism 2"):
-        CapacitySurrogate.from_estimates(SPACE, [est(1, 20000.0), est(2, 35000.0, trusted=False)], recovery_s=10.0,
-                                         cpu_core_s_per_record=3e-5, memory_used_mb=100.0)
+        CapacitySurrogate.from_estimates(
+            SPACE,
+            [est(1, 20000.0), est(2, 35000.0, trusted=False)],
+            recovery_s=10.0,
+            cpu_core_s_per_record=3e-5,
+            memory_used_mb=100.0,
+        )
 
 
 # -- the gate ------------------------------------------------------------------------------------------
@@ -101,8 +119,9 @@ def test_gate_turns_a_move_to_an_unprofiled_size_into_profiling_it():
 
 def test_flinktune_policy_scales_up_on_the_profiled_capacity_not_the_busy_time_one():
     # The window vertex is 2/3 busy at 20k rec/s: busy time says p=1 carries 30k; profiling said 21.9k.
-    sur = CapacitySurrogate.from_estimates(SPACE, [est(1, 21900.0), est(2, 38500.0)], recovery_s=10.0,
-                                           cpu_core_s_per_record=3e-5, memory_used_mb=100.0)
+    sur = CapacitySurrogate.from_estimates(
+        SPACE, [est(1, 21900.0), est(2, 38500.0)], recovery_s=10.0, cpu_core_s_per_record=3e-5, memory_used_mb=100.0
+    )
     cap = ProfiledCapacity()
     cap.record(est(1, 21900.0))
     cap.record(est(2, 38500.0))
@@ -143,8 +162,16 @@ class _Recorded:
 
 
 def raw(ts_s: np.ndarray, metric: str, values) -> pd.DataFrame:
-    return pd.DataFrame({"job": "j", "metric": metric, "vertex": "", "subtask": -1, "ts_ms": (ts_s * 1000).astype("int64"),
-                         "value": np.broadcast_to(np.asarray(values, dtype=float), ts_s.shape)})
+    return pd.DataFrame(
+        {
+            "job": "j",
+            "metric": metric,
+            "vertex": "",
+            "subtask": -1,
+            "ts_ms": (ts_s * 1000).astype("int64"),
+            "value": np.broadcast_to(np.asarray(values, dtype=float), ts_s.shape),
+        }
+    )
 
 
 def test_samples_taken_while_profiling_are_hidden_with_a_margin():

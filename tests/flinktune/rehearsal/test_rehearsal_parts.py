@@ -252,7 +252,9 @@ def test_each_decision_is_listed_with_the_gate_that_held_it_and_its_data_age(tmp
     )
     store.record_decision("j", 950.0, stale, Decision.keep("guard", f"hold: {held}"), None)
     store.record_decision("j", 960.0, fresh, up, None, dry_run=True)
-    store.record_decision("j", 970.0, fresh, Decision.keep("ds2", "sizes match the running parallelism", planned_rate=1000.0), None)
+    store.record_decision(
+        "j", 970.0, fresh, Decision.keep("ds2", "sizes match the running parallelism", planned_rate=1000.0), None
+    )
     report = job_report("j", store.decisions("j"), frame.iloc[0:0], latency_target_ms=1000.0, end_ts=1000.0)
     gates = [(d["ts"], d["gate"]) for d in report["per_decision"]]
     assert gates == [(310.0, "changed"), (410.0, "stabilization window"), (900.0, "stale metrics"), (950.0, "another controller"),

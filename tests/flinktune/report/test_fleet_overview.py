@@ -44,4 +44,7 @@ def test_rows_repeat_each_report_and_link_to_it(tmp_path):
         assert (page.parent / row["link"]).resolve() == (report.parent / "report.html").resolve()
     text = page.read_text()
     assert "&lt;on the same load&gt;" in text and 'href="../a-1-ysb-20260101T000000/report.html"' in text
-    assert "| a-1-ysb | ysb | 1 x | flinktune met all 3 goals <on the same load> | 6.0 vs 12.0 (0.50 x) |" in (page.parent / "overview.md").read_text()
+    assert (
+        "| a-1-ysb | ysb | 1 x | flinktune met all 3 goals <on the same load> | 6.0 vs 12.0 (0.50 x) |"
+        in (page.parent / "overview.md").read_text()
+    )

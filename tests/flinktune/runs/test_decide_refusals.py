@@ -34,4 +34,3 @@ def test_the_entry_point_says_it_in_one_line(settings, monkeypatch, tmp_path) ->
     assert code == 2
     lines = err.getvalue().strip().splitlines()
     assert len(lines) == 1 and "policy reactive" in lines[0] and "FLINKTUNE_CLUSTER=local-flink" in lines[0]
-

@@ -74,6 +74,7 @@ def test_it_is_a_champion_candidate_of_the_benchmark_the_job_and_the_rule_rescor
 
 def test_the_rules_script_rebuilds_the_ensemble_from_saved_member_forecasts():
     from benchmarks.forecasting_rules import rescore, with_ensemble
+
     from models.forecasting.backtest import BacktestResult, BacktestWindow, SelectedBacktest, summarize
 
     values = np.r_[np.full(20, 100.0), np.full(30, 110.0)]
@@ -144,7 +145,8 @@ def test_the_backtest_built_from_the_members_equals_the_ensembles_own():
     binned = raw.resample("60s").mean()  # the truth in the forecast's bins; the models read the 10 s input
     own = backtest_select_then_report(DartsPeakEnsemble(**kw), binned, inputs=raw, **spans)
     members = [
-        backtest_select_then_report(DartsPeakForecaster(estimator=e, **kw), binned, inputs=raw, **spans) for e in ("linear", "hgb")
+        backtest_select_then_report(DartsPeakForecaster(estimator=e, **kw), binned, inputs=raw, **spans)
+        for e in ("linear", "hgb")
     ]
     built = ensemble_backtest(members)
     assert built.metrics.keys() == own.metrics.keys()

@@ -108,8 +108,14 @@ def _register_champion_on(settings, tmp_path, knobs, columns):
     model = GPSurrogate().fit(X[:, columns], obs["input_rate"].to_numpy(), obs[list(OUTCOMES)].to_numpy())
     bounds = [space.bounds()[KNOBS.index(k)] if k in KNOBS else (0.0, 1.0) for k in knobs]
     wrapper = SurrogatePyfunc(knobs, bounds)
-    version = registry.log_and_register(NAME, wrapper, params={"job": "demo"}, metrics={}, experiment=NAME,
-                                        artifacts={"model": str(model.save(tmp_path / "old.pt"))})
+    version = registry.log_and_register(
+        NAME,
+        wrapper,
+        params={"job": "demo"},
+        metrics={},
+        experiment=NAME,
+        artifacts={"model": str(model.save(tmp_path / "old.pt"))},
+    )
     mlflow.MlflowClient().set_registered_model_alias(NAME, registry.CHAMPION, version)
 
 
@@ -134,7 +140,15 @@ def test_a_champion_that_cannot_score_the_held_out_observations_is_replaced(sett
 def test_too_few_observations_to_hold_out_leave_no_score_and_say_why():
     n = MIN_HOLDOUT + MIN_TRAIN - 1
     obs = _observations(n, seed=7, rates=(10_000, 60_000), start_ms=0)
-    held = hold_out(obs, _knobs(obs), obs["input_rate"].to_numpy(), obs[list(OUTCOMES)].to_numpy(), job="demo",
-                    knobs=list(KNOBS), bounds=ConfigSpace().bounds(), fit=lambda *a: pytest.fail("nothing to fit"))
+    held = hold_out(
+        obs,
+        _knobs(obs),
+        obs["input_rate"].to_numpy(),
+        obs[list(OUTCOMES)].to_numpy(),
+        job="demo",
+        knobs=list(KNOBS),
+        bounds=ConfigSpace().bounds(),
+        fit=lambda *a: pytest.fail("nothing to fit"),
+    )
     assert held.scores == {} and held.metrics() == {"holdout_rows": 0.0}
     assert held.problem == f"{n} observations are too few to hold out {MIN_HOLDOUT} and fit on {MIN_TRAIN} or more"
