@@ -131,16 +131,20 @@ def replay_runs(
         if hit is not None:
             done[key] = hit
     todo = sorted((k for k in jobs if k not in done), key=lambda k: {"demeter": 0, "flinktune": 1}.get(jobs[k].policy, 2))
+
+    def keep(key: tuple[int, str], run: ReplayedRun) -> None:  # as each ends: an interrupted report keeps what it replayed
+        if cache is not None:
+            cache.put(key[0], jobs[key], run)
+        done[key] = run
+
     if len(todo) <= 1 or workers <= 1:
-        fresh = {k: _replay(jobs[k], trace, profile, space) for k in todo}
+        for key in todo:
+            keep(key, _replay(jobs[key], trace, profile, space))
     else:
         # Spawned, not forked: the caller may hold threads (Spark's gateway, Airflow's API in the local
         # runner's child), and a forked child can hang on a lock one of them held.
         with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {pool.submit(_replay, jobs[k], trace, profile, space): k for k in todo}
-            fresh = {futures[f]: f.result() for f in as_completed(futures)}
-    for key, run in fresh.items():
-        if cache is not None:
-            cache.put(key[0], jobs[key], run)
-        done[key] = run
+            for fut in as_completed(futures):
+                keep(futures[fut], fut.result())
     return {k: done[k] for k in jobs}
