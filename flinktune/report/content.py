@@ -9,13 +9,16 @@ lay it out, so the two never disagree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
+from flinktune.report.counterfactual import POLICY_LABELS
 from flinktune.report.latency import P95_DEFINITION
 from flinktune.report.period import ReportInputs, summarise, tuned_start
 from flinktune.report.quality import data_quality_content
+from flinktune.report.spread import Spread, span
 from flinktune.report.verdict import Goals, Verdict, judge, judge_alone
 from flinktune.report.wording import headline_and_detail, plain_config
 
@@ -71,16 +74,75 @@ def _same_load_table(inputs: ReportInputs) -> dict[str, Any] | None:
     return {"heads": heads, "rows": body, "note": cmp.note, "hours": cmp.hours}
 
 
+def _ranged(mean: float, lo: float, hi: float, number: str, *, before: str = "", after: str = "") -> str:
+    """``before`` mean ``after`` (min-max), e.g. ``USD 3.41 (3.30-3.55)``; ``number`` a format spec."""
+    return f"{before}{mean:{number}}{after} ({span(f'{lo:{number}}', f'{hi:{number}}')})"
+
+
+def _ms_ranged(mean: float, lo: float, hi: float) -> str:
+    if mean >= 10_000:  # in seconds, as _ms states it, the range in the same unit
+        return _ranged(mean / 1000, lo / 1000, hi / 1000, ",.1f", after=" s")
+    return _ranged(mean, lo, hi, ",.0f", after=" ms")
+
+
+def _spread_table(inputs: ReportInputs) -> dict[str, Any] | None:
+    cmp = inputs.comparison
+    spread = cmp.spread if cmp is not None else None
+    if cmp is None or spread is None:
+        return None
+    cur = cmp.prices.currency
+    rows: list[tuple[str, str, Callable[[float, float, float], str]]] = [
+        ("priced cost (profiling included)", "priced_cost", lambda m, lo, hi: _ranged(m, lo, hi, ",.2f", before=f"{cur} ")),
+        ("CPU core-hours", "cpu_core_hours", lambda m, lo, hi: _ranged(m, lo, hi, ",.1f")),
+        ("p95 latency", "latency_p95_ms", _ms_ranged),
+        (
+            f"minutes over the {_ms(cmp.latency_target_ms)} target",
+            "minutes_over_target",
+            lambda m, lo, hi: _ranged(m, lo, hi, ",.0f"),
+        ),
+    ]
+    names = [k for k in cmp.outcomes if k in spread.measures]
+    heads = [cmp.outcomes[k].label for k in names]
+    body = [{"measure": label, "cells": [fmt(*spread.range(k, key)) for k in names]} for label, key, fmt in rows]
+    first, rest = spread.seeds[0], [str(s) for s in spread.seeds[1:]]
+    note = (
+        f"Mean (min-max) over {len(spread.seeds)} seeds of the same {cmp.hours:.1f} h: seed {first} is the run's own (the "
+        f"table above); on seed{'s' if len(rest) > 1 else ''} {', '.join(rest)} the twin's noise and random failures and "
+        "each policy's model seeds are drawn anew, from the same state and input."
+    )
+    if spread.replayed:
+        note += (
+            f" {POLICY_LABELS.get(spread.replayed, spread.replayed)} on {'those seeds' if len(rest) > 1 else 'that seed'} is "
+            "its policy replayed like the others (its models trained inside the replay): the run itself happened once."
+        )
+    elif cmp.actual not in spread.measures:
+        note += f" {cmp.run.label} cannot be replayed, so it has no spread and no money per month."
+    return {"heads": heads, "rows": body, "note": note, "seeds": len(spread.seeds)}
+
+
+def _per_month(spread: Spread | None, run: str, against: str, currency: str) -> str:
+    """``saves USD a (b-c) per month over N seeds``, or "" without a spread for both."""
+    if spread is None or run not in spread.measures or against not in spread.measures:
+        return ""
+    mean, lo, hi = spread.per_month(run, against)
+    n = len(spread.seeds)
+    if mean >= 0:
+        return f"saves {_ranged(mean, lo, hi, ',.2f', before=f'{currency} ')} per month over {n} seeds"
+    return f"costs {_ranged(-mean, -hi, -lo, ',.2f', before=f'{currency} ')} more per month over {n} seeds"
+
+
 def _money(inputs: ReportInputs) -> dict[str, Any] | None:
     cmp = inputs.comparison
     if cmp is None:
         return None
     run = cmp.run.measures
     lines = []
-    for o in cmp.outcomes.values():
+    for name, o in cmp.outcomes.items():
         if o.actual:
             continue
-        lines.append({"against": o.label, "text": _saved(run["priced_cost"], o.measures["priced_cost"], cmp)})
+        month = _per_month(cmp.spread, cmp.actual, name, cmp.prices.currency)
+        text = _saved(run["priced_cost"], o.measures["priced_cost"], cmp)
+        lines.append({"against": o.label, "text": text, "per_month": month})
     prof = cmp.prices.cost(run["profiling_cpu_core_hours"], run["profiling_memory_gib_hours"])
     static = cmp.outcomes.get("static")
     running = None
@@ -97,7 +159,7 @@ def _money(inputs: ReportInputs) -> dict[str, Any] | None:
 
 
 def _saved(cost: float, other: float, cmp: Any) -> str:
-    # One run over a few hours: no per-month figure, which would need a spread over seeds to mean anything.
+    # One run over a few hours: money per month only over seeds, with their spread (_per_month).
     saved, money = other - cost, cmp.prices.money
     if abs(saved) < 0.005:
         return f"the same cost over these {cmp.hours:.1f} h: nothing saved"
@@ -170,9 +232,11 @@ def report_content(inputs: ReportInputs, goals: Goals | None = None) -> dict[str
         "p95_definition": P95_DEFINITION,
         "static": plain_config(mx.parallelism, mx.task_slots, mx.taskmanagers, mx.cpu, mx.memory_mb, mx.checkpoint_interval_s),
         "prices": inputs.prices.describe(),
+        "tracking": inputs.tracking_note,
         "verdict": verdict.to_dict()
         | {"checks": [{"goal": c.goal, "word": c.word, "met": c.met, "sentence": c.sentence} for c in verdict.checks]},
         "same_load": _same_load_table(inputs),
+        "spread": _spread_table(inputs),
         "no_comparison": (
             inputs.comparison_note
             or "No counterfactual on the same load was given to this report, so the verdict "

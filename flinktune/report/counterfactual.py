@@ -15,7 +15,9 @@ has no counterfactual and says so.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,8 +27,9 @@ from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.pricing import PriceList
 from flinktune.replay.harness import ReplaySettings, per_minute
 from flinktune.replay.metrics import summarize
-from flinktune.replay.runner import run_replay
 from flinktune.report.latency import minutes_p95
+from flinktune.report.replays import ReplayJob, RunCache, replay_runs
+from flinktune.report.spread import Spread
 from flinktune.twin.profile import ClusterProfile
 from flinktune.twin.profiling import PROFILE_RUN_S, STABLE_S
 from flinktune.twin.simulator import TwinJob
@@ -205,6 +208,8 @@ class Comparison:
     recovery_limit_s: float
     failures: list[pd.Timestamp]
     note: str = ""
+    #: Every policy's measures over several seeds of the same load (None: one seed only).
+    spread: Spread | None = None
 
     @property
     def run(self) -> Outcome:
@@ -237,28 +242,37 @@ def compare_on_same_load(
     policies: tuple[str, ...] = COUNTERFACTUAL_POLICIES,
     workload: str = "ysb",
     workers: int = 2,
+    seeds: int = 1,
+    cache_dir: Path | None = None,
 ) -> Comparison:
     """Replay ``policies`` over ``same`` and measure them and the run alike.
 
     ``workload`` names the generator Demeter's replayed forecaster trains on (a preceding day of it);
     ``workers`` > 1 replays in that many processes (the replays are seeded: the same figures either way,
-    in about half the time on two cores), 1 one after the other in this process."""
-    seed, failures = int(same.start_state["seed"]), str(same.start_state["failures"])
-    settings = ReplaySettings(
-        workload=workload, latency_target_ms=latency_target_ms, recovery_limit_s=recovery_limit_s, failures=failures, seed=seed
-    )
+    in about half the time on two cores), 1 one after the other in this process. ``seeds`` > 1 replays
+    the same load on that many seeds (the run's own first; on the others the run's policy is replayed
+    too) into :attr:`Comparison.spread`. ``cache_dir``: keep each replay's figures there and read
+    back those already replayed from the same state, period, settings and code."""
+    base, failures = int(same.start_state["seed"]), str(same.start_state["failures"])
     others = [p for p in dict.fromkeys(policies) if p != same.policy]
-    runs = run_replay(
-        same.trace,
-        workload,
-        others,
-        settings,
-        workers=min(workers, len(others)),
-        progress=None,
-        space=space,
-        profile=same.profile,
-        start_state=same.start_state,
-    )
+    replay_run = seeds > 1 and same.policy in POLICY_LABELS  # every policy the replay harness runs
+    jobs: dict[tuple[int, str], ReplayJob] = {}
+    for seed in range(base, base + max(1, seeds)):
+        settings = ReplaySettings(
+            workload=workload,
+            latency_target_ms=latency_target_ms,
+            recovery_limit_s=recovery_limit_s,
+            failures=failures,
+            seed=seed,
+        )
+        state = same.start_state if seed == base else {**same.start_state, "seed": seed}
+        for name in [*others, *([same.policy] if replay_run and seed != base else [])]:
+            jobs[(seed, name)] = ReplayJob(name, settings, state)
+    cache = None
+    if cache_dir is not None:
+        key = {"start_state": same.start_state, "trace": _digest(same.trace), "profile": same.profile.model_dump(mode="json")}
+        cache = RunCache(cache_dir, key)
+    runs = replay_runs(same.trace, jobs, profile=same.profile, space=space, workers=workers, cache=cache)
     hours = same.hours
     minutes = per_minute(same.history)  # the same minutes the replay harness keeps for the others
     summary = summarize(same.history, same.reconfigurations, same.spend, recovery_limit_s)
@@ -274,13 +288,26 @@ def compare_on_same_load(
             actual=True,
         )
     }
-    for name, run in runs.items():
+    for name in others:
+        run = runs[(base, name)]
         outcomes[name] = Outcome(
             name,
             POLICY_LABELS.get(name, name),
             _measures(run.summary, run.minutes, hours, latency_target_ms, prices),
             run.minutes,
-            [pd.Timestamp(d["ts"], unit="s", tz="UTC") for d in run.decisions if d["changed"]],
+            [pd.Timestamp(ts, unit="s", tz="UTC") for ts in run.changes],
+        )
+    spread = None
+    if seeds > 1:
+        per_seed: dict[str, list[dict[str, float]]] = {name: [o.measures] for name, o in outcomes.items()}
+        for (seed, name), run in runs.items():
+            if seed != base:
+                per_seed[name].append(_measures(run.summary, run.minutes, hours, latency_target_ms, prices))
+        spread = Spread(
+            tuple(range(base, base + seeds)),
+            {k: tuple(v) for k, v in per_seed.items() if len(v) == seeds},
+            hours,
+            same.policy if replay_run else "",
         )
     note = (
         f"Every policy replays the same {hours:.1f} h of input on the twin, from the state the job was in when tuning "
@@ -297,4 +324,10 @@ def compare_on_same_load(
         recovery_limit_s,
         [same.history["ts"].iloc[i] for i in failed],
         note,
+        spread,
     )
+
+
+def _digest(trace: pd.Series) -> str:
+    values = np.ascontiguousarray(trace.to_numpy(dtype=float)).tobytes()
+    return hashlib.sha256(values + str(trace.index[0]).encode()).hexdigest()

@@ -29,7 +29,8 @@ class ReportInputs:
     store's tables; ``comparison``: the run beside the counterfactuals on the same load (None on a
     real cluster, with ``comparison_note`` saying why); ``prices``: the price list (default: from
     the environment); ``forecast_horizon_s``: how far each planned rate looked ahead;
-    ``data_quality``: the job's validated batches (None: the report has no data-quality section)."""
+    ``data_quality``: the job's validated batches (None: the report has no data-quality section);
+    ``tracking_note``: why the report is not logged to MLflow (empty: it is, or nobody asked)."""
 
     job: str
     features: pd.DataFrame
@@ -44,6 +45,7 @@ class ReportInputs:
     policy: str = "flinktune"
     forecast_horizon_s: int = 600
     data_quality: DataQuality | None = None
+    tracking_note: str = ""
 
 
 def summarise(inputs: ReportInputs, features: pd.DataFrame | None = None) -> dict[str, float]:

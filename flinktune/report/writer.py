@@ -40,6 +40,16 @@ def _summary(inputs: ReportInputs, content: dict) -> dict:
     if inputs.comparison is not None:
         out["same_load"] = {k: o.measures for k, o in inputs.comparison.outcomes.items()}
         out["same_load_policy"] = inputs.comparison.actual
+        spread, run = inputs.comparison.spread, inputs.comparison.actual
+        if spread is not None:  # every seed's figures, and money per month (mean, min, max) against each policy
+            months = {k: list(spread.per_month(run, k)) for k in spread.measures if k != run} if run in spread.measures else {}
+            out["spread"] = {
+                "seeds": list(spread.seeds),
+                "replayed": spread.replayed,
+                "hours": spread.hours,
+                "measures": {k: list(v) for k, v in spread.measures.items()},
+                "per_month": months,
+            }
     return out
 
 

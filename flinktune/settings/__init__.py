@@ -128,6 +128,7 @@ def worker_var_dir(environ: Mapping[str, str] | None = None) -> Path | None:
 
 def _groups() -> list[type[BaseSettings]]:
     from flinktune.pricing import PriceList
+    from flinktune.report.spread import ReportSettings
     from flinktune.report.verdict import Goals
 
     return [
@@ -145,6 +146,7 @@ def _groups() -> list[type[BaseSettings]]:
         SigningSettings,
         PriceList,
         Goals,
+        ReportSettings,
     ]
 
 

@@ -7,13 +7,16 @@ a log record or a decision's reason), the files and environment it gets, and its
 - ``refused``: exit code 2 and exactly one line on stderr, ``error: ...``, holding ``says``;
 - ``held``: the fleet keeps the job out of management, or the guard holds a planned scale-down over
   a faulty metrics window (``gate``, every setting at its default), with a reason holding ``says``;
-- ``accepted``: exit code 0 (``says``, when given, appears in the output: a dropped row named).
+- ``accepted``: exit code 0 (``says``, when given, appears in the output: a dropped row named); ``wrote``
+  maps a glob under ``{tmp}`` to text the file it matches must hold (a report written, saying why).
 
 For every case: no traceback, no "unexpected ... (a bug)", no hang (an alarm stops a case after
 60 s; a refusal takes under 15 s), no credential (``S3CRETpw``) in any output, and no code from a
 crafted model file run (the file its pickle would create is absent). ``{tmp}`` is the case's
-folder, ``{in}`` its input files, ``{var}`` a state folder (``state/`` present, nothing else); ``server: html`` starts a local server
-answering a login page, at ``{port}``.
+folder, ``{in}`` its input files, ``{var}`` a state folder (``state/`` present, nothing else; ``state: report`` adds
+a job ``demo``'s curated features and decisions, :func:`tests.report_state.state_folder`); ``server: html`` starts a
+local server answering a login page, at ``{port}``, ``server: silent`` one that accepts connections and never
+answers, ``server: refused`` names a port nothing listens on.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import io
 import logging
 import pickle
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,9 +70,21 @@ def _fill(value: str, tmp: Path, port: int = 0) -> str:
 
 @contextlib.contextmanager
 def _server(kind: str | None) -> Iterator[int]:
-    """``html``: a 127.0.0.1 server answering every GET with a login page (a proxy in front of an API)."""
+    """``html``: a 127.0.0.1 server answering every GET with a login page (a proxy in front of an API);
+    ``silent``: a port whose connections are accepted (by the kernel) and never answered; ``refused``: a
+    port nothing listens on."""
     if kind is None:
         yield 0
+        return
+    if kind in ("silent", "refused"):
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            if kind == "silent":
+                listener.listen(8)
+                yield listener.getsockname()[1]
+                return
+            port = listener.getsockname()[1]
+        yield port  # closed: refused
         return
     import http.server
     import threading
@@ -245,6 +261,10 @@ def _alarm(signum: int, frame: object) -> None:
 def test_case(case: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "in").mkdir()
     (tmp_path / "var" / "state").mkdir(parents=True)
+    if case.get("state") == "report":
+        from tests.report_state import state_folder
+
+        state_folder(tmp_path / "var", "demo")
     monkeypatch.chdir(tmp_path)  # a default var/ or model file lands in the case's folder
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(60)
@@ -261,7 +281,7 @@ def test_case(case: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "Traceback" not in text and "(a bug;" not in text, text
     assert SECRET not in text, f"a credential was shown: {text}"
     assert not (tmp_path / "pwned").exists(), "a crafted model file ran code"
-    says = case.get("says", "")
+    says = _fill(case.get("says", ""), tmp_path, port)
     if case["expect"] == "refused":
         lines = [line for line in got.stderr.splitlines() if line.strip()]
         assert got.code == 2, f"exit {got.code}; {text}"
@@ -274,6 +294,10 @@ def test_case(case: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert case["expect"] == "accepted"
         assert got.code == 0, text
         assert says in text, f"{says!r} not in {text!r}"
+    for pattern, holds in (case.get("wrote") or {}).items():
+        found = sorted(tmp_path.glob(pattern))
+        assert found, f"nothing written at {pattern}"
+        assert _fill(holds, tmp_path, port) in found[-1].read_text(), f"{holds!r} not in {found[-1]}"
 
 
 def test_the_corpus_is_large_and_covers_every_entry_point() -> None:

@@ -68,6 +68,7 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     assert set(summary["same_load"]) == {"flinktune", "static", "autoscaler", "demeter"}
     assert summary["same_load"]["static"]["failures"] == summary["same_load"]["flinktune"]["failures"]
     assert "## The same load under each policy" in text and "## Verdict: " in text.splitlines()[2]
+    assert len(summary["spread"]["seeds"]) == 3 and "per month over 3 seeds" in text  # FLINKTUNE_REPORT_SEEDS
     assert (report.parent / "report.html").stat().st_size > 1_000_000  # plotly.js inline: opens offline
     last = proc.stdout.strip().splitlines()[-1]
     assert last == f"verdict: {summary['verdict']['headline']}" and ("met all" in last or "MISSED" in last), last

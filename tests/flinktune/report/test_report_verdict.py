@@ -122,9 +122,8 @@ def missed_inputs(tmp_path_factory) -> ReportInputs:
             "j", float(start + 600 * k), st, Decision.keep("flinktune", "p24 fits 30,000 rec/s; keep / bottleneck: none"), None
         )
     same = same_load_from_twin(twin, trace, start)
-    cmp = compare_on_same_load(
-        same, SPACE, latency_target_ms=1000, recovery_limit_s=180, prices=PRICES, policies=("static", "autoscaler")
-    )
+    cmp = compare_on_same_load(same, SPACE, latency_target_ms=1000, recovery_limit_s=180, prices=PRICES, policies=("static", "autoscaler"),
+                               seeds=2)  # fmt: skip
     return ReportInputs("j", _features(twin.history()), store.decisions("j"), store.forecasts("j"), 1000.0, SPACE, comparison=cmp)
 
 
@@ -195,6 +194,62 @@ def test_every_figure_stated_twice_in_one_report_agrees(missed_report: Path):
     # the HTML says the same as the Markdown
     html = (missed_report.parent / "report.html").read_text()
     assert f"p95 latency was {p95} against" in html and f"<td>{p95}</td>" in html and f"{over} of {minutes} minutes" in html
+
+
+def _seeds_table(text: str) -> str:
+    return text.split("### Over 2 seeds")[1].split("### Money")[0]
+
+
+def test_the_figures_over_seeds_and_the_money_per_month_agree_with_every_seeds_figures(missed_report: Path):
+    """The spread table's mean (min-max) and the money per month follow from each seed's figures in summary.json,
+    and the run's own seed is the one the same-load table and the verdict state."""
+    text = missed_report.read_text()
+    summary = json.loads((missed_report.parent / "summary.json").read_text())
+    spread = summary["spread"]
+    assert spread["seeds"] == [5, 6] and spread["replayed"] == "flinktune"
+    assert set(spread["measures"]) == {"flinktune", "static", "autoscaler"}
+    for name, seeds in spread["measures"].items():
+        for key in ("cpu_core_hours", "priced_cost", "latency_p95_ms", "minutes_over_target"):
+            assert seeds[0][key] == summary["same_load"][name][key], (name, key)  # the first seed is the table's
+    table = _seeds_table(text)
+    cols = _row(table, "measure")
+    for name, label in (
+        ("flinktune", "flinktune (this run)"),
+        ("static", "static (24 TaskManagers x 1 CPU)"),
+        ("autoscaler", "operator autoscaler"),
+    ):
+        got = {
+            k: [s[k] for s in spread["measures"][name]]
+            for k in ("priced_cost", "cpu_core_hours", "latency_p95_ms", "minutes_over_target")
+        }
+        col = cols.index(label)
+        cost, cpu, p95, over = (got[k] for k in ("priced_cost", "cpu_core_hours", "latency_p95_ms", "minutes_over_target"))
+        assert (
+            _row(table, "priced cost (profiling included)")[col]
+            == f"USD {sum(cost) / 2:,.2f} ({min(cost):,.2f}-{max(cost):,.2f})"
+        )
+        assert _row(table, "CPU core-hours")[col] == f"{sum(cpu) / 2:,.1f} ({min(cpu):,.1f}-{max(cpu):,.1f})"
+        if sum(p95) / 2 >= 10_000:  # stated in seconds, as the same-load table does, the range alike
+            assert _row(table, "p95 latency")[col] == f"{sum(p95) / 2000:,.1f} s ({min(p95) / 1000:,.1f}-{max(p95) / 1000:,.1f})"
+        else:
+            assert _row(table, "p95 latency")[col] == f"{sum(p95) / 2:,.0f} ms ({min(p95):,.0f}-{max(p95):,.0f})"
+        assert _row(table, "minutes over the 1,000 ms target")[col] == f"{sum(over) / 2:,.0f} ({min(over):,.0f}-{max(over):,.0f})"
+    # money per month: each seed's saving against static over the same 0.5 h, times 730 / 0.5
+    saved = [
+        (s["priced_cost"] - r["priced_cost"]) * 730 / 0.5
+        for r, s in zip(spread["measures"]["flinktune"], spread["measures"]["static"])
+    ]
+    mean = sum(saved) / 2
+    assert spread["per_month"]["static"] == pytest.approx([mean, min(saved), max(saved)])
+    verb, sign = ("saves", 1) if mean >= 0 else ("costs", -1)
+    lo, hi = sorted((sign * min(saved), sign * max(saved)))
+    sep = " to " if f"{lo:,.2f}".startswith("-") or f"{hi:,.2f}".startswith("-") else "-"
+    month = f"{verb} USD {sign * mean:,.2f} ({lo:,.2f}{sep}{hi:,.2f}){' more' if sign < 0 else ''} per month over 2 seeds"
+    line = next(ln for ln in text.splitlines() if ln.startswith("- Against static"))
+    assert line.endswith(f"; {month}."), line
+    assert text.count("per month") == 2  # against static and against the autoscaler, nowhere else
+    html = (missed_report.parent / "report.html").read_text()
+    assert month in html and 'id="spread"' in html
 
 
 def test_a_report_without_counterfactual_states_the_tuned_figures_alike_in_verdict_and_context(tmp_path: Path, missed_inputs):
