@@ -37,9 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.fixed_hindsight import HINDSIGHT, cheapest_fixed, minutes_over_target  # noqa: E402
 from benchmarks.replay_bound import bound_for_rates, bound_with_changes  # noqa: E402
 from benchmarks.replay_seeds import parse_seeds  # noqa: E402
-from benchmarks.robustness_page import P95_LIMIT, scenario_table, summary, write  # noqa: E402
+from benchmarks.robustness_page import MINUTES_ALLOWANCE, P95_LIMIT, scenario_table, summary, write  # noqa: E402
 from benchmarks.scenario_matrix import (  # noqa: E402
     Scenario,
     load_matrix,
@@ -110,23 +111,28 @@ def _digest(*parts: Any) -> str:
 _PER_SECOND = ("per_second", "single_shape", "clipped_share", "clip_rate")
 
 
-def minutes_over_target(hist: pd.DataFrame, target_ms: float) -> int:
-    """Minutes of a twin history (one row per second) whose p95 exceeds ``target_ms``: a minute's p95
-    is the 95th percentile of its per-second p95 samples (3 of its 60 seconds may be above it)."""
-    lat = hist["latency_p95_ms"].to_numpy(dtype=float)
-    if lat.size == 0:
-        return 0
-    per_minute = pd.Series(lat).groupby(np.arange(lat.size) // 60).quantile(0.95)
-    return int((per_minute > target_ms).sum())
-
-
 def _replay_one(
     name: str, trace: pd.Series, profile: ClusterProfile, settings: ReplaySettings, options: dict[str, float] | None
 ) -> dict[str, Any]:
     """One policy's replay (what :func:`flinktune.replay.harness.replay_policy` does, keeping the twin's
-    per-second history for the minutes over target); runs in a pool process."""
+    per-second history for the minutes over target), or the fixed configuration found in hindsight
+    (:data:`HINDSIGHT`); runs in a pool process."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     t0, c0 = time.perf_counter(), time.process_time()
+    if name == HINDSIGHT:
+        found = cheapest_fixed(
+            trace,
+            profile,
+            default_space(),
+            load_prices(),
+            seed=settings.seed,
+            failures=settings.failures,
+            target_ms=settings.latency_target_ms,
+            limit_s=settings.recovery_limit_s,
+            p95_limit=P95_LIMIT,
+            allowance=MINUTES_ALLOWANCE,
+        )
+        return {**found, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
     rig = prepare_replay(name, trace, profile, default_space(), settings, policy_options=options)
     run = run_rig(rig, trace, started=t0)
     return {
@@ -224,7 +230,9 @@ def run(
         chosen = [sc for sc in all_scenarios if sc.name in names]
     seeds = parse_seeds(seeds_text)
     parse_failures(failures)
-    pols = resolve_policies(policies)
+    # The fixed configuration found in hindsight is a reference row, not a policy of the decision loop.
+    names = [p.strip() for p in policies.split(",")]
+    pols = resolve_policies(",".join(p for p in names if p != HINDSIGHT)) + ([HINDSIGHT] if HINDSIGHT in names else [])
     if workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}")
     data = Path(data)

@@ -30,7 +30,8 @@ def test_a_first_shape_waits_while_its_predicted_catch_up_exceeds_what_the_budge
     slow = make_policy("flinktune", SPACE, memory_headroom=0.7, **SLOW)
     held = slow.decide(state(SPACE.maximum, rate=30000, ts=0), ctx(30000))
     assert held.action is Action.KEEP
-    assert "redeploy: " in held.reason and "more than the 7.2 min an optional change may spend" in held.reason
+    # A job just met has earned 4 h of the day's 14.4 min (2.4), half of which one optional change may spend.
+    assert "redeploy: " in held.reason and "more than the 1.2 min an optional change may spend" in held.reason
     assert slow.shape is None  # nothing chosen: the next decision chooses afresh
     cheap = make_policy("flinktune", SPACE, memory_headroom=0.7, **CHEAP)
     made = cheap.decide(state(SPACE.maximum, rate=30000, ts=0), ctx(30000))
@@ -38,18 +39,18 @@ def test_a_first_shape_waits_while_its_predicted_catch_up_exceeds_what_the_budge
 
 
 def test_every_reason_states_the_error_budget_and_minutes_over_target_spend_it():
-    pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300)
+    pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, slo_head_start_s=86400)
     cfg = Configuration(16, 2, 2.0, 2048, 10)
     pol.shape = shape_of(cfg)
     first = pol.decide(_running(cfg, 80000.0, 40000.0, 300), ctx(40000.0))
-    assert "error budget 14.4 of 14.4 min over target left in 24 h" in first.reason
+    assert "error budget 14.4 of 14.4 min over target left (14.4 min per 24 h" in first.reason
     later = pol.decide(_over(_running(cfg, 80000.0, 40000.0, 900), 4), ctx(40000.0))
     assert "error budget 10.4 of 14.4 min" in later.reason and later.inputs["budget_left_min"] == 10.4
 
 
 def test_a_spent_budget_holds_an_optional_scale_down_that_a_full_one_makes():
     def policy():
-        pol = make_policy("flinktune", SPACE, min_dwell_s=0, down_horizon_s=300, slo_budget_minutes=14.4,
+        pol = make_policy("flinktune", SPACE, min_dwell_s=0, down_horizon_s=300, slo_budget_minutes=14.4, slo_head_start_s=86400,
                           change_priors={"rescale": (30.0, 60.0), "redeploy": (60.0, 60.0)}, failure_prior=(1.0, 0.0))  # fmt: skip
         cfg = Configuration(16, 2, 2.0, 2048, 10)
         pol.shape = shape_of(cfg)
@@ -67,7 +68,9 @@ def test_a_spent_budget_holds_an_optional_scale_down_that_a_full_one_makes():
 
 def test_no_scale_down_within_the_hold_time_of_a_scale_up():
     def policy(hold_s: float):
-        pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, reversal_hold_s=hold_s, change_budget=10)
+        pol = make_policy(
+            "flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, reversal_hold_s=hold_s, change_budget=10
+        )
         cfg = Configuration(12, 2, 2.0, 2048, 10)
         pol.shape = shape_of(cfg)
         pol.capacities.observe(pol.shape, 12, 60000.0)
@@ -88,7 +91,9 @@ def test_no_scale_down_within_the_hold_time_of_a_scale_up():
 
 def test_the_trust_region_limits_the_first_step_down_and_widens_when_earned():
     def down_to(trust: float) -> int:
-        pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, trust_start=trust, reshape_on_down=False)
+        pol = make_policy(
+            "flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, trust_start=trust, reshape_on_down=False
+        )
         cfg = Configuration(24, 2, 2.0, 2048, 10)
         pol.shape = shape_of(cfg)
         pol.capacities.observe(pol.shape, 24, 120000.0)
@@ -151,3 +156,28 @@ def test_a_budget_burning_in_steady_operation_scales_up_what_looked_enough():
     up = burning.decide(_over(_running(cfg, 80000.0, 55000.0, 600), 3), ctx(55000.0))
     assert up.action is Action.RECONFIGURE and up.target.parallelism > 16
     assert "3 min over target in this window with no failure or change to blame" in up.reason
+
+
+def test_a_scale_up_on_a_steady_climb_plans_for_where_it_leads_and_one_after_a_peak_for_that_peak():
+    def scale_up(horizon_s: float, rates: list[float], peak_hours_ago: float | None = None) -> Decision:
+        pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, ramp_horizon_s=horizon_s)
+        cfg = Configuration(8, 2, 2.0, 2048, 10)
+        pol.shape = shape_of(cfg)
+        pol.capacities.observe(pol.shape, 8, 40000.0)
+        if peak_hours_ago is not None:  # the job ran at 50,000 rec/s on a bigger size then
+            pol.trend.observe(-3600.0 * peak_hours_ago, 50000.0)
+        for i, rate in enumerate(rates[:-1]):  # p8 carries these below its scale-up trigger: it keeps
+            assert pol.decide(_running(cfg, 40000.0, rate, 300.0 * (i + 1)), ctx(rate)).action is Action.KEEP
+        up = pol.decide(_running(cfg, 40000.0, rates[-1], 300.0 * len(rates)), ctx(rates[-1] * 1.1))
+        assert up.action is Action.RECONFIGURE and up.target is not None
+        return up
+
+    ramp = [22000.0, 24000.0, 26000.0, 28000.0, 30000.0, 32000.0, 34000.0]  # +400 rec/s a minute
+    one, steps = scale_up(1800.0, ramp), scale_up(0.0, ramp)
+    assert one.target.parallelism > steps.target.parallelism and "climbed 400 rec/s per minute" in one.reason
+    # After a peak within the last day, the next climb is sized for that peak (up to ``growth`` x the plan).
+    jump = [12000.0, 12000.0, 34000.0]
+    peak, plain = scale_up(1800.0, jump, peak_hours_ago=20), scale_up(0.0, jump, peak_hours_ago=20)
+    assert peak.target.parallelism > plain.target.parallelism and "reached 50,000 rec/s within the last day" in peak.reason
+    forgotten = scale_up(1800.0, jump, peak_hours_ago=25)  # a peak more than a day ago is forgotten
+    assert forgotten.target == plain.target and "one change lasts" not in forgotten.reason
