@@ -1,7 +1,7 @@
 """The robustness benchmark: every policy over a matrix of scenarios it was not tuned on, against a latency SLO and the bound.
 
 ``python benchmarks/robustness.py --matrix benchmarks/robustness_matrix.csv --seeds 1-2
---policies static,flinktune,reactive,autoscaler,demeter,ds2 --workers 2 --out docs/results/robustness.md
+--policies static,flinktune,reactive,autoscaler,demeter,ds2,hindsight-fixed --workers 2 --out docs/results/robustness.md
 [--scenarios NAME,...] [--data DIR] [--profile-ads PATH] [--resume]``
 
 Use it to see whether a policy change holds beyond the ADS job and the two generators: each line of
@@ -72,7 +72,9 @@ second, and with at most the policy's own number of changes). The twin's seed an
 are the same for every policy of a seed. The SLO of a scenario: p95 <= 1.5x static's, minutes over
 the target <= static's + 1 % of the replayed minutes, no recovery over the limit; judged on the
 mean over seeds and on each seed. Cheapest: the lowest priced cost of the policies meeting the SLO
-(the oracle is a reference, not a competitor).
+(the oracle and hindsight-fixed are references, not competitors). hindsight-fixed: the cheapest
+configuration held all the time that meets the SLO, found by replaying the trace with hindsight
+(benchmarks/fixed_hindsight.py); a policy that changes the job must cost less to have earned its changes.
 
 --resume keeps the JSON's results: a policy's row is reused when the scenario's settings, the
 seed's trace and profile, and the flinktune code (a digest of the package's source) are the same;
@@ -203,7 +205,7 @@ def run(
     matrix: str | Path,
     *,
     seeds_text: str = "1-2",
-    policies: str = "static,flinktune,reactive,autoscaler,demeter,ds2",
+    policies: str = f"static,flinktune,reactive,autoscaler,demeter,ds2,{HINDSIGHT}",
     scenarios: str | None = None,
     data: str | Path = DEFAULT_DATA,
     profile_ads: str | Path | None = None,
@@ -409,8 +411,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seeds", default="1-2", help="seeds, e.g. 1-2, 7 or 1-3,9")
     p.add_argument(
         "--policies",
-        default="static,flinktune,reactive,autoscaler,demeter,ds2",
-        help="comma-separated policy names or 'all' (static, the reference, is always included)",
+        default=f"static,flinktune,reactive,autoscaler,demeter,ds2,{HINDSIGHT}",
+        help=f"comma-separated policy names or 'all' (static, the reference, is always included), and {HINDSIGHT} "
+        "for the cheapest fixed configuration that meets the SLO, found in hindsight",
     )
     p.add_argument("--scenarios", default=None, help="only these scenarios of the matrix (comma-separated names)")
     p.add_argument(
