@@ -7,8 +7,9 @@ save anything). The policy spends the budget on changes (each costs minutes of c
 runs out. A job failure's own downtime (its first minutes over target) is not charged: it hits every
 configuration alike. The catch-up after it is, since the headroom the policy leaves decides how long it takes.
 The budget is earned as the job is watched, at the SLO's rate (1 % of the minutes by default), from a
-head start (``head_start_s`` of watching, as if the job had been clean that long before): a policy met
-this morning may not spend a whole day's budget by noon. Use :class:`ErrorBudget` from a policy; it
+head start (``head_start_s`` of watching, as if the job had been clean that long before; a whole
+window by default): with a head start of a few hours, a policy met this morning may not spend a whole
+day's budget by noon. Use :class:`ErrorBudget` from a policy; it
 lives in the policy's durable memory.
 """
 
@@ -26,8 +27,9 @@ class ErrorBudget:
 
     minutes: float = 14.4
     window_s: float = 86400.0
-    #: Watching time credited at the start (s): the budget earned before the first decision.
-    head_start_s: float = 4 * 3600.0
+    #: Watching time credited at the start (s): the budget earned before the first decision (a whole
+    #: window by default: the window's budget at once).
+    head_start_s: float = 86400.0
     #: When watching began (s; None: not yet).
     started: float | None = None
     #: Start (s) of each charged minute over target within the window.

@@ -68,8 +68,9 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
     #: Minutes over the latency target the job may spend per ``budget_window_s`` of error budget (1 % of a day).
     slo_budget_minutes: float = 14.4
     #: Watching time (s) the error budget is credited with at the start; the rest is earned at the
-    #: SLO's rate as the job runs (a policy met this morning may not spend a day's budget by noon).
-    slo_head_start_s: float = 4 * 3600.0
+    #: SLO's rate as the job runs. The default credits a whole day (the day's budget at once); a few
+    #: hours keep a policy met this morning from spending a day's budget by noon (docs/tuner.md).
+    slo_head_start_s: float = 86400.0
     #: Share of the error budget left that one optional change may be predicted to spend.
     budget_spend_share: float = 0.5
     #: What one minute over target is worth, in minutes of the static maximum's cost: an optional
@@ -98,8 +99,9 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
     burn_growth: float = 1.25
     #: A scale-up (or the first shape) plans for where a steady climb of the input leads within this
     #: long, or for the highest input of the last day if higher (at most ``growth`` times the plan): one
-    #: change instead of several, each of which costs minutes over target. 0 turns it off.
-    ramp_horizon_s: float = 1800.0
+    #: change instead of several, each of which costs minutes over target. 0 (the default) turns it
+    #: off: on the ADS replay a climbing plan kept the first shape waiting for profiling (docs/tuner.md).
+    ramp_horizon_s: float = 0.0
     name: str = "flinktune"
     shape: Shape | None = None
     capacities: ShapeCapacities = field(default_factory=ShapeCapacities)

@@ -15,7 +15,7 @@ DAY = 86400.0
 
 
 def test_minutes_over_target_are_charged_once_across_overlapping_windows():
-    b = ErrorBudget(minutes=10, head_start_s=DAY)
+    b = ErrorBudget(minutes=10)
     window = _minutes(0, [500, 3_000, 3_000, 500, 500])
     b.observe(300, window, 1_000, failure_window_start=None, watching=False)
     b.observe(360, _minutes(60, [3_000, 3_000, 500, 500, 500]), 1_000, failure_window_start=None, watching=False)
@@ -24,10 +24,10 @@ def test_minutes_over_target_are_charged_once_across_overlapping_windows():
 
 
 def test_a_failures_downtime_is_excused_its_catch_up_is_charged_and_a_watched_change_pays_for_all():
-    b = ErrorBudget(minutes=10, head_start_s=DAY)
+    b = ErrorBudget(minutes=10)
     b.observe(300, _minutes(0, [3_000] * 5), 1_000, failure_window_start=0, watching=False, failure_minutes=2)
     assert b.spent() == 3  # the first two minutes over target are the failure's downtime
-    w = ErrorBudget(minutes=10, head_start_s=DAY)
+    w = ErrorBudget(minutes=10)
     w.observe(300, _minutes(0, [3_000] * 5), 1_000, failure_window_start=0, watching=True, failure_minutes=2)
     assert w.spent() == 5
 
