@@ -1,11 +1,11 @@
 """The robustness benchmark: every policy over a matrix of scenarios it was not tuned on, against a latency SLO and the bound.
 
-``python benchmarks/robustness.py --matrix benchmarks/robustness_matrix.csv --seeds 1-2
---policies static,flinktune,reactive,autoscaler,demeter,ds2 --workers 2 --out docs/results/robustness.md
+``python -m benchmarks.policy.robustness --matrix benchmarks/robustness_matrix.csv --seeds 1-2
+--policies static,flinktune,reactive,autoscaler,demeter,ds2,hindsight-fixed --workers 2 --out docs/results/robustness.md
 [--scenarios NAME,...] [--data DIR] [--profile-ads PATH] [--resume]``
 
 Use it to see whether a policy change holds beyond the ADS job and the two generators: each line of
-the matrix file (:mod:`benchmarks.scenario_matrix`) is a trace on a perturbed cluster profile with
+the matrix file (:mod:`benchmarks.policy.scenario_matrix`) is a trace on a perturbed cluster profile with
 its latency target, every policy is replayed on every seed through the real decision loop as
 ``flinktune replay`` does (:func:`flinktune.replay.harness.prepare_replay`), and the page
 (Markdown, a JSON beside it, rewritten after every scenario) gives per scenario and policy the
@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchmarks.policy.fixed_hindsight import HINDSIGHT, cheapest_fixed, minutes_over_target
 from benchmarks.policy.replay_bound import bound_for_rates, bound_with_changes
 from benchmarks.policy.replay_seeds import parse_seeds
-from benchmarks.policy.robustness_page import P95_LIMIT, scenario_table, summary, write
+from benchmarks.policy.robustness_page import MINUTES_ALLOWANCE, P95_LIMIT, scenario_table, summary, write
 from benchmarks.policy.scenario_matrix import (
     Scenario,
     load_matrix,
@@ -59,17 +60,19 @@ ROOT = Path(__file__).resolve().parents[2]
 __all__ = ["DETAILS", "P95_LIMIT", "SLOW_FIRST", "code_version", "main", "minutes_over_target", "run"]
 __all__ += ["scenario_bounds", "scenario_table", "summary"]
 
-PROG = "benchmarks/robustness.py"
+PROG = "python -m benchmarks.policy.robustness"
 #: The rules, as ``--help`` prints them after the description.
 DETAILS = """\
 Per policy: CPU, memory, priced cost and p95 relative to static; minutes over the absolute target
 (minutes whose p95, the 95th percentile of the minute's per-second p95 samples, exceeds it);
-recoveries over the limit; changes; CPU over the replay bound (benchmarks/replay_bound.py: per
+recoveries over the limit; changes; CPU over the replay bound (benchmarks/policy/replay_bound.py: per
 second, and with at most the policy's own number of changes). The twin's seed and failure times
 are the same for every policy of a seed. The SLO of a scenario: p95 <= 1.5x static's, minutes over
 the target <= static's + 1 % of the replayed minutes, no recovery over the limit; judged on the
 mean over seeds and on each seed. Cheapest: the lowest priced cost of the policies meeting the SLO
-(the oracle is a reference, not a competitor).
+(the oracle and hindsight-fixed are references, not competitors). hindsight-fixed: the cheapest
+configuration held all the time that meets the SLO, found by replaying the trace with hindsight
+(benchmarks/policy/fixed_hindsight.py); a policy that changes the job must cost less to have earned its changes.
 
 --resume keeps the JSON's results: a policy's row is reused when the scenario's settings, the
 seed's trace and profile, and the flinktune code (a digest of the package's source) are the same;
@@ -108,23 +111,28 @@ def _digest(*parts: Any) -> str:
 _PER_SECOND = ("per_second", "single_shape", "clipped_share", "clip_rate")
 
 
-def minutes_over_target(hist: pd.DataFrame, target_ms: float) -> int:
-    """Minutes of a twin history (one row per second) whose p95 exceeds ``target_ms``: a minute's p95
-    is the 95th percentile of its per-second p95 samples (3 of its 60 seconds may be above it)."""
-    lat = hist["latency_p95_ms"].to_numpy(dtype=float)
-    if lat.size == 0:
-        return 0
-    per_minute = pd.Series(lat).groupby(np.arange(lat.size) // 60).quantile(0.95)
-    return int((per_minute > target_ms).sum())
-
-
 def _replay_one(
     name: str, trace: pd.Series, profile: ClusterProfile, settings: ReplaySettings, options: dict[str, float] | None
 ) -> dict[str, Any]:
     """One policy's replay (what :func:`flinktune.replay.harness.replay_policy` does, keeping the twin's
-    per-second history for the minutes over target); runs in a pool process."""
+    per-second history for the minutes over target), or the fixed configuration found in hindsight
+    (:data:`HINDSIGHT`); runs in a pool process."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     t0, c0 = time.perf_counter(), time.process_time()
+    if name == HINDSIGHT:
+        found = cheapest_fixed(
+            trace,
+            profile,
+            default_space(),
+            load_prices(),
+            seed=settings.seed,
+            failures=settings.failures,
+            target_ms=settings.latency_target_ms,
+            limit_s=settings.recovery_limit_s,
+            p95_limit=P95_LIMIT,
+            allowance=MINUTES_ALLOWANCE,
+        )
+        return {**found, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
     rig = prepare_replay(name, trace, profile, default_space(), settings, policy_options=options)
     run = run_rig(rig, trace, started=t0)
     return {
@@ -195,7 +203,7 @@ def run(
     matrix: str | Path,
     *,
     seeds_text: str = "1-2",
-    policies: str = "static,flinktune,reactive,autoscaler,demeter,ds2",
+    policies: str = f"static,flinktune,reactive,autoscaler,demeter,ds2,{HINDSIGHT}",
     scenarios: str | None = None,
     data: str | Path = DEFAULT_DATA,
     profile_ads: str | Path | None = None,
@@ -222,7 +230,9 @@ def run(
         chosen = [sc for sc in all_scenarios if sc.name in names]
     seeds = parse_seeds(seeds_text)
     parse_failures(failures)
-    pols = resolve_policies(policies)
+    # The fixed configuration found in hindsight is a reference row, not a policy of the decision loop.
+    names = [p.strip() for p in policies.split(",")]
+    pols = resolve_policies(",".join(p for p in names if p != HINDSIGHT)) + ([HINDSIGHT] if HINDSIGHT in names else [])
     if workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}")
     data = Path(data)
@@ -399,8 +409,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seeds", default="1-2", help="seeds, e.g. 1-2, 7 or 1-3,9")
     p.add_argument(
         "--policies",
-        default="static,flinktune,reactive,autoscaler,demeter,ds2",
-        help="comma-separated policy names or 'all' (static, the reference, is always included)",
+        default=f"static,flinktune,reactive,autoscaler,demeter,ds2,{HINDSIGHT}",
+        help=f"comma-separated policy names or 'all' (static, the reference, is always included), and {HINDSIGHT} "
+        "for the cheapest fixed configuration that meets the SLO, found in hindsight",
     )
     p.add_argument("--scenarios", default=None, help="only these scenarios of the matrix (comma-separated names)")
     p.add_argument(
@@ -418,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     p.add_argument("--out", default=str(ROOT / "docs" / "results" / "robustness.md"), help="Markdown file; a .json beside it")
     a = p.parse_args(args)
-    command = "python benchmarks/robustness.py " + shlex.join(x for x in args if x != "--debug")
+    command = "python -m benchmarks.policy.robustness " + shlex.join(x for x in args if x != "--debug")
     return run(
         a.matrix,
         seeds_text=a.seeds,

@@ -1,6 +1,6 @@
 """The robustness benchmark's page: each scenario's table relative to static, the SLO verdicts, the summary.
 
-Use it through ``benchmarks/robustness.py``, which replays the matrix and writes the page and its
+Use it through ``benchmarks/policy/robustness.py``, which replays the matrix and writes the page and its
 JSON after every scenario; this module only turns the stored results into figures and Markdown, so a
 page can be re-rendered from a JSON file without replaying anything.
 """
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchmarks.policy.fixed_hindsight import HINDSIGHT
 from benchmarks.policy.scenario_matrix import Scenario
 from flinktune.lake.atomic import atomic_write
 from flinktune.pricing import PriceList
@@ -24,8 +25,8 @@ __all__ = ["COLUMNS", "MINUTES_ALLOWANCE", "NOT_COMPETING", "P95_LIMIT", "render
 #: The SLO's p95 limit relative to static, and the minutes over target allowed beyond static's (share of the replayed minutes).
 P95_LIMIT = 1.5
 MINUTES_ALLOWANCE = 0.01
-#: The reference that is not a competitor: it knows the future and the twin's ground truth.
-NOT_COMPETING = frozenset({"oracle"})
+#: References that are not competitors: they know the future (and the oracle the twin's ground truth).
+NOT_COMPETING = frozenset({"oracle", HINDSIGHT})
 
 #: Per-policy figures of a scenario: (key, header, format).
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -127,7 +128,11 @@ def summary(results: dict[str, Any], prices: PriceList) -> pd.DataFrame:
         for n, r in mean.iterrows():
             name = str(n)
             s = stats.setdefault(
-                name, {k: [] for k in ("slo", "slo_all", "cheapest", "cheapest_all", "capped", "capped_worst", "cpu", "p95")}
+                name,
+                {
+                    k: []
+                    for k in ("slo", "slo_all", "cheapest", "cheapest_all", "capped", "capped_worst", "cpu", "p95", "x_fixed")
+                },
             )
             s["slo"].append(float(r["slo"]))
             s["slo_all"].append(float(r["seeds_met"] == len(per_seed) and r["seeds"] == len(per_seed)))
@@ -137,6 +142,8 @@ def summary(results: dict[str, Any], prices: PriceList) -> pd.DataFrame:
             s["capped_worst"].append(float(r["worst_cpu_x_capped"]))
             s["cpu"].append(float(r["cpu"]))
             s["p95"].append(float(r["p95"]))
+            fixed = float(mean.loc[HINDSIGHT, "priced_cost"]) if HINDSIGHT in mean.index else float("nan")
+            s["x_fixed"].append(float(r["priced_cost"]) / fixed if fixed > 0 else float("nan"))
     rows = {
         n: {
             "scenarios": len(s["slo"]),
@@ -148,6 +155,10 @@ def summary(results: dict[str, Any], prices: PriceList) -> pd.DataFrame:
             "capped_worst": float(np.nanmedian(s["capped_worst"])) if not np.isnan(s["capped_worst"]).all() else float("nan"),
             "cpu": float(np.median(s["cpu"])),
             "p95": float(np.median(s["p95"])),
+            "x_fixed": float(np.nanmedian(s["x_fixed"])) if not np.isnan(s["x_fixed"]).all() else float("nan"),
+            "under_fixed": float(np.mean([x < 1.0 for x in s["x_fixed"] if x == x]))
+            if any(x == x for x in s["x_fixed"])
+            else float("nan"),
         }
         for n, s in stats.items()
     }
@@ -181,25 +192,30 @@ def render(results: dict[str, Any], prices: PriceList, matrix: list[Scenario]) -
         "replayed minutes (a minute's p95: the 95th percentile of its per-second p95 samples), and no recovery over the "
         "limit. CPU, memory, priced cost and p95 are relative to static (the space's maximum, all the time) on the same "
         f"seed, profiling included; priced cost: {results['prices']}. CPU / bound: over the replay bound "
-        "(`benchmarks/replay_bound.py`: per-second perfect sizing that recovers within the limit, ground truth no "
+        "(`benchmarks/policy/replay_bound.py`: per-second perfect sizing that recovers within the limit, ground truth no "
         "policy has); CPU / capped bound: over the same bound allowed only the policy's own number of changes. "
+        f"`{HINDSIGHT}`: the cheapest configuration held all the time that meets the SLO, found by replaying the "
+        "trace with hindsight (`benchmarks/policy/fixed_hindsight.py`; an achievable cost, not a proven minimum): a policy "
+        "that changes the job must cost less than it to have earned its changes. "
         "Minutes over target, recoveries over the limit and changes are absolute counts per run.",
         "",
         "## Summary over the scenarios done",
         "",
         "Meets SLO: on the mean over seeds / on every seed. Cheapest: the lowest priced cost of the policies meeting the "
-        "SLO (oracle excluded), on the mean / on every seed. CPU / capped bound: median over scenarios of the mean "
-        "over seeds / of the worst seed.",
+        f"SLO (oracle and {HINDSIGHT} excluded), on the mean / on every seed. CPU / capped bound: median over scenarios "
+        f"of the mean over seeds / of the worst seed. Priced cost / {HINDSIGHT}: median over scenarios, and the share of "
+        "scenarios where it is below 1.",
         "",
         "| policy | scenarios | meets SLO (mean) | meets SLO (every seed) | cheapest (mean) | cheapest (every seed) "
-        "| median CPU / capped bound | (worst seed) | median CPU | median p95 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| median CPU / capped bound | (worst seed) | median CPU | median p95 | priced cost / {HINDSIGHT} | (below 1) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     summ = summary(results, prices)
     for n, r in summ.iterrows():
         lines.append(
             f"| {n} | {int(r['scenarios'])} | {_pct(r['slo'])} | {_pct(r['slo_all'])} | {_pct(r['cheapest'])} | "
-            f"{_pct(r['cheapest_all'])} | {r['capped']:.2f} | {r['capped_worst']:.2f} | {r['cpu']:.3f} | {r['p95']:.2f} |"
+            f"{_pct(r['cheapest_all'])} | {r['capped']:.2f} | {r['capped_worst']:.2f} | {r['cpu']:.3f} | {r['p95']:.2f} | "
+            f"{r['x_fixed']:.2f} | {_pct(r['under_fixed']) if r['under_fixed'] == r['under_fixed'] else 'n/a'} |"
         )
     lines += ["", "## Per scenario (mean over seeds)", ""]
     current = results["code_version"]
@@ -239,6 +255,7 @@ def render(results: dict[str, Any], prices: PriceList, matrix: list[Scenario]) -
                 if w
             )
             + f"; {sum(r['wall_s'] for w in walls.values() for r in w):.0f} s in all."
+            + _fixed_note(scen, seeds)
             + (f" Rows from earlier code ({', '.join(old)}) are kept for the policies not rerun." if old else ""),
             "",
             "| policy | " + " | ".join(h for _, h, _ in COLUMNS) + " | SLO (mean) | seeds meeting it |",
@@ -252,6 +269,13 @@ def render(results: dict[str, Any], prices: PriceList, matrix: list[Scenario]) -
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def _fixed_note(scen: dict[str, Any], seeds: list[int]) -> str:
+    """The configurations the hindsight search found, per seed ('' when it was not run)."""
+    found = [(s, scen["seeds"][str(s)]["policies"].get(HINDSIGHT)) for s in seeds]
+    shown = [f"seed {s}: {r['config']} ({r['tried']} runs)" for s, r in found if r is not None and "config" in r]
+    return f" {HINDSIGHT} per seed: {'; '.join(shown)}." if shown else ""
 
 
 def write(results: dict[str, Any], out: Path, prices: PriceList, matrix: list[Scenario]) -> None:

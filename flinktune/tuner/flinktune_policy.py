@@ -29,6 +29,7 @@ from flinktune.tuner.latency import LatencyCap, LatencyCurves
 from flinktune.tuner.shape_decisions import ShapeDecisions
 from flinktune.tuner.shapes import SLOT_CORES
 from flinktune.tuner.sizing import ChangeLog, PlanWindow, current_demand, planned_rate, size_in_shape
+from flinktune.tuner.trend import RateTrend
 
 __all__ = ["FlinktunePolicy"]
 
@@ -66,6 +67,10 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
     latency_margin: float = 0.85
     #: Minutes over the latency target the job may spend per ``budget_window_s`` of error budget (1 % of a day).
     slo_budget_minutes: float = 14.4
+    #: Watching time (s) the error budget is credited with at the start; the rest is earned at the
+    #: SLO's rate as the job runs. The default credits a whole day (the day's budget at once); a few
+    #: hours keep a policy met this morning from spending a day's budget by noon (docs/tuner.md).
+    slo_head_start_s: float = 86400.0
     #: Share of the error budget left that one optional change may be predicted to spend.
     budget_spend_share: float = 0.5
     #: What one minute over target is worth, in minutes of the static maximum's cost: an optional
@@ -92,6 +97,11 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
     #: How much more to plan for when the budget burns in steady operation (2+ minutes over target in
     #: a window with no failure or change to blame).
     burn_growth: float = 1.25
+    #: A scale-up (or the first shape) plans for where a steady climb of the input leads within this
+    #: long, or for the highest input of the last day if higher (at most ``growth`` times the plan): one
+    #: change instead of several, each of which costs minutes over target. 0 (the default) turns it
+    #: off: on the ADS replay a climbing plan kept the first shape waiting for profiling (docs/tuner.md).
+    ramp_horizon_s: float = 0.0
     name: str = "flinktune"
     shape: Shape | None = None
     capacities: ShapeCapacities = field(default_factory=ShapeCapacities)
@@ -125,6 +135,8 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
     _failures: list[float] = field(default_factory=list, repr=False)
     _watching_since: float | None = field(default=None, repr=False)
     _failure_cap: tuple[float, str] = field(default=(1.0, ""), repr=False)
+    #: Input rates seen at decisions: the climb a scale-up plans for.
+    trend: RateTrend = field(default_factory=RateTrend)
 
     def __post_init__(self) -> None:
         self.failure_costs.modes.setdefault("failure", ModeCost(float(self.failure_prior[0]), float(self.failure_prior[1])))
@@ -132,6 +144,7 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
             for mode, (down, warm) in self.change_priors.items():
                 self.costs.modes[mode] = ModeCost(float(down), float(warm))
         self.budget.minutes = self.slo_budget_minutes
+        self.budget.head_start_s = self.slo_head_start_s
         self.budget.window_s = 86400.0
         if self.trust < 0:
             self.trust = self.trust_start
@@ -161,6 +174,7 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
             "watched_prediction": self._watched_prediction,
             "last_up": self._last_up if self._last_up != float("-inf") else None,
             "last_down": self._last_down if self._last_down != float("-inf") else None,
+            "rates": self.trend.to_list(),
         }
 
     def restore_memory(self, memory: dict[str, Any]) -> None:
@@ -186,6 +200,7 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
             self._watching_since = float(ws) if ws is not None else None
             self._last_up = float(memory["last_up"]) if memory.get("last_up") is not None else float("-inf")
             self._last_down = float(memory["last_down"]) if memory.get("last_down") is not None else float("-inf")
+            self.trend = RateTrend().restore(memory.get("rates", []))
             proposed = memory.get("proposed")
             self._proposed = (
                 (float(proposed[0]), Configuration.from_dict(proposed[1], where="flinktune memory 'proposed'"))
@@ -248,9 +263,26 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
         return size_in_shape(self.space, shape, self.capacities, rate, util, context, self.confidence)
 
     # -- decide ------------------------------------------------------------------------------
+    def _climb(self, planned: float, why: str) -> tuple[float, str]:
+        """(rate, why) for a scale-up: where a steady climb of the input leads within ``ramp_horizon_s``
+        (at most ``growth`` x ``planned``) when that is above ``planned``; else ``planned`` as it is."""
+        if self.ramp_horizon_s <= 0:
+            return planned, why
+        climb = self.trend.ahead(self.ramp_horizon_s)
+        seen = self.trend.peak()
+        ahead, said = (climb.rate, climb.describe(self.ramp_horizon_s)) if climb is not None else (0.0, "")
+        if seen > ahead:
+            ahead, said = seen, f"the input reached {seen:,.0f} rec/s within the last day"
+        if ahead <= planned:
+            return planned, why
+        rate = min(ahead, planned * self.growth)
+        return rate, f"{why}; {said}: planned {rate:,.0f} rec/s, so one change lasts"
+
     def decide(self, state: JobState, context: PolicyContext) -> Decision:
         self._confirm_change(state.config)
         self._observe(state, context)
+        if state.restarts == 0 and state.running:  # a failure's window shows the outage, not the load
+            self.trend.observe(state.ts, state.input_rate)
         decision = self._decide_all(state, context)
         cap, why = self._failure_cap
         note = f"; utilization capped at {cap:.0%} by failures: {why}" if why else ""
@@ -302,7 +334,7 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
         sustained = self._sustained(state.ts, planned)
         inputs = {"planned_rate": planned, "sustained_rate": sustained, "rule": why, "failures_in_window": state.restarts}
         if self.shape is None:
-            return self._first_shape(state, context, planned, why, inputs)
+            return self._first_shape(state, context, *self._climb(planned, why), inputs)
         need_up, why_up, fits = self._size(self.shape, planned, context)
         if not fits and self._failure_cap[1] and self._size(self.shape, planned, context, self._util_before_failures)[2]:
             # Short of the failure headroom only: the shape's largest size is the best in place; the
@@ -346,6 +378,11 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
             # scale-up keeps within the change budget; one the current load needs never waits.
             demand = current_demand(state, self.catch_up_s)
             optional = cur_cap is not None and demand <= self._util * cur_cap and not burning
+            climbed, why_climb = self._climb(planned, why)
+            if climbed > planned:
+                bigger, why_bigger, fits_bigger = self._size(self.shape, climbed, context)
+                if fits_bigger:
+                    need_up, why_up, planned, why = bigger, why_bigger, climbed, why_climb
             budget = self._over_budget(state.ts) if optional else None
             if budget is not None:
                 return Decision.keep(

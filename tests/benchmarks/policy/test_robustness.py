@@ -103,7 +103,7 @@ def test_tiny_scenario_end_to_end_and_resume(
     args = ["--matrix", str(m), "--seeds", "1", "--policies", "static,reactive", "--workers", "1", "--data", str(tmp_path)]
     assert run_main(rb.PROG, rb.main, [*args, "--out", str(out)]) == 0
     page, stored = out.read_text(), json.loads(out.with_suffix(".json").read_text())
-    assert f"Command: `python benchmarks/robustness.py {' '.join(args)} --out {out}`" in page
+    assert f"Command: `python -m benchmarks.policy.robustness {' '.join(args)} --out {out}`" in page
     assert "### tiny" in page and "| reactive |" in page and "| static |" in page
     seed = stored["scenarios"]["tiny"]["seeds"]["1"]
     assert set(seed["policies"]) == {"static", "reactive"} and seed["minutes"] == 60

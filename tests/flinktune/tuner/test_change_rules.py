@@ -38,18 +38,18 @@ def test_a_first_shape_waits_while_its_predicted_catch_up_exceeds_what_the_budge
 
 
 def test_every_reason_states_the_error_budget_and_minutes_over_target_spend_it():
-    pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300)
+    pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, down_horizon_s=300, slo_head_start_s=86400)
     cfg = Configuration(16, 2, 2.0, 2048, 10)
     pol.shape = shape_of(cfg)
     first = pol.decide(_running(cfg, 80000.0, 40000.0, 300), ctx(40000.0))
-    assert "error budget 14.4 of 14.4 min over target left in 24 h" in first.reason
+    assert "error budget 14.4 of 14.4 min over target left (14.4 min per 24 h" in first.reason
     later = pol.decide(_over(_running(cfg, 80000.0, 40000.0, 900), 4), ctx(40000.0))
     assert "error budget 10.4 of 14.4 min" in later.reason and later.inputs["budget_left_min"] == 10.4
 
 
 def test_a_spent_budget_holds_an_optional_scale_down_that_a_full_one_makes():
     def policy():
-        pol = make_policy("flinktune", SPACE, min_dwell_s=0, down_horizon_s=300, slo_budget_minutes=14.4,
+        pol = make_policy("flinktune", SPACE, min_dwell_s=0, down_horizon_s=300, slo_budget_minutes=14.4, slo_head_start_s=86400,
                           change_priors={"rescale": (30.0, 60.0), "redeploy": (60.0, 60.0)}, failure_prior=(1.0, 0.0))  # fmt: skip
         cfg = Configuration(16, 2, 2.0, 2048, 10)
         pol.shape = shape_of(cfg)
@@ -155,3 +155,35 @@ def test_a_budget_burning_in_steady_operation_scales_up_what_looked_enough():
     up = burning.decide(_over(_running(cfg, 80000.0, 55000.0, 600), 3), ctx(55000.0))
     assert up.action is Action.RECONFIGURE and up.target.parallelism > 16
     assert "3 min over target in this window with no failure or change to blame" in up.reason
+
+
+def test_a_scale_up_on_a_steady_climb_plans_for_where_it_leads_and_one_after_a_peak_for_that_peak():
+    def scale_up(horizon_s: float, rates: list[float], peak_hours_ago: float | None = None) -> Decision:
+        pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0, ramp_horizon_s=horizon_s)
+        cfg = Configuration(8, 2, 2.0, 2048, 10)
+        pol.shape = shape_of(cfg)
+        pol.capacities.observe(pol.shape, 8, 40000.0)
+        if peak_hours_ago is not None:  # the job ran at 50,000 rec/s on a bigger size then
+            pol.trend.observe(-3600.0 * peak_hours_ago, 50000.0)
+        for i, rate in enumerate(rates[:-1]):  # p8 carries these below its scale-up trigger: it keeps
+            assert pol.decide(_running(cfg, 40000.0, rate, 300.0 * (i + 1)), ctx(rate)).action is Action.KEEP
+        up = pol.decide(_running(cfg, 40000.0, rates[-1], 300.0 * len(rates)), ctx(rates[-1] * 1.1))
+        assert up.action is Action.RECONFIGURE and up.target is not None
+        return up
+
+    ramp = [22000.0, 24000.0, 26000.0, 28000.0, 30000.0, 32000.0, 34000.0]  # +400 rec/s a minute
+    one, steps = scale_up(1800.0, ramp), scale_up(0.0, ramp)
+    assert one.target.parallelism > steps.target.parallelism and "climbed 400 rec/s per minute" in one.reason
+    # After a peak within the last day, the next climb is sized for that peak (up to ``growth`` x the plan).
+    jump = [12000.0, 12000.0, 34000.0]
+    peak, plain = scale_up(1800.0, jump, peak_hours_ago=20), scale_up(0.0, jump, peak_hours_ago=20)
+    assert peak.target.parallelism > plain.target.parallelism and "reached 50,000 rec/s within the last day" in peak.reason
+    forgotten = scale_up(1800.0, jump, peak_hours_ago=25)  # a peak more than a day ago is forgotten
+    assert forgotten.target == plain.target and "one change lasts" not in forgotten.reason
+
+
+def test_with_a_short_head_start_a_job_just_met_has_earned_only_part_of_the_days_budget():
+    pol = make_policy("flinktune", SPACE, memory_headroom=0.7, slo_head_start_s=4 * 3600, **SLOW)
+    held = pol.decide(state(SPACE.maximum, rate=30000, ts=0), ctx(30000))
+    # 4 h of a day credited: 2.4 of 14.4 min, half of which one optional change may spend.
+    assert "error budget 2.4 of 2.4 min" in held.reason and "more than the 1.2 min an optional change may spend" in held.reason
