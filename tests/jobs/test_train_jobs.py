@@ -81,7 +81,7 @@ def test_train_forecaster_logs_candidates_and_registers_a_champion_that_forecast
     # The default pool is the benchmark's champion pool, TiDE and Theta (short histories) and the yardstick; the
     # boosted darts peak model, the darts ensemble and TiDE are left out here to keep this test cheap (they are
     # tested on their own).
-    from benchmarks.forecasting import CHAMPION_CANDIDATES
+    from benchmarks.forecasting.forecasting import CHAMPION_CANDIDATES
 
     assert set(CANDIDATES) == {*CHAMPION_CANDIDATES, "tide-quantile", "darts-theta", "seasonal-naive"}
     cands = ("peak-gbm", "darts-peak-linear", "darts-theta", "seasonal-naive")
@@ -247,7 +247,7 @@ def test_train_forecaster_chains_the_selection_when_asked_and_records_it(setting
 
 
 def test_the_registered_champion_is_the_benchmarks_winner_on_the_same_trace(settings):
-    from benchmarks.forecasting import run_trace
+    from benchmarks.forecasting.forecasting import run_trace
 
     base = Lake(settings.lake_dir).curated_dir("features_1m") / "job=demo"
     feats = _features(hours=4.0, seed=4)

@@ -61,7 +61,7 @@ def test_the_ensemble_is_the_mean_of_its_members_batched_or_single_and_survives_
 
 
 def test_it_is_a_champion_candidate_of_the_benchmark_the_job_and_the_rule_rescoring():
-    from benchmarks.forecasting import _READS_RAW, CHAMPION_CANDIDATES
+    from benchmarks.forecasting.forecasting import _READS_RAW, CHAMPION_CANDIDATES
     from flinktune.runs.forecaster_candidates import CANDIDATES, build_candidate
 
     assert "darts-peak-ensemble" in CHAMPION_CANDIDATES and "darts-peak-ensemble" in _READS_RAW
@@ -73,7 +73,7 @@ def test_it_is_a_champion_candidate_of_the_benchmark_the_job_and_the_rule_rescor
 
 
 def test_the_rules_script_rebuilds_the_ensemble_from_saved_member_forecasts():
-    from benchmarks.forecasting_rules import rescore, with_ensemble
+    from benchmarks.forecasting.forecasting_rules import rescore, with_ensemble
 
     from models.forecasting.backtest import BacktestResult, BacktestWindow, SelectedBacktest, summarize
 
