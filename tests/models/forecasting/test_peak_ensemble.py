@@ -74,7 +74,6 @@ def test_it_is_a_champion_candidate_of_the_benchmark_the_job_and_the_rule_rescor
 
 def test_the_rules_script_rebuilds_the_ensemble_from_saved_member_forecasts():
     from benchmarks.forecasting.forecasting_rules import rescore, with_ensemble
-
     from models.forecasting.backtest import BacktestResult, BacktestWindow, SelectedBacktest, summarize
 
     values = np.r_[np.full(20, 100.0), np.full(30, 110.0)]
