@@ -17,12 +17,9 @@ from flinktune.orchestration.dag_tasks.dag_wiring import (
     DECIDE_CRON,
     DECIDE_QUEUE,
     POLICIES,
-    START_DATE,
-    TAGS,
-    default_args,
+    dag_arguments,
     dry_run_param,
     fleet_targets,
-    job_param,
     task_params,
 )
 
@@ -61,32 +58,31 @@ FLEET_POOL = "flinktune_fleet"  # bounds how many jobs decide at once; created w
 @dag(
     dag_id="flinktune_decide",
     schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable(DECIDE_CRON, timezone="UTC"), assets=CHAMPIONS),
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
-    tags=[*TAGS, "decide"],
-    doc_md=DOC,
-    default_args=default_args(retries=1, queue=DECIDE_QUEUE),
-    params={
-        "job": job_param(),
-        "policy": Param("flinktune", enum=list(POLICIES), title="Policy", description="Tuning policy that plans."),
-        "dry_run": dry_run_param(),
-        "trigger": Param(
-            "",
-            type="string",
-            maxLength=2000,
-            title="Trigger",
-            description="Why this run decides before its interval (set by flinktune_watch); empty for the schedule.",
-        ),
-        "ticks": Param(
-            1,
-            type="integer",
-            minimum=1,
-            maximum=500,
-            title="Ticks",
-            description="Decision intervals to run (each advances the twin by one interval).",
-        ),
-    },
+    **dag_arguments(
+        "decide",
+        doc=DOC,
+        retries=1,
+        queue=DECIDE_QUEUE,
+        params={
+            "policy": Param("flinktune", enum=list(POLICIES), title="Policy", description="Tuning policy that plans."),
+            "dry_run": dry_run_param(),
+            "trigger": Param(
+                "",
+                type="string",
+                maxLength=2000,
+                title="Trigger",
+                description="Why this run decides before its interval (set by flinktune_watch); empty for the schedule.",
+            ),
+            "ticks": Param(
+                1,
+                type="integer",
+                minimum=1,
+                maximum=500,
+                title="Ticks",
+                description="Decision intervals to run (each advances the twin by one interval).",
+            ),
+        },
+    ),
 )
 def flinktune_decide() -> None:
     @task(execution_timeout=timedelta(minutes=30), pool=FLEET_POOL, map_index_template="{{ task.op_kwargs['target']['job'] }}")

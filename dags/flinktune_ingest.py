@@ -16,12 +16,9 @@ from flinktune.orchestration.dag_tasks.dag_wiring import (
     FEATURES_1M,
     FEATURES_10S,
     INGEST_EVERY,
-    START_DATE,
-    TAGS,
     backends,
-    default_args,
+    dag_arguments,
     fleet_targets,
-    job_param,
     mark_outlets,
     task_params,
 )
@@ -59,16 +56,12 @@ is `FLINKTUNE_SCHEDULE_INGEST_EVERY_S` (default 300 s).
 @dag(
     dag_id="flinktune_ingest",
     schedule=EVERY,
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
-    tags=[*TAGS, "ingest", "spark"],
-    doc_md=DOC,
-    default_args=default_args(),
-    params={
-        "job": job_param(),
-        **ingest_params(EVERY),
-    },
+    **dag_arguments(
+        "ingest",
+        "spark",
+        doc=DOC,
+        params=ingest_params(EVERY),
+    ),
 )
 def flinktune_ingest() -> None:
     @task(execution_timeout=timedelta(minutes=20), map_index_template="{{ task.op_kwargs['target']['job'] }}")

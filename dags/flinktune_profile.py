@@ -13,12 +13,9 @@ from airflow.sdk import Param, dag, task
 from flinktune.orchestration.dag_tasks.dag_wiring import (
     CHAMPIONS,
     CONFIGURATION_SCHEMA,
-    START_DATE,
-    TAGS,
     TRAINING,
     backends,
-    default_args,
-    job_param,
+    dag_arguments,
     mark_outlets,
     task_params,
 )
@@ -40,34 +37,32 @@ Triggered by `flinktune_decide` when a decision says *profile* (production clust
 @dag(
     dag_id="flinktune_profile",
     schedule=None,
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
-    tags=[*TAGS, "profile", "mlflow"],
-    doc_md=DOC,
-    default_args=default_args(),
-    params={
-        "job": job_param(),
-        "configs": Param(
-            [],
-            type="array",
-            items=CONFIGURATION_SCHEMA,
-            maxItems=32,
-            title="Configurations",
-            description="Configurations to profile; empty: a space-filling design of max_runs.",
-        ),
-        "rates": Param(
-            [],
-            type="array",
-            items={"type": "number", "exclusiveMinimum": 0},
-            maxItems=8,
-            title="Input rates (rec/s)",
-            description="Rates to profile at; empty: from the job's history.",
-        ),
-        "duration_s": Param(300, type="integer", minimum=30, maximum=1800, title="Seconds per profiling run"),
-        "max_runs": Param(6, type="integer", minimum=1, maximum=32, title="Budget: profiling deployments"),
-        "seed": Param(0, type="integer", minimum=0, title="Seed"),
-    },
+    **dag_arguments(
+        "profile",
+        "mlflow",
+        doc=DOC,
+        params={
+            "configs": Param(
+                [],
+                type="array",
+                items=CONFIGURATION_SCHEMA,
+                maxItems=32,
+                title="Configurations",
+                description="Configurations to profile; empty: a space-filling design of max_runs.",
+            ),
+            "rates": Param(
+                [],
+                type="array",
+                items={"type": "number", "exclusiveMinimum": 0},
+                maxItems=8,
+                title="Input rates (rec/s)",
+                description="Rates to profile at; empty: from the job's history.",
+            ),
+            "duration_s": Param(300, type="integer", minimum=30, maximum=1800, title="Seconds per profiling run"),
+            "max_runs": Param(6, type="integer", minimum=1, maximum=32, title="Budget: profiling deployments"),
+            "seed": Param(0, type="integer", minimum=0, title="Seed"),
+        },
+    ),
 )
 def flinktune_profile() -> None:
     @task(execution_timeout=timedelta(minutes=5))

@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.sdk import Param, dag, task
 
-from flinktune.orchestration.dag_tasks.dag_wiring import FAILURES_PATTERN, START_DATE, TAGS, default_args, job_param, task_params
+from flinktune.orchestration.dag_tasks.dag_wiring import FAILURES_PATTERN, dag_arguments, task_params
 
 DOC = """
 ### flinktune_replay
@@ -24,38 +24,37 @@ Nothing touches a real cluster.
 @dag(
     dag_id="flinktune_replay",
     schedule=None,
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
-    tags=[*TAGS, "replay"],
-    doc_md=DOC,
-    default_args=default_args(retries=1),
-    params={
-        "job": job_param(),  # a label only: the replay runs on the twin
-        "trace": Param(
-            "ysb",
-            type="string",
-            pattern=r"^([a-z0-9_-]+|/[^\0]+\.csv)$",
-            title="Trace",
-            description="Built-in workload name (ysb, tsw) or an absolute path to a CSV rate trace.",
-        ),
-        "policies": Param(
-            "all",
-            type="string",
-            pattern=r"^(all|[a-z0-9_]+(,[a-z0-9_]+)*)$",
-            title="Policies",
-            description="'all' or a comma-separated list, e.g. flinktune,ds2,static.",
-        ),
-        "hours": Param(6.0, type="number", exclusiveMinimum=0, maximum=168, title="Hours to replay"),
-        "failures": Param(
-            "every:45m",
-            type="string",
-            pattern=FAILURES_PATTERN,
-            title="Failures",
-            description="none, every:<n>[s|m|h] or random:<n>/[s|m|h].",
-        ),
-        "seed": Param(7, type="integer", minimum=0, title="Seed"),
-    },
+    # its job param is a label only: the replay runs on the twin
+    **dag_arguments(
+        "replay",
+        doc=DOC,
+        retries=1,
+        params={
+            "trace": Param(
+                "ysb",
+                type="string",
+                pattern=r"^([a-z0-9_-]+|/[^\0]+\.csv)$",
+                title="Trace",
+                description="Built-in workload name (ysb, tsw) or an absolute path to a CSV rate trace.",
+            ),
+            "policies": Param(
+                "all",
+                type="string",
+                pattern=r"^(all|[a-z0-9_]+(,[a-z0-9_]+)*)$",
+                title="Policies",
+                description="'all' or a comma-separated list, e.g. flinktune,ds2,static.",
+            ),
+            "hours": Param(6.0, type="number", exclusiveMinimum=0, maximum=168, title="Hours to replay"),
+            "failures": Param(
+                "every:45m",
+                type="string",
+                pattern=FAILURES_PATTERN,
+                title="Failures",
+                description="none, every:<n>[s|m|h] or random:<n>/[s|m|h].",
+            ),
+            "seed": Param(7, type="integer", minimum=0, title="Seed"),
+        },
+    ),
 )
 def flinktune_replay() -> None:
     @task(execution_timeout=timedelta(minutes=60))

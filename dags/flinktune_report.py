@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.sdk import CronTriggerTimetable, dag, task
 
-from flinktune.orchestration.dag_tasks.dag_wiring import START_DATE, TAGS, default_args, job_param, task_params
+from flinktune.orchestration.dag_tasks.dag_wiring import dag_arguments, task_params
 
 DOC = """
 ### flinktune_report
@@ -22,13 +22,7 @@ resource use, written under the reports folder (`FLINKTUNE_REPORTS_DIR`, default
 @dag(
     dag_id="flinktune_report",
     schedule=CronTriggerTimetable("@daily", timezone="UTC"),
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
-    tags=[*TAGS, "report"],
-    doc_md=DOC,
-    default_args=default_args(),
-    params={"job": job_param()},
+    **dag_arguments("report", doc=DOC),
 )
 def flinktune_report() -> None:
     @task(execution_timeout=timedelta(minutes=10))

@@ -15,13 +15,10 @@ from airflow.sdk import CronTriggerTimetable, TriggerRule, dag, task
 from flinktune.orchestration.dag_tasks.dag_wiring import (
     CHAMPIONS,
     RETRAIN_CRON,
-    START_DATE,
-    TAGS,
     TRAINING,
     backends,
-    default_args,
+    dag_arguments,
     fleet_targets,
-    job_param,
     mark_outlets,
     task_params,
 )
@@ -54,13 +51,7 @@ with back-off; they run in the worker, or in a GPU pod (`KubernetesPodOperator`)
 @dag(
     dag_id="flinktune_train",
     schedule=CronTriggerTimetable(RETRAIN_CRON, timezone="UTC"),
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
-    tags=[*TAGS, "train", "mlflow"],
-    doc_md=DOC,
-    default_args=default_args(),
-    params={"job": job_param()},
+    **dag_arguments("train", "mlflow", doc=DOC),
 )
 def flinktune_train() -> None:
     @task(execution_timeout=timedelta(minutes=30), map_index_template=_BY_JOB)

@@ -14,13 +14,10 @@ from airflow.sdk import CronTriggerTimetable, Param, dag, task
 from flinktune.orchestration.dag_tasks.dag_wiring import (
     DECIDE_QUEUE,
     POLICIES,
-    START_DATE,
-    TAGS,
     WATCH_CRON,
-    default_args,
+    dag_arguments,
     dry_run_param,
     fleet_targets,
-    job_param,
     task_params,
 )
 
@@ -38,17 +35,17 @@ On the twin the decide run watches between its own ticks, so this finds nothing 
 @dag(
     dag_id="flinktune_watch",
     schedule=CronTriggerTimetable(WATCH_CRON, timezone="UTC") if WATCH_CRON else None,
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
-    tags=[*TAGS, "decide"],
-    doc_md=DOC,
-    default_args=default_args(retries=1, retry_delay=timedelta(seconds=15), queue=DECIDE_QUEUE),
-    params={
-        "job": job_param(),
-        "policy": Param("flinktune", enum=list(POLICIES), title="Policy", description="Policy of the decisions it triggers."),
-        "dry_run": dry_run_param(),
-    },
+    **dag_arguments(
+        "decide",
+        doc=DOC,
+        retries=1,
+        retry_delay=timedelta(seconds=15),
+        queue=DECIDE_QUEUE,
+        params={
+            "policy": Param("flinktune", enum=list(POLICIES), title="Policy", description="Policy of the decisions it triggers."),
+            "dry_run": dry_run_param(),
+        },
+    ),
 )
 def flinktune_watch() -> None:
     @task(execution_timeout=timedelta(minutes=2))

@@ -32,41 +32,16 @@ from flinktune.twin.profile import ClusterProfile
 
 
 def sweep(out: Path, rates: list[float], parallelisms: list[int], work: int) -> Path:
+    from benchmarks.localflink.bench_job import bench_cluster, rest_source, start_bench_job
     from flinktune.config_space import Configuration
-    from flinktune.localflink import (
-        ClusterSpec,
-        JobControl,
-        JobSpec,
-        LocalFlinkCluster,
-        LocalFlinkRealizer,
-        RateFile,
-        RestMetricsSource,
-        free_port,
-    )
     from flinktune.localflink.profiling import measure_point
 
-    cluster = LocalFlinkCluster(
-        out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024)
-    )
-    rate = RateFile(out / "rate.txt")
+    cluster, rate = bench_cluster(out)
     rows = []
     try:
-        cluster.up(timeout_s=180)
-        rate.set(rates[0])
-        control = JobControl(
-            cluster.rest,
-            JobSpec(
-                jar=repo_root() / "var" / "localflink" / "flinkjob.jar",
-                name="calibration",
-                rate_file=rate.path,
-                work=work,
-                keys=500,
-            ),
-        )
-        realizer = LocalFlinkRealizer(cluster, control, Configuration(parallelisms[0], 1, 1.0, 1024, 10))
-        realizer.deploy()
-        source = RestMetricsSource(control, config_provider=lambda: realizer.config)
-        source.start(interval_s=2.0)
+        config = Configuration(parallelisms[0], 1, 1.0, 1024, 10)
+        control, realizer = start_bench_job(cluster, rate, name="calibration", work=work, config=config, rec_s=rates[0])
+        source = rest_source(control, realizer)
         for p in parallelisms:
             realizer.apply("calibration", realizer.config.with_(parallelism=p))
             for r in rates:

@@ -34,21 +34,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.localflink.bench_job import bench_cluster, rest_source, start_bench_job
 from flinktune.backends.local_flink import local_flink_backend
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.guard import GuardRules
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import MemoryStateStore
-from flinktune.localflink import (
-    ClusterSpec,
-    JobControl,
-    JobSpec,
-    LocalFlinkCluster,
-    LocalFlinkRealizer,
-    RateFile,
-    RestMetricsSource,
-    free_port,
-)
 from flinktune.localflink.audit import Change, judge_changes
 from flinktune.localflink.capacity import CapacitySurrogate, ProfiledCapacity
 from flinktune.localflink.cpu import CpuMeter
@@ -136,11 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    jar = repo_root() / "var" / "localflink" / "flinkjob.jar"
-    cluster = LocalFlinkCluster(
-        out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024)
-    )
-    rate = RateFile(out / "rate.txt")
+    cluster, rate = bench_cluster(out)
     timeline: list[dict] = []
     loop_obs: list[dict] = []
     t_start = time.time()
@@ -156,14 +143,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         log("starting the cluster")
-        cluster.up(timeout_s=180)
-        rate.set(3000)
-        control = JobControl(cluster.rest, JobSpec(jar=jar, name=JOB, rate_file=rate.path, work=args.work, keys=500))
         p1 = Configuration(1, 1, 1.0, 1024, 10)
-        realizer = LocalFlinkRealizer(cluster, control, p1)
-        realizer.deploy()
-        source = RestMetricsSource(control, config_provider=lambda: realizer.config)
-        source.start(interval_s=2.0)
+        control, realizer = start_bench_job(cluster, rate, name=JOB, work=args.work, config=p1, rec_s=3000)
+        source = rest_source(control, realizer)
         cpu = CpuMeter(lambda: [t.pid for t in cluster.taskmanagers()] + [cluster.status()["jobmanager_pid"] or 0])
         capacity = ProfiledCapacity()
         profiler = SaturationProfiler(

@@ -25,17 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.localflink.bench_job import BENCH_JAR, bench_cluster, start_bench_job
 from flinktune.config_space import Configuration
-from flinktune.localflink import (
-    ClusterSpec,
-    JobControl,
-    JobSpec,
-    LocalFlinkCluster,
-    LocalFlinkRealizer,
-    RateFile,
-    free_port,
-    inject_taskmanager_failure,
-)
+from flinktune.localflink import inject_taskmanager_failure
 from flinktune.localflink.distribution import repo_root
 from flinktune.metrics.schema import PROFILING_COLUMNS
 
@@ -53,20 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--parallelism and --repeats must be >= 1 and --rate > 0")
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    jar = repo_root() / "var" / "localflink" / "flinkjob.jar"
-    if not jar.exists():
-        ap.error(f"{jar} is missing: run `bash scripts/setup_local_flink.sh` first")
-    cluster = LocalFlinkCluster(
-        out / "cluster", ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024)
-    )
-    rate = RateFile(out / "rate.txt")
+    if not BENCH_JAR.exists():
+        ap.error(f"{BENCH_JAR} is missing: run `bash scripts/setup_local_flink.sh` first")
+    cluster, rate = bench_cluster(out)
     config = Configuration(args.parallelism, 1, 1.0, 1024, 10)
     rows, results = [], []
     try:
-        cluster.up(timeout_s=180)
-        rate.set(args.rate)
-        control = JobControl(cluster.rest, JobSpec(jar=jar, name="recovery-bench", rate_file=rate.path, work=args.work, keys=500))
-        LocalFlinkRealizer(cluster, control, config).deploy()
+        control, _ = start_bench_job(cluster, rate, name="recovery-bench", work=args.work, config=config, rec_s=args.rate)
         for i in range(args.repeats):
             time.sleep(args.gap)
             rec = inject_taskmanager_failure(cluster, control, timeout_s=150)

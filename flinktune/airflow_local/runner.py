@@ -23,12 +23,12 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict, Unpack
 
 from flinktune.airflow_local.airflow_home import prepare_airflow_home
 from flinktune.airflow_local.session import DagSession, SessionError
 
-__all__ = ["DagParamsError", "DagRunError", "LocalPipeline", "main", "run_dag", "run_pipeline"]
+__all__ = ["DagParamsError", "DagRunError", "LocalPipeline", "PipelineOptions", "main", "run_dag", "run_pipeline"]
 
 
 class DagRunError(RuntimeError):
@@ -103,6 +103,17 @@ def _raise_unless_success(summary: dict[str, Any]) -> None:
         )
     detail = summary.get("message") or f"task states {summary.get('tasks')}"
     raise DagRunError(f"DAG {dag_id} {state}: {detail} (log: {log})", dag_id=dag_id, summary=summary, log=log)
+
+
+class PipelineOptions(TypedDict, total=False):
+    """The keyword options :func:`run_pipeline` passes on to :class:`LocalPipeline` (see its doc)."""
+
+    retries: int | None
+    timeout_s: float | None
+    dags_folder: str | Path | None
+    env: Mapping[str, str] | None
+    out: TextIO | None
+    database_url: str | None
 
 
 class LocalPipeline:
@@ -190,15 +201,7 @@ def _check_steps(steps: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
 
 
 def run_pipeline(
-    steps: Sequence[tuple[str, Mapping[str, Any]]],
-    var_dir: str | Path,
-    *,
-    retries: int | None = 0,
-    timeout_s: float | None = None,
-    dags_folder: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    out: TextIO | None = None,
-    database_url: str | None = None,
+    steps: Sequence[tuple[str, Mapping[str, Any]]], var_dir: str | Path, **options: Unpack[PipelineOptions]
 ) -> list[dict[str, Any]]:
     """Run each ``(dag_id, conf)`` of ``steps`` in order in one child; return the summaries.
 
@@ -206,9 +209,7 @@ def run_pipeline(
     before anything is prepared.
     """
     _check_steps(steps)
-    with LocalPipeline(
-        var_dir, retries=retries, timeout_s=timeout_s, dags_folder=dags_folder, env=env, out=out, database_url=database_url
-    ) as pipeline:
+    with LocalPipeline(var_dir, **options) as pipeline:
         return pipeline.run(steps)
 
 

@@ -208,11 +208,12 @@ def _outcome(result: RealizeResult | None, status: str, error: str | None) -> tu
     )
 
 
-def _memory_json(memory: tuple[str, dict[str, Any]] | None) -> str | None:
+def _memory_entry(memory: tuple[str, dict[str, Any]] | None) -> tuple[str, str] | None:
+    """(policy, its memory as JSON); the JSON is what both stores keep, so what comes back is the same."""
     if memory is None:
         return None
     try:
-        return json.dumps(memory[1], sort_keys=True, allow_nan=False)
+        return memory[0], json.dumps(memory[1], sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"policy {memory[0]!r}: its memory is not plain JSON ({exc}); nothing was stored") from None
 
@@ -243,7 +244,57 @@ def _upsert(con: Any, table: Table, values: dict[str, Any], keys: tuple[str, ...
     con.execute(stmt.on_conflict_do_update(index_elements=list(keys), set_={k: v for k, v in values.items() if k not in keys}))
 
 
-class SqlStateStore:
+class _DecisionRecords:
+    """How a store records and settles a decision: the row, the outcome and the policy memory's JSON are
+    made here, checked before anything is written; a store keeps them with ``_insert`` and ``_settle``."""
+
+    def record_decision(
+        self,
+        job: str,
+        ts: float,
+        state: JobState,
+        decision: Decision,
+        result: RealizeResult | None,
+        *,
+        dry_run: bool = False,
+        memory: tuple[str, dict[str, Any]] | None = None,
+        status: str | None = None,
+        error: str | None = None,
+    ) -> int:
+        """Store one decision; ``memory`` = (policy name, its memory) replaces that policy's saved memory
+        in the same transaction. ``status`` defaults from ``result`` (see :data:`STATUSES`); pass
+        ``status="intended"`` to write a change ahead of its apply. Returns the decision's id."""
+        entry = _memory_entry(memory)
+        values = dict(zip(DECISION_COLUMNS[1:], _row(job, ts, state, decision, result, dry_run, status, error)))
+        return self._insert(values, entry)
+
+    def update_decision(
+        self,
+        decision_id: int,
+        result: RealizeResult | None,
+        *,
+        status: str,
+        error: str | None = None,
+        memory: tuple[str, dict[str, Any]] | None = None,
+    ) -> None:
+        """Settle a written-ahead decision: its outcome, ``status`` and ``error`` (and the policy's
+        memory, in the same transaction). A KeyError names an unknown id."""
+        entry = _memory_entry(memory)
+        outcome = dict(zip(("changed", "mode", "downtime_s", "status", "error"), _outcome(result, status, error)))
+        if result is not None and str(result.mode) == "dry-run":
+            outcome["dry_run"] = 1  # a realizer that only computed the change (advice on Kubernetes): never applied
+        self._settle(int(decision_id), outcome, entry)
+
+    def _insert(self, values: dict[str, Any], memory: tuple[str, str] | None) -> int:
+        """Add the decision row ``values`` (all columns but the id) and, when given, the (policy, JSON) memory; its id."""
+        raise NotImplementedError
+
+    def _settle(self, decision_id: int, outcome: dict[str, Any], memory: tuple[str, str] | None) -> None:
+        """Set ``outcome``'s columns of the decision ``decision_id`` (KeyError when unknown) and the memory."""
+        raise NotImplementedError
+
+
+class SqlStateStore(_DecisionRecords):
     """Decisions, forecasts, policy memory and job modes in one SQL database (SQLAlchemy URL).
 
     ``create=False`` opens an existing store only (read-only views): a missing schema is an error."""
@@ -284,55 +335,30 @@ class SqlStateStore:
     def dialect(self) -> str:
         return str(self.engine.dialect.name)
 
-    def record_decision(
-        self,
-        job: str,
-        ts: float,
-        state: JobState,
-        decision: Decision,
-        result: RealizeResult | None,
-        *,
-        dry_run: bool = False,
-        memory: tuple[str, dict[str, Any]] | None = None,
-        status: str | None = None,
-        error: str | None = None,
-    ) -> int:
-        """Store one decision; ``memory`` = (policy name, its memory) replaces that policy's saved memory
-        in the same transaction. ``status`` defaults from ``result`` (see :data:`STATUSES`); pass
-        ``status="intended"`` to write a change ahead of its apply. Returns the decision's id."""
-        payload = _memory_json(memory)
-        values = dict(zip(DECISION_COLUMNS[1:], _row(job, ts, state, decision, result, dry_run, status, error)))
+    def _insert(self, values: dict[str, Any], memory: tuple[str, str] | None) -> int:
         with self.engine.begin() as con:
             key = con.execute(_DECISIONS.insert().values(**values)).inserted_primary_key
             assert key is not None  # an INSERT of one row always has one
             decision_id = int(key[0])
             if memory is not None:
-                row = {"job": job, "policy": memory[0], "ts": ts, "decision_id": decision_id, "memory": payload}
+                row = {
+                    "job": values["job"],
+                    "policy": memory[0],
+                    "ts": values["ts"],
+                    "decision_id": decision_id,
+                    "memory": memory[1],
+                }
                 _upsert(con, _MEMORY, row, ("job", "policy"))
             return decision_id
 
-    def update_decision(
-        self,
-        decision_id: int,
-        result: RealizeResult | None,
-        *,
-        status: str,
-        error: str | None = None,
-        memory: tuple[str, dict[str, Any]] | None = None,
-    ) -> None:
-        """Settle a written-ahead decision: its outcome, ``status`` and ``error`` (and the policy's
-        memory, in the same transaction). A KeyError names an unknown id."""
-        payload = _memory_json(memory)
-        outcome = dict(zip(("changed", "mode", "downtime_s", "status", "error"), _outcome(result, status, error)))
-        if result is not None and str(result.mode) == "dry-run":
-            outcome["dry_run"] = 1  # a realizer that only computed the change (advice on Kubernetes): never applied
+    def _settle(self, decision_id: int, outcome: dict[str, Any], memory: tuple[str, str] | None) -> None:
         with self.engine.begin() as con:
-            cur = con.execute(update(_DECISIONS).where(_DECISIONS.c.id == int(decision_id)).values(**outcome))
+            cur = con.execute(update(_DECISIONS).where(_DECISIONS.c.id == decision_id).values(**outcome))
             if cur.rowcount != 1:
                 raise KeyError(f"state store {self.where}: no decision with id {decision_id} to update")
             if memory is not None:
-                job, ts = con.execute(select(_DECISIONS.c.job, _DECISIONS.c.ts).where(_DECISIONS.c.id == int(decision_id))).one()
-                row = {"job": job, "policy": memory[0], "ts": ts, "decision_id": int(decision_id), "memory": payload}
+                job, ts = con.execute(select(_DECISIONS.c.job, _DECISIONS.c.ts).where(_DECISIONS.c.id == decision_id)).one()
+                row = {"job": job, "policy": memory[0], "ts": ts, "decision_id": decision_id, "memory": memory[1]}
                 _upsert(con, _MEMORY, row, ("job", "policy"))
 
     def policy_memory(self, job: str, policy: str) -> dict[str, Any] | None:
@@ -479,7 +505,7 @@ def open_state_store(settings: Any, *, create: bool = True) -> SqlStateStore:
     return SqliteStateStore(settings.state_db, create=create)
 
 
-class MemoryStateStore:
+class MemoryStateStore(_DecisionRecords):
     """In-memory store with the same interface, for tests of other stages."""
 
     def __init__(self) -> None:
@@ -488,44 +514,19 @@ class MemoryStateStore:
         self._modes: dict[str, dict[str, Any]] = {}
         self._locked: set[str] = set()
 
-    def record_decision(
-        self,
-        job: str,
-        ts: float,
-        state: JobState,
-        decision: Decision,
-        result: RealizeResult | None,
-        *,
-        dry_run: bool = False,
-        memory: tuple[str, dict[str, Any]] | None = None,
-        status: str | None = None,
-        error: str | None = None,
-    ) -> int:
-        values = _row(job, ts, state, decision, result, dry_run, status, error)
-        payload = _memory_json(memory)  # serialised like the SQL store's, so what comes back is the same
-        self._rows.append(dict(zip(DECISION_COLUMNS, (len(self._rows) + 1, *values))))
-        if memory is not None and payload is not None:
-            self._memory[(job, memory[0])] = payload
+    def _insert(self, values: dict[str, Any], memory: tuple[str, str] | None) -> int:
+        self._rows.append({"id": len(self._rows) + 1, **values})
+        if memory is not None:
+            self._memory[(values["job"], memory[0])] = memory[1]
         return len(self._rows)
 
-    def update_decision(
-        self,
-        decision_id: int,
-        result: RealizeResult | None,
-        *,
-        status: str,
-        error: str | None = None,
-        memory: tuple[str, dict[str, Any]] | None = None,
-    ) -> None:
+    def _settle(self, decision_id: int, outcome: dict[str, Any], memory: tuple[str, str] | None) -> None:
         if not 1 <= decision_id <= len(self._rows):
             raise KeyError(f"memory state store: no decision with id {decision_id} to update")
-        payload = _memory_json(memory)
         row = self._rows[decision_id - 1]
-        row.update(zip(("changed", "mode", "downtime_s", "status", "error"), _outcome(result, status, error)))
-        if result is not None and str(result.mode) == "dry-run":
-            row["dry_run"] = 1
-        if memory is not None and payload is not None:
-            self._memory[(row["job"], memory[0])] = payload
+        row.update(outcome)
+        if memory is not None:
+            self._memory[(row["job"], memory[0])] = memory[1]
 
     def policy_memory(self, job: str, policy: str) -> dict[str, Any] | None:
         payload = self._memory.get((job, policy))

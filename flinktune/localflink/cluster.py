@@ -27,7 +27,7 @@ from flinktune.lake.atomic import atomic_write
 from flinktune.localflink.distribution import FlinkDistribution, find_distribution
 from flinktune.localflink.rest import FlinkRest, RestError
 
-__all__ = ["ClusterError", "ClusterSpec", "LocalFlinkCluster", "PortTakenError", "TaskManagerProc", "free_port"]
+__all__ = ["ClusterError", "ClusterSpec", "LocalFlinkCluster", "PortTakenError", "TaskManagerProc", "free_port", "pid_alive"]
 
 
 class ClusterError(RuntimeError):
@@ -82,7 +82,8 @@ class TaskManagerProc:
     resource_id: str = ""
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not; one we may not signal does)."""
     try:
         os.waitpid(pid, os.WNOHANG)  # reap our own exited children so they do not look alive
     except ChildProcessError:
@@ -230,7 +231,7 @@ class LocalFlinkCluster:
 
     def _ours(self, pid: int) -> bool:
         """True when ``pid`` is alive and runs with this cluster's conf dir (guards against recycled PIDs)."""
-        if not _alive(pid):
+        if not pid_alive(pid):
             return False
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -313,7 +314,7 @@ class LocalFlinkCluster:
             return
         os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
-        while _alive(pid):
+        while pid_alive(pid):
             if time.monotonic() > deadline:
                 os.kill(pid, signal.SIGKILL)
                 deadline = time.monotonic() + 10
@@ -325,7 +326,7 @@ class LocalFlinkCluster:
         last: Any = None
         while time.monotonic() < deadline:
             jm = self._state().get("jobmanager")
-            if jm and not _alive(int(jm["pid"])):
+            if jm and not pid_alive(int(jm["pid"])):
                 raise ClusterError(f"the JobManager (PID {jm['pid']}) exited during start; see {jm['log']}")
             try:
                 last = self.rest.get("/overview")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 
@@ -42,6 +42,7 @@ __all__ = [
     "PolicyRun",
     "ReplayRig",
     "ReplaySettings",
+    "RigOptions",
     "guard_rules_for",
     "per_minute",
     "prepare_replay",
@@ -183,6 +184,15 @@ class ReplayRig:
     watch: WatchRule | None = None
 
 
+class RigOptions(TypedDict, total=False):
+    """The keyword options :func:`replay_policy` passes on to :func:`prepare_replay` (see its doc)."""
+
+    interval_s: int | None
+    policy_options: dict[str, Any] | None
+    start_state: dict[str, Any] | None
+    prior_observations: pd.DataFrame | None
+
+
 def prepare_replay(
     name: str,
     trace: pd.Series,
@@ -308,11 +318,8 @@ def replay_policy(
     space: ConfigSpace,
     settings: ReplaySettings,
     *,
-    interval_s: int | None = None,
-    policy_options: dict[str, Any] | None = None,
     store: Any = None,
-    start_state: dict[str, Any] | None = None,
-    prior_observations: pd.DataFrame | None = None,
+    **options: Unpack[RigOptions],
 ) -> PolicyRun:
     """Replay ``trace`` (rec/s, 1 s steps) under policy ``name``; the job starts at static max,
     or from ``start_state``; a model policy with ``prior_observations`` starts from that carried
@@ -321,17 +328,7 @@ def replay_policy(
     ``store`` (default a fresh ``MemoryStateStore``) receives every decision, keeps included.
     """
     started = time.perf_counter()
-    rig = prepare_replay(
-        name,
-        trace,
-        profile,
-        space,
-        settings,
-        interval_s=interval_s,
-        policy_options=policy_options,
-        start_state=start_state,
-        prior_observations=prior_observations,
-    )
+    rig = prepare_replay(name, trace, profile, space, settings, **options)
     return run_replay(rig, trace, store=store, started=started)
 
 

@@ -60,6 +60,7 @@ __all__ = [
     "known_variables",
     "load_settings",
     "read_group",
+    "settings_groups",
     "variables_markdown",
     "worker_var_dir",
 ]
@@ -126,7 +127,9 @@ def worker_var_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     return Path(raw) if raw else None
 
 
-def _groups() -> list[type[BaseSettings]]:
+def settings_groups() -> list[type[BaseSettings]]:
+    """Every typed group a ``FLINKTUNE_*`` variable is declared in: this package's, pricing's, the verdict's,
+    the report's and signing's (what :func:`known_variables` and ``docs/SETTINGS.md`` list)."""
     from flinktune.pricing import PriceList
     from flinktune.report.spread import ReportSettings
     from flinktune.report.verdict import Goals
@@ -157,7 +160,7 @@ _TOOLING_VARIABLES = ("FLINKTUNE_VENV", "FLINKTUNE_LOCALFLINK_DIR", "FLINKTUNE_D
 def known_variables() -> dict[str, str]:
     """Every valid ``FLINKTUNE_*`` variable -> its description (``timeouts``, a nested group, excluded)."""
     out = {v: "read by scripts or tests only" for v in _TOOLING_VARIABLES}
-    for cls in _groups():
+    for cls in settings_groups():
         for name, info in cls.model_fields.items():
             if name != "timeouts":
                 out[_variable(cls, name)] = info.description or ""
@@ -176,7 +179,7 @@ def variables_markdown() -> str:
     """The reference table of every ``FLINKTUNE_*`` variable (name, default, meaning), as kept in
     ``docs/SETTINGS.md``; a test checks the two agree."""
     rows = ["| variable | default | meaning |", "|---|---|---|"]
-    for cls in _groups():
+    for cls in settings_groups():
         for name, info in cls.model_fields.items():
             if name != "timeouts":
                 rows.append(f"| `{_variable(cls, name)}` | {_default_text(cls, name)} | {info.description or ''} |")
@@ -214,7 +217,7 @@ def load_settings(**overrides: Any) -> Settings:
 
     install_log_redaction()
     check_environment()
-    for group in _groups():
+    for group in settings_groups():
         if group not in (Settings, TimeoutSettings):  # these two are validated by Settings itself
             read_group(group)
     try:

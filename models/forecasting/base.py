@@ -15,19 +15,22 @@ members instead of probing objects for attributes:
   origin, models with a batched path override it.
 - ``registrable``: whether :meth:`save` / :meth:`load` work, i.e. whether the model can be
   registered and served; a yardstick (seasonal naive) says False and is never registered.
+
+A model fitted for one horizon (``default_horizon_s``) also derives from :class:`TrainedHorizon`.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pandas as pd
 
-from models.forecasting.types import QuantileForecast
+from models.forecasting.types import ForecastInputError, QuantileForecast
 
-__all__ = ["ForecastingModel"]
+__all__ = ["ForecastingModel", "TrainedHorizon"]
 
 
 class ForecastingModel(ABC):
@@ -74,3 +77,26 @@ class ForecastingModel(ABC):
     def load(cls, path: str | Path, *, device: str = "cpu") -> ForecastingModel:
         """Restore a model written by :meth:`save`."""
         raise NotImplementedError(f"{cls.__name__} cannot be loaded (registrable=False)")
+
+
+class TrainedHorizon:
+    """A forecaster fitted for one horizon, ``default_horizon_s``, in bins of ``bin_s``."""
+
+    bin_s: int
+    default_horizon_s: int
+
+    @property
+    def horizon_bins(self) -> int:
+        return math.ceil(self.default_horizon_s / self.bin_s)
+
+    def _trained_bins(self, horizon_s: int) -> int:
+        """The bins of a forecast of ``horizon_s``; ForecastInputError unless 0 < ``horizon_s`` <= the trained horizon."""
+        if horizon_s <= 0:
+            raise ForecastInputError(f"horizon_s must be positive, got {horizon_s}")
+        n = math.ceil(horizon_s / self.bin_s)
+        if n > self.horizon_bins:
+            raise ForecastInputError(
+                f"horizon of {n} bins exceeds the trained horizon of {self.horizon_bins} bins "
+                f"(default_horizon_s={self.default_horizon_s}); refit with a longer default_horizon_s"
+            )
+        return n

@@ -43,8 +43,9 @@ import numpy as np
 import pandas as pd
 
 from flinktune.lake.atomic import atomic_dir
-from models.forecasting.base import ForecastingModel
+from models.forecasting.base import ForecastingModel, TrainedHorizon
 from models.forecasting.peak_covariates import context_input_bins, peak_covariates, peak_targets
+from models.forecasting.peak_trees import QuantileTrees, checked_levels, peak_forecasts
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
@@ -56,7 +57,7 @@ DARTS_PEAK_LEVELS: tuple[float, ...] = (0.1, 0.5, 0.75, 0.9, 0.95, 0.99)
 ESTIMATORS: tuple[str, ...] = ("linear", "hgb")
 
 
-class DartsPeakForecaster(ForecastingModel):
+class DartsPeakForecaster(QuantileTrees, TrainedHorizon, ForecastingModel):
     """Quantiles of the next bins and of their peak from fine-grained recent history; a ``Forecaster``.
 
     Parameters: ``estimator`` (``"linear"`` or ``"hgb"``, module doc), ``bin_s`` (forecast bins),
@@ -90,9 +91,7 @@ class DartsPeakForecaster(ForecastingModel):
     ) -> None:
         if estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {list(ESTIMATORS)}, got {estimator!r}")
-        levels = tuple(sorted(float(q) for q in quantiles))
-        if 0.5 not in levels or not all(0 < q < 1 for q in levels):
-            raise ValueError(f"quantiles must lie in (0, 1) and include 0.5, got {quantiles!r}")
+        levels = checked_levels(quantiles)
         if input_bin_s < 1 or bin_s % input_bin_s or default_horizon_s < bin_s:
             raise ValueError(
                 f"need input_bin_s >= 1 dividing bin_s and default_horizon_s >= bin_s, got "
@@ -111,10 +110,7 @@ class DartsPeakForecaster(ForecastingModel):
         self.quantiles = levels
         self.train_stride_s = int(train_stride_s)
         self.min_train_rows = int(min_train_rows)
-        self.max_iter = int(max_iter)
-        self.learning_rate = float(learning_rate)
-        self.max_leaf_nodes = int(max_leaf_nodes)
-        self.min_samples_leaf = int(min_samples_leaf)
+        self._set_trees(max_iter, learning_rate, max_leaf_nodes, min_samples_leaf)
         self.max_gap_bins = int(max_gap_bins)
         self.seed = int(seed)
         self._models: dict[float, object] = {}
@@ -122,10 +118,6 @@ class DartsPeakForecaster(ForecastingModel):
         self.fit_info: dict[str, float] = {}
 
     # -- sizes ------------------------------------------------------------------------------------
-    @property
-    def horizon_bins(self) -> int:
-        return math.ceil(self.default_horizon_s / self.bin_s)
-
     @property
     def _span(self) -> int:
         """Input bins in one horizon (the output shift)."""
@@ -159,24 +151,7 @@ class DartsPeakForecaster(ForecastingModel):
                 likelihood="quantile", quantiles=self._darts_levels, alpha=0.0, solver="highs", **common
             )
             return {q: model for q in self.quantiles}
-        from sklearn.ensemble import HistGradientBoostingRegressor
-
-        return {
-            q: SKLearnModel(
-                model=HistGradientBoostingRegressor(
-                    loss="quantile",
-                    quantile=q,
-                    max_iter=self.max_iter,
-                    learning_rate=self.learning_rate,
-                    max_leaf_nodes=self.max_leaf_nodes,
-                    min_samples_leaf=self.min_samples_leaf,
-                    early_stopping=False,
-                    random_state=self.seed,
-                ),
-                **common,
-            )
-            for q in self.quantiles
-        }
+        return {q: SKLearnModel(model=self._regressor(q), **common) for q in self.quantiles}
 
     def _series(self, values: pd.Series, array: np.ndarray, names: list[str]):
         from darts import TimeSeries
@@ -227,15 +202,7 @@ class DartsPeakForecaster(ForecastingModel):
     def _check_ready(self, horizon_s: int) -> int:
         if not self._models:
             raise RuntimeError(f"{self.name}: predict called before fit (or load)")
-        if horizon_s <= 0:
-            raise ForecastInputError(f"horizon_s must be positive, got {horizon_s}")
-        n = math.ceil(horizon_s / self.bin_s)
-        if n > self.horizon_bins:
-            raise ForecastInputError(
-                f"horizon of {n} bins exceeds the trained horizon of {self.horizon_bins} bins "
-                f"(default_horizon_s={self.default_horizon_s}); refit with a longer default_horizon_s"
-            )
-        return n
+        return self._trained_bins(horizon_s)
 
     def _raw(self, values: pd.Series, ends: np.ndarray) -> np.ndarray:
         """Predicted target rows ``(len(ends), levels, columns)`` for origins after input bins ``ends - 1``."""
@@ -288,22 +255,11 @@ class DartsPeakForecaster(ForecastingModel):
     def _forecasts(self, values: pd.Series, ends: np.ndarray, n: int) -> list[QuantileForecast]:
         raw = self._raw(values, ends) * self._scale
         ref = values.to_numpy()[ends - 1]
-        bins = np.sort(raw[:, :, : self.horizon_bins], axis=1) + ref[:, None, None]
-        bins = np.maximum(bins, 0.0)
-        peak = np.sort(raw[:, :, -1], axis=1) + ref[:, None]
-        # A window's max is never below any of its bins: each level stays above that level's highest bin.
-        peak = np.maximum.accumulate(np.maximum(peak, bins.max(axis=2)), axis=1)
-        out = []
-        for i, end in enumerate(ends):
-            start = values.index[end - 1] + pd.Timedelta(seconds=self.input_bin_s)
-            qs = {float(lv): bins[i, j, :n].copy() for j, lv in enumerate(self.quantiles)}
-            peak_q = {float(lv): float(peak[i, j]) for j, lv in enumerate(self.quantiles)} if n == self.horizon_bins else {}
-            out.append(
-                QuantileForecast(
-                    start=start, bin_s=self.bin_s, mean=qs[0.5].copy(), quantiles=qs, model=self.name, peak_quantiles=peak_q
-                )
-            )
-        return out
+        bins = raw[:, :, :n] + ref[:, None, None]
+        # The peak column is the trained horizon's: a shorter forecast gets bins only.
+        peak = raw[:, :, -1] + ref[:, None] if n == self.horizon_bins else None
+        starts = values.index[ends - 1] + pd.Timedelta(seconds=self.input_bin_s)
+        return peak_forecasts(starts, self.bin_s, self.quantiles, bins, peak, self.name)
 
     def predict(self, history: pd.Series, horizon_s: int) -> QuantileForecast:
         """Forecast ``ceil(horizon_s / bin_s)`` bins after the end of ``history`` (only its tail is read)."""
@@ -345,10 +301,7 @@ class DartsPeakForecaster(ForecastingModel):
             "quantiles": list(self.quantiles),
             "train_stride_s": self.train_stride_s,
             "min_train_rows": self.min_train_rows,
-            "max_iter": self.max_iter,
-            "learning_rate": self.learning_rate,
-            "max_leaf_nodes": self.max_leaf_nodes,
-            "min_samples_leaf": self.min_samples_leaf,
+            **self._tree_params(),
             "max_gap_bins": self.max_gap_bins,
             "seed": self.seed,
         }

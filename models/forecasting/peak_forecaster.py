@@ -38,7 +38,6 @@ returns ``ceil(horizon_s / bin_s)`` bins starting one bin after the last history
 from __future__ import annotations
 
 import json
-import math
 import pickle
 from pathlib import Path
 
@@ -46,8 +45,9 @@ import numpy as np
 import pandas as pd
 
 from flinktune.lake.atomic import atomic_dir
-from models.forecasting.base import ForecastingModel
+from models.forecasting.base import ForecastingModel, TrainedHorizon
 from models.forecasting.peak_features import CONTEXT_BINS, future_targets, window_features
+from models.forecasting.peak_trees import QuantileTrees, checked_levels, peak_forecasts
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
@@ -57,7 +57,7 @@ __all__ = ["PEAK_LEVELS", "DirectPeakForecaster"]
 PEAK_LEVELS: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 
-class DirectPeakForecaster(ForecastingModel):
+class DirectPeakForecaster(QuantileTrees, TrainedHorizon, ForecastingModel):
     """Quantiles of the next bins and of their max from the recent past; a ``Forecaster``.
 
     Parameters: ``default_horizon_s`` (the window whose peak is modelled, default 600 s),
@@ -84,9 +84,7 @@ class DirectPeakForecaster(ForecastingModel):
         max_gap_bins: int = 5,
         seed: int = 0,
     ) -> None:
-        levels = tuple(sorted(float(q) for q in quantiles))
-        if 0.5 not in levels or not all(0 < q < 1 for q in levels):
-            raise ValueError(f"quantiles must lie in (0, 1) and include 0.5, got {quantiles!r}")
+        levels = checked_levels(quantiles)
         if bin_s < 1 or default_horizon_s < bin_s:
             raise ValueError(f"need bin_s >= 1 and default_horizon_s >= bin_s, got {bin_s}, {default_horizon_s}")
         if max_iter < 1 or min_train_origins < 1:
@@ -94,10 +92,7 @@ class DirectPeakForecaster(ForecastingModel):
         self.bin_s = int(bin_s)
         self.default_horizon_s = int(default_horizon_s)
         self.quantiles = levels
-        self.max_iter = int(max_iter)
-        self.learning_rate = float(learning_rate)
-        self.max_leaf_nodes = int(max_leaf_nodes)
-        self.min_samples_leaf = int(min_samples_leaf)
+        self._set_trees(max_iter, learning_rate, max_leaf_nodes, min_samples_leaf)
         self.min_train_origins = int(min_train_origins)
         self.calendar_min_days = float(calendar_min_days)
         self.max_gap_bins = int(max_gap_bins)
@@ -109,29 +104,11 @@ class DirectPeakForecaster(ForecastingModel):
         self.fit_info: dict[str, float] = {}
 
     @property
-    def horizon_bins(self) -> int:
-        return math.ceil(self.default_horizon_s / self.bin_s)
-
-    @property
     def min_fit_bins(self) -> int:
         """Bins of history :meth:`fit` needs: context, one horizon of truth, ``min_train_origins`` windows."""
         return CONTEXT_BINS + self.horizon_bins + self.min_train_origins - 1
 
     # -- internals --------------------------------------------------------------------------------
-    def _regressor(self, q: float):
-        from sklearn.ensemble import HistGradientBoostingRegressor
-
-        return HistGradientBoostingRegressor(
-            loss="quantile",
-            quantile=q,
-            max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
-            max_leaf_nodes=self.max_leaf_nodes,
-            min_samples_leaf=self.min_samples_leaf,
-            early_stopping=False,
-            random_state=self.seed,
-        )
-
     def _features(self, values: pd.Series, ends: np.ndarray) -> np.ndarray:
         minutes = None
         if self._calendar:
@@ -150,29 +127,14 @@ class DirectPeakForecaster(ForecastingModel):
 
         x = self._features(values, ends)
         ref = values.to_numpy()[ends - 1]
-        levels = np.asarray(self.quantiles)
         # One OpenMP thread: a few hundred rows per call, where thread start-up costs more than it saves.
         with threadpool_limits(1):
             bins = np.stack([m.predict(self._bin_rows(x, n)) for m in self._bin_models], axis=1)  # (origins*n, L)
             peak = np.stack([m.predict(x) for m in self._peak_models], axis=1) if n == self.horizon_bins else None
-        bins = np.sort(bins.reshape(len(ends), n, len(levels)), axis=2) * self._scale + ref[:, None, None]
-        bins = np.maximum(bins, 0.0)
-        out = []
-        for i, end in enumerate(ends):
-            start = values.index[end - 1] + pd.Timedelta(seconds=self.bin_s)
-            qs = {float(lv): bins[i, :, j].copy() for j, lv in enumerate(levels)}
-            peak_q = {}
-            if peak is not None:
-                p = np.sort(peak[i]) * self._scale + ref[i]
-                # A window's max is never below any of its bins: keep each level above that level's highest bin.
-                p = np.maximum.accumulate(np.maximum(p, bins[i].max(axis=0)))
-                peak_q = {float(lv): float(p[j]) for j, lv in enumerate(levels)}
-            out.append(
-                QuantileForecast(
-                    start=start, bin_s=self.bin_s, mean=qs[0.5].copy(), quantiles=qs, model=self.name, peak_quantiles=peak_q
-                )
-            )
-        return out
+        bins = bins.reshape(len(ends), n, len(self.quantiles)).transpose(0, 2, 1) * self._scale + ref[:, None, None]
+        peak = peak * self._scale + ref[:, None] if peak is not None else None
+        starts = values.index[ends - 1] + pd.Timedelta(seconds=self.bin_s)
+        return peak_forecasts(starts, self.bin_s, self.quantiles, bins, peak, self.name)
 
     # -- Forecaster protocol ----------------------------------------------------------------------
     def fit(self, series: pd.Series) -> DirectPeakForecaster:
@@ -208,15 +170,7 @@ class DirectPeakForecaster(ForecastingModel):
     def _check_ready(self, horizon_s: int) -> int:
         if not self._peak_models:
             raise RuntimeError("DirectPeakForecaster: predict called before fit (or load)")
-        if horizon_s <= 0:
-            raise ForecastInputError(f"horizon_s must be positive, got {horizon_s}")
-        n = math.ceil(horizon_s / self.bin_s)
-        if n > self.horizon_bins:
-            raise ForecastInputError(
-                f"horizon of {n} bins exceeds the trained horizon of {self.horizon_bins} bins "
-                f"(default_horizon_s={self.default_horizon_s}); refit with a longer default_horizon_s"
-            )
-        return n
+        return self._trained_bins(horizon_s)
 
     def predict(self, history: pd.Series, horizon_s: int) -> QuantileForecast:
         """Forecast ``ceil(horizon_s / bin_s)`` bins after the end of ``history`` (only its tail is read)."""
@@ -251,10 +205,7 @@ class DirectPeakForecaster(ForecastingModel):
             "bin_s": self.bin_s,
             "default_horizon_s": self.default_horizon_s,
             "quantiles": list(self.quantiles),
-            "max_iter": self.max_iter,
-            "learning_rate": self.learning_rate,
-            "max_leaf_nodes": self.max_leaf_nodes,
-            "min_samples_leaf": self.min_samples_leaf,
+            **self._tree_params(),
             "min_train_origins": self.min_train_origins,
             "calendar_min_days": self.calendar_min_days,
             "max_gap_bins": self.max_gap_bins,

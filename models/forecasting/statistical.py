@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from flinktune.lake.atomic import atomic_dir
-from models.forecasting.base import ForecastingModel
+from models.forecasting.base import ForecastingModel, TrainedHorizon
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
 
@@ -33,7 +33,7 @@ STAT_KINDS: tuple[str, ...] = ("ets", "theta")
 _LEVELS: tuple[float, ...] = (0.1, 0.5, 0.9, 0.95, 0.99)
 
 
-class StatisticalForecaster(ForecastingModel):
+class StatisticalForecaster(TrainedHorizon, ForecastingModel):
     """darts ExponentialSmoothing (additive damped trend) or Theta, refit per forecast; a ``Forecaster``."""
 
     def __init__(
@@ -61,10 +61,6 @@ class StatisticalForecaster(ForecastingModel):
         self.quantiles = tuple(sorted(quantiles))
         self._ratios: np.ndarray | None = None  # (horizon bins, levels)
         self.fit_info: dict[str, float] = {}
-
-    @property
-    def horizon_bins(self) -> int:
-        return math.ceil(self.default_horizon_s / self.bin_s)
 
     @property
     def min_fit_bins(self) -> int:

@@ -1,6 +1,7 @@
 """Small BoTorch ``Model`` adapters that give every outcome of a surrogate the same face.
 
-Use these when an acquisition function needs one-output models over the knob columns alone:
+Use these when an acquisition function needs one-output models over the knob columns alone
+(:class:`OneOutputModel` is their base and that of :class:`~models.surrogate.rgpe.RGPEModel`):
 
 - :class:`FixedRateModel`: a GP over ``[knobs, rate]`` seen at one fixed (scaled) rate;
 - :class:`ConstantModel`: an outcome that never varied (constant mean, fixed spread);
@@ -23,10 +24,12 @@ from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNorm
 from linear_operator.operators import DiagLinearOperator
 from torch import Tensor
 
-__all__ = ["ConstantModel", "FixedRateModel", "StackedModel", "TabulatedModel"]
+__all__ = ["ConstantModel", "FixedRateModel", "OneOutputModel", "StackedModel", "TabulatedModel"]
 
 
-class _OneOutput(Model):
+class OneOutputModel(Model):
+    """The base of a one-output model with no batch dimensions: its posterior wraps one ``MultivariateNormal``."""
+
     @property
     def num_outputs(self) -> int:
         return 1
@@ -40,7 +43,7 @@ class _OneOutput(Model):
         return posterior_transform(post) if posterior_transform is not None else post
 
 
-class FixedRateModel(_OneOutput):
+class FixedRateModel(OneOutputModel):
     """``inner`` (inputs ``[knobs, rate / rate_scale]``) evaluated at ``scaled_rate`` for every X."""
 
     def __init__(self, inner: Model, scaled_rate: float) -> None:
@@ -55,7 +58,7 @@ class FixedRateModel(_OneOutput):
         )
 
 
-class ConstantModel(_OneOutput):
+class ConstantModel(OneOutputModel):
     """Mean ``value`` and independent spread ``std`` at every input."""
 
     def __init__(self, value: float, std: float) -> None:
@@ -69,7 +72,7 @@ class ConstantModel(_OneOutput):
         return self._wrap(MultivariateNormal(mean, DiagLinearOperator(var)), posterior_transform)
 
 
-class TabulatedModel(_OneOutput):
+class TabulatedModel(OneOutputModel):
     """Gaussian marginals ``mean``/``std`` (m,) of the rows of ``table`` (m, d); X rows must be table rows.
 
     A row of X is matched to the nearest table row; one farther than ``tol`` raises ``ValueError``.

@@ -34,12 +34,13 @@ from dataclasses import dataclass
 
 import torch
 from botorch.models.model import Model
-from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import DiagLinearOperator, PsdSumLinearOperator
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from linear_operator.utils.warnings import NumericalWarning
 from torch import Tensor
+
+from models.surrogate.outcome_models import OneOutputModel
 
 __all__ = [
     "RGPEModel",
@@ -197,7 +198,7 @@ def compute_rank_weights(
     return RankWeights(weights.cpu(), keep.cpu(), stacked.double().mean(-1).cpu(), n, num_samples)
 
 
-class RGPEModel(Model):
+class RGPEModel(OneOutputModel):
     """Weighted ensemble of fitted GPs with one output, for one outcome (see the module doc).
 
     ``models`` are the base models followed by the target model (``target`` index, default last);
@@ -221,14 +222,6 @@ class RGPEModel(Model):
         self.members = torch.nn.ModuleList([models[i] for i in keep])
         self.register_buffer("member_weights", weights[keep] / weights[keep].sum())
 
-    @property
-    def num_outputs(self) -> int:
-        return 1
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return torch.Size([])
-
     def posterior(self, X: Tensor, output_indices=None, observation_noise=False, posterior_transform=None):
         if output_indices not in (None, [0]):
             raise ValueError(f"RGPEModel has one output; output_indices={output_indices!r}")
@@ -244,5 +237,4 @@ class RGPEModel(Model):
             cov = cov + DiagLinearOperator(noise.expand(mean.shape))
         tf = self.target_model.outcome_transform
         m0, s0 = tf.means.reshape(-1)[0].to(X), tf.stdvs.reshape(-1)[0].to(X)
-        post = GPyTorchPosterior(MultivariateNormal(mean * s0 + m0, cov * (s0 * s0)))
-        return posterior_transform(post) if posterior_transform is not None else post
+        return self._wrap(MultivariateNormal(mean * s0 + m0, cov * (s0 * s0)), posterior_transform)

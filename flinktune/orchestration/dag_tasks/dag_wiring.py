@@ -1,4 +1,4 @@
-"""The pieces the DAG files in ``dags/`` share: assets, typed params and default task arguments.
+"""The pieces the DAG files in ``dags/`` share: assets, typed params, the common ``@dag`` arguments and default task arguments.
 
 Use it from DAG files only. It imports the Airflow task SDK (already loaded when Airflow parses a
 DAG file) and nothing else, so the DAG files stay fast to parse. Params are JSON-schema checked by
@@ -38,6 +38,7 @@ __all__ = [
     "WATCH_CRON",
     "DagBackends",
     "backends",
+    "dag_arguments",
     "default_args",
     "dry_run_param",
     "fleet_targets",
@@ -192,6 +193,29 @@ def default_args(*, retries: int = 2, retry_delay: timedelta = timedelta(minutes
         "retry_exponential_backoff": 2.0,  # multiplier: 1, 2, 4 x retry_delay
         "max_retry_delay": timedelta(minutes=15),
         **({"queue": queue} if queue else {}),
+    }
+
+
+def dag_arguments(
+    *tags: str,
+    doc: str,
+    params: Mapping[str, Param] | None = None,
+    retries: int = 2,
+    retry_delay: timedelta = timedelta(minutes=1),
+    queue: str = "",
+) -> dict[str, Any]:
+    """The ``@dag`` arguments every flinktune DAG shares, besides its id and schedule: the start date, no
+    catch-up, one run at a time, the ``flinktune`` tag and ``tags``, ``doc`` as its doc, the task
+    defaults (:func:`default_args` with ``retries``, ``retry_delay``, ``queue``) and its ``params``
+    after the ``job`` param every DAG takes (:func:`job_param`)."""
+    return {
+        "start_date": START_DATE,
+        "catchup": False,
+        "max_active_runs": 1,
+        "tags": [*TAGS, *tags],
+        "doc_md": doc,
+        "default_args": default_args(retries=retries, retry_delay=retry_delay, queue=queue),
+        "params": {"job": job_param(), **(params or {})},
     }
 
 

@@ -10,7 +10,6 @@ benchmarks/localflink/loop.py.
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -30,24 +29,12 @@ from flinktune.localflink import (
     free_port,
     inject_taskmanager_failure,
 )
+from flinktune.localflink.cluster import pid_alive
 from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.profiling import observation_row, reset_backlog, run_step
 from flinktune.metrics.schema import PROFILING_COLUMNS
 
 pytestmark = [pytest.mark.flink, pytest.mark.slow, pytest.mark.servers]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.fixture
@@ -132,7 +119,7 @@ def test_cluster_job_metrics_rescale_failure_and_stop(cluster, flink_setup, tmp_
         # Failure: SIGKILL one TaskManager by PID, a replacement starts, the job recovers.
         victim = cluster.taskmanagers()[0].pid
         rec = inject_taskmanager_failure(cluster, control, pid=victim, timeout_s=150)
-        assert rec.killed_pid == victim and not _alive(victim)
+        assert rec.killed_pid == victim and not pid_alive(victim)
         assert rec.recovered, rec
         assert rec.detected_s is not None and rec.running_again_s is not None and rec.recovery_s >= rec.running_again_s - 1
         assert rec.pre_failure_rate > 1000
@@ -141,5 +128,5 @@ def test_cluster_job_metrics_rescale_failure_and_stop(cluster, flink_setup, tmp_
     pids = [tm.pid for tm in cluster.taskmanagers()] + [cluster.status()["jobmanager_pid"]]
     stopped = cluster.down()
     assert sorted(stopped) == sorted(pids)
-    assert not any(_alive(p) for p in pids)
+    assert not any(pid_alive(p) for p in pids)
     assert not cluster.status()["running"]

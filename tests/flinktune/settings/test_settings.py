@@ -27,16 +27,6 @@ from flinktune.settings import (
 )
 
 REPO = Path(__file__).resolve().parents[3]
-GROUPS = [
-    BackendSettings,
-    KubernetesSettings,
-    SparkSettings,
-    TrainerSettings,
-    ProfilingSettings,
-    MLflowSettings,
-    LocalFlinkSettings,
-    PrometheusSettings,
-]
 
 
 def test_each_group_has_its_documented_defaults_from_an_empty_environment() -> None:
@@ -54,7 +44,7 @@ def test_each_group_has_its_documented_defaults_from_an_empty_environment() -> N
     assert read_group(PrometheusSettings, {}).url == ""
 
 
-@pytest.mark.parametrize("group", [*GROUPS, st.Settings, st.TimeoutSettings], ids=lambda g: g.__name__)
+@pytest.mark.parametrize("group", st.settings_groups(), ids=lambda g: g.__name__)
 def test_every_field_has_a_description(group: type) -> None:
     assert all(info.description for info in group.model_fields.values()), group.__name__
 
