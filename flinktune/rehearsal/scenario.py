@@ -57,9 +57,10 @@ class RehearsalOptions:
     ingest_every_s: int = 20
     decide_cron: str = "* * * * *"
     retrain_cron: str = "*/10 * * * *"
-    # The window each decision reads (the lake's history, then Prometheus after the lake's newest sample): two
-    # decide periods, so a rate is a two-minute mean and a step in the load moves it over two decisions.
-    decision_interval_s: int = 120
+    # The window each decision reads (the lake's history, then Prometheus after the lake's newest sample): one
+    # decide period, as in production (FLINKTUNE_DECISION_INTERVAL_S). DS2 sizes for the window's mean rate, which
+    # trails a rising load by half the window: 120 s put each scale-up a minute behind the load.
+    decision_interval_s: int = 60
     spark_workers: int = 2
     celery_workers: int = 2
     drain_ingest_s: float = 900.0  # at the end: how long the ingest run in flight may take to end (flinktune.rehearsal.drain)
@@ -89,9 +90,11 @@ def _celery_runs(logs: Path) -> dict[str, int]:
 
 
 def _task_summary(topo: Topology) -> dict[str, Any]:
-    """Task instances per DAG and state, and the machines that ran them (their hostnames)."""
+    """Task instances per DAG and state, the machines that ran them (their hostnames) and the median
+    duration of each DAG's tasks that ended (``<dag>.<task>``: s)."""
     api = topo.session()
-    out: dict[str, Any] = {"by_dag": {}, "hostnames": {}}
+    out: dict[str, Any] = {"by_dag": {}, "hostnames": {}, "duration_s_median": {}}
+    durations: dict[str, list[float]] = {}
     for dag_id in DAGS:
         got = api.get(f"{topo.api}/api/v2/dags/{dag_id}/dagRuns/~/taskInstances", params={"limit": 1000}, timeout=60)
         if not got.ok:
@@ -103,7 +106,10 @@ def _task_summary(topo: Topology) -> dict[str, Any]:
             states[key] = states.get(key, 0) + 1
             if ti.get("hostname") and ti["state"] in ("success", "failed"):
                 out["hostnames"][ti["hostname"]] = out["hostnames"].get(ti["hostname"], 0) + 1
+            if ti["state"] in ("success", "failed") and ti.get("duration") is not None:
+                durations.setdefault(f"{dag_id}.{ti['task_id']}", []).append(float(ti["duration"]))
         out["by_dag"][dag_id] = states
+    out["duration_s_median"] = {k: round(float(np.median(v)), 1) for k, v in sorted(durations.items())}
     return out
 
 

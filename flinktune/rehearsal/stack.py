@@ -27,7 +27,16 @@ from flinktune.localflink.attach import Attachment, write_attachment
 from flinktune.localflink.jobcontrol import JobSpec
 from flinktune.rehearsal.servers import Databases, Server, Stack, StackError, free_port, free_port_range, http_ok, tcp_open
 
-__all__ = ["DAGS", "PROMETHEUS_CONN_ID", "JobPlan", "Topology", "start_topology"]
+__all__ = [
+    "DAGS",
+    "DECIDE_WORKER_PRELOAD",
+    "PROMETHEUS_CONN_ID",
+    "CeleryWorker",
+    "JobPlan",
+    "Topology",
+    "plan_celery_workers",
+    "start_topology",
+]
 
 #: The DAGs the rehearsal runs on their schedules (report and replay stay paused; profile is triggered).
 DAGS = ("flinktune_ingest", "flinktune_train", "flinktune_decide")
@@ -242,6 +251,39 @@ def _decide_queue(queue: str) -> str:
     return f"{queue}-decide"
 
 
+#: The decide worker loads a decide run's modules once, before it forks a task (Great Expectations, MLflow, the loop).
+DECIDE_WORKER_PRELOAD = "flinktune.orchestration.dag_tasks.worker_preload"
+
+
+@dataclass(frozen=True)
+class CeleryWorker:
+    """One Celery worker of the rehearsal: the queue it serves, how many tasks it runs at once, its own settings."""
+
+    name: str
+    queue: str
+    concurrency: int
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def plan_celery_workers(queue: str, workers: int, deciders: int) -> list[CeleryWorker]:
+    """``workers`` one-task workers on the default ``queue`` (ETL, training) and one decide worker that runs
+    ``deciders`` tasks at once (one per job: the jobs decide side by side, not one after the other) with
+    :data:`DECIDE_WORKER_PRELOAD` imported before it forks."""
+    if workers < 1 or deciders < 1:
+        raise ValueError(f"celery workers: need at least one worker and one decider, got {workers} and {deciders}")
+    out = [CeleryWorker(f"airflow-celery-worker-{i + 1}", queue, 1) for i in range(workers)]
+    preload = json.dumps({"imports": [DECIDE_WORKER_PRELOAD]})
+    out.append(
+        CeleryWorker(
+            f"airflow-celery-worker-{workers + 1}",
+            _decide_queue(queue),
+            deciders,
+            {"AIRFLOW__CELERY__EXTRA_CELERY_CONFIG": preload},
+        )
+    )
+    return out
+
+
 def _airflow_env(var_dir: Path, env: dict[str, str], airflow_db: str) -> str:
     """Add the Airflow settings of the deployed topology to ``env``; returns the API's base URL."""
     port = free_port()
@@ -271,7 +313,7 @@ def _airflow_env(var_dir: Path, env: dict[str, str], airflow_db: str) -> str:
     return base
 
 
-def _airflow(stack: Stack, env: dict[str, str], celery_workers: int, topo: Topology) -> None:
+def _airflow(stack: Stack, env: dict[str, str], workers: list[CeleryWorker], topo: Topology) -> None:
     base, port = env["AIRFLOW__API__BASE_URL"], env["AIRFLOW__API__PORT"]
     queue = env["AIRFLOW__OPERATORS__DEFAULT_QUEUE"]
     af = [sys.executable, "-m", "airflow"]
@@ -287,23 +329,22 @@ def _airflow(stack: Stack, env: dict[str, str], celery_workers: int, topo: Topol
     # --skip-serve-logs: Airflow's worker log server listens on every interface (it takes no host), and the
     # API server reads the task logs from the shared folder on this machine anyway.
     # The decide queue's worker too: a decision that waits behind a five-minute ETL acts on stale data.
-    queues = [queue] * celery_workers + [_decide_queue(queue)]
-    for i, q in enumerate(queues):
+    for i, w in enumerate(workers):
         stack.start(
-            f"airflow-celery-worker-{i + 1}",
+            w.name,
             [
                 *af,
                 "celery",
                 "worker",
                 "--queues",
-                q,
+                w.queue,
                 "--concurrency",
-                "1",
+                str(w.concurrency),
                 "--celery-hostname",
                 f"worker{i + 1}@rehearsal",
                 "--skip-serve-logs",
             ],
-            env=env,
+            env={**env, **w.env},
         )
     passwords = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
     deadline = time.monotonic() + 60
@@ -317,10 +358,12 @@ def _airflow(stack: Stack, env: dict[str, str], celery_workers: int, topo: Topol
         raise StackError(f"POST {base}/auth/token: HTTP {answer.status_code}: {answer.text[:200]}")
     topo.api, topo.token, topo.queue = base, answer.json()["access_token"], queue
     api = topo.session()
-    # flinktune_decide maps its decide tasks into this pool; Airflow runs no task of a missing pool.
+    # flinktune_decide maps its decide tasks into this pool; Airflow runs no task of a missing pool. A slot per
+    # task the decide worker runs at once: every job decides in the same minute.
+    deciders = max(w.concurrency for w in workers if w.queue == _decide_queue(queue))
     pool = api.post(
         f"{base}/api/v2/pools",
-        json={"name": "flinktune_fleet", "slots": 2, "description": "flinktune jobs deciding at once"},
+        json={"name": "flinktune_fleet", "slots": deciders, "description": "flinktune jobs deciding at once"},
         timeout=30,
     )
     if pool.status_code not in (200, 201, 409):
@@ -416,5 +459,5 @@ def start_topology(
     )
     stack.wait_ready(mlflow, http_ok(f"{mlflow_url}/health"), timeout_s=300)
     stack.wait_exit(migrate, timeout_s=600)
-    _airflow(stack, env, celery_workers, topo)
+    _airflow(stack, env, plan_celery_workers(env["AIRFLOW__OPERATORS__DEFAULT_QUEUE"], celery_workers, len(jobs)), topo)
     return topo

@@ -10,7 +10,8 @@ too small); ``None`` when too little time followed it to judge.
 Every decision is listed with the gate that decided its outcome (:func:`decision_gate`: changed,
 advice only, stale or frozen metrics, another controller, stabilizing, the scale-down budget, the
 skew hold, the policy's own keep, ...), the age of the newest sample it decided on, the parallelism it
-ran at and the rate its policy planned for.
+ran at and the rate its policy planned for; each change with how long the load had outgrown the old
+parallelism when it was decided and how long the new one took to run (:func:`change_timing`).
 
 The capacities it judges against are measured in the run itself, from the lake: for each
 parallelism that ran, the median over steady samples of throughput / (widest vertex busy
@@ -29,7 +30,16 @@ import pandas as pd
 
 from flinktune.localflink.audit import Change, judge_changes
 
-__all__ = ["GATES", "change_verdict", "decision_gate", "job_report", "measured_capacities", "render_markdown", "write_report"]
+__all__ = [
+    "GATES",
+    "change_timing",
+    "change_verdict",
+    "decision_gate",
+    "job_report",
+    "measured_capacities",
+    "render_markdown",
+    "write_report",
+]
 
 #: What a decision's outcome came from, by the start (or a phrase) of its reason: the guard's and the
 #: loop's wording (flinktune.decision.guard, flinktune.decision.loop), first match wins.
@@ -95,6 +105,33 @@ def _stored(row: Any, column: str, *path: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and np.isfinite(value) else None
 
 
+def change_timing(
+    raw: pd.DataFrame, change: Change, capacity: dict[int, float], *, reach_s: float = 10.0
+) -> dict[str, float | None]:
+    """When a change came against the load and when it took effect, from the run's samples (s):
+
+    - ``due_for_s``: for a scale-up, how long the offered rate had been over the old parallelism's
+      capacity when the change was decided (0 when it was not yet over: the change came ahead of it);
+    - ``in_force_after_s``: from the decision to the first sample at the new parallelism.
+
+    None where the samples cannot say (no capacity of the old parallelism, no sample at the new one, none
+    within ``reach_s`` before the decision while the old parallelism still carried the load)."""
+    ts_ms = change.ts * 1000.0
+    rate = raw[raw["metric"] == "workloadRate"].groupby("ts_ms")["value"].max()  # the offered rate as the judge reads it
+    par = raw[raw["metric"] == "configParallelism"].groupby("ts_ms")["value"].max()
+    due: float | None = None
+    before = rate[rate.index <= ts_ms]
+    old_capacity = capacity.get(change.from_p)
+    if change.to_p > change.from_p and old_capacity and len(before):
+        carried = before.index[before <= old_capacity]  # samples the old parallelism still carried
+        if len(carried) and carried[-1] < before.index[-1]:
+            due = (ts_ms - float(carried[-1])) / 1000.0
+        elif len(carried) and ts_ms - float(carried[-1]) <= reach_s * 1000.0:  # still carried just before the decision
+            due = 0.0
+    at_new = par[(par.index >= ts_ms) & (par == change.to_p)]
+    return {"due_for_s": due, "in_force_after_s": (float(at_new.index[0]) - ts_ms) / 1000.0 if len(at_new) else None}
+
+
 def change_verdict(correct: bool | None, latency_ok: bool | None, needless: bool | None) -> str:
     """correct / needless / late, or ``not judged``."""
     if correct is None:
@@ -136,7 +173,8 @@ def job_report(
     if changes:
         try:
             for v in judge_changes(raw, changes, cap, latency_target_ms, end_ts):
-                verdicts.append({**v.to_dict(), "verdict": change_verdict(v.correct, v.latency_ok, v.needless)})
+                verdict = change_verdict(v.correct, v.latency_ok, v.needless)
+                verdicts.append({**v.to_dict(), "verdict": verdict, **change_timing(raw, v.change, cap)})
         except ValueError as exc:  # no capacity or no latency samples: say so instead of a verdict
             problem = str(exc)
             verdicts = [{"change": vars(c), "verdict": "not judged", "why": problem} for c in changes]
@@ -153,6 +191,7 @@ def job_report(
         for _, row in decisions.iterrows()
     ]
     ages = [float(d["data_age_s"]) for d in per_decision if d["data_age_s"] is not None]
+    gaps = np.diff(sorted(d["ts"] for d in per_decision))  # how often the job was decided: the decide cadence it got
     lat = raw.loc[raw["metric"] == "latencyP95Ms", "value"] if len(raw) else pd.Series(dtype=float)
     par = raw[raw["metric"] == "configParallelism"].groupby("ts_ms")["value"].max() if len(raw) else pd.Series(dtype=float)
     top = max(parallelisms)
@@ -166,6 +205,8 @@ def job_report(
         "per_decision": per_decision,
         "gates": dict(pd.Series([d["gate"] for d in per_decision], dtype=object).value_counts()) if per_decision else {},
         "data_age_s_median": float(np.median(ages)) if ages else None,
+        "decision_gap_s_median": float(np.median(gaps)) if len(gaps) else None,
+        "decision_gap_s_max": float(gaps.max()) if len(gaps) else None,
         "judge_problem": problem,
         "capacity": cap,
         "capacity_source": how,
@@ -210,7 +251,9 @@ def render_markdown(summary: dict[str, Any]) -> str:
         ]
         if job.get("per_decision"):
             lines += [
-                f"- gates: {job['gates']}; data age at decision: median {_num(job['data_age_s_median'], '{:.0f}')} s",
+                f"- gates: {job['gates']}; data age at decision: median {_num(job['data_age_s_median'], '{:.0f}')} s; "
+                f"decided every {_num(job.get('decision_gap_s_median'))} s (median; longest gap "
+                f"{_num(job.get('decision_gap_s_max'))} s)",
                 "",
                 "| when (UTC) | action | gate | data age s | p | planned rec/s | reason |",
                 "|---|---|---|---|---|---|---|",
@@ -224,12 +267,17 @@ def render_markdown(summary: dict[str, Any]) -> str:
                 )
             lines.append("")
         if job["changes"]:
-            lines += ["| when (UTC) | change | mode | downtime s | verdict | why |", "|---|---|---|---|---|---|"]
+            lines += [
+                "| when (UTC) | change | load over the old capacity for s | new p running after s | mode | downtime s "
+                "| verdict | why |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
             for v in job["changes"]:
                 c = v["change"]
                 when = time.strftime("%H:%M:%S", time.gmtime(float(c["ts"])))
                 lines.append(
-                    f"| {when} | p={c['from_p']} -> p={c['to_p']} | {c['mode']} | {_num(c['downtime_s'], '{:.1f}')} "
+                    f"| {when} | p={c['from_p']} -> p={c['to_p']} | {_num(v.get('due_for_s'))} "
+                    f"| {_num(v.get('in_force_after_s'))} | {c['mode']} | {_num(c['downtime_s'], '{:.1f}')} "
                     f"| **{v['verdict']}** | {v.get('why', '')} |"
                 )
             lines.append("")
@@ -237,7 +285,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
             lines += [f"No change. Last reasons: {job['last_reasons'][-1:] or 'none'}", ""]
     lines += [
         f"Celery workers' finished workloads: {summary.get('celery_workers_ran')}; task instances by state: "
-        f"{summary.get('tasks', {}).get('by_dag')}",
+        f"{summary.get('tasks', {}).get('by_dag')}; median task duration, s: {summary.get('tasks', {}).get('duration_s_median')}",
         "",
     ]
     return "\n".join(lines)

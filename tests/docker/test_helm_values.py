@@ -7,6 +7,7 @@ The schema is closed, so a misspelt key fails; credentials go only by Secret ref
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,11 @@ def _with(change) -> dict[str, Any]:
         ),
         ("a password in the auth manager's config", lambda v: v["config"]["core"].update(admin_password="pw"), "config/core"),
         ("a user without a role", lambda v: v["config"]["core"].update(simple_auth_manager_users="admin"), "config/core"),
+        (
+            "a broker URL in the Celery settings",
+            lambda v: v["config"]["celery"].update(extra_celery_config='{"broker_url": "redis://:pw@redis:6379/0"}'),
+            "config/celery",
+        ),
     ],
 )
 def test_the_schema_refuses(what: str, change, where: str) -> None:
@@ -99,3 +105,9 @@ def test_there_is_a_way_in_an_admin_whose_password_file_every_api_server_replica
     mounts = [m["mountPath"] for m in values["apiServer"]["extraVolumeMounts"]]
     assert any(core["simple_auth_manager_passwords_file"].startswith(m.rstrip("/") + "/") for m in mounts)
     assert values["createUserJob"] == {"enabled": False}, "airflow users create is the FAB auth manager's"
+
+
+def test_every_worker_loads_the_decide_modules_before_it_forks_its_tasks() -> None:
+    extra = json.loads(_values()["config"]["celery"]["extra_celery_config"])
+    assert extra == {"imports": ["flinktune.orchestration.dag_tasks.worker_preload"]}
+    assert importlib.util.find_spec(extra["imports"][0]) is not None, "the module a worker imports at its start"

@@ -14,6 +14,8 @@ Import from the submodules (this package imports nothing, so loading one never l
   ``KubernetesPodOperator`` and ``SparkKubernetesOperator`` (imports the provider: DAG files only,
   under those back ends).
 - :mod:`~flinktune.orchestration.dag_tasks.spark_submit`: the ETL through ``spark-submit`` to a standalone cluster.
+- :mod:`~flinktune.orchestration.dag_tasks.worker_preload`: what a Celery worker imports once, before it forks
+  its task processes (its Celery ``imports``; loads Great Expectations, MLflow and the decision loop).
 """
 
 __all__: list[str] = []

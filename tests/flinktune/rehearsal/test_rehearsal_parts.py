@@ -1,8 +1,10 @@
 """The rehearsal's pure parts, without servers: attachments, the Prometheus window and queries of a
-Flink-reporter job, the schedules from settings, the verdict words, the run's own capacities and the end's drain of the ingest DAG."""
+Flink-reporter job, the schedules from settings, the Celery workers, the verdict words, the run's own capacities and the end's drain of the ingest DAG."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import sys
 import time
@@ -15,8 +17,10 @@ import pytest
 from flinktune.extract.prometheus import QUERY_PRESETS, metric_queries, operator_gauge_queries
 from flinktune.extract.sink import ExtractError
 from flinktune.localflink.attach import AttachError, Attachment, read_attachment, write_attachment
+from flinktune.localflink.audit import Change
 from flinktune.rehearsal.servers import Stack, StackError, session_members
-from flinktune.rehearsal.verdicts import change_verdict, job_report, measured_capacities, render_markdown
+from flinktune.rehearsal.stack import DECIDE_WORKER_PRELOAD, plan_celery_workers
+from flinktune.rehearsal.verdicts import change_timing, change_verdict, job_report, measured_capacities, render_markdown
 from flinktune.settings import ScheduleSettings, SettingsError, read_group
 
 
@@ -88,6 +92,21 @@ def test_schedules_default_to_production_and_a_bad_cron_is_refused() -> None:
         read_group(ScheduleSettings, {"FLINKTUNE_SCHEDULE_INGEST_EVERY_S": "1"})
 
 
+def test_the_decide_worker_runs_every_job_at_once_with_the_decide_modules_loaded_before_it_forks() -> None:
+    workers = plan_celery_workers("q", 2, 3)
+    assert [(w.name, w.queue, w.concurrency) for w in workers] == [
+        ("airflow-celery-worker-1", "q", 1),
+        ("airflow-celery-worker-2", "q", 1),
+        ("airflow-celery-worker-3", "q-decide", 3),  # one task per job at once: no job waits for another's decision
+    ]
+    assert all(w.env == {} for w in workers[:2])
+    # Celery imports the module at the worker's start, before its pool forks the task processes (without importing it here).
+    assert json.loads(workers[2].env["AIRFLOW__CELERY__EXTRA_CELERY_CONFIG"]) == {"imports": [DECIDE_WORKER_PRELOAD]}
+    assert importlib.util.find_spec(DECIDE_WORKER_PRELOAD) is not None
+    with pytest.raises(ValueError, match="at least one worker and one decider, got 2 and 0"):
+        plan_celery_workers("q", 2, 0)
+
+
 def test_verdict_words() -> None:
     assert change_verdict(True, True, False) == "correct"
     assert change_verdict(False, True, True) == "needless"
@@ -104,6 +123,25 @@ def test_capacities_come_from_the_run_and_a_missing_size_is_scaled_and_said() ->
     raw = pd.DataFrame(rows, columns=["job", "metric", "vertex", "subtask", "ts_ms", "value"])
     cap, how = measured_capacities(raw, (1, 2))
     assert cap == {1: 8000.0, 2: 16000.0} and "p=2 scaled linearly" in how
+
+
+def test_a_scale_up_says_how_long_the_load_had_outgrown_the_old_size_and_when_the_new_one_ran() -> None:
+    # Offered 1,000 -> 5,000 rec/s over 40 s (one sample a second), p=1 carries 3,000: over it from t=21 s on.
+    ts = range(0, 100)
+    rate = [min(5000.0, 1000.0 + 100.0 * t) for t in ts]
+    rows = [("j", "workloadRate", "", -1, 1000 * t, r) for t, r in zip(ts, rate, strict=True)]
+    rows += [("j", "configParallelism", "", -1, 1000 * t, 1.0 if t < 52 else 2.0) for t in ts]
+    raw = pd.DataFrame(rows, columns=["job", "metric", "vertex", "subtask", "ts_ms", "value"])
+    up, ahead = Change(35.0, 1, 2), Change(15.0, 1, 2)
+    # Decided at t=35 s, 15 s after the last sample p=1 carried (t=20 s); p=2 in the samples from t=52 s.
+    assert change_timing(raw, up, {1: 3000.0, 2: 6000.0}) == {"due_for_s": 15.0, "in_force_after_s": 17.0}
+    assert change_timing(raw, ahead, {1: 3000.0, 2: 6000.0})["due_for_s"] == 0.0  # before the load outgrew p=1
+    # A scale-down has no "due"; no capacity of the old size, no sample at the new one: None, not a guess.
+    assert change_timing(raw, Change(60.0, 2, 1), {1: 3000.0})["due_for_s"] is None
+    assert change_timing(raw, up, {2: 6000.0})["due_for_s"] is None
+    # Samples that end while the old size still carried the load cannot say whether the change came ahead of it.
+    assert change_timing(raw[raw["ts_ms"] <= 19_000], up, {1: 3000.0})["due_for_s"] is None
+    assert change_timing(raw, Change(35.0, 1, 3), {1: 3000.0})["in_force_after_s"] is None
 
 
 def test_the_stack_stops_a_server_that_never_gets_ready(tmp_path: Path) -> None:
@@ -263,6 +301,9 @@ def test_each_decision_is_listed_with_the_gate_that_held_it_and_its_data_age(tmp
     assert report["data_age_s_median"] == 11.0 and report["gates"]["changed"] == 1
     # The parallelism each decision ran at and the rate its policy planned for (none without a plan).
     assert [(d["parallelism"], d["planned_rate"]) for d in report["per_decision"]][-2:] == [(4.0, None), (4.0, 1000.0)]
+    # How often the job was decided (310, 410, 900, 950, 960, 970): the cadence a decide worker gave it.
+    assert (report["decision_gap_s_median"], report["decision_gap_s_max"]) == (50.0, 490.0)
     text = render_markdown({"jobs": {"j": {**report, "rate_plan": {}}}})
     assert "| stale metrics | 601 | 4 | n/a | hold: stale data" in text and "data age at decision: median 11 s" in text
+    assert "decided every 50 s (median; longest gap 490 s)" in text
     assert "| policy: no change needed | 11 | 4 | 1,000 | sizes match" in text
