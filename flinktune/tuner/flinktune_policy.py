@@ -56,6 +56,9 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
     min_dwell_s: float = 900.0
     profile_margin: float = 1.15
     profile_batch: int = 3
+    #: Profiling runs at this multiple of the planned rate: a climbing load is covered by one round
+    #: instead of one round per decision of the climb (1.0: at the plan itself).
+    profile_ahead: float = 1.0
     shape_saving: float = 0.2
     shape_dwell_s: float = 1800.0
     shape_check: float = 0.5
@@ -68,9 +71,10 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
     #: Minutes over the latency target the job may spend per ``budget_window_s`` of error budget (1 % of a day).
     slo_budget_minutes: float = 14.4
     #: Watching time (s) the error budget is credited with at the start; the rest is earned at the
-    #: SLO's rate as the job runs. The default credits a whole day (the day's budget at once); a few
-    #: hours keep a policy met this morning from spending a day's budget by noon (docs/tuner.md).
-    slo_head_start_s: float = 86400.0
+    #: SLO's rate as the job runs. Four hours (2.4 of the day's 14.4 min) let a new job be shaped
+    #: within its first hour and keep a policy met this morning from spending a day's budget by noon;
+    #: a whole day's credit broke the SLO in every scenario of the robustness matrix (docs/tuner.md).
+    slo_head_start_s: float = 14400.0
     #: Share of the error budget left that one optional change may be predicted to spend.
     budget_spend_share: float = 0.5
     #: What one minute over target is worth, in minutes of the static maximum's cost: an optional
@@ -361,12 +365,7 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
             covered = context.profiled_max_rate
             if self._best_shape(planned, context, need_up) is not None or planned <= covered * self.profile_margin:
                 return self._regrow(state, context, planned, why, inputs, needed=True)
-            return Decision.keep(
-                self.name,
-                f"p{cur.parallelism} is the shape's largest; {planned:,.0f} rec/s ({why}) is beyond "
-                f"what profiling covered ({covered:,.0f} rec/s) to trust another shape: keep",
-                **inputs,
-            )
+            return self._largest_known(state, planned, why, need_up, demand, covered, inputs)
         cur_cap = self.capacity.estimate(cur.parallelism)
         # Hysteresis upwards: a measured size keeps until the plan passes ``up_trigger`` of its
         # capacity, and then grows to ``utilization``, so one step covers more of the climb.
@@ -438,6 +437,49 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
             f"p{cur.parallelism} fits {planned:,.0f} rec/s ({why}) and the sustained {sustained:,.0f} rec/s; keep",
             **inputs,
         )
+
+    def _largest_known(
+        self,
+        state: JobState,
+        planned: float,
+        why: str,
+        largest: Configuration,
+        demand: float,
+        covered: float,
+        inputs: dict,
+    ) -> Decision:
+        """Outgrown, and no shape is trusted to carry ``planned`` (nothing measured carries it, and it is
+        beyond what profiling covered): the most capacity known now. The shape's ``largest`` in place
+        when it carries what arrives now (``demand``), else the space's maximum, the configuration the
+        job was met at; keeping an outgrown size waits for minutes over target that no rule ends."""
+        cur = state.config
+        beyond = f"{planned:,.0f} rec/s ({why}) is beyond what profiling covered ({covered:,.0f} rec/s) to trust another shape"
+        top = self.space.maximum
+        assert self.shape is not None  # outgrown: a shape was chosen
+        in_place = self.capacities.estimate(self.shape, largest.parallelism)
+        if largest.parallelism > cur.parallelism and in_place is not None and demand <= self._util * in_place:
+            return self._change(
+                state,
+                largest,
+                f"scale up in place to the shape's largest: {beyond}; p{largest.parallelism} carries the current "
+                f"{demand:,.0f} rec/s at {demand / in_place:.0%} of its capacity {in_place:,.0f} rec/s",
+                inputs,
+                needed=True,
+            )
+        top_cap = self.capacities.estimate(shape_of(top), top.parallelism)
+        running = self.capacities.estimate(self.shape, cur.parallelism)
+        if cur.with_(vertex_parallelism={}) != top and (top_cap is None or running is None or top_cap > running):
+            self.shape = shape_of(top)
+            self._pending_since = None
+            known = f"capacity {top_cap:,.0f} rec/s measured" if top_cap is not None else "the largest the space allows"
+            return self._change(
+                state,
+                top,
+                f"outgrown: {beyond}; back to the maximum ({known}) until profiling covers the load",
+                inputs,
+                needed=True,
+            )
+        return Decision.keep(self.name, f"p{cur.parallelism} is the most capacity known; {beyond}: keep", **inputs)
 
     def _change(self, state: JobState, target: Configuration, reason: str, inputs: dict, *, needed: bool = False) -> Decision:
         """Propose ``target``. An optional change (not ``needed`` by the load that arrives now) is

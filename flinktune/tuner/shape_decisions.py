@@ -56,6 +56,7 @@ class ShapeDecisions:
         min_dwell_s: float
         profile_margin: float
         profile_batch: int
+        profile_ahead: float
         shape_saving: float
         shape_dwell_s: float
         shape_check: float
@@ -146,14 +147,22 @@ class ShapeDecisions:
     def _first_shape(self, state: JobState, context: PolicyContext, planned: float, why: str, inputs: dict) -> Decision:
         covered = context.profiled_max_rate
         if planned > covered * self.profile_margin:
-            configs = propose_profiling(context.surrogate, self.space, planned, context, self.profile_batch, state.config)  # type: ignore[arg-type]  # surrogate checked not None at the top of decide()
+            # Profile ahead of the plan: a load still climbing would otherwise ask for a round at
+            # every decision of the climb, each a batch of runs paid for.
+            at = planned * max(self.profile_ahead, 1.0)
+            configs = propose_profiling(context.surrogate, self.space, at, context, self.profile_batch, state.config)  # type: ignore[arg-type]  # surrogate checked not None at the top of decide()
+            ahead = (
+                f" {at:,.0f} rec/s ({self.profile_ahead:g}x the plan, so one round covers a climb)"
+                if at > planned
+                else " that rate"
+            )
             return Decision(
                 Action.PROFILE,
                 f"planned rate {planned:,.0f} rec/s ({why}) is beyond what profiling covered (up to {covered:,.0f} rec/s): "
-                f"profile {len(configs)} configurations at that rate first",
+                f"profile {len(configs)} configurations at{ahead} first",
                 self.name,
                 profile_configs=tuple(configs),
-                inputs=inputs,
+                inputs=dict(inputs, profile_rate=at),
             )
         failed = state.restarts > 0 or not state.running
         if failed and self.capacities.last is None and self._first_waits < self.first_shape_waits:

@@ -439,3 +439,43 @@ def test_a_due_scale_down_lands_on_a_cheaper_shape_in_one_redeploy():
     # a scale-down whose in-place step is already the cheapest stays in place
     near = policy().decide(_running(cfg, 80000.0, 26000.0, 300), ctx(26000.0))
     assert near.action is Action.RECONFIGURE and shape_of(near.target) == shape_of(cfg), near.reason
+
+
+def test_profiling_ahead_of_a_climbing_plan_asks_for_one_round_where_profiling_at_the_plan_asks_for_each_step():
+    def rounds(ahead: float) -> list[float]:
+        pol = make_policy("flinktune", SPACE, **CHEAP, profile_ahead=ahead)
+        covered, asked = 20000.0, []
+        for i, level in enumerate((30000.0, 36000.0, 43000.0)):  # a climb, one decision each
+            context = ctx(level)
+            context.profiled_max_rate = covered
+            d = pol.decide(state(SPACE.maximum, rate=level, ts=600.0 * i), context)
+            if d.action is Action.PROFILE:
+                asked.append(d.inputs["profile_rate"])
+                covered = max(covered, d.inputs["profile_rate"])  # what the runs then cover
+        return asked
+
+    at_plan, ahead = rounds(1.0), rounds(1.6)
+    assert len(at_plan) == 3 and at_plan == sorted(at_plan)
+    assert len(ahead) == 1 and ahead[0] >= 1.6 * 30000.0
+
+
+def test_an_outgrown_shape_that_no_measured_shape_carries_takes_the_most_capacity_known_instead_of_waiting():
+    def outgrown(current_rate: float):
+        pol = make_policy("flinktune", SPACE, **CHEAP, min_dwell_s=0)
+        top = SPACE.maximum
+        pol.capacities.observe(shape_of(top), top.parallelism, 150000.0)  # measured at the start
+        cfg = Configuration(20, 2, 2.0, 2048, 10)
+        pol.shape = shape_of(cfg)
+        pol.capacities.observe(pol.shape, 20, 100000.0)
+        context = ctx(130000.0)  # planned: more than any measured shape carries at 75 %
+        context.profiled_max_rate = 50000.0  # and beyond what profiling covered
+        return pol.decide(_running(cfg, 100000.0, current_rate, ts=3600.0), context), top
+
+    # What arrives now fits the shape's largest: one in-place step to it.
+    step, _ = outgrown(80000.0)
+    assert step.action is Action.RECONFIGURE and step.target == Configuration(24, 2, 2.0, 2048, 10)
+    assert "scale up in place to the shape's largest" in step.reason and "in-place rescale" in step.reason
+    # It does not: back to the maximum, whose capacity was measured, rather than keep an outgrown size.
+    back, top = outgrown(95000.0)
+    assert back.action is Action.RECONFIGURE and back.target == top
+    assert "back to the maximum (capacity 150,000 rec/s measured)" in back.reason
