@@ -71,10 +71,11 @@ class FlinktunePolicy(ShapeDecisions, ChangeGate):
     #: Minutes over the latency target the job may spend per ``budget_window_s`` of error budget (1 % of a day).
     slo_budget_minutes: float = 14.4
     #: Watching time (s) the error budget is credited with at the start; the rest is earned at the
-    #: SLO's rate as the job runs. Four hours (2.4 of the day's 14.4 min) let a new job be shaped
-    #: within its first hour and keep a policy met this morning from spending a day's budget by noon;
-    #: a whole day's credit broke the SLO in every scenario of the robustness matrix (docs/tuner.md).
-    slo_head_start_s: float = 14400.0
+    #: SLO's rate as the job runs. The default credits a whole day at once; four hours (2.4 of the
+    #: day's 14.4 min) keep a policy met this morning from spending a day's budget by noon, and meet
+    #: the SLO where a day's credit broke it in every scenario of the robustness matrix, but hold a new
+    #: job's first shape past its first hour (docs/tuner.md).
+    slo_head_start_s: float = 86400.0
     #: Share of the error budget left that one optional change may be predicted to spend.
     budget_spend_share: float = 0.5
     #: What one minute over target is worth, in minutes of the static maximum's cost: an optional

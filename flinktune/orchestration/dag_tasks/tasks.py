@@ -118,7 +118,7 @@ def extract_prometheus_window(
     import time
 
     from flinktune.lake.atomic import atomic_write
-    from jobs import extract_metrics
+    from flinktune.runs.extraction import extract_range
 
     settings = _settings()
     period_ms = int(every_s * 1000)
@@ -129,7 +129,7 @@ def extract_prometheus_window(
     if start is None:
         last = json.loads(mark.read_text()).get("end_ms") if mark.is_file() else None
         start = int(last) if isinstance(last, int) and end - MAX_CATCH_UP_S * 1000 <= last < end else end - period_ms
-    summary = extract_metrics.run(job=job, source="prometheus", start_ms=start, end_ms=end, settings=settings, conn_id=conn_id)
+    summary = extract_range(job=job, source="prometheus", start_ms=start, end_ms=end, settings=settings, conn_id=conn_id)
     if start_ms is None and end_ms is None:
         mark.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(mark, json.dumps({"end_ms": end}).encode())

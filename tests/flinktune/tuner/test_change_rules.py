@@ -30,7 +30,7 @@ def test_a_first_shape_waits_while_its_predicted_catch_up_exceeds_what_the_budge
     slow = make_policy("flinktune", SPACE, memory_headroom=0.7, **SLOW)
     held = slow.decide(state(SPACE.maximum, rate=30000, ts=0), ctx(30000))
     assert held.action is Action.KEEP
-    assert "redeploy: " in held.reason and "more than the 1.2 min an optional change may spend" in held.reason
+    assert "redeploy: " in held.reason and "more than the 7.2 min an optional change may spend" in held.reason
     assert slow.shape is None  # nothing chosen: the next decision chooses afresh
     cheap = make_policy("flinktune", SPACE, memory_headroom=0.7, **CHEAP)
     made = cheap.decide(state(SPACE.maximum, rate=30000, ts=0), ctx(30000))
@@ -183,9 +183,11 @@ def test_a_scale_up_on_a_steady_climb_plans_for_where_it_leads_and_one_after_a_p
 
 
 def test_a_job_just_met_has_earned_only_the_head_starts_share_of_the_days_budget():
-    held = make_policy("flinktune", SPACE, memory_headroom=0.7, **SLOW).decide(state(SPACE.maximum, rate=30000, ts=0), ctx(30000))
-    # By default 4 h of a day credited: 2.4 of 14.4 min, half of which one optional change may spend.
+    held = make_policy("flinktune", SPACE, memory_headroom=0.7, slo_head_start_s=4 * 3600, **SLOW).decide(
+        state(SPACE.maximum, rate=30000, ts=0), ctx(30000)
+    )
+    # 4 h of a day credited: 2.4 of 14.4 min, half of which one optional change may spend.
     assert "error budget 2.4 of 2.4 min" in held.reason and "more than the 1.2 min an optional change may spend" in held.reason
-    whole = make_policy("flinktune", SPACE, memory_headroom=0.7, slo_head_start_s=86400, **SLOW)
+    whole = make_policy("flinktune", SPACE, memory_headroom=0.7, **SLOW)  # the default: a whole day
     day = whole.decide(state(SPACE.maximum, rate=30000, ts=0), ctx(30000))
     assert "error budget 14.4 of 14.4 min" in day.reason and "more than the 7.2 min an optional change may spend" in day.reason
