@@ -105,7 +105,7 @@ MAX_CATCH_UP_S = 3600
 def extract_prometheus_window(
     job: str, start_ms: int | None, end_ms: int | None, *, every_s: float, conn_id: str | None = None, now_ms: int | None = None
 ) -> dict[str, Any]:
-    """Extract ``job``'s metrics from Prometheus into the raw lake (``jobs.extract_metrics``); the
+    """Extract ``job``'s metrics from Prometheus into the raw lake (``flinktune.runs.extraction``); the
     extraction's summary with the window, which the ETL then curates.
 
     Without ``start_ms``/``end_ms`` (the schedule's runs) the window ends at the last whole period

@@ -65,9 +65,9 @@ def test_the_prometheus_window_is_the_last_period_then_catches_up(monkeypatch: p
         calls.append(kw)
         return {"rows": 1}
 
-    import jobs.extract_metrics
+    import flinktune.runs.extraction
 
-    monkeypatch.setattr(jobs.extract_metrics, "run", fake_run)
+    monkeypatch.setattr(flinktune.runs.extraction, "extract_range", fake_run)
     monkeypatch.setenv("FLINKTUNE_VAR_DIR", str(tmp_path))
     first = tasks.extract_prometheus_window("j", None, None, every_s=30, now_ms=1_000_045_123)
     assert (first["start_ms"], first["end_ms"]) == (999_990_000, 1_000_020_000)  # the last whole period
