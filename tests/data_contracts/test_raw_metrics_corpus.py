@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shutil
 from collections.abc import Callable
 
 import pandas as pd
@@ -27,6 +28,7 @@ from flinktune.etl.features import FEATURE_COLUMNS, NoRawDataError
 from flinktune.etl.raw_files import RawFileError
 from flinktune.etl.synthetic import synthetic_raw
 from flinktune.lake import Lake
+from flinktune.settings import Settings
 
 START = 1_714_521_600_000  # 2024-05-01T00:00Z
 MIN = 60_000
@@ -292,12 +294,22 @@ SPARK_CASES: dict[str, tuple[Callable[[Lake], None], type[Exception], tuple[str,
 }
 
 
+@pytest.fixture(scope="module")
+def curated_var(tmp_path_factory, spark):
+    """A var folder whose lake holds the good raw minutes and their curated features, built by one ETL run:
+    each case starts from a copy of it (the same state a good first run leaves)."""
+    var = tmp_path_factory.mktemp("corpus") / "var"
+    built = Settings(var_dir=var, spark_master="local[2]", spark_shuffle_partitions=2)
+    Lake(built.lake_dir).write_raw(good())
+    etl.run(job="demo", settings=built)
+    return var
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("kind", sorted(SPARK_CASES))
-def test_spark_corpus_through_the_etl(kind, settings, spark):
+def test_spark_corpus_through_the_etl(kind, settings, curated_var):
+    shutil.copytree(curated_var, settings.var_dir)
     lake = Lake(settings.lake_dir)
-    lake.write_raw(good())
-    etl.run(job="demo", settings=settings)
     before = snapshot(lake.root / "curated")
     assert {p.split("/")[0] for p in before} == {"_snapshots", "features_1m", "features_10s"}
     breaks, exc, fragments = SPARK_CASES[kind]
