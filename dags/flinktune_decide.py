@@ -7,7 +7,7 @@ Wiring only: the work lives in :mod:`flinktune.runs.decide` (through
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, task
@@ -100,7 +100,10 @@ def flinktune_decide() -> None:
 
         return profile_requests(decided, dry_run=params["dry_run"])
 
-    request = request_profile(decide.expand(target=fleet_targets()))
+    # TaskFlow passes the mapped decisions as an XComArg and resolves it when the task runs; Airflow
+    # types a task's call with the function's own parameters.
+    decided = cast("list[dict[str, Any]]", decide.expand(target=fleet_targets()))
+    request = request_profile(decided)
     TriggerDagRunOperator.partial(
         task_id="trigger_profile",
         trigger_dag_id="flinktune_profile",

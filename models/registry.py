@@ -43,6 +43,7 @@ import mlflow
 import mlflow.pyfunc
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
+from mlflow.pyfunc import PythonModel
 
 from flinktune.redaction import redact
 
@@ -152,17 +153,18 @@ def lake_dataset(df: Any, *, source: str | Path, name: str) -> Any:
     """
     import warnings
 
-    import mlflow.data
+    # mlflow.data.from_pandas is this function, attached at import time where type checkers cannot see it
+    from mlflow.data.pandas_dataset import from_pandas
 
     with warnings.catch_warnings():
         # A local path matches the "" and the "file" scheme, both LocalArtifactDatasetSource: nothing to choose.
         warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted in multiple ways")
-        return mlflow.data.from_pandas(df, source=str(Path(source).resolve()), name=name)
+        return from_pandas(df, source=str(Path(source).resolve()), name=name)
 
 
 def log_and_register(
     model_name: str,
-    python_model: mlflow.pyfunc.PythonModel,
+    python_model: PythonModel,
     *,
     params: Mapping[str, Any],
     metrics: Mapping[str, float],

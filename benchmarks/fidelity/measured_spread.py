@@ -82,12 +82,13 @@ def spread_table(data: Path, twin: dict[tuple[str, str], float] | None = None) -
             x = vals if kind == "abs" else np.log(vals)
             se_x = float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")
             se, share = (se_x, se_x / tol) if kind == "abs" else (math.exp(se_x), se_x / math.log(tol))
+            mean = float(vals.mean())
             row = {
                 "policy": policy,
                 "figure": fig,
                 "runs": " / ".join(f"{v:.3g}" for v in vals),
                 "n": len(vals),
-                "mean": float(vals.mean()),
+                "mean": mean,
                 "geometric_mean": None if kind == "abs" else float(math.exp(x.mean())),
                 "se": se,
                 "kind": kind,
@@ -97,7 +98,7 @@ def spread_table(data: Path, twin: dict[tuple[str, str], float] | None = None) -
             if twin is not None and (policy, fig) in twin:
                 t = twin[(policy, fig)]
                 row["twin"] = t
-                row["meets_mean"] = "yes" if within_tolerance(fig, t, row["mean"]) else "no"
+                row["meets_mean"] = "yes" if within_tolerance(fig, t, mean) else "no"
                 near = [f"run {i + 1}" for i, v in enumerate(vals) if within_tolerance(fig, t, float(v))]
                 row["within_runs"] = ", ".join(near) or "none"
             rows.append(row)

@@ -323,6 +323,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         save()
     for seed in seeds:
         for workload in workloads:
+            assert gen_spans is not None  # set whenever there are workloads
             rows += run_trace(
                 chosen(seed),
                 generate_trace(workload, a.hours, seed),

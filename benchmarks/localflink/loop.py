@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                 s = o.state
                 machine, flink = cpu.read()
                 cpu.mark()
-                changed = o.result is not None and o.result.changed
+                change = o.result if o.result is not None and o.result.changed else None
                 row = {
                     "t_s": round(t),
                     "ts": s.ts,
@@ -219,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
                     "parallelism": s.config.parallelism,
                     "action": o.decision.action.value,
                     "target_p": o.decision.target.parallelism if o.decision.target else None,
-                    "mode": o.result.mode if changed else "",
-                    "downtime_s": o.result.downtime_s if changed else 0.0,
+                    "mode": change.mode if change is not None else "",
+                    "downtime_s": change.downtime_s if change is not None else 0.0,
                     "machine_cores": machine,
                     "flink_cores": flink,
                     "reason": o.decision.reason,

@@ -32,6 +32,7 @@ import argparse
 import json
 import time
 import warnings
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -181,7 +182,8 @@ def run_transfer_seed(seed: int, iterations: int, init: int, arm: str, *, n_cand
     cost = priced_cost(configs)
     new, others = _job_profile(rng), [_job_profile(rng) for _ in range(3)]
     truth = slack(new, configs, TRANSFER_RATE)
-    feasible = (truth <= 0).all(axis=1)
+    # numpy types all(axis=...) as a scalar or an array; truth is 2-D, so it is an array
+    feasible = cast(np.ndarray, (truth <= 0).all(axis=1))
     noise = np.random.default_rng(seed + 10_000)  # the same observation noise for every arm
     if arm == "own-rates":
         sources = [(new, TRANSFER_RATE + d) for d in (-10_000.0, 10_000.0, 20_000.0)]
@@ -258,7 +260,7 @@ def transfer_main(seeds: int, iterations: int, init: int, tolerance: float = 0.0
         "| base models | new job's runs for the bases | BO runs to within 5 %, mean | worst | reached | final regret, mean | worst |\n"
         "|---|---|---|---|---|---|---|"
     )
-    summary = {"seeds": seeds, "iterations": iterations, "init": init, "tolerance": tolerance, "arms": {}}
+    summary: dict[str, Any] = {"seeds": seeds, "iterations": iterations, "init": init, "tolerance": tolerance, "arms": {}}
     for arm in ARMS:
         R = np.array(runs[arm])
         n = np.array([runs_to(list(r)) for r in R])

@@ -102,7 +102,7 @@ def run_cycle(
     space = ConfigSpace()
     settings = ReplaySettings(seed=seed, forecaster=forecaster)
     interval = 300  # the flinktune policy's cadence
-    shared = {}
+    per_kind = {}
     for kind in kinds:
         trace = generate_trace(kind, 2.0, seed)
         rig = prepare_replay(
@@ -112,13 +112,13 @@ def run_cycle(
             space,
             ReplaySettings(workload=kind, seed=seed, forecaster=forecaster),
         )
-        shared[kind] = (trace, rig)
+        per_kind[kind] = (trace, rig)
     models_s = time.perf_counter() - t0
     rng = np.random.default_rng(seed)
     jobs, rigs = [], {}
     for i in range(n_jobs):
         kind = kinds[i % len(kinds)]
-        trace, rig = shared[kind]
+        trace, rig = per_kind[kind]
         scaled = trace * float(rng.uniform(0.5, 1.5))
         name = f"{kind}-{i:05d}"
         twin = TwinJob(
@@ -142,6 +142,7 @@ def run_cycle(
     def decide(job: JobSettings):
         twin, scaled, rig = rigs[job.name]
         clock = ManualClock(twin.now)
+        assert rig.models is not None  # prepare_replay gives the flinktune policy its models
         loop = build_decision_loop(
             twin_backend(twin, clock, job=job.name),
             LoopSettings(job.name, job.latency_target_ms, job.recovery_limit_s, window_s=interval, max_staleness_s=interval),

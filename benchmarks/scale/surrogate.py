@@ -65,12 +65,12 @@ def _outcomes(X: np.ndarray, rate: np.ndarray) -> np.ndarray:
 def _observations(C: np.ndarray, rng: np.random.Generator, n: int, bases: int) -> tuple[np.ndarray, ...]:
     n_target = min(10, n // (bases + 1)) if bases else n
     counts = [n_target] + ([] if not bases else list(np.diff(np.linspace(0, n - n_target, bases + 1).round().astype(int))))
-    X, rates = [], []
+    xs, rs = [], []
     for k, m in enumerate(counts):  # target bucket 2 = [20k, 30k); bases 3, 4, ...
         lo = TARGET_RATE - 5_000 + k * BUCKET
-        X.append(C[rng.choice(len(C), m, replace=m > len(C))])
-        rates.append(rng.uniform(lo, lo + BUCKET, m))
-    X, rates = np.vstack(X), np.concatenate(rates)
+        xs.append(C[rng.choice(len(C), m, replace=m > len(C))])
+        rs.append(rng.uniform(lo, lo + BUCKET, m))
+    X, rates = np.vstack(xs), np.concatenate(rs)
     return X, rates, _outcomes(X, rates) * np.exp(rng.normal(0, 0.05, (len(X), 4)))
 
 

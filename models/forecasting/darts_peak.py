@@ -38,6 +38,7 @@ import math
 import pickle
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,9 @@ from models.forecasting.peak_covariates import context_input_bins, peak_covariat
 from models.forecasting.peak_trees import QuantileTrees, checked_levels, peak_forecasts
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
+
+if TYPE_CHECKING:
+    from darts.models import SKLearnModel
 
 __all__ = ["DARTS_PEAK_LEVELS", "ESTIMATORS", "DartsPeakForecaster"]
 
@@ -113,7 +117,7 @@ class DartsPeakForecaster(QuantileTrees, TrainedHorizon, ForecastingModel):
         self._set_trees(max_iter, learning_rate, max_leaf_nodes, min_samples_leaf)
         self.max_gap_bins = int(max_gap_bins)
         self.seed = int(seed)
-        self._models: dict[float, object] = {}
+        self._models: dict[float, SKLearnModel] = {}
         self._scale = 1.0
         self.fit_info: dict[str, float] = {}
 
@@ -140,7 +144,7 @@ class DartsPeakForecaster(QuantileTrees, TrainedHorizon, ForecastingModel):
         """The levels the linear model is fitted on: ours plus their mirror images around 0.5."""
         return sorted({round(q, 6) for q in self.quantiles} | {round(1 - q, 6) for q in self.quantiles})
 
-    def _darts_models(self) -> dict[float, object]:
+    def _darts_models(self) -> dict[float, SKLearnModel]:
         from darts.models import LinearRegressionModel, SKLearnModel
 
         common = dict(lags=None, lags_past_covariates=[-1], output_chunk_length=1, output_chunk_shift=self._span - 1)

@@ -34,6 +34,7 @@ import math
 import pickle
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,9 @@ from flinktune.lake.atomic import atomic_dir
 from models.forecasting.base import ForecastingModel
 from models.forecasting.series_prep import prepare_rate_series
 from models.forecasting.types import ForecastInputError, QuantileForecast
+
+if TYPE_CHECKING:
+    from pmdarima.arima import ARIMA
 
 __all__ = ["DemeterArimaForecaster", "combine_stride_forecasts", "demeter_preprocess"]
 
@@ -130,7 +134,7 @@ class DemeterArimaForecaster(ForecastingModel):
         self.max_fit_points = None if max_fit_points is None else int(max_fit_points)
         self.seed = int(seed)
         self.quantiles: tuple[float, ...] = (0.5,)
-        self._models: dict[int, object] = {}
+        self._models: dict[int, ARIMA] = {}
         self.fit_info: dict[str, float] = {}
 
     # -- internals --------------------------------------------------------------------------------
@@ -166,7 +170,7 @@ class DemeterArimaForecaster(ForecastingModel):
 
         _, grid, _ = self._grid(series, self.min_fit_bins, "fit series")
         smooth = demeter_preprocess(grid)
-        models: dict[int, object] = {}
+        models: dict[int, ARIMA] = {}
         # BLAS threads fight each other on small ARIMA matrices (20 s vs 1 s per fit on 2 cores).
         with threadpool_limits(1), warnings.catch_warnings():
             warnings.simplefilter("ignore")

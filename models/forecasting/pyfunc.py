@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import mlflow.pyfunc
 import pandas as pd
+from mlflow.pyfunc import PythonModel
 
 from models.forecasting.types import ForecastInputError
 
@@ -62,7 +62,7 @@ def history_from_frame(frame: pd.DataFrame) -> pd.Series:
     return pd.Series(frame["value"].to_numpy(), index=index, name="input_rate")
 
 
-class ForecasterPyfunc(mlflow.pyfunc.PythonModel):
+class ForecasterPyfunc(PythonModel):
     """Pyfunc face of a saved forecaster directory (artifact key ``"model"``)."""
 
     def __init__(self, horizon_s: int = 600) -> None:

@@ -113,6 +113,7 @@ class StatisticalForecaster(TrainedHorizon, ForecastingModel):
         return self
 
     def _forecast(self, point: np.ndarray, start: pd.Timestamp) -> QuantileForecast:
+        assert self._ratios is not None  # its callers check fit first
         n = len(point)
         rows = np.minimum(np.arange(n), len(self._ratios) - 1)  # beyond the calibrated horizon: last step
         q = np.maximum(point[:, None] * self._ratios[rows], 0.0)

@@ -151,6 +151,11 @@ def suggest_profiling(
         span = np.where(hi - lo > 0, hi - lo, 1.0)
         ref_point = torch.as_tensor(lo - 0.1 * span if ref is None else ref, dtype=torch.float64)
         base = prof if prof.size else inside[[int(np.argmin(obj[inside].sum(axis=1)))]]
+
+        def known_objectives(samples: torch.Tensor, X: torch.Tensor | None) -> torch.Tensor:
+            assert X is not None  # qLogNEHVI passes the candidates, whose trailing columns are the objectives
+            return X[..., d:].expand(*samples.shape[:-1], 2)
+
         with torch.random.fork_rng(devices=[]), single_thread():
             torch.manual_seed(int(seed))
             models = constraint_models(surrogate, tx, at_rate, outcomes)
@@ -162,7 +167,7 @@ def suggest_profiling(
                 ref_point=ref_point.to(dev),
                 X_baseline=Zd[torch.as_tensor(base, device=dev)],
                 sampler=SobolQMCNormalSampler(sample_shape=torch.Size([num_mc_samples]), seed=int(seed)),
-                objective=GenericMCMultiOutputObjective(lambda samples, X: X[..., d:].expand(*samples.shape[:-1], 2)),
+                objective=GenericMCMultiOutputObjective(known_objectives),
                 constraints=[lambda s: s[..., 0] - lat_lim, lambda s: s[..., 1] - rec_lim],
                 prune_baseline=False,
                 cache_root=False,

@@ -227,7 +227,7 @@ def _fit_group(models: list, maxiter: int) -> list[tuple[float, int, bool]]:
 def fit_gps(
     train_sets: Sequence[tuple[Tensor, Tensor]],
     *,
-    starts: Sequence[object | None] | None = None,
+    starts: Sequence[torch.nn.Module | None] | None = None,
     maxiter: int = DEFAULT_MAXITER,
 ) -> list[GPFit]:
     """Fit one :func:`build_gp` model per ``(x (n_i, d), y (n_i, 1))`` set; returns them in order.
@@ -242,7 +242,7 @@ def fit_gps(
         raise ValueError(f"fit_gps: {len(starts)} starts for {len(train_sets)} training sets")
     from botorch import settings
 
-    out: list[GPFit | None] = [None] * len(train_sets)
+    out: dict[int, GPFit] = {}
     # One torch thread on a CPU: these matrices are too small for more (models.torch_threads).
     # BoTorch's input-scaling check only warns and cost 3 ms per model (measured); callers check
     # their inputs (models.surrogate.dataset).
@@ -262,4 +262,4 @@ def fit_gps(
         for g in _groups([m.train_targets.shape[-1] for m in models]):
             for i, (loss, nit, ok) in zip(g, _fit_group([models[i] for i in g], maxiter)):
                 out[i] = GPFit(models[i].eval(), loss, nit, ok)
-    return out
+    return [out[i] for i in range(len(train_sets))]  # the groups cover every set

@@ -138,6 +138,7 @@ class GPSurrogate(TorchStateFile):
         if not np.isfinite(rate) or rate < 0:
             raise SurrogateInputError(f"rate must be a finite rec/s >= 0, got {rate!r}")
         m = X.shape[0]
+        assert self.rate_scale is not None  # fitted (checked above)
         x = self._tensor(model_inputs(X, np.full(m, float(rate)), self.rate_scale))
         mean = np.empty((m, len(self.outcomes)))
         std = np.empty_like(mean)

@@ -16,6 +16,7 @@ Inputs ``X`` have shape ``(..., q, d)``; posteriors are over ``(..., q, m)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 from botorch.models.model import Model
@@ -78,6 +79,11 @@ class TabulatedModel(OneOutputModel):
     A row of X is matched to the nearest table row; one farther than ``tol`` raises ``ValueError``.
     """
 
+    # buffers, registered in __init__
+    table: Tensor
+    mean_: Tensor
+    var_: Tensor
+
     def __init__(self, table: Tensor, mean: Tensor, std: Tensor, *, tol: float = 1e-6) -> None:
         super().__init__()
         self.register_buffer("table", table)
@@ -119,7 +125,12 @@ class StackedModel(Model):
         idx = range(len(self.models)) if output_indices is None else output_indices
         if self.columns is not None:
             X = X[..., : self.columns]
-        mvns = [self.models[i].posterior(X, observation_noise=observation_noise).distribution for i in idx]
+        # ModuleList items are typed Module and Model.posterior returns the base Posterior: these are
+        # one-output Models whose posteriors are GPyTorchPosteriors (the class doc)
+        mvns = [
+            cast(GPyTorchPosterior, cast(Model, self.models[i]).posterior(X, observation_noise=observation_noise)).distribution
+            for i in idx
+        ]
         mvn = mvns[0] if len(mvns) == 1 else MultitaskMultivariateNormal.from_independent_mvns(mvns)
         post = GPyTorchPosterior(mvn)
         return posterior_transform(post) if posterior_transform is not None else post

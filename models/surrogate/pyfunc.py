@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import mlflow.pyfunc
 import numpy as np
 import pandas as pd
+from mlflow.pyfunc import PythonModel
 
 from models.surrogate.types import SurrogateInputError
 
@@ -32,14 +32,14 @@ def load_surrogate(path, *, device: str = "cpu"):
     from models.surrogate.rgpe_surrogate import RGPESurrogate
 
     state = torch.load(path, map_location="cpu", weights_only=True)
-    kinds = {GPSurrogate.name: GPSurrogate, RGPESurrogate.name: RGPESurrogate}
+    kinds: dict[str, type[GPSurrogate] | type[RGPESurrogate]] = {GPSurrogate.name: GPSurrogate, RGPESurrogate.name: RGPESurrogate}
     kind = state.get("kind") if isinstance(state, dict) else None
     if kind not in kinds:
         raise ValueError(f"surrogate file {path}: unknown kind {kind!r}; expected one of {sorted(kinds)}")
     return kinds[kind].from_state(state, device=device)
 
 
-class SurrogatePyfunc(mlflow.pyfunc.PythonModel):
+class SurrogatePyfunc(PythonModel):
     """Pyfunc face of a saved GPSurrogate or RGPESurrogate (artifact key ``"model"``)."""
 
     def __init__(self, feature_names: Sequence[str], bounds: Sequence[tuple[float, float]]) -> None:

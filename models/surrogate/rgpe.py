@@ -31,9 +31,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from botorch.models.model import Model
+from botorch.models.transforms.outcome import Standardize
 from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import DiagLinearOperator, PsdSumLinearOperator
 from linear_operator.utils.cholesky import psd_safe_cholesky
@@ -41,6 +43,9 @@ from linear_operator.utils.warnings import NumericalWarning
 from torch import Tensor
 
 from models.surrogate.outcome_models import OneOutputModel
+
+if TYPE_CHECKING:
+    from botorch.models import SingleTaskGP
 
 __all__ = [
     "RGPEModel",
@@ -91,7 +96,7 @@ def posterior_samples(model: Model, x: Tensor, num_samples: int, *, seed: int) -
         return _draw(mvn.mean, mvn.covariance_matrix, num_samples, seed)
 
 
-def loo_samples(model: Model, num_samples: int, *, seed: int, rows: Tensor | None = None) -> Tensor:
+def loo_samples(model: SingleTaskGP, num_samples: int, *, seed: int, rows: Tensor | None = None) -> Tensor:
     """Leave-one-out joint draws at the training points (or the subset ``rows``): (S, n, n).
 
     Entry ``[s, j, k]``: draw s of the latent GP conditioned on every point but j, at x_k, with the
@@ -161,7 +166,7 @@ class RankWeights:
 
 def compute_rank_weights(
     base_models: Sequence[Model],
-    target_model: Model,
+    target_model: SingleTaskGP,
     *,
     num_samples: int = 1024,
     dilution_points: int | None = 20,
@@ -209,8 +214,9 @@ class RGPEModel(OneOutputModel):
     """
 
     _num_outputs = 1
+    member_weights: Tensor  # a buffer, registered in __init__
 
-    def __init__(self, models: Sequence[Model], weights: Tensor, *, target: int = -1) -> None:
+    def __init__(self, models: Sequence[SingleTaskGP], weights: Tensor, *, target: int = -1) -> None:
         super().__init__()
         weights = torch.as_tensor(weights, dtype=torch.float64).reshape(-1)
         if len(models) != weights.numel():
@@ -231,10 +237,12 @@ class RGPEModel(OneOutputModel):
             mvn = model(X)  # latent posterior, standardised space of that model
             mean = w * mvn.mean if mean is None else mean + w * mvn.mean
             covs.append(mvn.lazy_covariance_matrix * (w * w))
+        assert mean is not None  # __init__ keeps at least one member (the weights are not all 0)
         cov = covs[0] if len(covs) == 1 else PsdSumLinearOperator(*covs)
         if observation_noise is True:
             noise = self.target_model.likelihood.noise.reshape(-1)[:1].to(X)
             cov = cov + DiagLinearOperator(noise.expand(mean.shape))
         tf = self.target_model.outcome_transform
+        assert isinstance(tf, Standardize)  # the models' contract (module doc)
         m0, s0 = tf.means.reshape(-1)[0].to(X), tf.stdvs.reshape(-1)[0].to(X)
         return self._wrap(MultivariateNormal(mean * s0 + m0, cov * (s0 * s0)), posterior_transform)

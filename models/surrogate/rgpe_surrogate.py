@@ -152,6 +152,7 @@ class RGPESurrogate(TorchStateFile):
 
     def _bucket_sets(self, bucket: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Model-space training set ``(x (m, d), y (m,))`` of every outcome in one bucket."""
+        assert self._data is not None  # fit sets the data before it fits a bucket
         X, rates, Y = self._data
         keys = [tuple(r) for r in np.round(X, 9)]
         lat_ok = known = None
@@ -182,7 +183,7 @@ class RGPESurrogate(TorchStateFile):
         """Every outcome's model in ``buckets``: a GP whose training set is in ``previous`` is reused,
         all others are fitted together by one :func:`~models.surrogate.batched_fit.fit_gps` call
         (warm-started from that bucket's last GP, when there is one)."""
-        fits: dict[int, dict[str, dict[str, Any]]] = {}
+        fits: dict[int, dict[str, Any]] = {}  # None placeholders until the batched fit below
         todo: list[tuple[int, str, str, np.ndarray, np.ndarray]] = []
         for bucket in buckets:
             fits[bucket] = {}
@@ -216,6 +217,7 @@ class RGPESurrogate(TorchStateFile):
     # -- per-bucket ensembles -----------------------------------------------------------------------
     def _pooled_model(self, name: str):
         if name not in self._pooled:
+            assert self._data is not None  # only reached from a fitted surrogate
             X, rates, Y = self._data
             j = self.outcomes.index(name)
             with warnings.catch_warnings():
@@ -283,6 +285,7 @@ class RGPESurrogate(TorchStateFile):
         pooled = self._pooled_model(outcome)
         if pooled["kind"] == "constant":
             return ConstantModel(pooled["value"], self.constant_std)
+        assert self.rate_scale is not None  # set with the data (checked above)
         return FixedRateModel(pooled["model"], float(rate) / self.rate_scale)
 
     def weights(self, rate: float) -> dict[str, dict[str, Any]]:
@@ -357,6 +360,7 @@ class RGPESurrogate(TorchStateFile):
     def state(self) -> dict[str, Any]:
         """Data, fitted bucket and pooled GPs, and computed weights (CPU tensors; ``weights_only`` safe)."""
         self._check_fitted()
+        assert self._data is not None  # _check_fitted raised otherwise
         X, rates, Y = self._data
         return {
             "version": STATE_VERSION,
