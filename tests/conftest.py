@@ -36,6 +36,11 @@ from flinktune.settings import Settings  # noqa: E402
 # the tests of that feature switch it on themselves (tests/data_contracts/test_gx_checkpoint.py,
 # tests/flinktune/etl/test_observations.py, tests/flinktune/report/test_report_quality.py).
 os.environ.setdefault("FLINKTUNE_DATA_DOCS", "false")
+# Every new Airflow home of the suite (the demo's, the pipelines', the DAG tests') starts from one migrated database
+# per Airflow version instead of migrating its own; tests of the migration itself unset it.
+os.environ.setdefault(
+    "FLINKTUNE_AIRFLOW_DB_CACHE", os.path.join(tempfile.gettempdir(), f"flinktune-tests-{os.getuid()}", "airflow-db")
+)
 # Model files are signed (flinktune.signing): the suite signs with a key of its own, never the user's.
 os.environ.setdefault(
     "FLINKTUNE_SIGNING_KEY_FILE", os.path.join(tempfile.gettempdir(), f"flinktune-tests-{os.getuid()}", "signing.key")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from flinktune.airflow_local.airflow_home import (
+    DB_CACHE_VARIABLE,
     DEFAULT_DAGS_FOLDER,
     DEFAULT_PLUGINS_FOLDER,
     AirflowHomeError,
@@ -44,7 +45,10 @@ def test_home_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.airflow
-def test_migrates_once_then_skips_and_upgrades_a_copy_when_airflow_changes(tmp_path: Path) -> None:
+def test_migrates_once_then_skips_and_upgrades_a_copy_when_airflow_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(DB_CACHE_VARIABLE, raising=False)
     env = prepare_airflow_home(tmp_path / "var")
     home = Path(env["AIRFLOW_HOME"])
     db, marker = home / "airflow.db", home / MARKER
@@ -84,3 +88,22 @@ def test_failed_migration_names_the_database_and_leaves_it_untouched(tmp_path: P
     assert (home / "airflow.db").read_bytes() == b"this is not sqlite" * 100
     assert json.loads((home / MARKER).read_text()) == {"airflow_version": "2.10.0"}
     assert not (home / "airflow.db.partial").exists()
+
+
+@pytest.mark.airflow
+def test_a_new_home_starts_from_the_cache_that_the_first_migration_filled(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = Path(prepare_airflow_home(tmp_path / "a", db_cache=cache)["AIRFLOW_HOME"])
+    assert (first / "logs" / "db-migrate.log").is_file()
+    (template,) = cache.glob("airflow-*.db")
+    assert template.read_bytes() == (first / "airflow.db").read_bytes()
+
+    second = Path(prepare_airflow_home(tmp_path / "b", db_cache=cache)["AIRFLOW_HOME"])
+    assert not (second / "logs" / "db-migrate.log").exists(), "a cached database needs no migration"
+    assert (second / "airflow.db").read_bytes() == template.read_bytes()
+    assert json.loads((second / MARKER).read_text())["database"] == str(second / "airflow.db")
+    with sqlite3.connect(second / "airflow.db") as con:
+        con.execute("create table mine (x int)")  # the new home's database is its own, not the cache's
+    with sqlite3.connect(template) as con:
+        assert con.execute("select count(*) from sqlite_master where name='mine'").fetchone() == (0,)
+    assert not list(cache.glob("*.partial")) and not list(second.glob("*.partial"))
