@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +204,7 @@ def job_report(
         "last_reasons": decisions["reason"].tail(3).tolist() if len(decisions) else [],
         "changes": verdicts,
         "per_decision": per_decision,
-        "gates": dict(pd.Series([d["gate"] for d in per_decision], dtype=object).value_counts()) if per_decision else {},
+        "gates": dict(Counter(str(d["gate"]) for d in per_decision).most_common()),
         "data_age_s_median": float(np.median(ages)) if ages else None,
         "decision_gap_s_median": float(np.median(gaps)) if len(gaps) else None,
         "decision_gap_s_max": float(gaps.max()) if len(gaps) else None,
@@ -251,7 +252,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         ]
         if job.get("per_decision"):
             lines += [
-                f"- gates: {job['gates']}; data age at decision: median {_num(job['data_age_s_median'], '{:.0f}')} s; "
+                f"- gates: {', '.join(f'{gate} {n}' for gate, n in job['gates'].items())}; data age at decision: median {_num(job['data_age_s_median'], '{:.0f}')} s; "
                 f"decided every {_num(job.get('decision_gap_s_median'))} s (median; longest gap "
                 f"{_num(job.get('decision_gap_s_max'))} s)",
                 "",
