@@ -48,14 +48,12 @@ def extract_range(
     sink = RawSink(Lake(settings.lake_dir))  # type: ignore[arg-type]
     if source == "prometheus":
         from flinktune.extract.endpoint import resolve_endpoint
-        from flinktune.extract.prometheus import PrometheusClient, extract_prometheus
+        from flinktune.extract.prometheus import QUERY_PRESETS, PrometheusClient, extract_prometheus
+        from flinktune.settings import PrometheusSettings, read_group
 
         client = PrometheusClient(
             resolve_endpoint(conn_id), timeout_s=settings.timeouts.http_request_s, retries=settings.timeouts.http_retries
         )
-        from flinktune.extract.prometheus import QUERY_PRESETS
-        from flinktune.settings import PrometheusSettings, read_group
-
         preset = QUERY_PRESETS[read_group(PrometheusSettings).names]  # FLINKTUNE_PROMETHEUS_NAMES
         result = extract_prometheus(
             client,
