@@ -28,6 +28,7 @@ import pytest
 
 from flinktune.decision.guard import GuardRules
 from flinktune.lake import Lake
+from flinktune.rehearsal.verdicts import measured_capacities
 
 pytestmark = [
     pytest.mark.slow,
@@ -151,6 +152,7 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
     # change. The rehearsal's jobs act (its fleet file sets mode: act): nothing is held as advice.
     for name, job in summary["jobs"].items():
         capacity = {int(p): float(c) for p, c in job["capacity"].items()}
+        raw = Lake(var / "lake").read_raw(name, 0, int(time.time() * 1000) + 1)
         changed_at = [float(v["change"]["ts"]) for v in job["changes"]]
         for d in job["per_decision"]:
             if d["gate"] == "stale metrics":
@@ -160,10 +162,15 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
             assert d["data_age_s"] is not None and 0 <= d["data_age_s"] <= 90, (name, d)
             assert d["gate"] in ("changed", "policy: no change needed", "stabilization window", "scale-down budget"), (name, d)
             if d["gate"] == "policy: no change needed":
-                # DS2 reads the capacity from its own minute, the judge from the median of the run: near the edge they
-                # differ by a few percent (the 60 s mean passes p=1's capacity at the end of the short plan's high level).
-                carried = 1.1 * capacity.get(int(d["parallelism"]), float("nan"))
-                assert d["planned_rate"] <= carried, (name, d, capacity)
+                # DS2 reads the capacity from its own minute, the judge from the median of the run. On a machine that
+                # other work shares, a subtask's capacity moves with that work (a contended run's median was 0.6x its
+                # quiet minutes'), so the keep is judged against the larger of the run's median and the judge's own
+                # measure over the decision's window, with a few percent for DS2's mean against the judge's median.
+                p = int(d["parallelism"])
+                window = raw[(raw["ts_ms"] >= (d["ts"] - 60.0) * 1000) & (raw["ts_ms"] <= d["ts"] * 1000)]
+                in_window = measured_capacities(window, (p,))[0].get(p, 0.0)
+                carried = 1.1 * max(capacity.get(p, float("nan")), in_window)
+                assert d["planned_rate"] <= carried, (name, d, capacity, in_window)
         assert all(v["verdict"] in ("correct", "not judged") for v in job["changes"]), (name, job["changes"])
     assert (var / "rehearsal" / "rehearsal.md").read_text().count("| data age s |") == len(summary["jobs"])
     # The ETL on the standalone cluster wrote what local[2] writes from the same raw input.
