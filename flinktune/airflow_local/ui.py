@@ -18,7 +18,7 @@ from pathlib import Path
 
 from flinktune.airflow_local.airflow_home import airflow_env
 
-__all__ = ["UI_USER", "UiServer", "read_login", "ui_servers"]
+__all__ = ["MLFLOW_SERVER_ENV", "UI_USER", "UiServer", "read_login", "ui_servers"]
 
 #: The one local user of the demo's UI (Airflow's simple auth manager, role admin).
 UI_USER = "admin"
@@ -35,6 +35,12 @@ class UiServer:
     env: dict[str, str]
     ready_url: str
     url: str
+
+
+#: What flinktune starts an MLflow server with: tracking and the registry only. The server's job runner (for
+#: MLflow's own evaluation and trace jobs, which flinktune never submits) would start half a dozen idle
+#: consumer processes beside it.
+MLFLOW_SERVER_ENV = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def ui_servers(var_dir: str | Path, *, airflow_port: int, mlflow_port: int) -> list[UiServer]:
@@ -76,7 +82,7 @@ def ui_servers(var_dir: str | Path, *, airflow_port: int, mlflow_port: int) -> l
     mlflow = UiServer(
         "mlflow-ui",
         [sys.executable, "-m", "mlflow", "server", *serve, *listen],
-        common,
+        {**common, **MLFLOW_SERVER_ENV},
         f"{mlflow_base}/health",
         f"{mlflow_base}/",
     )

@@ -21,6 +21,7 @@ from pathlib import Path
 import requests
 
 from flinktune.airflow_local.airflow_home import airflow_env
+from flinktune.airflow_local.ui import MLFLOW_SERVER_ENV
 from flinktune.config_space import Configuration
 from flinktune.localflink import ClusterSpec, JobControl, LocalFlinkCluster, LocalFlinkRealizer, RateFile
 from flinktune.localflink.attach import Attachment, write_attachment
@@ -174,7 +175,7 @@ def _mlflow(stack: Stack, var_dir: Path, env: dict[str, str], db_url: str) -> tu
             "--workers",
             "1",
         ],
-        env=env,
+        env={**env, **MLFLOW_SERVER_ENV},
     )
     return f"http://127.0.0.1:{port}", server
 
