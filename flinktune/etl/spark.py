@@ -48,6 +48,9 @@ def spark_conf(settings: Settings, environ: Mapping[str, str] | None = None) -> 
         "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
         "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
     }
+    if settings.spark_driver_java_options.strip():
+        # Read when this process launches the driver JVM; a driver already running (cluster mode) ignores it.
+        conf["spark.driver.extraJavaOptions"] = settings.spark_driver_java_options.strip()
     if settings.spark_master.startswith("local"):
         # Local mode: the driver is the executor; keep it modest and never listen beyond loopback.
         conf.update(

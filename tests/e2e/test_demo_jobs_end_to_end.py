@@ -1,7 +1,7 @@
-"""``flinktune demo --jobs 3`` end to end on a small case: three twin jobs as one fleet, three reports, one overview.
+"""``flinktune demo --jobs 2`` end to end on a small case: two twin jobs as one fleet, two reports, one overview.
 
 Runs the real CLI in a child process (every DAG through ``dag.test()``, Spark, MLflow on SQLite,
-decisions on the twin, the reports). Asserts on what a user reads: three distinct report pages,
+decisions on the twin, the reports). Asserts on what a user reads: two distinct report pages,
 each of its own job, kind and load, and an overview whose rows link to them and repeat their
 figures (verdict, CPU and money against static on the same load, changes).
 """
@@ -27,13 +27,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.airflow, pytest.mark.spark, pytest.ma
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_demo_with_three_jobs_writes_three_reports_and_an_overview_that_links_them(tmp_path):
+def test_demo_with_two_jobs_writes_two_reports_and_an_overview_that_links_them(tmp_path):
     var_dir = tmp_path / "fleet-demo"
     # Two seeds per report (the fewest with a spread): the suite's longest chain stays short.
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "MLFLOW_DISABLE_TELEMETRY": "true", "FLINKTUNE_REPORT_SEEDS": "2"}
     env.pop("FLINKTUNE_VAR_DIR", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "flinktune.cli", "demo", "--jobs", "3", "--history-hours", "3", "--tuned-hours", "0.5",
+        [sys.executable, "-m", "flinktune.cli", "demo", "--jobs", "2", "--history-hours", "3", "--tuned-hours", "0.5",
          "--var-dir", str(var_dir), "--seed", "3"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
@@ -42,37 +42,37 @@ def test_demo_with_three_jobs_writes_three_reports_and_an_overview_that_links_th
 
 
 def check_fleet_demo(var_dir: Path, stdout: str) -> None:
-    """What ``demo --jobs 3 --var-dir var_dir`` printed (``stdout``) and left in ``var_dir``."""
+    """What ``demo --jobs 2 --var-dir var_dir`` printed (``stdout``) and left in ``var_dir``."""
     lines = stdout.strip().splitlines()
     overview = Path(re.fullmatch(r"fleet overview: (.+overview\.html)", lines[-1]).group(1))
 
     # The jobs are a fleet on the twin: the fleet file the demo wrote, every job managed, kinds and loads apart.
     fleet = load_fleet_file(var_dir / "fleet.yaml")
-    assert [e.name for e in fleet.entries] == ["demo-1-ysb", "demo-2-tsw", "demo-3-ysb"] and not fleet.held()
+    assert [e.name for e in fleet.entries] == ["demo-1-ysb", "demo-2-tsw"] and not fleet.held()
     assert {e.settings.mode for e in fleet.entries} == {"act"}
     printed = {
         m.group(1): m
         for line in lines
         if (m := re.fullmatch(r"(\S+) \((\w+) at ([\d.]+) x its rates\): (.+); html report: (.+)", line))
     }
-    assert sorted(printed) == ["demo-1-ysb", "demo-2-tsw", "demo-3-ysb"]
-    assert {(m.group(2), m.group(3)) for m in printed.values()} == {("ysb", "1"), ("tsw", "0.6"), ("ysb", "0.8")}
+    assert sorted(printed) == ["demo-1-ysb", "demo-2-tsw"]
+    assert {(m.group(2), m.group(3)) for m in printed.values()} == {("ysb", "1"), ("tsw", "0.6")}
 
     pages = {job: Path(m.group(5)) for job, m in printed.items()}
-    assert len({p.parent for p in pages.values()}) == 3
+    assert len({p.parent for p in pages.values()}) == 2
     summaries = {}
     for job, page in pages.items():
         assert page.parent.name.startswith(f"{job}-") and page.stat().st_size > 1_000_000
         summaries[job] = json.loads((page.parent / "summary.json").read_text())
         assert summaries[job]["verdict"]["headline"] == printed[job].group(4)
         assert job in (page.parent / "report.md").read_text().splitlines()[0]
-    # Three jobs, three loads: their runs differ.
-    assert len({json.dumps(s["same_load"]["static"], sort_keys=True) for s in summaries.values()}) == 3
+    # Two jobs, two kinds and loads: their runs differ.
+    assert len({json.dumps(s["same_load"]["static"], sort_keys=True) for s in summaries.values()}) == 2
 
     # The overview: one row per job, its link opens that job's page, its figures are the page's.
     rows = json.loads((overview.parent / "overview.json").read_text())
     text = overview.read_text()
-    assert [r["job"] for r in rows] == ["demo-1-ysb", "demo-2-tsw", "demo-3-ysb"]
+    assert [r["job"] for r in rows] == ["demo-1-ysb", "demo-2-tsw"]
     for row in rows:
         job, s = row["job"], summaries[row["job"]]
         assert (overview.parent / row["link"]).resolve() == pages[job].resolve()

@@ -28,3 +28,17 @@ def test_cluster_master_gets_no_local_binding_and_env_overrides(tmp_path):
 def test_bad_env_conf_is_named(tmp_path, raw, fragment):
     with pytest.raises(SparkConfError, match=fragment):
         spark_conf(Settings(var_dir=tmp_path), environ={SPARK_CONF_ENV: raw})
+
+
+def test_driver_jvm_options_follow_the_setting_and_empty_leaves_the_jvm_default(tmp_path):
+    assert spark_conf(Settings(var_dir=tmp_path), environ={})["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert "spark.driver.extraJavaOptions" not in spark_conf(
+        Settings(var_dir=tmp_path, spark_driver_java_options=" "), environ={}
+    )
+
+
+@pytest.mark.spark
+def test_the_driver_jvm_the_session_started_runs_with_the_options(spark):
+    # pyspark hands the session's properties to the JVM it launches: the option is on the driver's command line.
+    bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert "-XX:TieredStopAtLevel=1" in list(bean.getInputArguments())
