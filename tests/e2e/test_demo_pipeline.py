@@ -39,7 +39,7 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
             "--history-hours",
             "3",
             "--tuned-hours",
-            "1",
+            "0.5",
             "--var-dir",
             str(var_dir),
             "--seed",
@@ -65,7 +65,7 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     assert summary["reconfigurations"] >= 1
     for png in ("same_load.png", "rate_forecast.png", "configuration.png", "latency.png", "resources.png"):
         assert (report.parent / png).stat().st_size > 5000
-    # the tuned hour replayed under the other policies from the same state, and a verdict on that same load
+    # the tuned half hour replayed under the other policies from the same state, and a verdict on that same load
     assert set(summary["same_load"]) == {"flinktune", "static", "autoscaler", "demeter"}
     assert summary["same_load"]["static"]["failures"] == summary["same_load"]["flinktune"]["failures"]
     assert "## The same load under each policy" in text and "## Verdict: " in text.splitlines()[2]
@@ -95,7 +95,7 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     with sqlite3.connect(var_dir / "state" / "flinktune.db") as con:
         reasons = [r for (r,) in con.execute("SELECT reason FROM decisions WHERE job = 'demo'")]
     early = [r for r in reasons if "decided before the next interval" in r]  # the watch's, each saying why
-    assert len(reasons) - len(early) == 12 and all("so the decision is made now" in r for r in early)  # 1 h at 300 s
+    assert len(reasons) - len(early) == 6 and all("so the decision is made now" in r for r in early)  # 0.5 h at 300 s
 
     # The README's follow-on commands, run from the folder that holds var/demo, without --var-dir.
     follow_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))}
