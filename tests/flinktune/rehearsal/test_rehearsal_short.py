@@ -28,6 +28,7 @@ import pytest
 
 from flinktune.decision.guard import GuardRules
 from flinktune.lake import Lake
+from flinktune.rehearsal.scenario import RehearsalOptions
 from flinktune.rehearsal.verdicts import measured_capacities
 
 pytestmark = [
@@ -153,6 +154,7 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
     for name, job in summary["jobs"].items():
         capacity = {int(p): float(c) for p, c in job["capacity"].items()}
         raw = Lake(var / "lake").read_raw(name, 0, int(time.time() * 1000) + 1)
+        window_s = float(RehearsalOptions.__dataclass_fields__["decision_interval_s"].default)  # what each decision read
         changed_at = [float(v["change"]["ts"]) for v in job["changes"]]
         for d in job["per_decision"]:
             if d["gate"] == "stale metrics":
@@ -167,7 +169,7 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
                 # quiet minutes'), so the keep is judged against the larger of the run's median and the judge's own
                 # measure over the decision's window, with a few percent for DS2's mean against the judge's median.
                 p = int(d["parallelism"])
-                window = raw[(raw["ts_ms"] >= (d["ts"] - 60.0) * 1000) & (raw["ts_ms"] <= d["ts"] * 1000)]
+                window = raw[(raw["ts_ms"] >= (d["ts"] - window_s) * 1000) & (raw["ts_ms"] <= d["ts"] * 1000)]
                 in_window = measured_capacities(window, (p,))[0].get(p, 0.0)
                 carried = 1.1 * max(capacity.get(p, float("nan")), in_window)
                 assert d["planned_rate"] <= carried, (name, d, capacity, in_window)
