@@ -32,8 +32,8 @@ from flinktune.twin.profile import ClusterProfile
 
 
 def sweep(out: Path, rates: list[float], parallelisms: list[int], work: int) -> Path:
-    from benchmarks.localflink.bench_job import bench_cluster, rest_source, start_bench_job
     from flinktune.config_space import Configuration
+    from flinktune.localflink.benchjob import bench_cluster, rest_source, start_bench_job
     from flinktune.localflink.profiling import measure_point
 
     cluster, rate = bench_cluster(out)

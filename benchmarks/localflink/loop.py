@@ -34,13 +34,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.localflink.bench_job import bench_cluster, rest_source, start_bench_job
 from flinktune.backends.local_flink import local_flink_backend
 from flinktune.config_space import ConfigSpace, Configuration
 from flinktune.decision.guard import GuardRules
 from flinktune.decision.loop import LoopSettings, build_decision_loop
 from flinktune.decision.store import MemoryStateStore
 from flinktune.localflink.audit import Change, judge_changes
+from flinktune.localflink.benchjob import bench_cluster, rest_source, start_bench_job
 from flinktune.localflink.capacity import CapacitySurrogate, ProfiledCapacity
 from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.distribution import repo_root

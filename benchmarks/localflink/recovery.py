@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.localflink.bench_job import BENCH_JAR, bench_cluster, start_bench_job
 from flinktune.config_space import Configuration
 from flinktune.localflink import inject_taskmanager_failure
+from flinktune.localflink.benchjob import BENCH_JAR, bench_cluster, start_bench_job
 from flinktune.localflink.distribution import repo_root
 from flinktune.metrics.schema import PROFILING_COLUMNS
 

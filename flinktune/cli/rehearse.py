@@ -25,7 +25,9 @@ def rehearse(
     decide_cron: str = typer.Option("* * * * *", help="flinktune_decide's schedule in the rehearsal (cron, UTC)."),
     retrain_cron: str = typer.Option("*/10 * * * *", help="flinktune_train's schedule in the rehearsal (cron, UTC)."),
     drain_timeout_s: float = typer.Option(
-        900.0, min=0.0, help="At the end, how long the ingest run in flight may take to finish (its ETL included), s."
+        900.0,
+        min=0.0,
+        help="At the end, how long the decide run in flight, then the ingest run (its ETL included), may each take to finish, s.",
     ),
     jar: Path | None = typer.Option(
         None, help="The benchmark jar (default var/localflink/flinkjob.jar; scripts/setup_local_flink.sh)."
@@ -37,7 +39,7 @@ def rehearse(
     Needs PostgreSQL (127.0.0.1:5432, trust, user postgres), Redis (127.0.0.1:6379), the Debian
     prometheus binary, Java 17 and scripts/setup_local_flink.sh done. Ctrl-C stops everything.
     """
-    from flinktune.localflink.distribution import repo_root
+    from flinktune.localflink.benchjob import BENCH_JAR
     from flinktune.policies import POLICY_NAMES
     from flinktune.rehearsal import RehearsalOptions
     from flinktune.rehearsal import rehearse as run
@@ -54,7 +56,7 @@ def rehearse(
         finite(minutes, "--minutes")
     except QuantityError as exc:
         fail(str(exc))
-    jar = jar or repo_root() / "var" / "localflink" / "flinkjob.jar"
+    jar = jar or BENCH_JAR
     if not jar.is_file():
         fail(f"the benchmark jar {jar} is missing: run scripts/setup_local_flink.sh")
     home = var_dir or Path("var") / f"rehearsal-{time.strftime('%Y%m%d-%H%M%S')}"

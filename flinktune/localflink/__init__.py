@@ -11,6 +11,7 @@
 - ``capacity``: the measured capacity surrogate and the profiled cap on the policy's capacity model;
 - ``profiler``: profiling in the decision loop (the gate that asks for it, the profiler that runs it);
 - ``audit``: whether each reconfiguration of a run was correct; ``cpu``: machine vs cluster CPU;
+- ``benchjob``: the benchmark job on a fresh cluster, as the rehearsal, benchmarks and tests start it;
 - ``cli``: the functions behind ``flinktune local-flink up|down|status``.
 """
 

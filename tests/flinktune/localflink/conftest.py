@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from flinktune.localflink.benchjob import BENCH_JAR
 from flinktune.localflink.distribution import DistributionError, find_distribution, repo_root
 
 
@@ -30,7 +31,7 @@ def flink_setup():
         dist = find_distribution()
     except DistributionError as exc:
         pytest.skip(str(exc))
-    jar = root / "var" / "localflink" / "flinkjob.jar"
+    jar = BENCH_JAR
     if not jar.exists():
         pytest.skip(f"the benchmark jar {jar} was not built")
     return dist, Path(jar)

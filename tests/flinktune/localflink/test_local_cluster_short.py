@@ -19,16 +19,14 @@ from flinktune.config_space import Configuration
 from flinktune.decision.evaluation import evaluate
 from flinktune.decision.reconfig import ReconfigMode
 from flinktune.localflink import (
-    ClusterSpec,
     JobControl,
     JobSpec,
-    LocalFlinkCluster,
     LocalFlinkRealizer,
     RateFile,
     RestMetricsSource,
-    free_port,
     inject_taskmanager_failure,
 )
+from flinktune.localflink.benchjob import bench_cluster
 from flinktune.localflink.cluster import pid_alive
 from flinktune.localflink.cpu import CpuMeter
 from flinktune.localflink.profiling import observation_row, reset_backlog, run_step
@@ -40,11 +38,7 @@ pytestmark = [pytest.mark.flink, pytest.mark.slow, pytest.mark.servers]
 @pytest.fixture
 def cluster(flink_setup, tmp_path):
     dist, _ = flink_setup
-    c = LocalFlinkCluster(
-        tmp_path / "cluster",
-        ClusterSpec(rest_port=free_port(), rpc_port=free_port(), tm_slots=1, tm_memory_mb=1024, checkpoint_interval_s=10),
-        dist=dist,
-    )
+    c, _ = bench_cluster(tmp_path, dist=dist)  # checkpoints every 10 s (ClusterSpec's default)
     c.up(timeout_s=120)
     yield c
     c.down()
