@@ -24,6 +24,7 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -315,6 +316,14 @@ def run(
         "targets": [],
     }
     file_bound: dict[str, float] | None = None
+    # What every seed replays with; each seed brings its own trace, history and generator seed.
+    seed_settings = partial(
+        ReplaySettings,
+        failures=failures,
+        forecaster=forecaster,
+        latency_target_ms=latency_target_ms,
+        recovery_limit_s=recovery_limit_s,
+    )
     for seed in seeds:
         t0 = time.perf_counter()
         if seed != seeds[0]:
@@ -329,15 +338,7 @@ def run(
             file_bound = b if trace not in WORKLOADS else None
         else:
             b = file_bound
-        settings = ReplaySettings(
-            workload=workload,
-            failures=failures,
-            seed=seed,
-            forecaster=forecaster,
-            latency_target_ms=latency_target_ms,
-            recovery_limit_s=recovery_limit_s,
-            history=history,
-        )
+        settings = seed_settings(workload=workload, seed=seed, history=history)
         runs = run_replay(
             series, workload, names, settings, workers=workers, profile=prof, progress=progress, policy_options=policy_options
         )
