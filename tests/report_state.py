@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from flinktune.config_space import default_space
 from flinktune.decision import Decision
 from flinktune.decision.evaluation import evaluate
+from flinktune.decision.stages import DecisionRecord
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import raw_samples
 from flinktune.lake import Lake
@@ -45,5 +46,7 @@ def state_folder(var: Path, job: str = "j") -> Path:
     st = evaluate(job, raw_samples(job, 0, 600, rate=30000), default_space().maximum, 600, window_s=600)
     start = int(trace.index[2400].timestamp())
     for k in (1, 2, 3):
-        store.record_decision(job, float(start + 600 * k), st, Decision.keep("flinktune", "p24 fits 30,000 rec/s; keep"), None)
+        store.record_decision(
+            DecisionRecord(job, float(start + 600 * k), st, Decision.keep("flinktune", "p24 fits 30,000 rec/s; keep"), None)
+        )
     return var

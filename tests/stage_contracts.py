@@ -13,7 +13,7 @@ import math
 from flinktune.config_space import Configuration
 from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.reconfig import ReconfigMode, same_shape
-from flinktune.decision.stages import RealizeResult
+from flinktune.decision.stages import DecisionOutcome, DecisionRecord, RealizeResult
 
 __all__ = ["check_realizer", "check_state_store"]
 
@@ -56,21 +56,26 @@ def check_state_store(store) -> None:
     a = Configuration(12, 1, 1.0, 2048, 10)
     b = a.with_(parallelism=16)
     assert store.decisions("c").empty and store.policy_memory("c", "p") is None
-    i1 = store.record_decision("c", 100.0, _state(a, 100.0), Decision(Action.RECONFIGURE, "more", "p", target=b),
-                               RealizeResult(True, ReconfigMode.IN_PLACE, 3.0), memory=("p", {"n": 1, "xs": [0.5, 2]}))  # fmt: skip
-    i2 = store.record_decision("c", 400.0, _state(b, 400.0, restarts=1), Decision.keep("p", "fine"), None, dry_run=True)
-    store.record_decision("other", 50.0, _state(a, 50.0), Decision.keep("p", "fine"), None, memory=("p", {"n": 9}))
+    i1 = store.record_decision(DecisionRecord("c", 100.0, _state(a, 100.0), Decision(Action.RECONFIGURE, "more", "p", target=b), RealizeResult(True, ReconfigMode.IN_PLACE, 3.0)), memory=("p", {"n": 1, "xs": [0.5, 2]}))  # fmt: skip
+    i2 = store.record_decision(
+        DecisionRecord("c", 400.0, _state(b, 400.0, restarts=1), Decision.keep("p", "fine"), None, dry_run=True)
+    )
+    store.record_decision(
+        DecisionRecord("other", 50.0, _state(a, 50.0), Decision.keep("p", "fine"), None), memory=("p", {"n": 9})
+    )
     assert i2 != i1
     rows = store.decisions("c")
     assert list(rows["ts"]) == [100.0, 400.0] and list(rows["action"]) == ["reconfigure", "keep"]
     assert list(rows["changed"]) == [1, 0] and next(iter(rows["mode"])) == "in-place" and list(rows["dry_run"]) == [0, 1]
     assert list(store.decisions("c", limit=1)["ts"]) == [400.0]
     assert store.policy_memory("c", "p") == {"n": 1, "xs": [0.5, 2]}  # a decision without memory keeps the last one
-    store.record_decision("c", 700.0, _state(b, 700.0), Decision.keep("p", "fine"), None, memory=("p", {"n": 2}))
+    store.record_decision(DecisionRecord("c", 700.0, _state(b, 700.0), Decision.keep("p", "fine"), None), memory=("p", {"n": 2}))
     assert store.policy_memory("c", "p") == {"n": 2} and store.policy_memory("other", "p") == {"n": 9}
     assert store.policy_memory("c", "q") is None
     try:
-        store.record_decision("c", 800.0, _state(b, 800.0), Decision.keep("p", "fine"), None, memory=("p", {"bad": float("nan")}))
+        store.record_decision(
+            DecisionRecord("c", 800.0, _state(b, 800.0), Decision.keep("p", "fine"), None), memory=("p", {"bad": float("nan")})
+        )
     except ValueError as exc:
         assert "policy 'p'" in str(exc) and "not plain JSON" in str(exc)
     else:
@@ -78,11 +83,11 @@ def check_state_store(store) -> None:
     assert list(store.decisions("c")["ts"]) == [100.0, 400.0, 700.0], "nothing half-written"
     # Write-ahead: a change stored as intended before the apply, then settled with its outcome and error.
     i3 = store.record_decision(
-        "c", 900.0, _state(b, 900.0), Decision(Action.RECONFIGURE, "less", "p", target=a), None, status="intended"
+        DecisionRecord("c", 900.0, _state(b, 900.0), Decision(Action.RECONFIGURE, "less", "p", target=a), None, status="intended")
     )
     assert store.decisions("c", limit=1)["status"].iloc[-1] == "intended"
-    store.update_decision(i3, RealizeResult(False, ReconfigMode.ROLLED_BACK, 9.0), status="rolled-back", error="not stable",
-                          memory=("p", {"n": 3}))  # fmt: skip
+    rolled_back = DecisionOutcome(RealizeResult(False, ReconfigMode.ROLLED_BACK, 9.0), "rolled-back", "not stable")
+    store.update_decision(i3, rolled_back, memory=("p", {"n": 3}))
     last = store.decisions("c", limit=1).iloc[-1]
     assert (last["status"], last["error"], int(last["changed"]), last["mode"]) == ("rolled-back", "not stable", 0, "rolled-back")
     assert store.policy_memory("c", "p") == {"n": 3}

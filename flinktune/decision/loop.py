@@ -33,6 +33,8 @@ from flinktune.decision.guard import GuardRules, SafetyGuard
 from flinktune.decision.reconfig import ReconfigMode, same_shape
 from flinktune.decision.stages import (
     ControllerAware,
+    DecisionOutcome,
+    DecisionRecord,
     ForecastProvider,
     MetricsSource,
     ModelProvider,
@@ -206,19 +208,17 @@ class DecisionLoop:
                     self.profiler.profile(list(decision.profile_configs), rate, now)
                 except Exception as exc:  # the row first, then the failure goes on to the task
                     self.store.record_decision(
-                        s.job,
-                        now,
-                        state,
-                        decision,
-                        None,
+                        DecisionRecord(
+                            s.job, now, state, decision, None, status="failed", error=f"profiling failed: {_one_line(exc)}"
+                        ),
                         memory=memory,
-                        status="failed",
-                        error=f"profiling failed: {_one_line(exc)}",
                     )
                     raise
                 if self.models is not None:
                     self.models.refresh()
-            decision_id = self.store.record_decision(s.job, now, state, decision, result, dry_run=s.dry_run, memory=memory)
+            decision_id = self.store.record_decision(
+                DecisionRecord(s.job, now, state, decision, result, dry_run=s.dry_run), memory=memory
+            )
         if (
             ctx.forecast is not None
             and decision.inputs.get("planned_rate") is not None
@@ -235,7 +235,7 @@ class DecisionLoop:
         """Write the change ahead, apply it, settle the row: applied, rolled back or failed with the error."""
         job, target = self.settings.job, decision.target
         assert target is not None  # only reconfigure decisions with a target come here
-        decision_id = self.store.record_decision(job, now, state, decision, None, status="intended")
+        decision_id = self.store.record_decision(DecisionRecord(job, now, state, decision, None, status="intended"))
         error: str | None = None
         try:
             result = self.realizer.apply(job, target)
@@ -254,7 +254,7 @@ class DecisionLoop:
             self.guard.record(now, state, target, float(decision.inputs.get("settle_s") or 0.0))
         elif status in ("failed", "rolled-back"):
             self.guard.record_attempt(now, state, target)
-        self.store.update_decision(decision_id, result, status=status, error=error, memory=memory)
+        self.store.update_decision(decision_id, DecisionOutcome(result, status, error), memory=memory)
         if error:
             log.warning("%s @%.0f %s", job, now, error)
         return decision_id, result
@@ -278,19 +278,15 @@ class DecisionLoop:
             if current == target:
                 note = f"{why}; reconciled at t={now:.0f}: the cluster runs the target, so the change landed"
                 mode = ReconfigMode.IN_PLACE if same_shape(before, target) else ReconfigMode.REDEPLOY
-                self.store.update_decision(int(row.id), RealizeResult(True, mode, 0.0, note), status="applied", error=note)
+                self.store.update_decision(int(row.id), DecisionOutcome(RealizeResult(True, mode, 0.0, note), "applied", note))
                 return note
             if current == before:
                 if status == "intended":
                     note = f"{why}; reconciled at t={now:.0f}: the cluster still runs {before.describe()}"
-                    self.store.update_decision(int(row.id), None, status="failed", error=note)
+                    self.store.update_decision(int(row.id), DecisionOutcome(None, "failed", note))
                 return note
-            self.store.update_decision(
-                int(row.id),
-                None,
-                status="failed",
-                error=f"{why}; reconciled at t={now:.0f}: the cluster runs neither the target nor the configuration before",
-            )
+            neither = f"{why}; reconciled at t={now:.0f}: the cluster runs neither the target nor the configuration before"
+            self.store.update_decision(int(row.id), DecisionOutcome(None, "failed", neither))
             expected = before
         else:
             expected = _expected(row)
@@ -302,19 +298,21 @@ class DecisionLoop:
         )
         before_state = replace(state, config=expected)
         self.store.record_decision(
-            self.settings.job,
-            now,
-            before_state,
-            Decision(
-                Action.KEEP,
-                reason,
-                "reconcile",
-                target=current,
-                inputs={"expected": expected.to_dict(), "observed": current.to_dict(), "decision_id": int(row.id)},
-            ),
-            None,
-            status="reconciled",
-            error=reason,
+            DecisionRecord(
+                self.settings.job,
+                now,
+                before_state,
+                Decision(
+                    Action.KEEP,
+                    reason,
+                    "reconcile",
+                    target=current,
+                    inputs={"expected": expected.to_dict(), "observed": current.to_dict(), "decision_id": int(row.id)},
+                ),
+                None,
+                status="reconciled",
+                error=reason,
+            )
         )
         self.guard.record_attempt(now, before_state, current)
         log.warning("%s @%.0f %s", self.settings.job, now, reason)
@@ -323,7 +321,9 @@ class DecisionLoop:
     def _hold_for(self, now: float, state: JobState, why: str) -> StepOutcome:
         """A hold that no policy or guard can lift: recorded with its reason, nothing planned or applied."""
         decision = Decision.keep("guard", f"hold: {why}", held_by="another controller")
-        decision_id = self.store.record_decision(self.settings.job, now, state, decision, None, dry_run=self.settings.dry_run)
+        decision_id = self.store.record_decision(
+            DecisionRecord(self.settings.job, now, state, decision, None, dry_run=self.settings.dry_run)
+        )
         outcome = StepOutcome(state, decision, None, decision_id)
         log.warning("%s @%.0f %s", self.settings.job, now, outcome.line())
         return outcome
@@ -354,7 +354,9 @@ class DecisionLoop:
             problems=(problem,),
         )
         decision = self.guard.review(Decision.keep("guard", f"hold: {problem}"), state, now)
-        decision_id = self.store.record_decision(s.job, now, state, decision, None, dry_run=s.dry_run, error=problem)
+        decision_id = self.store.record_decision(
+            DecisionRecord(s.job, now, state, decision, None, dry_run=s.dry_run, error=problem)
+        )
         outcome = StepOutcome(state, decision, None, decision_id)
         log.warning("%s @%.0f %s", s.job, now, outcome.line())
         return outcome

@@ -37,6 +37,8 @@ from models.surrogate.types import SurrogatePrediction
 
 __all__ = [
     "ControllerAware",
+    "DecisionOutcome",
+    "DecisionRecord",
     "ForecastProvider",
     "Forecaster",
     "Guard",
@@ -240,31 +242,40 @@ class PatchPreview(Protocol):
     last_diff: str
 
 
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One decision as the state store keeps it: the job, when it was made (s), the state it was made
+    on, the decision, and what applying it did (None when nothing was applied). ``status`` None takes
+    the status from ``result``; ``"intended"`` writes a change ahead of its apply. ``error`` says what
+    stopped it, if anything."""
+
+    job: str
+    ts: float
+    state: JobState
+    decision: Decision
+    result: RealizeResult | None
+    dry_run: bool = False
+    status: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    """How a decision written ahead ended: what applying it did (None when nothing was applied), its
+    status (``applied``, ``failed``, ``rolled-back``, ...) and what stopped it, if anything."""
+
+    result: RealizeResult | None
+    status: str
+    error: str | None = None
+
+
 class StateStore(Protocol):
     """Durable record of decisions and their outcomes, and of the policy memory saved with them."""
 
-    def record_decision(
-        self,
-        job: str,
-        ts: float,
-        state: JobState,
-        decision: Decision,
-        result: RealizeResult | None,
-        *,
-        dry_run: bool = False,
-        memory: tuple[str, dict[str, Any]] | None = None,
-        status: str | None = None,
-        error: str | None = None,
-    ) -> int: ...
+    def record_decision(self, record: DecisionRecord, *, memory: tuple[str, dict[str, Any]] | None = None) -> int: ...
 
     def update_decision(
-        self,
-        decision_id: int,
-        result: RealizeResult | None,
-        *,
-        status: str,
-        error: str | None = None,
-        memory: tuple[str, dict[str, Any]] | None = None,
+        self, decision_id: int, outcome: DecisionOutcome, *, memory: tuple[str, dict[str, Any]] | None = None
     ) -> None: ...
 
     def policy_memory(self, job: str, policy: str) -> dict[str, Any] | None: ...

@@ -48,8 +48,8 @@ from sqlalchemy import (
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from flinktune.decision import Decision, JobState
-from flinktune.decision.stages import RealizeResult
+from flinktune.decision.reconfig import ReconfigMode
+from flinktune.decision.stages import DecisionOutcome, DecisionRecord, RealizeResult
 
 __all__ = [
     "DECISION_COLUMNS",
@@ -162,38 +162,30 @@ def _status(result: RealizeResult | None, status: str | None) -> str:
         return status
     if result is None:
         return "recorded"
-    if str(result.mode) == "rolled-back":
+    if result.mode is ReconfigMode.ROLLED_BACK:
         return "rolled-back"
     return "applied" if result.changed else "recorded"
 
 
-def _row(
-    job: str,
-    ts: float,
-    state: JobState,
-    decision: Decision,
-    result: RealizeResult | None,
-    dry_run: bool,
-    status: str | None = None,
-    error: str | None = None,
-) -> tuple:
+def _row(record: DecisionRecord) -> tuple:
+    decision, result = record.decision, record.result
     d = decision.to_dict()
     return (
-        job,
-        ts,
+        record.job,
+        record.ts,
         decision.policy,
         decision.action.value,
         decision.reason,
         json.dumps(d["target"]) if d["target"] else None,
         json.dumps(d["profile_configs"]),
-        json.dumps(state.to_dict(), default=float),
+        json.dumps(record.state.to_dict(), default=float),
         json.dumps(decision.inputs, default=float, sort_keys=True),
         int(bool(result and result.changed)),
         str(result.mode) if result else None,
         float(result.downtime_s) if result else 0.0,
-        int(dry_run),
-        _status(result, status),
-        error,
+        int(record.dry_run),
+        _status(result, record.status),
+        record.error,
     )
 
 
@@ -248,42 +240,25 @@ class _DecisionRecords:
     """How a store records and settles a decision: the row, the outcome and the policy memory's JSON are
     made here, checked before anything is written; a store keeps them with ``_insert`` and ``_settle``."""
 
-    def record_decision(
-        self,
-        job: str,
-        ts: float,
-        state: JobState,
-        decision: Decision,
-        result: RealizeResult | None,
-        *,
-        dry_run: bool = False,
-        memory: tuple[str, dict[str, Any]] | None = None,
-        status: str | None = None,
-        error: str | None = None,
-    ) -> int:
+    def record_decision(self, record: DecisionRecord, *, memory: tuple[str, dict[str, Any]] | None = None) -> int:
         """Store one decision; ``memory`` = (policy name, its memory) replaces that policy's saved memory
-        in the same transaction. ``status`` defaults from ``result`` (see :data:`STATUSES`); pass
-        ``status="intended"`` to write a change ahead of its apply. Returns the decision's id."""
+        in the same transaction. The record's ``status`` is checked against :data:`STATUSES`. Returns the
+        decision's id."""
         entry = _memory_entry(memory)
-        values = dict(zip(DECISION_COLUMNS[1:], _row(job, ts, state, decision, result, dry_run, status, error)))
+        values = dict(zip(DECISION_COLUMNS[1:], _row(record)))
         return self._insert(values, entry)
 
     def update_decision(
-        self,
-        decision_id: int,
-        result: RealizeResult | None,
-        *,
-        status: str,
-        error: str | None = None,
-        memory: tuple[str, dict[str, Any]] | None = None,
+        self, decision_id: int, outcome: DecisionOutcome, *, memory: tuple[str, dict[str, Any]] | None = None
     ) -> None:
-        """Settle a written-ahead decision: its outcome, ``status`` and ``error`` (and the policy's
-        memory, in the same transaction). A KeyError names an unknown id."""
+        """Settle a written-ahead decision with its ``outcome`` (and the policy's memory, in the same
+        transaction). A KeyError names an unknown id."""
         entry = _memory_entry(memory)
-        outcome = dict(zip(("changed", "mode", "downtime_s", "status", "error"), _outcome(result, status, error)))
-        if result is not None and str(result.mode) == "dry-run":
-            outcome["dry_run"] = 1  # a realizer that only computed the change (advice on Kubernetes): never applied
-        self._settle(int(decision_id), outcome, entry)
+        result = outcome.result
+        columns = dict(zip(("changed", "mode", "downtime_s", "status", "error"), _outcome(result, outcome.status, outcome.error)))
+        if result is not None and result.mode is ReconfigMode.DRY_RUN:
+            columns["dry_run"] = 1  # a realizer that only computed the change (advice on Kubernetes): never applied
+        self._settle(int(decision_id), columns, entry)
 
     def _insert(self, values: dict[str, Any], memory: tuple[str, str] | None) -> int:
         """Add the decision row ``values`` (all columns but the id) and, when given, the (policy, JSON) memory; its id."""

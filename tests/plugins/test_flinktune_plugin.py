@@ -19,7 +19,7 @@ from flinktune.airflow_local.airflow_home import airflow_env
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision
 from flinktune.decision.evaluation import evaluate
-from flinktune.decision.stages import RealizeResult
+from flinktune.decision.stages import DecisionRecord, RealizeResult
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import raw_samples
 
@@ -123,15 +123,17 @@ def test_plugin_is_discovered_and_serves_the_newest_decisions(tmp_path: Path, ai
     space = default_space()
     state = evaluate("wordcount", raw_samples("wordcount", 0, 600, rate=30000), space.maximum, 600, window_s=600)
     smaller = Configuration(12, 2, 2.0, 2048, 10)
-    store.record_decision("wordcount", 1000.0, state, Decision.keep("flinktune", "steady"), None)
+    store.record_decision(DecisionRecord("wordcount", 1000.0, state, Decision.keep("flinktune", "steady"), None))
     store.record_decision(
-        "wordcount",
-        1600.0,
-        state,
-        Decision(Action.RECONFIGURE, "cheaper", "flinktune", target=smaller),
-        RealizeResult(True, "redeploy", 40.0),
+        DecisionRecord(
+            "wordcount",
+            1600.0,
+            state,
+            Decision(Action.RECONFIGURE, "cheaper", "flinktune", target=smaller),
+            RealizeResult(True, "redeploy", 40.0),
+        )
     )
-    store.record_decision("wordcount", 2200.0, state, Decision.keep("flinktune", "settled"), None)
+    store.record_decision(DecisionRecord("wordcount", 2200.0, state, Decision.keep("flinktune", "settled"), None))
 
     result = _call(
         {"FLINKTUNE_STATE_DB": str(db)},
@@ -174,17 +176,19 @@ def _record_three_decisions(db: Path, job: str) -> Configuration:
     store = SqliteStateStore(db)
     state = evaluate(job, raw_samples(job, 0, 600, rate=30000), default_space().maximum, 600, window_s=600)
     smaller = Configuration(12, 2, 2.0, 2048, 10)
-    store.record_decision(job, 1000.0, state, Decision.keep("flinktune", "steady"), None)
+    store.record_decision(DecisionRecord(job, 1000.0, state, Decision.keep("flinktune", "steady"), None))
     store.record_decision(
-        job,
-        1600.0,
-        state,
-        Decision(Action.RECONFIGURE, "cheaper <b>now</b>", "flinktune", target=smaller),
-        RealizeResult(True, "redeploy", 40.0),
+        DecisionRecord(
+            job,
+            1600.0,
+            state,
+            Decision(Action.RECONFIGURE, "cheaper <b>now</b>", "flinktune", target=smaller),
+            RealizeResult(True, "redeploy", 40.0),
+        )
     )
     # The next tick reads back what runs: the applied target.
     after = evaluate(job, raw_samples(job, 600, 1200, rate=30000), smaller, 1200, window_s=600)
-    store.record_decision(job, 2200.0, after, Decision.keep("flinktune", "settled"), None)
+    store.record_decision(DecisionRecord(job, 2200.0, after, Decision.keep("flinktune", "settled"), None))
     return smaller
 
 

@@ -26,7 +26,7 @@ from flinktune.cli.main import app
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision
 from flinktune.decision.evaluation import evaluate
-from flinktune.decision.stages import RealizeResult
+from flinktune.decision.stages import DecisionRecord, RealizeResult
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import raw_samples
 
@@ -41,11 +41,10 @@ def _state_folder(var: Path) -> None:
 
     store = SqliteStateStore(var / "state" / "flinktune.db")
     state = evaluate("demo", raw_samples("demo", 0, 600, rate=30000), default_space().maximum, 600, window_s=600)
-    store.record_decision("demo", 1000.0, state, Decision.keep("flinktune", "load steady, keep"), None)
-    store.record_decision("demo", 1600.0, state, Decision(Action.RECONFIGURE, "cheaper shape fits the forecast peak",
-                                                          "flinktune", target=Configuration(12, 2, 2.0, 2048, 10)),
-                          RealizeResult(True, "redeploy", 40.0))  # fmt: skip
-    store.record_decision("demo", 2200.0, state, Decision.keep("flinktune", "settled after the change"), None)
+    store.record_decision(DecisionRecord("demo", 1000.0, state, Decision.keep("flinktune", "load steady, keep"), None))
+    store.record_decision(DecisionRecord("demo", 1600.0, state, Decision(Action.RECONFIGURE, "cheaper shape fits the forecast peak",
+                                                          "flinktune", target=Configuration(12, 2, 2.0, 2048, 10)), RealizeResult(True, "redeploy", 40.0)))  # fmt: skip
+    store.record_decision(DecisionRecord("demo", 2200.0, state, Decision.keep("flinktune", "settled after the change"), None))
     uri = f"sqlite:///{var / 'mlflow' / 'mlflow.db'}"
     (var / "mlflow").mkdir(parents=True)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)

@@ -8,6 +8,7 @@ import math
 from flinktune.config_space import Configuration
 from flinktune.decision import Decision
 from flinktune.decision.evaluation import evaluate
+from flinktune.decision.stages import DecisionRecord
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import raw_samples
 
@@ -22,5 +23,5 @@ def test_the_state_carries_the_age_of_its_newest_sample_and_the_store_keeps_it(t
     assert stale.data_age_s == 600.0 and not stale.fresh
     assert math.isnan(evaluate("j", frame.iloc[0:0], CONFIG, 2000.0, window_s=300).data_age_s)
     store = SqliteStateStore(tmp_path / "s.db")
-    store.record_decision("j", state.ts, state, Decision.keep("p", "fine"), None)
+    store.record_decision(DecisionRecord("j", state.ts, state, Decision.keep("p", "fine"), None))
     assert json.loads(store.decisions("j")["state"].iloc[-1])["data_age_s"] == 42.5

@@ -1,7 +1,7 @@
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.guard import GuardRules, SafetyGuard, is_scale_down
-from flinktune.decision.stages import RealizeResult
+from flinktune.decision.stages import DecisionRecord, RealizeResult
 from flinktune.decision.store import MemoryStateStore
 
 SPACE = default_space()
@@ -71,7 +71,7 @@ def test_rollback_when_goals_missed_after_a_change():
 
 def test_restore_from_store_keeps_cooldowns_across_restarts():
     store = MemoryStateStore()
-    store.record_decision("j", 1000, state(), reconf(SMALL), RealizeResult(True, "redeploy", 40))
+    store.record_decision(DecisionRecord("j", 1000, state(), reconf(SMALL), RealizeResult(True, "redeploy", 40)))
     g = guard(stabilization_s=300).restore(store.decisions("j"))
     d = g.review(reconf(Configuration(8, 2, 2.0, 2048, 10)), state(SMALL), now=1100)
     assert "stabilizing" in d.reason
@@ -147,9 +147,9 @@ def test_a_guard_rollback_is_never_held_by_the_skew_rule():
 def test_restore_keeps_the_failure_grace_across_restarts():
     """A failure seen by an earlier run still excuses the catch-up miss in the next run (no rollback)."""
     store = MemoryStateStore()
-    store.record_decision("j", 0, state(MAX, p95=300), reconf(SMALL), RealizeResult(True, "redeploy", 40))
+    store.record_decision(DecisionRecord("j", 0, state(MAX, p95=300), reconf(SMALL), RealizeResult(True, "redeploy", 40)))
     failed = JobState("j", 300.0, SMALL, True, 30000, 30000, 0, 0.0, 5000, 4, 4000, 0.5, 0.0, 600, True, (), (), restarts=1)
-    store.record_decision("j", 400, failed, Decision.keep("test", "fine"), None)
+    store.record_decision(DecisionRecord("j", 400, failed, Decision.keep("test", "fine"), None))
     g = guard(stabilization_s=300, rollback_window_s=900, failure_grace_s=600).restore(store.decisions("j"))
     assert g.last_failure_ts == 400
     assert g.review(Decision.keep("test", "fine"), state(SMALL, p95=5000), now=700).action is Action.KEEP

@@ -86,7 +86,7 @@ DECIDER = textwrap.dedent(
     from flinktune.decision import Decision, JobState, Action
     from flinktune.config_space import Configuration
     from flinktune.decision.reconfig import ReconfigMode
-    from flinktune.decision.stages import RealizeResult
+    from flinktune.decision.stages import DecisionRecord, RealizeResult
     from flinktune.decision.store import SqliteStateStore, SqlStateStore
 
     url, start, me = sys.argv[1], float(sys.argv[2]), sys.argv[3]
@@ -99,8 +99,8 @@ DECIDER = textwrap.dedent(
             print("held elsewhere", flush=True)
             sys.exit(0)
         time.sleep(2.0)  # deciding and applying take a while: the other decider arrives in the middle
-        store.record_decision("shared", time.time(), state, Decision(Action.RECONFIGURE, me, "p", target=a.with_(parallelism=16)),
-                              RealizeResult(True, ReconfigMode.IN_PLACE, 1.0))
+        decision = Decision(Action.RECONFIGURE, me, "p", target=a.with_(parallelism=16))
+        store.record_decision(DecisionRecord("shared", time.time(), state, decision, RealizeResult(True, ReconfigMode.IN_PLACE, 1.0)))
         print("acted", flush=True)
     """
 )

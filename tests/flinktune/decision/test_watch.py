@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from flinktune.config_space import Configuration
+from flinktune.decision.stages import DecisionRecord
 from flinktune.decision.watch import WatchRule, check
 from flinktune.twin import ClusterProfile, TwinJob
 
@@ -70,7 +71,7 @@ def test_on_a_cluster_the_watch_reads_what_runs_and_the_last_decision_from_the_s
     alarm = check_cluster("w", realizer, source, store, twin.now, latency_target_ms=1000.0)
     assert alarm is not None and "over the 1,000 ms target" in alarm.reason  # the backlog is what users see already
     state = evaluate_window(twin)
-    store.record_decision("w", twin.now, state, Decision.keep("test", "decided at this instant"), None)
+    store.record_decision(DecisionRecord("w", twin.now, state, Decision.keep("test", "decided at this instant"), None))
     assert check_cluster("w", realizer, source, store, twin.now, latency_target_ms=1000.0) is None  # decided already
     twin.run(np.full(RULE.every_s - 30, RATE))
     assert check_cluster("w", realizer, source, store, twin.now, latency_target_ms=1000.0) is None  # the keep's minute

@@ -7,7 +7,7 @@ import sqlite3
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision, JobState
 from flinktune.decision.guard import SafetyGuard
-from flinktune.decision.stages import RealizeResult
+from flinktune.decision.stages import DecisionRecord, RealizeResult
 from flinktune.decision.store import SqliteStateStore
 
 A, B = Configuration(12, 1, 1.0, 2048, 10), Configuration(16, 1, 1.0, 2048, 10)
@@ -21,7 +21,9 @@ def test_a_store_written_before_the_status_column_is_migrated(tmp_path):
     db = tmp_path / "old.db"
     store = SqliteStateStore(db)
     store.record_decision(
-        "j", 0.0, _state(A, 0.0), Decision(Action.RECONFIGURE, "more", "p", target=B), RealizeResult(True, "in-place")
+        DecisionRecord(
+            "j", 0.0, _state(A, 0.0), Decision(Action.RECONFIGURE, "more", "p", target=B), RealizeResult(True, "in-place")
+        )
     )
     with sqlite3.connect(db) as con:  # back to the old schema: no status, no error
         con.execute("ALTER TABLE decisions DROP COLUMN error")
@@ -34,7 +36,9 @@ def test_an_intended_or_failed_change_starts_the_stabilization_window(tmp_path):
     store = SqliteStateStore(tmp_path / "s.db")
     for status in ("intended", "failed"):
         store.record_decision(
-            "j", 1000.0, _state(A, 1000.0), Decision(Action.RECONFIGURE, "more", "p", target=B), None, status=status
+            DecisionRecord(
+                "j", 1000.0, _state(A, 1000.0), Decision(Action.RECONFIGURE, "more", "p", target=B), None, status=status
+            )
         )
         guard = SafetyGuard(default_space(), 250.0).restore(store.decisions("j"))
         out = guard.review(Decision(Action.RECONFIGURE, "again", "p", target=B), _state(A, 1100.0), 1100.0)

@@ -26,6 +26,7 @@ from flinktune.clock import ManualClock
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision
 from flinktune.decision.loop import LoopSettings, build_decision_loop
+from flinktune.decision.stages import DecisionOutcome, DecisionRecord
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import FrameMetricsSource, raw_samples
 from flinktune.kubernetes import KubernetesRealizer, config_from_object, deployment_body
@@ -108,7 +109,9 @@ def decide_once(srv, store_path, now, *, kill_at=None):
 
 def seed(store_path):
     """A settled earlier decision (a keep on BASE), as a job that has run before has."""
-    SqliteStateStore(store_path).record_decision(JOB, 0.0, _state(BASE), Decision.keep("seed", "earlier run"), None)
+    SqliteStateStore(store_path).record_decision(
+        DecisionRecord(JOB, 0.0, _state(BASE), Decision.keep("seed", "earlier run"), None)
+    )
 
 
 def _state(config):
@@ -223,9 +226,9 @@ def test_a_kill_at_every_step_never_lets_the_next_run_bypass_the_guard(tmp_path)
 def test_the_store_refuses_an_unknown_status_and_an_unknown_row(tmp_path):
     store = SqliteStateStore(tmp_path / "s.db")
     with pytest.raises(ValueError, match="decision status 'maybe'"):
-        store.record_decision(JOB, 0.0, _state(BASE), Decision.keep("t", "x"), None, status="maybe")
+        store.record_decision(DecisionRecord(JOB, 0.0, _state(BASE), Decision.keep("t", "x"), None, status="maybe"))
     with pytest.raises(KeyError, match="no decision with id 7"):
-        store.update_decision(7, None, status="failed")
+        store.update_decision(7, DecisionOutcome(None, "failed"))
 
 
 def test_a_change_made_outside_the_tuner_is_recorded_and_counted_as_a_change(tmp_path):

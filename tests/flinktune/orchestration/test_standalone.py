@@ -24,6 +24,7 @@ from flinktune.airflow_local.airflow_home import airflow_env
 from flinktune.config_space import default_space
 from flinktune.decision import Decision
 from flinktune.decision.evaluation import evaluate
+from flinktune.decision.stages import DecisionRecord
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import raw_samples
 
@@ -76,7 +77,7 @@ def test_standalone_runs_a_dag_triggered_through_the_rest_api_and_serves_the_plu
     var = tmp_path / "var"
     state = evaluate("demo", raw_samples("demo", 0, 600, rate=30000), default_space().maximum, 600, window_s=600)
     SqliteStateStore(var / "state" / "flinktune.db").record_decision(
-        "demo", 600.0, state, Decision.keep("flinktune", "standalone smoke"), None
+        DecisionRecord("demo", 600.0, state, Decision.keep("flinktune", "standalone smoke"), None)
     )
     port = _free_port()
     base = f"http://127.0.0.1:{port}"

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from flinktune.decision.stages import DecisionRecord
 from flinktune.extract.prometheus import QUERY_PRESETS, metric_queries, operator_gauge_queries
 from flinktune.extract.sink import ExtractError
 from flinktune.localflink.attach import AttachError, Attachment, read_attachment, write_attachment
@@ -213,11 +214,11 @@ class _IngestApi:
     """The Airflow API as the drain sees it: one scripted look (run id -> task instances) per ``dagRuns`` poll,
     the last one repeated, and the pauses it was sent."""
 
-    def __init__(self, looks: list[dict[str, list[dict]]]) -> None:
-        self.looks, self.at, self.pauses = looks, -1, []
+    def __init__(self, looks: list[dict[str, list[dict]]], dag_id: str = "flinktune_ingest") -> None:
+        self.looks, self.at, self.pauses, self.dag_id = looks, -1, [], dag_id
 
     def patch(self, url: str, json: dict, timeout: float) -> SimpleNamespace:
-        assert url == "http://af/api/v2/dags/flinktune_ingest"
+        assert url == f"http://af/api/v2/dags/{self.dag_id}"
         self.pauses.append(json["is_paused"])
         return SimpleNamespace(ok=True)
 
@@ -256,6 +257,24 @@ def test_the_drain_unpauses_only_while_a_collect_waits_for_its_etl(monkeypatch: 
     assert stuck.pauses == [False, True]
 
 
+def test_the_decide_drain_pauses_at_once_and_waits_for_the_change_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flinktune.rehearsal import drain
+
+    monkeypatch.setattr(drain.time, "sleep", lambda _s: None)
+    run = "scheduled__2026-11-28T10:02:00+00:00"
+    looks = [
+        {run: [_ti("fleet", "success"), _ti("decide", "running"), _ti("decide", "success")]},  # a change being applied
+        {run: [_ti("fleet", "success"), _ti("decide", "running"), _ti("decide", "success")]},
+        {run: [_ti("fleet", "success"), _ti("decide", "success"), _ti("decide", "success")]},  # settled
+    ]
+    api = _IngestApi(looks, dag_id="flinktune_decide")
+    assert drain.drain_decide(SimpleNamespace(api="http://af", session=lambda: api), timeout_s=60, check=lambda: None)  # type: ignore[arg-type]
+    assert api.pauses == [True] and api.at == 2
+    stuck = _IngestApi([{run: [_ti("decide", "running")]}], dag_id="flinktune_decide")
+    assert not drain.drain_decide(SimpleNamespace(api="http://af", session=lambda: stuck), timeout_s=0, check=lambda: None)  # type: ignore[arg-type]
+    assert stuck.pauses == [True]
+
+
 def test_each_decision_is_listed_with_the_gate_that_held_it_and_its_data_age(tmp_path: Path) -> None:
     from flinktune.config_space import Configuration, default_space
     from flinktune.decision import Action, Decision
@@ -274,24 +293,28 @@ def test_each_decision_is_listed_with_the_gate_that_held_it_and_its_data_age(tmp
     up = Decision(Action.RECONFIGURE, "load grew", "ds2", target=two)
     fresh, stale = evaluate("j", frame, one, 310.0, window_s=300), evaluate("j", frame, one, 900.0, window_s=300)
     # The guard's own words for each gate, recorded as the loop records them.
-    store.record_decision("j", 310.0, fresh, guard.review(up, fresh, 310.0), RealizeResult(True, ReconfigMode.IN_PLACE, 2.0))
+    store.record_decision(
+        DecisionRecord("j", 310.0, fresh, guard.review(up, fresh, 310.0), RealizeResult(True, ReconfigMode.IN_PLACE, 2.0))
+    )
     guard.record(310.0, fresh, two)
     later = evaluate("j", raw_samples("j", 100, 300, rate=1000.0), two, 410.0, window_s=300)
     store.record_decision(
-        "j",
-        410.0,
-        later,
-        guard.review(Decision(Action.RECONFIGURE, "more", "ds2", target=Configuration(12, 1, 1.0, 2048, 10)), later, 410.0),
-        None,
+        DecisionRecord(
+            "j",
+            410.0,
+            later,
+            guard.review(Decision(Action.RECONFIGURE, "more", "ds2", target=Configuration(12, 1, 1.0, 2048, 10)), later, 410.0),
+            None,
+        )
     )
-    store.record_decision("j", 900.0, stale, guard.review(up, stale, 900.0), None)
+    store.record_decision(DecisionRecord("j", 900.0, stale, guard.review(up, stale, 900.0), None))
     held = other_controller(
         {"metadata": {"namespace": "f", "name": "j"}, "spec": {"flinkConfiguration": {"job.autoscaler.enabled": "true"}}}
     )
-    store.record_decision("j", 950.0, stale, Decision.keep("guard", f"hold: {held}"), None)
-    store.record_decision("j", 960.0, fresh, up, None, dry_run=True)
+    store.record_decision(DecisionRecord("j", 950.0, stale, Decision.keep("guard", f"hold: {held}"), None))
+    store.record_decision(DecisionRecord("j", 960.0, fresh, up, None, dry_run=True))
     store.record_decision(
-        "j", 970.0, fresh, Decision.keep("ds2", "sizes match the running parallelism", planned_rate=1000.0), None
+        DecisionRecord("j", 970.0, fresh, Decision.keep("ds2", "sizes match the running parallelism", planned_rate=1000.0), None)
     )
     report = job_report("j", store.decisions("j"), frame.iloc[0:0], latency_target_ms=1000.0, end_ts=1000.0)
     gates = [(d["ts"], d["gate"]) for d in report["per_decision"]]

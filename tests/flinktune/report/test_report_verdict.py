@@ -22,6 +22,7 @@ import pytest
 from flinktune.config_space import default_space
 from flinktune.decision import Decision
 from flinktune.decision.evaluation import evaluate
+from flinktune.decision.stages import DecisionRecord
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import raw_samples
 from flinktune.pricing import PriceList
@@ -119,7 +120,13 @@ def missed_inputs(tmp_path_factory) -> ReportInputs:
     st = evaluate("j", raw_samples("j", 0, 600, rate=30000), SPACE.maximum, 600, window_s=600)
     for k in (1, 2, 3):  # decisions every 10 min from the first tick: the tuner is in charge from `start`
         store.record_decision(
-            "j", float(start + 600 * k), st, Decision.keep("flinktune", "p24 fits 30,000 rec/s; keep / bottleneck: none"), None
+            DecisionRecord(
+                "j",
+                float(start + 600 * k),
+                st,
+                Decision.keep("flinktune", "p24 fits 30,000 rec/s; keep / bottleneck: none"),
+                None,
+            )
         )
     same = same_load_from_twin(twin, trace, start)
     cmp = compare_on_same_load(same, SPACE, latency_target_ms=1000, recovery_limit_s=180, prices=PRICES, policies=("static", "autoscaler"),

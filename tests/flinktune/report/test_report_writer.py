@@ -7,7 +7,7 @@ import pytest
 from flinktune.config_space import Configuration, default_space
 from flinktune.decision import Action, Decision
 from flinktune.decision.evaluation import evaluate
-from flinktune.decision.stages import RealizeResult
+from flinktune.decision.stages import DecisionRecord, RealizeResult
 from flinktune.decision.store import SqliteStateStore
 from flinktune.decision.testing import StaticForecaster, raw_samples
 from flinktune.report import ReportInputs, write_report
@@ -44,11 +44,13 @@ def test_report_writes_markdown_plots_and_a_true_summary(tmp_path):
     st = evaluate("j", raw_samples("j", 0, 600, rate=30000), SPACE.maximum, 600, window_s=600)
     target = Configuration(12, 2, 2.0, 2048, 10)
     store.record_decision(
-        "j",
-        1767229200.0,
-        st,
-        Decision(Action.RECONFIGURE, "save 50 % | cheaper", "flinktune", target=target),
-        RealizeResult(True, "redeploy", 45.0),
+        DecisionRecord(
+            "j",
+            1767229200.0,
+            st,
+            Decision(Action.RECONFIGURE, "save 50 % | cheaper", "flinktune", target=target),
+            RealizeResult(True, "redeploy", 45.0),
+        )
     )
     fc = StaticForecaster(30000).predict(pd.Series([1.0], index=[pd.Timestamp("2026-01-01T01:00", tz="UTC")]), 600)
     store.record_forecast("j", 1767229200.0, fc.model, 31500.0, fc.to_frame())
@@ -77,7 +79,7 @@ def test_summary_json_has_the_tuned_period_apart(tmp_path):
     f = features()
     for minute in (60, 70):  # two decisions ten minutes apart: the tuner is in charge from minute 50
         ts = f["window_start"][minute].timestamp()
-        store.record_decision("j", ts, st, Decision.keep("flinktune", "fine"), None)
+        store.record_decision(DecisionRecord("j", ts, st, Decision.keep("flinktune", "fine"), None))
     path = write_report(ReportInputs("j", f, store.decisions("j"), store.forecasts("j"), 1000.0, SPACE), tmp_path / "r")
     s = json.loads((path.parent / "summary.json").read_text())
     assert s["hours"] == pytest.approx(2.0) and s["tuned"]["hours"] == pytest.approx(70 / 60)
