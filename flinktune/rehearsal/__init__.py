@@ -4,7 +4,7 @@
 - ``stack``: the parts (Flink clusters and jobs, Prometheus, MLflow, Spark standalone, Airflow 3 with
   Celery workers) started in order;
 - ``scenario``: the rate plans, the unattended run and its summary (``flinktune rehearse``);
-- ``drain``: the end, where the ingest run in flight finishes and no new one starts;
+- ``drain``: the end, where the decide and ingest runs in flight finish and no new one starts;
 - ``verdicts``: each job's changes judged correct / needless / late (the loop benchmark's judge).
 """
 

@@ -1,6 +1,9 @@
-"""The end of a rehearsal: let the ``flinktune_ingest`` run in flight finish, start no new one.
+"""The end of a rehearsal: let the ``flinktune_decide`` and ``flinktune_ingest`` runs in flight finish,
+start no new one.
 
-Use :func:`drain_ingest` once the rate plan is over. Pausing the DAG is not enough on its own: a
+Use :func:`drain_decide` once the rate plan is over, then :func:`drain_ingest`. The decide DAG is
+paused at once and drained when none of its tasks is queued or running: a change being applied is
+settled (applied, failed or rolled back) before the stack stops, never cut off half-way. Pausing the DAG is not enough on its own: a
 paused DAG's scheduled task instances are never queued (Airflow 3's scheduler skips paused DAGs
 there), so a pause that lands between a run's ``collect`` and its ``etl_features`` leaves the
 collected raw metrics without their ETL for ever, and a run queued behind ``max_active_runs`` never
@@ -21,7 +24,7 @@ from urllib.parse import quote
 if TYPE_CHECKING:
     from flinktune.rehearsal.stack import Topology
 
-__all__ = ["DrainState", "drain_ingest", "drain_state"]
+__all__ = ["DrainState", "drain_decide", "drain_ingest", "drain_state"]
 
 _IN_MOTION = frozenset({"queued", "running", "restarting"})  # the executor has them: they end paused or not
 _FINAL = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
@@ -74,8 +77,19 @@ def drain_ingest(topo: Topology, timeout_s: float, check: Callable[[], None], *,
     """Stop ``flinktune_ingest`` from starting runs and let the one in flight end (module docstring); True once
     drained, False when ``timeout_s`` passed first or the API refused the pause. ``check`` is called between
     looks (the stack's health check: it raises when a server died). The DAG is left paused."""
+    return _drain(topo, "flinktune_ingest", timeout_s, check, poll_s)
+
+
+def drain_decide(topo: Topology, timeout_s: float, check: Callable[[], None], *, poll_s: float = 1.0) -> bool:
+    """Pause ``flinktune_decide`` and let its tasks in flight end, so each decision being carried out is settled;
+    True once none is queued or running, False as :func:`drain_ingest`. The DAG is left paused."""
+    return _drain(topo, "flinktune_decide", timeout_s, check, poll_s)
+
+
+def _drain(topo: Topology, dag_id: str, timeout_s: float, check: Callable[[], None], poll_s: float) -> bool:
+    # A DAG without collect and etl_features tasks never has a run half-done: it is paused at the first look.
     api = topo.session()
-    base = f"{topo.api}/api/v2/dags/flinktune_ingest"
+    base = f"{topo.api}/api/v2/dags/{dag_id}"
     paused: bool | None = None
     deadline = time.monotonic() + timeout_s
     while True:

@@ -1,6 +1,6 @@
 """The rehearsal's scenario: start the topology, offer each job its rate plan, let the DAGs run
-unattended on their short schedules, let the ingest run in flight finish (no new one starts), then
-report what happened and stop everything.
+unattended on their short schedules, let the decide and ingest runs in flight finish (no new one
+starts), then report what happened and stop everything.
 
 Use :func:`rehearse` (``flinktune rehearse --minutes N``). The rehearsal drives nothing but the
 offered rates (the producers' part); extract, ETL, training, decisions and rescaling are the
@@ -24,7 +24,7 @@ import numpy as np
 from flinktune.lake import Lake
 from flinktune.localflink.workload import RatePlan
 from flinktune.quantities import LATENCY_MS, check, cron, finite
-from flinktune.rehearsal.drain import drain_ingest
+from flinktune.rehearsal.drain import drain_decide, drain_ingest
 from flinktune.rehearsal.servers import Stack, session_members
 from flinktune.rehearsal.stack import DAGS, JobPlan, Topology, start_topology
 from flinktune.rehearsal.verdicts import job_report, write_report
@@ -63,7 +63,7 @@ class RehearsalOptions:
     decision_interval_s: int = 60
     spark_workers: int = 2
     celery_workers: int = 2
-    drain_ingest_s: float = 900.0  # at the end: how long the ingest run in flight may take to end (flinktune.rehearsal.drain)
+    drain_ingest_s: float = 900.0  # at the end: how long the decide, then the ingest run in flight may take to end (each)
 
     def __post_init__(self) -> None:
         # Checked here, before any server starts: a bad cron used to surface minutes later, from Airflow.
@@ -181,7 +181,11 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
                     next_line = elapsed + 30
                 time.sleep(2)
             end_ts = time.time()
-            say("plan over: letting the ingest run in flight finish")
+            say("plan over: no new decision; letting the decide and ingest runs in flight finish")
+            t_drain = time.monotonic()
+            summary["decide_drained"] = drain_decide(topo, opts.drain_ingest_s, stack.check)
+            summary["decide_drain_s"] = round(time.monotonic() - t_drain)
+            say(f"decide {'drained' if summary['decide_drained'] else 'NOT drained'} in {summary['decide_drain_s']} s")
             t_drain = time.monotonic()
             summary["ingest_drained"] = drain_ingest(topo, opts.drain_ingest_s, stack.check)
             summary["ingest_drain_s"] = round(time.monotonic() - t_drain)

@@ -28,6 +28,7 @@ import pytest
 
 from flinktune.decision.guard import GuardRules
 from flinktune.lake import Lake
+from flinktune.localflink.benchjob import BENCH_JAR
 from flinktune.rehearsal.scenario import RehearsalOptions
 from flinktune.rehearsal.verdicts import measured_capacities
 
@@ -40,6 +41,12 @@ pytestmark = [
     pytest.mark.timeout(1200),
 ]
 REPO = Path(__file__).resolve().parents[3]
+# The holds a rescaled job's settling may cause (gate: what its reason says), each allowed only inside the
+# guard's stabilization window after a change.
+_SETTLING = {
+    "stale metrics": "fail the raw_metrics contract",
+    "data problems": "metrics disagree with the cluster",
+}
 
 
 def _group_alive(pgid: int) -> bool:
@@ -97,10 +104,9 @@ def flink_setup():
                           timeout=480)  # fmt: skip
     if proc.returncode != 0:
         pytest.skip(f"scripts/setup_local_flink.sh failed: {proc.stderr.strip()[-300:]}")
-    jar = REPO / "var" / "localflink" / "flinkjob.jar"
-    if not jar.exists():
-        pytest.skip(f"the benchmark jar {jar} was not built")
-    return jar
+    if not BENCH_JAR.exists():
+        pytest.skip(f"the benchmark jar {BENCH_JAR} was not built")
+    return BENCH_JAR
 
 
 def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path: Path, flink_setup: Path) -> None:
@@ -144,10 +150,11 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
     decided = [j for j in summary["jobs"].values() if j["decisions"] > 0]
     assert decided and all(j["decisions_with_reason"] == j["decisions"] for j in decided), summary["jobs"]
     # Each decision read fresh data (the lake's history, then Prometheus after the lake's newest sample), so its
-    # newest sample was at most 90 s old and none held for stale or missing metrics, but one: while a rescaled
-    # job's tasks start, Flink reports their busy time as NaN for a few seconds, the raw contract refuses those
-    # rows, and a decision whose minute holds them decides on the lake alone, which lags: a hold inside the guard's
-    # stabilization window after the change, where nothing could change anyway. A change is judged correct
+    # newest sample was at most 90 s old and none held for stale or missing metrics, but while a rescaled job
+    # settles: its tasks report busy time as NaN for a few seconds (the raw contract refuses those rows, and the
+    # decision reads the lake alone, which lags), or, on a busy machine, its restarted tasks have not reported yet
+    # and the newest samples still carry the old parallelism. Either is a hold inside the guard's stabilization
+    # window after the change, where nothing could change anyway. A change is judged correct
     # (or came too near the end to be judged); a decision that changed nothing is DS2's own keep, at a planned
     # rate the running parallelism carries at the capacity measured in the run, or the guard's hold after a
     # change. The rehearsal's jobs act (its fleet file sets mode: act): nothing is held as advice.
@@ -157,9 +164,9 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
         window_s = float(RehearsalOptions.__dataclass_fields__["decision_interval_s"].default)  # what each decision read
         changed_at = [float(v["change"]["ts"]) for v in job["changes"]]
         for d in job["per_decision"]:
-            if d["gate"] == "stale metrics":
+            if d["gate"] in _SETTLING:
                 settling = [d["ts"] - t for t in changed_at if 0 < d["ts"] - t <= GuardRules().stabilization_s]
-                assert settling and "fail the raw_metrics contract" in d["reason"], (name, d, changed_at)
+                assert settling and _SETTLING[d["gate"]] in d["reason"], (name, d, changed_at)
                 continue
             assert d["data_age_s"] is not None and 0 <= d["data_age_s"] <= 90, (name, d)
             assert d["gate"] in ("changed", "policy: no change needed", "stabilization window", "scale-down budget"), (name, d)
@@ -176,5 +183,6 @@ def test_short_rehearsal_runs_the_chain_unattended_and_stops_everything(tmp_path
         assert all(v["verdict"] in ("correct", "not judged") for v in job["changes"]), (name, job["changes"])
     assert (var / "rehearsal" / "rehearsal.md").read_text().count("| data age s |") == len(summary["jobs"])
     # The ETL on the standalone cluster wrote what local[2] writes from the same raw input.
+    assert summary["decide_drained"], f"a decide run was still in flight after {summary['decide_drain_s']} s"
     assert summary["ingest_drained"], f"an ingest run was still in flight after {summary['ingest_drain_s']} s"
     _assert_standalone_curated_equals_local(var, "bench-small", tmp_path / "local")
