@@ -98,34 +98,26 @@ def test_demo_runs_end_to_end_and_reports_a_reconfiguration(tmp_path):
     assert len(reasons) - len(early) == 6 and all("so the decision is made now" in r for r in early)  # 0.5 h at 300 s
 
     # The README's follow-on commands, run from the folder that holds var/demo, without --var-dir.
+    # The follow-on commands as a user runs them after `make demo` (no --var-dir: the demo's state is found under
+    # var/demo), on a copy of that folder elsewhere: the state folder moves, the copy reports and decides on its
+    # own, and the original is not touched.
     follow_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))}
-    for args in (["report", "--job", "demo"], ["decide", "--job", "demo", "--ticks", "1", "--dry-run"]):
-        step = subprocess.run(
-            [sys.executable, "-m", "flinktune.cli", *args],
-            cwd=tmp_path,
-            env=follow_env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert step.returncode == 0, f"{args}: {step.stdout[-2000:]}\n{step.stderr[-2000:]}"
-        assert "using the demo's state in var/demo/" in step.stderr, step.stderr[-2000:]
-    assert not (tmp_path / "var" / "state").exists(), "nothing written outside the demo's folder"
-
-    # The state folder moves: a copy reports and decides on its own, and the original is not touched.
-    copy = tmp_path / "copied" / "demo"
+    elsewhere = tmp_path / "elsewhere"
+    copy = elsewhere / "var" / "demo"
     shutil.copytree(var_dir, copy)
     before = {p: p.stat().st_mtime_ns for p in var_dir.rglob("*") if p.is_file()}
     for args in (["report", "--job", "demo"], ["decide", "--job", "demo", "--ticks", "1", "--dry-run"]):
         step = subprocess.run(
-            [sys.executable, "-m", "flinktune.cli", *args, "--var-dir", str(copy)],
-            cwd=tmp_path,
+            [sys.executable, "-m", "flinktune.cli", *args],
+            cwd=elsewhere,
             env=follow_env,
             capture_output=True,
             text=True,
             timeout=300,
         )
         assert step.returncode == 0, f"{args} on the copy: {step.stdout[-2000:]}\n{step.stderr[-2000:]}"
+        assert "using the demo's state in var/demo/" in step.stderr, step.stderr[-2000:]
+    assert not (elsewhere / "var" / "state").exists(), "nothing written outside the demo's folder"
     after = {p: p.stat().st_mtime_ns for p in var_dir.rglob("*") if p.is_file()}
     assert after == before, (
         f"the original changed: {sorted(str(p) for p in set(after) ^ set(before) | {p for p in before if after.get(p) != before[p]})[:5]}"
