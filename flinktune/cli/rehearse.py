@@ -69,7 +69,7 @@ def rehearse(
         ingest_every_s=ingest_every_s,
         decide_cron=decide_cron,
         retrain_cron=retrain_cron,
-        drain_ingest_s=drain_timeout_s,
+        drain_timeout_s=drain_timeout_s,
     )
     try:
         summary = run(opts, log=lambda line: typer.echo(line))

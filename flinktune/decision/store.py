@@ -189,14 +189,15 @@ def _row(record: DecisionRecord) -> tuple:
     )
 
 
-def _outcome(result: RealizeResult | None, status: str, error: str | None) -> tuple:
+def _outcome(outcome: DecisionOutcome) -> tuple:
     """The columns :meth:`SqlStateStore.update_decision` sets, in the order it sets them."""
+    result = outcome.result
     return (
         int(bool(result and result.changed)),
         str(result.mode) if result else None,
         float(result.downtime_s) if result else 0.0,
-        _status(result, status),
-        error,
+        _status(result, outcome.status),
+        outcome.error,
     )
 
 
@@ -254,9 +255,8 @@ class _DecisionRecords:
         """Settle a written-ahead decision with its ``outcome`` (and the policy's memory, in the same
         transaction). A KeyError names an unknown id."""
         entry = _memory_entry(memory)
-        result = outcome.result
-        columns = dict(zip(("changed", "mode", "downtime_s", "status", "error"), _outcome(result, outcome.status, outcome.error)))
-        if result is not None and result.mode is ReconfigMode.DRY_RUN:
+        columns = dict(zip(("changed", "mode", "downtime_s", "status", "error"), _outcome(outcome)))
+        if outcome.result is not None and outcome.result.mode is ReconfigMode.DRY_RUN:
             columns["dry_run"] = 1  # a realizer that only computed the change (advice on Kubernetes): never applied
         self._settle(int(decision_id), columns, entry)
 

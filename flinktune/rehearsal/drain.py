@@ -3,14 +3,15 @@ start no new one.
 
 Use :func:`drain_decide` once the rate plan is over, then :func:`drain_ingest`. The decide DAG is
 paused at once and drained when none of its tasks is queued or running: a change being applied is
-settled (applied, failed or rolled back) before the stack stops, never cut off half-way. Pausing the DAG is not enough on its own: a
-paused DAG's scheduled task instances are never queued (Airflow 3's scheduler skips paused DAGs
-there), so a pause that lands between a run's ``collect`` and its ``etl_features`` leaves the
-collected raw metrics without their ETL for ever, and a run queued behind ``max_active_runs`` never
-starts. So the drain keeps the DAG unpaused exactly while some run has collected but not yet
-curated (its ETL must be scheduled), paused otherwise, and ends when, paused, no task instance is
-queued or running and no run is caught half-way. Runs that never collected (queued, or stopped
-after their ``fleet`` task) wrote nothing and are left as they are.
+settled (applied, failed or rolled back) before the stack stops, never cut off half-way. For the
+ingest DAG, pausing is not enough on its own: a paused DAG's scheduled task instances are never
+queued (Airflow 3's scheduler skips paused DAGs there), so a pause that lands between a run's
+``collect`` and its ``etl_features`` leaves the collected raw metrics without their ETL for ever,
+and a run queued behind ``max_active_runs`` never starts. So the drain keeps the DAG unpaused
+exactly while some run has collected but not yet curated (its ETL must be scheduled), paused
+otherwise, and ends when, paused, no task instance is queued or running and no run is caught
+half-way. Runs that never collected (queued, or stopped after their ``fleet`` task) wrote nothing
+and are left as they are.
 """
 
 from __future__ import annotations

@@ -63,14 +63,14 @@ class RehearsalOptions:
     decision_interval_s: int = 60
     spark_workers: int = 2
     celery_workers: int = 2
-    drain_ingest_s: float = 900.0  # at the end: how long the decide, then the ingest run in flight may take to end (each)
+    drain_timeout_s: float = 900.0  # at the end: how long the decide, then the ingest run in flight may take to end (each)
 
     def __post_init__(self) -> None:
         # Checked here, before any server starts: a bad cron used to surface minutes later, from Airflow.
         check(LATENCY_MS, self.latency_target_ms, "latency_target_ms")
         cron(self.decide_cron, "decide_cron")
         cron(self.retrain_cron, "retrain_cron")
-        for name in ("minutes", "drain_ingest_s"):
+        for name in ("minutes", "drain_timeout_s"):
             finite(getattr(self, name), name)
 
 
@@ -183,11 +183,11 @@ def rehearse(opts: RehearsalOptions, *, log: Callable[[str], None] = print) -> d
             end_ts = time.time()
             say("plan over: no new decision; letting the decide and ingest runs in flight finish")
             t_drain = time.monotonic()
-            summary["decide_drained"] = drain_decide(topo, opts.drain_ingest_s, stack.check)
+            summary["decide_drained"] = drain_decide(topo, opts.drain_timeout_s, stack.check)
             summary["decide_drain_s"] = round(time.monotonic() - t_drain)
             say(f"decide {'drained' if summary['decide_drained'] else 'NOT drained'} in {summary['decide_drain_s']} s")
             t_drain = time.monotonic()
-            summary["ingest_drained"] = drain_ingest(topo, opts.drain_ingest_s, stack.check)
+            summary["ingest_drained"] = drain_ingest(topo, opts.drain_timeout_s, stack.check)
             summary["ingest_drain_s"] = round(time.monotonic() - t_drain)
             drained = "drained" if summary["ingest_drained"] else "NOT drained"
             say(f"ingest {drained} in {summary['ingest_drain_s']} s: collecting outcomes")
